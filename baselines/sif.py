@@ -1,0 +1,88 @@
+"""SIF (SPEC §8; Arora et al. 2017): smooth-inverse-frequency weighted average of word vectors, minus the
+projection on the first principal component of the corpus matrix.
+
+Per paper: v = (1/n) Σ_tokens a/(a + p(w)) · vec(w), over its n tokens that are in the corpus vocabulary
+(shared tokeniser, stop words kept); p(w) is the word's unigram frequency in the fit corpus. The first
+singular vector u of the corpus's matrix (uncentred, as in the SIF reference code) is fit once, and every
+embedded paper becomes v − (v·u)u. With `tune`, `a` is picked on val from the log grid 1e-5 … 1e-3.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from scipy import sparse
+from sklearn.decomposition import TruncatedSVD
+from sklearn.feature_extraction.text import CountVectorizer
+
+from scidocs_eval.adapter import register_adapter
+from scidocs_eval.baselines.fasttext_sum import WordVectorAdapter
+from scidocs_eval.suite import Paper, Suite
+from scidocs_eval.text import analyzer, paper_text
+from scidocs_eval.tuning import ValScorer, parameter_grid
+
+A_GRID = (1e-5, 3e-5, 1e-4, 3e-4, 1e-3)
+"""The log grid of `a` searched with `tune` (the paper: a log grid in [1e-5, 1e-3])."""
+
+
+def first_component(matrix: np.ndarray, seed: int = 0) -> np.ndarray:
+    """The first right singular vector (dim,) of `matrix` (n, dim), uncentred (TruncatedSVD)."""
+    return TruncatedSVD(n_components=1, random_state=seed).fit(matrix).components_[0]
+
+
+def remove_component(matrix: np.ndarray, component: np.ndarray) -> np.ndarray:
+    """`matrix` (n, dim) minus each row's projection on the unit vector `component` (dim,)."""
+    return matrix - np.outer(matrix @ component, component)
+
+
+@register_adapter
+class SifAdapter(WordVectorAdapter):
+    """SIF embeddings, (n, dim) float32.
+
+    Args: those of `WordVectorAdapter` (corpus fastText by default; `vectors="glove"` for GloVe 50-d), plus
+    a: the SIF smoothing constant (used unless `tune`).
+    """
+
+    name = "sif"
+    paper_row = "SIF"
+
+    def __init__(self, seed: int = 0, tune: bool = False, vectors: str | None = None, dim: int = 300,
+                 min_count: int = 25, epochs: int = 5, model: str = "cbow", bucket: int = 200_000,
+                 threads: int = 1, lr: float = 0.05, a: float = 1e-3):
+        super().__init__(seed, tune, vectors, dim, min_count, epochs, model, bucket, threads, lr)
+        self.a = a
+
+    def fit(self, papers: Sequence[Paper], suite: Suite | None = None) -> SifAdapter:
+        return self.fit_sif(papers, suite, tune_a=self.tune)
+
+    def fit_sif(self, papers: Sequence[Paper], suite: Suite | None, tune_a: bool) -> SifAdapter:
+        """Word vectors, word frequencies and the principal component; `a` tuned on val if `tune_a`."""
+        word_vectors = self.word_vectors(papers)
+        self.counter_ = CountVectorizer(analyzer=analyzer())
+        corpus_counts = self.counter_.fit_transform([paper_text(p) for p in papers])
+        totals = np.asarray(corpus_counts.sum(axis=0)).ravel()
+        self.word_probability_ = totals / max(totals.sum(), 1)
+        self.word_matrix_ = word_vectors.lookup(self.counter_.get_feature_names_out())
+        if tune_a:
+            scorer = ValScorer(suite)
+            val_counts = self.counter_.transform([paper_text(p) for p in scorer.papers])
+
+            def embed(setting: dict) -> np.ndarray:
+                component = first_component(self._average(corpus_counts, setting["a"]), self.seed)
+                return remove_component(self._average(val_counts, setting["a"]), component)
+
+            self.a = scorer.search(parameter_grid(a=A_GRID), embed, desc=f"tuning {self.name} a").best["a"]
+        self.component_ = first_component(self._average(corpus_counts, self.a), self.seed)
+        return self
+
+    def _average(self, counts: sparse.csr_matrix, a: float) -> np.ndarray:
+        """(n, dim) float64: per paper, the mean over its tokens of a/(a + p(w)) · vec(w)."""
+        lengths = np.maximum(np.asarray(counts.sum(axis=1)).ravel(), 1)
+        weights = a / (a + self.word_probability_)
+        weighted = sparse.diags(1.0 / lengths) @ counts @ sparse.diags(weights)
+        return np.asarray(weighted @ self.word_matrix_, dtype=np.float64)
+
+    def transform(self, papers: Sequence[Paper]) -> np.ndarray:
+        counts = self.counter_.transform([paper_text(p) for p in papers])
+        return remove_component(self._average(counts, self.a), self.component_).astype(np.float32)

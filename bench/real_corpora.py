@@ -1,0 +1,125 @@
+"""Score every offline baseline on SciDocs-style suites built from Cora and CiteSeer; write the markdown table.
+
+    python bench/real_corpora.py                       # every registered adapter, both corpora
+    python bench/real_corpora.py --models random,sif   # a subset
+
+Builds each suite with `scidocs_eval.corpus_builder.build_suite` (seed 0) under --work-dir, runs each adapter
+with `run_baseline` on the mag (the corpus labels), cite and cocite tasks (test split), and writes
+docs/real_corpora.md. An adapter that cannot run here (a missing package, weights that are not on disk) is
+skipped with the reason printed and listed under the table (the Hugging Face hub is set offline, so a model
+that is not on disk fails at once). Adapters that take `citations` (graph models) get the leakage-free training
+graph (the count-5 links of the built suite's specter/data.json); those that take `training_data` (citation-
+trained models) get the built suite's specter/ folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import os
+import platform
+import tempfile
+import time
+from datetime import date
+from pathlib import Path
+
+import orjson
+
+from scidocs_eval.adapter import ADAPTERS, adapter_names
+from scidocs_eval.baseline import run_baseline
+from scidocs_eval.corpus_builder import build_suite
+from scidocs_eval.results import RunResult
+
+REPO = Path(__file__).resolve().parents[1]
+TASKS = ["mag", "cite", "cocite"]
+COLUMNS = (("mag", "f1", "MAG-style F1"), ("cite", "map", "cite MAP"), ("cite", "ndcg", "cite nDCG"),
+           ("cocite", "map", "co-cite MAP"), ("cocite", "ndcg", "co-cite nDCG"))
+
+
+def training_citations(suite_root: Path) -> Path:
+    """The direct citations of the SPECTER training graph (no evaluation query in it) as citing<TAB>cited."""
+    data = orjson.loads((suite_root / "specter" / "data.json").read_bytes())
+    path = suite_root.parent / "training_citations.tsv"
+    path.write_text("".join(f"{q}\t{c}\n" for q, candidates in data.items() for c, v in candidates.items()
+                            if v["count"] == 5), encoding="utf-8")
+    return path
+
+
+def run_model(name: str, suite_root: Path, results_dir: Path, seed: int) -> RunResult:
+    accepted = inspect.signature(ADAPTERS[name].__init__).parameters
+    params: dict[str, object] = {}
+    if "citations" in accepted:
+        params["citations"] = str(training_citations(suite_root))
+    if "training_data" in accepted:
+        params["training_data"] = str(suite_root / "specter")
+    if "seed" in accepted:
+        params["seed"] = seed
+    return run_baseline(name, suite_root, out_dir=results_dir, params=params, tasks=TASKS, progress=False)
+
+
+def render(rows: list[tuple[str, str, RunResult, float]], skipped: dict[str, str], builds: dict[str, dict]) -> str:
+    lines = ["# Results on real corpora", "",
+             f"SciDocs-style suites built with `scidocs-eval data build` (seed 0) from the corpora in "
+             f"`../shared/data`; test split; measured {date.today().isoformat()} on {platform.machine()} "
+             f"with {os.cpu_count()} CPU cores (shared), Python {platform.python_version()}. "
+             "Co-view, co-read and recomm need user logs and are not part of these suites.", ""]
+    for corpus, report in builds.items():
+        ranking = report["ranking"]
+        labelled = sum(c["papers"] for c in report["classification"].values())
+        lines.append(f"- {corpus}: {report['corpus']['papers']} papers, {report['corpus']['links_kept']} links; "
+                     f"{len(report['label_mapping'])} classes ({labelled} papers); "
+                     f"cite {ranking['cite']['test']['queries']} test queries, co-cite "
+                     f"{ranking['cocite']['test']['queries']} test queries.")
+    lines += ["", "| corpus | model | " + " | ".join(title for _, _, title in COLUMNS) + " | seconds |",
+              "|---|---|" + "---:|" * (len(COLUMNS) + 1)]
+    for corpus, model, result, seconds in rows:
+        values = [result.tasks[task].metrics.get(metric) if task in result.tasks else None
+                  for task, metric, _ in COLUMNS]
+        cells = " | ".join("–" if v is None else f"{v:.2f}" for v in values)
+        lines.append(f"| {corpus} | {model} | {cells} | {seconds:.0f} |")
+    if skipped:
+        lines += ["", "Not run here:", ""] + [f"- {model}: {why}" for model, why in sorted(skipped.items())]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--models", help=f"comma-separated adapters (default: all of {','.join(adapter_names())})")
+    parser.add_argument("--corpora", default="cora,citeseer")
+    parser.add_argument("--shared-data", default=str(REPO.parent / "shared" / "data"))
+    parser.add_argument("--work-dir", help="where suites and embeddings go (default: a temporary directory)")
+    parser.add_argument("--output", default=str(REPO / "docs" / "real_corpora.md"))
+    parser.add_argument("--seed", type=int, default=0, help="the adapters' seed (the suites always use 0)")
+    args = parser.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    models = args.models.split(",") if args.models else adapter_names()
+    unknown = sorted(set(models) - set(adapter_names()))
+    if unknown:
+        parser.error(f"unknown models {unknown}; known: {', '.join(adapter_names())}")
+    work = Path(args.work_dir or tempfile.mkdtemp(prefix="scidocs-real-corpora-"))
+    rows, skipped, builds = [], {}, {}
+    for corpus in args.corpora.split(","):
+        source = Path(args.shared_data) / corpus
+        suite_root = work / corpus / "suite"
+        report = build_suite(source / "papers.jsonl", source / "edges.tsv", suite_root, seed=0)
+        builds[corpus] = orjson.loads((suite_root / "build_report.json").read_bytes())
+        print(report.format(), flush=True)
+        for model in models:
+            if model in skipped:
+                continue
+            started = time.perf_counter()
+            try:
+                result = run_model(model, suite_root, work / corpus / "results", args.seed)
+            except Exception as error:  # noqa: BLE001 - any adapter failure (missing package/weights) skips it
+                skipped[model] = f"{type(error).__name__}: {error}".splitlines()[0][:300]
+                print(f"{corpus} {model}: skipped ({skipped[model]})", flush=True)
+                continue
+            seconds = time.perf_counter() - started
+            rows.append((corpus, model, result, seconds))
+            print(f"{corpus} {model}: {result.table1_row()} ({seconds:.0f} s)", flush=True)
+    Path(args.output).write_text(render(rows, skipped, builds), encoding="utf-8")
+    print(f"table written to {args.output} (suites and embeddings in {work})")
+
+
+if __name__ == "__main__":
+    main()

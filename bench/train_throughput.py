@@ -1,0 +1,58 @@
+"""Triplets/s of SPECTER training steps at 256 tokens (forward, backward, clipping, AdamW step).
+
+    python bench/train_throughput.py                       # tiny BERT (2 layers, hidden 64) on CPU
+    python bench/train_throughput.py --model-size base     # BERT-base-sized, random weights (for GPUs; bf16 on CUDA)
+The model gets a WordPiece vocabulary learnt on the SPECTER sample; triplets come from the sample's train split.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import orjson
+
+from scidocs_eval.specter_training import build_small_bert, train_specter
+from scidocs_eval.triplets import TrainingData, TripletSampler
+
+DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "specter-sample"
+SIZES = {"tiny": dict(hidden_size=64, layers=2, heads=2), "base": dict(hidden_size=768, layers=12, heads=12)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data-dir", default=str(DEFAULT_DATA))
+    parser.add_argument("--model-size", choices=sorted(SIZES), default="tiny")
+    parser.add_argument("--steps", type=int, default=6)
+    parser.add_argument("--batch-size", type=int, default=8, help="triplets per forward pass")
+    parser.add_argument("--effective-batch-size", type=int, default=32)
+    parser.add_argument("--max-length", type=int, default=256)
+    parser.add_argument("--device")
+    args = parser.parse_args()
+
+    data = TrainingData.read(args.data_dir)
+    triplets = len(TripletSampler(data))
+    epochs = max(1, -(-args.steps * args.effective_batch_size // triplets))
+    metadata = orjson.loads((Path(args.data_dir) / "metadata.json").read_bytes())
+    texts = [f"{p['title']} {p.get('abstract') or ''}" for p in metadata.values()]
+    with tempfile.TemporaryDirectory() as scratch:
+        model = build_small_bert(texts, Path(scratch) / "model", vocab_size=30522 if args.model_size == "base"
+                                 else 4000, **SIZES[args.model_size])
+        started = time.perf_counter()
+        history = train_specter(args.data_dir, Path(scratch) / "out", base_model=str(model), epochs=epochs,
+                                batch_size=args.batch_size, effective_batch_size=args.effective_batch_size,
+                                max_length=args.max_length, checkpoint_every=10**9, device=args.device,
+                                progress=False)
+        elapsed = time.perf_counter() - started
+    # every epoch also runs validation and writes an end-of-epoch checkpoint: both are inside the timing
+    seen = epochs * triplets
+    print(f"{args.model_size} BERT, {history.steps} steps, {seen} triplets, max_length {args.max_length}, "
+          f"{len(os.sched_getaffinity(0))} CPU cores, device {args.device or 'auto'}")
+    print(f"{seen / elapsed:.1f} triplets/s (including per-epoch validation and checkpoint)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,91 @@
+"""Render Table 1 (12 SciDocs columns + Avg) from RunResults, with the paper's published rows."""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import resources
+
+from scidocs_eval.results import RunResult
+from scidocs_eval.task import TASKS, task_names
+
+COLUMNS: dict[str, str] = {
+    "mag_f1": "MAG F1", "mesh_f1": "MeSH F1",
+    "coview_map": "Co-View MAP", "coview_ndcg": "Co-View nDCG",
+    "coread_map": "Co-Read MAP", "coread_ndcg": "Co-Read nDCG",
+    "cite_map": "Cite MAP", "cite_ndcg": "Cite nDCG",
+    "cocite_map": "Co-Cite MAP", "cocite_ndcg": "Co-Cite nDCG",
+    "recomm_ndcg": "Recomm nDCG", "recomm_p1": "Recomm P@1",
+}
+"""Table 1 column keys in the paper's order, with their headers."""
+
+
+@dataclass(frozen=True)
+class PaperRow:
+    """A published row: model name, year and the 12 values plus the paper's Avg."""
+
+    model: str
+    year: str
+    values: dict[str, float]
+    avg: float
+
+
+def paper_rows() -> list[PaperRow]:
+    """The paper's Table 1 rows and the two published SPECTER rows (our copy of the figures)."""
+    text = resources.files("scidocs_eval.leaderboard").joinpath("paper_table1.tsv").read_text(encoding="utf-8")
+    lines = [line for line in text.splitlines() if line and not line.startswith("#")]
+    rows = []
+    for record in csv.DictReader(lines, delimiter="\t"):
+        values = {key: float(record[key]) for key in COLUMNS}
+        rows.append(PaperRow(record["model"], record["year"], values, float(record["avg"])))
+    return rows
+
+
+def _cell(value: float | None) -> str:
+    return "—" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.2f}"
+
+
+def _result_std(result: RunResult) -> dict[str, float]:
+    """Column -> standard deviation over seeds, where a task reports one (recommendation)."""
+    task_names()
+    stds = {}
+    for name, task_result in result.tasks.items():
+        for metric, std in task_result.details.get("std", {}).items():
+            column = TASKS[name].table1_columns.get(metric)
+            if column:
+                stds[column] = std
+    return stds
+
+
+def render_table1(results: Sequence[RunResult], names: Sequence[str] | None = None,
+                  include_paper: bool = True) -> str:
+    """Markdown Table 1: our rows (named by `names` or each result's model) then the paper's.
+
+    Avg is the plain mean of the 12 columns; a row missing a column gets "—" for Avg and a note saying which
+    columns are missing, never an average of fewer numbers.
+    """
+    names = list(names) if names is not None else [r.model for r in results]
+    header = "| Model | " + " | ".join(COLUMNS.values()) + " | Avg |"
+    lines = [header, "|" + "---|" * (len(COLUMNS) + 2)]
+    notes = []
+    for name, result in zip(names, results):
+        row = result.table1_row()
+        label = f"{name} (ours{', synthetic demo suite' if result.synthetic else ''})"
+        missing = [COLUMNS[c] for c in COLUMNS if c not in row]
+        avg = None if missing else sum(row[c] for c in COLUMNS) / len(COLUMNS)
+        stds = _result_std(result)
+        cells = [_cell(row.get(c)) + (f" ± {stds[c]:.2f}" if c in stds else "") for c in COLUMNS]
+        lines.append(f"| {label} | " + " | ".join(cells) + f" | {_cell(avg)} |")
+        if missing:
+            notes.append(f"{label}: no Avg, missing {', '.join(missing)}.")
+        if stds:
+            notes.append(f"{label}: ± is the standard deviation over the ranker's seeds.")
+    if include_paper:
+        lines += [f"| {row.model} (paper) | " + " | ".join(_cell(row.values[c]) for c in COLUMNS)
+                  + f" | {_cell(row.avg)} |" for row in paper_rows()]
+    if notes:
+        lines.append("")
+        lines += [f"- {note}" for note in notes]
+    return "\n".join(lines) + "\n"

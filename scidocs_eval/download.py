@@ -1,0 +1,324 @@
+"""Download the official SciDocs release from its public S3 bucket over plain HTTPS, anonymously.
+
+No AWS CLI, no credentials, no region setting: the bucket's address is one URL (`--endpoint`,
+$SCIDOCS_EVAL_ENDPOINT) under which `?list-type=2&prefix=...` lists the keys (S3 ListObjectsV2, paginated)
+and `/{key}` fetches one. Each key is written to `{dest}/{key}.part`, resumed with an HTTP Range request
+after an interruption, retried with exponential backoff on 5xx answers, time-outs and dropped connections,
+checked for size and (where the ETag is a plain MD5, i.e. not a multipart ETag) for MD5, and only then
+renamed to its final name. `{dest}/.scidocs-download.json` records each verified key's size and ETag, so a
+second run downloads (and hashes) nothing that is already whole.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import re
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+import xml.etree.ElementTree as ET
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from http.client import HTTPException, HTTPResponse
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import orjson
+
+from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.progress import progress_bar
+
+if TYPE_CHECKING:
+    from tqdm import tqdm
+
+log = logging.getLogger("scidocs_eval")
+
+ENDPOINT_ENV = "SCIDOCS_EVAL_ENDPOINT"
+DEFAULT_ENDPOINT = "https://ai2-s2-research-public.s3-us-west-2.amazonaws.com"
+DEFAULT_PREFIX = "specter/scidocs/"
+EMBEDDINGS_FOLDER = "specter-embeddings/"
+STATE_FILE = ".scidocs-download.json"
+PART_SUFFIX = ".part"
+_S3_NAMESPACE = "{http://s3.amazonaws.com/doc/2006-03-01/}"
+_PLAIN_MD5 = re.compile(r"^[0-9a-f]{32}$")
+_CHUNK = 1 << 20
+T = TypeVar("T")
+
+
+class DownloadError(ScidocsEvalError):
+    """A key could not be fetched whole; the message names the key and why."""
+
+
+class KeyVanishedError(DownloadError):
+    """A listed key answered 404: the release changed between listing and fetching."""
+
+
+class _RetryableError(Exception):
+    """A failure worth another try (5xx, 429, time-out, dropped connection, bad MD5)."""
+
+
+@dataclass(frozen=True)
+class RemoteObject:
+    """One key of the bucket as ListObjectsV2 describes it (`size` in bytes; `etag` without quotes)."""
+
+    key: str
+    size: int
+    etag: str
+
+    @property
+    def md5(self) -> str | None:
+        """The ETag when it is a plain MD5 hex digest (single-part upload); None for multipart ETags."""
+        return self.etag if _PLAIN_MD5.match(self.etag) else None
+
+
+@dataclass
+class DownloadReport:
+    """What a download run did: keys fetched, already whole, not requested; bytes received; failures (key -> why,
+    the message naming the key or its URL)."""
+
+    fetched: list[str] = field(default_factory=list)
+    already_whole: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    bytes_downloaded: int = 0
+
+    def summary(self) -> str:
+        return (f"{len(self.fetched)} file(s) fetched ({self.bytes_downloaded / 2**20:.1f} MiB), "
+                f"{len(self.already_whole)} already whole, {len(self.skipped)} not requested, "
+                f"{len(self.failed)} failed")
+
+
+def default_endpoint() -> str:
+    """$SCIDOCS_EVAL_ENDPOINT, else the public bucket (virtual-hosted style, region us-west-2)."""
+    return os.environ.get(ENDPOINT_ENV) or DEFAULT_ENDPOINT
+
+
+class S3Downloader:
+    """An anonymous S3 client over plain HTTP(S) that lists a prefix and fetches keys whole.
+
+    Args:
+        endpoint: the bucket's URL; `{endpoint}/{key}` is an object (virtual-hosted or path-style both work).
+        retries: extra tries per request after the first (on 5xx, 429, time-outs, dropped connections, bad MD5).
+        backoff: seconds before the first retry; doubled before each later one.
+        timeout: seconds a connection or a read may stall before it counts as a time-out.
+        page_size: keys per ListObjectsV2 page (S3's maximum is 1000).
+    """
+
+    def __init__(self, endpoint: str | None = None, retries: int = 5, backoff: float = 1.0, timeout: float = 60.0,
+                 page_size: int = 1000):
+        self.endpoint = (endpoint or default_endpoint()).rstrip("/")
+        self.retries = retries
+        self.backoff = backoff
+        self.timeout = timeout
+        self.page_size = page_size
+
+    # -- requests ------------------------------------------------------------------------------------------
+
+    def _open(self, url: str, headers: dict[str, str] | None = None) -> HTTPResponse:
+        """urlopen that turns the failures worth retrying into _RetryableError and 404 into KeyVanishedError."""
+        request = urllib.request.Request(url, headers=headers or {})
+        try:
+            return urllib.request.urlopen(request, timeout=self.timeout)
+        except urllib.error.HTTPError as error:
+            error.close()
+            if error.code == 404:
+                raise KeyVanishedError(f"{url}: 404 Not Found") from None
+            if error.code >= 500 or error.code == 429:
+                raise _RetryableError(f"HTTP {error.code} {error.reason}") from None
+            raise DownloadError(f"{url}: HTTP {error.code} {error.reason}") from None
+        except (urllib.error.URLError, TimeoutError, ConnectionError, HTTPException) as error:
+            raise _RetryableError(f"{type(error).__name__}: {error}") from None
+
+    def _with_retries(self, what: str, attempt_once: Callable[..., T], *args: Any) -> T:
+        """Call `attempt_once(*args)` until it returns, retrying _RetryableError with exponential backoff."""
+        for attempt in range(self.retries + 1):
+            try:
+                return attempt_once(*args)
+            except _RetryableError as error:
+                if attempt == self.retries:
+                    raise DownloadError(f"{what}: gave up after {self.retries + 1} tries ({error})") from None
+                delay = self.backoff * 2**attempt
+                log.warning("%s: %s; retrying in %.1f s", what, error, delay)
+                time.sleep(delay)
+        raise AssertionError("unreachable")
+
+    # -- listing -------------------------------------------------------------------------------------------
+
+    def _list_page(self, prefix: str, token: str | None) -> ET.Element:
+        query = {"list-type": "2", "prefix": prefix, "max-keys": str(self.page_size)}
+        if token:
+            query["continuation-token"] = token
+        with self._open(f"{self.endpoint}/?{urllib.parse.urlencode(query)}") as response:
+            try:
+                return ET.fromstring(response.read())
+            except (ET.ParseError, TimeoutError, ConnectionError, HTTPException) as error:
+                raise _RetryableError(f"unreadable listing ({error})") from None
+
+    def list_objects(self, prefix: str = DEFAULT_PREFIX) -> list[RemoteObject]:
+        """Every key under `prefix` (following continuation tokens), as RemoteObjects in listing order."""
+        objects, token = [], None
+        while True:
+            root = self._with_retries(f"listing {self.endpoint} prefix {prefix!r}", self._list_page, prefix, token)
+            for item in root.iter(f"{_S3_NAMESPACE}Contents"):
+                key = item.findtext(f"{_S3_NAMESPACE}Key") or ""
+                if key.endswith("/"):
+                    continue
+                objects.append(RemoteObject(key, int(item.findtext(f"{_S3_NAMESPACE}Size") or 0),
+                                            (item.findtext(f"{_S3_NAMESPACE}ETag") or "").strip('"').lower()))
+            token = root.findtext(f"{_S3_NAMESPACE}NextContinuationToken")
+            if root.findtext(f"{_S3_NAMESPACE}IsTruncated") != "true" or not token:
+                return objects
+
+    # -- fetching ------------------------------------------------------------------------------------------
+
+    def _fetch_once(self, obj: RemoteObject, part: Path, meter: ByteMeter) -> None:
+        """One try at completing `part`: request what is missing (Range), append it, then check size and MD5."""
+        have = part.stat().st_size if part.exists() else 0
+        if have > obj.size:
+            part.unlink()
+            have = 0
+        if have < obj.size:
+            headers = {"Range": f"bytes={have}-"} if have else {}
+            with self._open(f"{self.endpoint}/{urllib.parse.quote(obj.key)}", headers) as response:
+                if have and response.status != 206:
+                    meter.rewind(have)
+                    have = 0
+                with open(part, "ab" if have else "wb") as out:
+                    try:
+                        while chunk := response.read(_CHUNK):
+                            out.write(chunk)
+                            meter.advance(len(chunk))
+                    except (TimeoutError, ConnectionError, HTTPException) as error:
+                        raise _RetryableError(f"transfer broken ({type(error).__name__}: {error})") from None
+        size = part.stat().st_size
+        if size != obj.size:
+            raise _RetryableError(f"got {size} bytes, the listing says {obj.size}")
+        if obj.md5 and _md5(part) != obj.md5:
+            meter.rewind(size)
+            part.unlink()
+            raise _RetryableError(f"MD5 differs from the ETag {obj.md5}; the partial file was discarded")
+
+    def fetch(self, obj: RemoteObject, path: Path, meter: ByteMeter) -> None:
+        """Fetch `obj` to `path` through `{path}.part` (resumed if present), renaming only when verified."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        part = path.with_name(path.name + PART_SUFFIX)
+        try:
+            self._with_retries(obj.key, self._fetch_once, obj, part, meter)
+        except KeyVanishedError as error:
+            raise KeyVanishedError(f"{error} (listed, then gone: the bucket changed; run again)") from None
+        os.replace(part, path)
+
+
+class ByteMeter:
+    """Counts the bytes received and moves the progress bar (back, too, when a partial file is discarded)."""
+
+    def __init__(self, bar: tqdm):
+        self.bar = bar
+        self.received = 0
+
+    def advance(self, count: int) -> None:
+        self.received += count
+        self.bar.update(count)
+
+    def rewind(self, count: int) -> None:
+        self.bar.update(-count)
+
+
+class _State:
+    """`{dest}/.scidocs-download.json`: key -> {size, etag} of every file verified whole."""
+
+    def __init__(self, dest: Path):
+        self.path = dest / STATE_FILE
+        self.entries: dict[str, dict] = orjson.loads(self.path.read_bytes()) if self.path.exists() else {}
+
+    def is_whole(self, obj: RemoteObject, path: Path) -> bool:
+        recorded = self.entries.get(obj.key)
+        return (recorded == {"size": obj.size, "etag": obj.etag} and path.is_file()
+                and path.stat().st_size == obj.size)
+
+    def record(self, obj: RemoteObject) -> None:
+        self.entries[obj.key] = {"size": obj.size, "etag": obj.etag}
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        tmp.write_bytes(orjson.dumps(self.entries, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS))
+        os.replace(tmp, self.path)
+
+
+def _md5(path: Path) -> str:
+    digest = hashlib.md5(usedforsecurity=False)
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 22):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _local_path(dest: Path, prefix: str, key: str) -> Path:
+    relative = key[len(prefix):] if key.startswith(prefix) else key
+    path = (dest / relative).resolve()
+    if not path.is_relative_to(dest.resolve()):
+        raise DownloadError(f"key {key!r} would be written outside {dest}")
+    return path
+
+
+def _partial_bytes(paths: Iterator[Path]) -> int:
+    return sum(p.stat().st_size for p in paths if p.exists())
+
+
+def download_release(
+    dest: str | os.PathLike[str],
+    *,
+    endpoint: str | None = None,
+    prefix: str = DEFAULT_PREFIX,
+    with_embeddings: bool = False,
+    objects: Sequence[RemoteObject] | None = None,
+    downloader: S3Downloader | None = None,
+    progress: bool = True,
+) -> DownloadReport:
+    """Mirror the release under `prefix` into `dest` (keys relative to the prefix), skipping whole files.
+
+    Args:
+        dest: the suite directory to fill (created if needed).
+        endpoint: the bucket's URL (default: $SCIDOCS_EVAL_ENDPOINT or the public bucket).
+        prefix: the release's folder in the bucket.
+        with_embeddings: also fetch the reference SPECTER embeddings (`specter-embeddings/`, several GiB).
+        objects: a listing made before (default: list now).
+        downloader: the client to use (default: one on `endpoint` with default retries).
+        progress: show one progress bar over the bytes to fetch.
+
+    Returns:
+        a DownloadReport. A key that fails is recorded in `report.failed`; the others are still fetched.
+    """
+    dest = Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    client = downloader or S3Downloader(endpoint)
+    listing = list(objects) if objects is not None else client.list_objects(prefix)
+    if not listing:
+        raise DownloadError(f"no keys under {client.endpoint}/{prefix}: wrong --endpoint or --prefix?")
+    state = _State(dest)
+    report = DownloadReport()
+    todo: list[tuple[RemoteObject, Path]] = []
+    for obj in listing:
+        path = _local_path(dest, prefix, obj.key)
+        if not with_embeddings and obj.key[len(prefix):].startswith(EMBEDDINGS_FOLDER):
+            report.skipped.append(obj.key)
+        elif state.is_whole(obj, path):
+            report.already_whole.append(obj.key)
+        else:
+            todo.append((obj, path))
+    parts = (path.with_name(path.name + PART_SUFFIX) for _, path in todo)
+    resumed = _partial_bytes(parts)
+    with progress_bar(total=sum(obj.size for obj, _ in todo), initial=resumed, unit="B", unit_scale=True,
+                      unit_divisor=1024, desc="downloading SciDocs", enabled=progress) as bar:
+        meter = ByteMeter(bar)
+        for obj, path in todo:
+            try:
+                client.fetch(obj, path, meter)
+            except DownloadError as error:
+                report.failed[obj.key] = str(error)
+                continue
+            state.record(obj)
+            report.fetched.append(obj.key)
+    report.bytes_downloaded = meter.received
+    return report

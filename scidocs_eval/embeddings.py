@@ -1,0 +1,418 @@
+"""The embedding store shared by every task: one matrix, one id index.
+
+An embeddings file is JSON lines, one paper per line::
+
+    {"paper_id": "abc", "embedding": [0.1, -0.2, ...]}
+
+(`doc_id` is accepted for the key, as the successor suite writes it). A later line with the same id replaces an
+earlier one, as in the official code; the number of such repeats is kept. ``"embedding": []`` is a deliberate
+"no embedding" (the reference embedder writes it for papers without a title): the row stays zero and is
+flagged, and each task applies the official rule for it.
+
+Parsing a SciDocs-sized file takes seconds, so the parsed matrix is cached (keyed by the file's absolute path,
+size and modification time) and a second run on the same file loads it with `numpy.load`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+from collections import deque
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import orjson
+import pandas as pd
+
+from scidocs_eval.errors import InputError
+from scidocs_eval.paths import cache_dir
+from scidocs_eval.progress import progress_bar
+
+PRESENT, EMPTY, MISSING = 0, 1, 2
+"""Status codes returned by `EmbeddingStore.status`."""
+
+_CHUNK_BYTES = 1 << 24
+_CACHE_FORMAT = 1
+_PARALLEL_BYTES = 64 << 20
+_MAX_WORKERS = 4
+_NUMBER_BYTES = b"0123456789.eE+-, \t\r\n"
+
+
+@dataclass
+class EmbeddingStore:
+    """Embeddings of many papers as one matrix.
+
+    Attributes:
+        ids: paper ids (strings), one per row of `matrix`.
+        matrix: (n_papers, dim) array; rows of papers with an empty embedding are zero.
+        empty: (n_papers,) bool, True where the file gave ``"embedding": []``.
+        source: the file the store was read from, or None when built in memory.
+        duplicates: how many lines repeated an id seen before (the later line won).
+        sha256: hex digest of the file's bytes, or None when built in memory.
+    """
+
+    ids: list[str]
+    matrix: np.ndarray
+    empty: np.ndarray
+    source: str | None = None
+    duplicates: int = 0
+    sha256: str | None = None
+    index: dict[str, int] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.index = {paper_id: row for row, paper_id in enumerate(self.ids)}
+
+    @property
+    def dim(self) -> int:
+        return int(self.matrix.shape[1])
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __contains__(self, paper_id: object) -> bool:
+        return paper_id in self.index
+
+    def rows(self, ids: Sequence[str]) -> np.ndarray:
+        """Row of each id, -1 where the id is absent; shape (len(ids),)."""
+        index = self.index
+        return np.fromiter((index.get(i, -1) for i in ids), dtype=np.int64, count=len(ids))
+
+    def status(self, ids: Sequence[str]) -> np.ndarray:
+        """PRESENT, EMPTY or MISSING for each id; shape (len(ids),), int8."""
+        rows = self.rows(ids)
+        codes = np.full(len(ids), MISSING, dtype=np.int8)
+        found = rows >= 0
+        codes[found] = np.where(self.empty[rows[found]], EMPTY, PRESENT)
+        return codes
+
+    def vectors(self, ids: Sequence[str], dtype: np.dtype | type = np.float32) -> np.ndarray:
+        """(len(ids), dim) matrix; absent and empty embeddings give zero rows."""
+        rows = self.rows(ids)
+        out = np.zeros((len(ids), self.dim), dtype=dtype)
+        found = rows >= 0
+        out[found] = self.matrix[rows[found]]
+        return out
+
+    @classmethod
+    def from_mapping(cls, embeddings: Mapping[str, Sequence[float] | np.ndarray],
+                     dtype: np.dtype | type = np.float32) -> EmbeddingStore:
+        """Build a store in memory from ``{paper_id: vector}``; an empty vector means "no embedding"."""
+        builder = _StoreBuilder("<memory>", dtype)
+        for line_number, (paper_id, vector) in enumerate(embeddings.items(), start=1):
+            builder.add(str(paper_id), np.asarray(vector, dtype=np.float64), line_number)
+        return builder.finish(sha256=None, source=None)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str], *, cache: bool = True,
+             dtype: np.dtype | type = np.float32, progress: bool = True) -> EmbeddingStore:
+        """Read a JSON lines embeddings file (see the module docstring), using the parse cache if allowed."""
+        path = Path(path)
+        if not path.is_file():
+            raise InputError(path, "embeddings file not found")
+        dtype = np.dtype(dtype)
+        cache_base = _cache_base(path, dtype) if cache else None
+        if cache_base is not None:
+            cached = _read_cache(cache_base, path)
+            if cached is not None:
+                return cached
+        store = _parse_file(path, dtype, progress)
+        if cache_base is not None:
+            _write_cache(cache_base, store)
+        return store
+
+
+class _StoreBuilder:
+    """Accumulates validated vectors, a line or a block of lines at a time; later ids replace earlier ones."""
+
+    def __init__(self, source: str, dtype: np.dtype | type):
+        self.source = source
+        self.dtype = np.dtype(dtype)
+        self.ids: list[str] = []
+        self.blocks: list[np.ndarray] = []
+        self.empty: list[np.ndarray] = []
+        self.pending: list[np.ndarray | None] = []
+        self.dim: int | None = None
+        self.dim_line: int | None = None
+
+    def add(self, paper_id: str, vector: np.ndarray, line_number: int) -> None:
+        """One line's vector (float64, shape (dim,) or (0,) for "no embedding"), fully validated."""
+        if vector.ndim != 1:
+            raise InputError(self.source, f"paper {paper_id!r}: embedding must be a flat list of numbers",
+                             line_number)
+        if vector.size:
+            if not np.isfinite(vector).all():
+                bad = int(np.flatnonzero(~np.isfinite(vector))[0])
+                raise InputError(self.source, f"paper {paper_id!r}: embedding value {bad} is {vector[bad]} "
+                                 "(NaN and infinity are not allowed)", line_number)
+            if self.dim is None:
+                self.dim, self.dim_line = vector.size, line_number
+            elif vector.size != self.dim:
+                raise InputError(self.source, f"paper {paper_id!r}: embedding has {vector.size} values, but "
+                                 f"line {self.dim_line} set the dimension to {self.dim}", line_number)
+        self.ids.append(paper_id)
+        self.pending.append(vector if vector.size else None)
+
+    def add_block(self, block: _DecodedBlock) -> bool:
+        """A block decoded by `_decode_block`; False (nothing added) if its width contradicts the dimension."""
+        filled = np.flatnonzero(~block.empty)
+        if filled.size:
+            width = block.matrix.shape[1]
+            if self.dim is None:
+                self.dim, self.dim_line = width, block.line_numbers[filled[0]]
+            elif width != self.dim:
+                return False
+            self._flush()
+            self.ids += block.ids
+            self.blocks.append(block.matrix.astype(self.dtype, copy=False))
+            self.empty.append(block.empty)
+        else:
+            self.ids += block.ids
+            self.pending += [None] * len(block.ids)
+        return True
+
+    def _flush(self) -> None:
+        """Turn the lines added one by one into a block (possible once the dimension is known)."""
+        if not self.pending or self.dim is None:
+            return
+        block = np.zeros((len(self.pending), self.dim), dtype=self.dtype)
+        empty = np.zeros(len(self.pending), dtype=bool)
+        for row, vector in enumerate(self.pending):
+            if vector is None:
+                empty[row] = True
+            else:
+                block[row] = vector
+        self.blocks.append(block)
+        self.empty.append(empty)
+        self.pending = []
+
+    def finish(self, sha256: str | None, source: str | None) -> EmbeddingStore:
+        if not self.ids:
+            raise InputError(self.source, "no embeddings in file (it is empty)")
+        if self.dim is None:
+            raise InputError(self.source, "every embedding in the file is empty, so there is no dimension")
+        self._flush()
+        last_line_of = {}
+        for line, paper_id in enumerate(self.ids):
+            last_line_of[paper_id] = line
+        rows = np.fromiter(last_line_of.values(), dtype=np.int64, count=len(last_line_of))
+        every_line = np.concatenate(self.blocks) if len(self.blocks) > 1 else self.blocks[0]
+        matrix = every_line if len(rows) == len(every_line) else every_line[rows]
+        empty = np.concatenate(self.empty)[rows]
+        return EmbeddingStore(list(last_line_of), matrix, empty, source=source,
+                              duplicates=len(self.ids) - len(rows), sha256=sha256)
+
+
+def _record_id(path: Path, record: object, line_number: int) -> tuple[str, object]:
+    """The paper id of a decoded line and its 'embedding' value, after checking the object's shape."""
+    if not isinstance(record, dict):
+        raise InputError(path, f"expected a JSON object, got {type(record).__name__}", line_number)
+    paper_id = record.get("paper_id", record.get("doc_id"))
+    if paper_id is None:
+        raise InputError(path, "missing key 'paper_id' (or 'doc_id')", line_number)
+    if isinstance(paper_id, bool) or not isinstance(paper_id, (str, int)):
+        raise InputError(path, f"paper id must be a string, got {paper_id!r}", line_number)
+    paper_id = str(paper_id)
+    if "embedding" not in record:
+        raise InputError(path, f"paper {paper_id!r}: missing key 'embedding'", line_number)
+    values = record["embedding"]
+    if not isinstance(values, list):
+        raise InputError(path, f"paper {paper_id!r}: 'embedding' must be a list, got "
+                         f"{type(values).__name__}", line_number)
+    return paper_id, values
+
+
+def _decode_line(path: Path, raw: bytes, line_number: int) -> tuple[str, np.ndarray]:
+    try:
+        record = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        record = _decode_nonstandard(path, raw, line_number)
+    paper_id, values = _record_id(path, record, line_number)
+    try:
+        vector = np.asarray(values) if values else np.zeros(0)
+    except ValueError:
+        raise InputError(path, f"paper {paper_id!r}: embedding must be a flat list of numbers", line_number) from None
+    # numpy silently turns true/false into 1.0/0.0 in a list of floats; look for them only when the line could hold one
+    has_bool = (b"true" in raw or b"false" in raw) and any(isinstance(v, bool) for v in values)
+    if vector.dtype.kind not in "iuf" or has_bool:
+        bad = next((v for v in values if isinstance(v, bool) or not isinstance(v, (int, float))), values[0])
+        raise InputError(path, f"paper {paper_id!r}: embedding has a non-numeric value {bad!r}", line_number)
+    return paper_id, vector.astype(np.float64, copy=False)
+
+
+@dataclass
+class _DecodedBlock:
+    """Lines decoded together: ids, (n_lines, dim) float32 rows (zero where empty) and the empty mask."""
+
+    line_numbers: list[int]
+    ids: list[str]
+    matrix: np.ndarray
+    empty: np.ndarray
+
+
+def _decode_block(path: Path, chunk: bytes) -> tuple[int, list[tuple[int, bytes]], _DecodedBlock | None]:
+    """Decode the lines of `chunk` at once: the number lists go through pandas' C CSV parser in one call.
+
+    Line numbers count from 0 at the chunk's first line (the caller shifts them: a worker does not know where
+    its chunk starts). Returns the chunk's number of lines, its non-blank lines and the block, or None for the
+    block whenever a line is not plainly well formed
+    (anything but digits, signs, dots, exponents and commas in a list, a nested list, a non-finite or missing
+    value, ragged lengths, a bad key): the caller then decodes the lines one by one, which gives the precise error.
+    Runs in worker processes, so it raises nothing.
+    """
+    pieces = _split_lines(chunk)
+    lines = [(i, raw) for i, raw in enumerate(pieces) if raw.strip()]
+    skeletons, bodies = [], []
+    for _, raw in lines:
+        key = raw.find(b'"embedding"')
+        opening = raw.find(b"[", key)
+        closing = raw.find(b"]", opening)
+        if key < 0 or opening < 0 or closing < 0:
+            return len(pieces), lines, None
+        skeletons.append(raw[: opening + 1] + raw[closing:])
+        bodies.append(raw[opening + 1 : closing].strip())
+    empty = np.array([not body for body in bodies], dtype=bool)
+    filled = [body for body in bodies if body]
+    joined = b"\n".join(filled)
+    if joined.translate(None, _NUMBER_BYTES):
+        return len(pieces), lines, None
+    values = np.zeros((len(filled), 0), dtype=np.float32)
+    if filled:
+        try:
+            values = pd.read_csv(io.BytesIO(joined), header=None, dtype=np.float64, engine="c").to_numpy()
+        except (ValueError, pd.errors.ParserError):
+            return len(pieces), lines, None
+        if values.shape[0] != len(filled) or not np.isfinite(values).all():
+            return len(pieces), lines, None
+    matrix = np.zeros((len(lines), values.shape[1]), dtype=np.float32)
+    matrix[~empty] = values
+    try:
+        ids = [_record_id(path, orjson.loads(skeleton), line)[0] for (line, _), skeleton in zip(lines, skeletons)]
+    except (orjson.JSONDecodeError, InputError):
+        return len(pieces), lines, None
+    return len(pieces), lines, _DecodedBlock([line for line, _ in lines], ids, matrix, empty)
+
+
+def _decode_nonstandard(path: Path, raw: bytes, line_number: int) -> object:
+    """Python's json accepts NaN/Infinity, which orjson rejects; use it so the error can say so."""
+    try:
+        return json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise InputError(path, f"malformed JSON ({error})", line_number) from None
+
+
+def _split_lines(chunk: bytes) -> list[bytes]:
+    """The lines of a chunk of whole lines (the last one may lack its newline at the end of a file)."""
+    lines = chunk.split(b"\n")
+    if lines[-1] == b"":
+        lines.pop()
+    return lines
+
+
+def _read_chunks(path: Path, digest: hashlib._Hash, progress: bool) -> Iterator[bytes]:
+    """Yield whole lines in pieces of about 16 MB, hashing the file."""
+    with open(path, "rb") as handle, progress_bar(total=path.stat().st_size, unit="B", unit_scale=True,
+                                                  desc=f"reading {path.name}", enabled=progress) as bar:
+        while data := handle.read(_CHUNK_BYTES):
+            if not data.endswith(b"\n"):
+                data += handle.readline()
+            digest.update(data)
+            bar.update(len(data))
+            yield data
+
+
+def _decoded_blocks(path: Path, chunks: Iterator[bytes], parallel: bool
+                    ) -> Iterator[tuple[list[tuple[int, bytes]], _DecodedBlock | None]]:
+    """`_decode_block` over the chunks, in order, line numbers shifted to count from 1 at the file's first line;
+    in worker processes (a bounded window) when `parallel`."""
+    next_line = 1
+    for count, lines, block in _decode_all(path, chunks, parallel):
+        if block is not None:
+            block.line_numbers = [next_line + line for line in block.line_numbers]
+        yield [(next_line + line, raw) for line, raw in lines], block
+        next_line += count
+
+
+def _decode_all(path: Path, chunks: Iterator[bytes], parallel: bool
+                ) -> Iterator[tuple[int, list[tuple[int, bytes]], _DecodedBlock | None]]:
+    if not parallel:
+        for chunk in chunks:
+            yield _decode_block(path, chunk)
+        return
+    workers = min(os.cpu_count() or 1, _MAX_WORKERS)
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        window: deque = deque()
+        for chunk in chunks:
+            window.append(pool.submit(_decode_block, path, chunk))
+            if len(window) > 2 * workers:
+                yield window.popleft().result()
+        while window:
+            yield window.popleft().result()
+
+
+def _parse_file(path: Path, dtype: np.dtype, progress: bool) -> EmbeddingStore:
+    digest = hashlib.sha256()
+    builder = _StoreBuilder(str(path), dtype)
+    chunks = _read_chunks(path, digest, progress)
+    if dtype == np.float64:
+        # float64 keeps every digit through Python's own float parsing, line by line
+        line_number = 0
+        for chunk in chunks:
+            for raw in _split_lines(chunk):
+                line_number += 1
+                if raw.strip():
+                    builder.add(*_decode_line(path, raw, line_number), line_number)
+    else:
+        parallel = path.stat().st_size > _PARALLEL_BYTES
+        for lines, block in _decoded_blocks(path, chunks, parallel):
+            if block is None or not builder.add_block(block):
+                for line_number, raw in lines:
+                    builder.add(*_decode_line(path, raw, line_number), line_number)
+    return builder.finish(sha256=digest.hexdigest(), source=str(path))
+
+
+def _cache_base(path: Path, dtype: np.dtype) -> Path:
+    stat = path.stat()
+    key = f"{_CACHE_FORMAT}|{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}|{dtype.str}"
+    return cache_dir("embeddings") / hashlib.sha1(key.encode()).hexdigest()
+
+
+def _read_cache(base: Path, path: Path) -> EmbeddingStore | None:
+    matrix_file, meta_file = base.with_suffix(".npy"), base.with_suffix(".json")
+    if not (matrix_file.exists() and meta_file.exists()):
+        return None
+    try:
+        meta = orjson.loads(meta_file.read_bytes())
+        matrix = np.load(matrix_file)
+    except (OSError, ValueError):
+        return None
+    empty = np.zeros(len(meta["ids"]), dtype=bool)
+    empty[meta["empty_rows"]] = True
+    return EmbeddingStore(meta["ids"], matrix, empty, source=str(path), duplicates=meta["duplicates"],
+                          sha256=meta["sha256"])
+
+
+def _write_cache(base: Path, store: EmbeddingStore) -> None:
+    base.parent.mkdir(parents=True, exist_ok=True)
+    meta = {"ids": store.ids, "empty_rows": np.flatnonzero(store.empty).tolist(),
+            "duplicates": store.duplicates, "sha256": store.sha256}
+    tmp_matrix = base.with_suffix(f".{os.getpid()}.tmp.npy")
+    tmp_meta = base.with_suffix(f".{os.getpid()}.tmp.json")
+    np.save(tmp_matrix, store.matrix)
+    tmp_meta.write_bytes(orjson.dumps(meta))
+    os.replace(tmp_matrix, base.with_suffix(".npy"))
+    os.replace(tmp_meta, base.with_suffix(".json"))
+
+
+def format_embedding_line(paper_id: str, vector: np.ndarray | Sequence[float] | None) -> bytes:
+    """One line of the official format; None or an empty vector writes ``"embedding": []``."""
+    values = np.zeros(0, dtype=np.float32) if vector is None else np.ascontiguousarray(vector)
+    if values.dtype.kind != "f":
+        values = values.astype(np.float64)
+    if not np.isfinite(values).all():
+        raise ValueError(f"paper {paper_id!r}: refusing to write a non-finite embedding")
+    return orjson.dumps({"paper_id": paper_id, "embedding": values}, option=orjson.OPT_SERIALIZE_NUMPY) + b"\n"

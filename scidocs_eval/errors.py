@@ -1,0 +1,34 @@
+"""Exceptions with messages that name the file, line or id at fault."""
+
+from __future__ import annotations
+
+from os import PathLike
+
+
+class ScidocsEvalError(Exception):
+    """Base class: the CLI prints these without a traceback and exits with status 2."""
+
+
+class InputError(ScidocsEvalError):
+    """A file the user gave us is malformed; the message says where."""
+
+    def __init__(self, path: str | PathLike[str], message: str, line: int | None = None):
+        self.path = str(path)
+        self.line = line
+        where = f"{self.path}:{line}" if line is not None else self.path
+        super().__init__(f"{where}: {message}")
+
+
+class SuiteNotFoundError(ScidocsEvalError):
+    """No SciDocs data where we looked."""
+
+
+class MissingEmbeddingsError(ScidocsEvalError):
+    """`missing="error"` and some papers a task needs have no embedding."""
+
+    def __init__(self, task: str, role: str, missing_ids: list[str], total: int, shown: int = 10):
+        self.task = task
+        self.missing_ids = missing_ids
+        listed = ", ".join(missing_ids[:shown])
+        more = f" (and {total - shown} more)" if total > shown else ""
+        super().__init__(f"task {task}: {total} {role} have no embedding: {listed}{more}")

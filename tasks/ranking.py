@@ -1,0 +1,101 @@
+"""Co-view, co-read, cite and co-cite: rank each query's candidates by L2 distance (official semantics).
+
+Per query: score = -‖query − candidate‖₂ on the raw embeddings, in float64, rounded to 5 decimals (the
+rounding creates ties, which trec_eval breaks by candidate id, descending). A query with no embedding, or an
+empty one, is skipped; a candidate with no embedding is left out of the run; an empty candidate embedding
+scores −inf. MAP and nDCG at full depth by pytrec_eval, averaged over the queries in the run.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import ClassVar
+
+import numpy as np
+
+from scidocs_eval.embeddings import EMPTY, MISSING, PRESENT, EmbeddingStore
+from scidocs_eval.metrics import mean_measures, trec_measures
+from scidocs_eval.suite import Qrels, Suite
+from scidocs_eval.task import MissingPolicy, Task, TaskResult, check_missing, register_task
+
+
+def build_run(qrels: Qrels, embeddings: EmbeddingStore) -> tuple[dict[str, dict[str, float]], dict[str, int]]:
+    """The run (query -> candidate -> score) and the coverage counts, by the official rules."""
+    run: dict[str, dict[str, float]] = {}
+    coverage = dict.fromkeys(("queries", "queries_missing", "queries_empty", "candidates",
+                              "candidates_missing", "candidates_empty"), 0)
+    coverage["repeated_qrel_lines"] = qrels.repeated
+    query_ids = list(qrels.candidates)
+    query_status = embeddings.status(query_ids)
+    query_rows = embeddings.rows(query_ids)
+    coverage["queries"] = len(query_ids)
+    for query_id, status, row in zip(query_ids, query_status, query_rows):
+        candidates = qrels.candidates[query_id]
+        candidate_status = embeddings.status(candidates)
+        coverage["candidates"] += len(candidates)
+        coverage["candidates_missing"] += int(np.sum(candidate_status == MISSING))
+        coverage["candidates_empty"] += int(np.sum(candidate_status == EMPTY))
+        if status != PRESENT:
+            coverage["queries_missing" if status == MISSING else "queries_empty"] += 1
+            continue
+        kept = [c for c, s in zip(candidates, candidate_status) if s != MISSING]
+        kept_status = candidate_status[candidate_status != MISSING]
+        query = embeddings.matrix[row].astype(np.float64)
+        vectors = embeddings.vectors(kept, dtype=np.float64)
+        scores = np.round(-np.linalg.norm(vectors - query, axis=1), 5)
+        scores[kept_status == EMPTY] = -np.inf
+        run[query_id] = dict(zip(kept, scores.tolist()))
+    return run, coverage
+
+
+class RankingTask(Task):
+    """A qrel-based ranking task; subclasses name the folder."""
+
+    embedding_group = "user-citation"
+    metrics = ("map", "ndcg")
+    measures: ClassVar[tuple[str, ...]] = ("map", "ndcg")
+
+    def required_files(self, split: str) -> list[str]:
+        return [f"{self.name}/{split}.qrel"]
+
+    def evaluate(self, suite: Suite, embeddings: EmbeddingStore, split: str = "test",
+                 missing: MissingPolicy = "official") -> TaskResult:
+        start = time.perf_counter()
+        qrels = suite.qrels(self.name, split)
+        queries = list(qrels.candidates)
+        check_missing(self.name, "queries", queries, embeddings.status(queries), missing)
+        candidates = sorted({c for cs in qrels.candidates.values() for c in cs})
+        check_missing(self.name, "candidates", candidates, embeddings.status(candidates), missing)
+        run, coverage = build_run(qrels, embeddings)
+        per_query = trec_measures(qrels.relevance, run, self.measures)
+        coverage["queries_scored"] = len(per_query)
+        return TaskResult(self.name, mean_measures(per_query, self.measures), coverage,
+                          seconds=time.perf_counter() - start)
+
+
+@register_task
+class CoviewTask(RankingTask):
+    name = "coview"
+    description = "co-view: papers viewed in the same browsing session"
+    table1_columns: ClassVar[dict[str, str]] = {"map": "coview_map", "ndcg": "coview_ndcg"}
+
+
+@register_task
+class CoreadTask(RankingTask):
+    name = "coread"
+    description = "co-read: papers whose PDFs were opened in the same session"
+    table1_columns: ClassVar[dict[str, str]] = {"map": "coread_map", "ndcg": "coread_ndcg"}
+
+
+@register_task
+class CiteTask(RankingTask):
+    name = "cite"
+    description = "cite: papers the query cites"
+    table1_columns: ClassVar[dict[str, str]] = {"map": "cite_map", "ndcg": "cite_ndcg"}
+
+
+@register_task
+class CociteTask(RankingTask):
+    name = "cocite"
+    description = "co-cite: papers cited together with the query"
+    table1_columns: ClassVar[dict[str, str]] = {"map": "cocite_map", "ndcg": "cocite_ndcg"}

@@ -1,0 +1,128 @@
+"""Recommendation: a ranker trained on clickthrough data, scored by propensity-adjusted nDCG and P@1 (SPEC §5).
+
+The embedding enters as one of eleven features (`scidocs_eval.recomm_features`). A ranker
+(`scidocs_eval.recomm_rankers`: the feed-forward network by default, LightGBM LambdaRank with ranker="lgbm") is
+trained on recomm/train.csv, tuned and stopped on recomm/val.csv by adj-nDCG, and scored on the split asked
+for. This repeats for `seeds` seeds; the metrics are the mean over seeds and `details` keeps each seed's
+numbers and the standard deviation. The same seed gives the same numbers, bit for bit, on CPU.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from typing import Any, ClassVar
+
+import numpy as np
+
+from scidocs_eval.embeddings import EmbeddingStore
+from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.progress import progress_bar
+from scidocs_eval.recomm_features import RecommFeaturizer, ShownPapers
+from scidocs_eval.recomm_rankers import RANKERS, impression_metrics
+from scidocs_eval.suite import METADATA_FILES, Suite
+from scidocs_eval.task import MissingPolicy, Task, TaskResult, check_missing, register_task
+
+METRICS = ("adj-NDCG", "adj-P@1")
+
+
+@register_task
+class RecommTask(Task):
+    """The recommendation task.
+
+    Args:
+        seeds: number of rankers trained (seeds `seed`, `seed`+1, ...); the metrics are their mean.
+        seed: the first seed.
+        ranker: "mlp" (feed-forward network, margin ranking loss) or "lgbm" (LightGBM LambdaRank).
+        query_projection: (mlp only) learn a linear map on the query embedding before the cosine feature.
+        propensity_weights: weight training impressions by 1 / propensity of the clicked position.
+        threads: CPU threads per ranker.
+        ranker_params: further constructor parameters of the ranker class (see `scidocs_eval.recomm_rankers`).
+    """
+
+    name = "recomm"
+    description = "recommendations: clicks on similar-paper lists, propensity-adjusted"
+    embedding_group = "recomm"
+    metrics = METRICS
+    table1_columns: ClassVar[dict[str, str]] = {"adj-NDCG": "recomm_ndcg", "adj-P@1": "recomm_p1"}
+
+    def __init__(self, seeds: int = 5, seed: int = 0, ranker: str = "mlp", query_projection: bool = False,
+                 propensity_weights: bool = True, threads: int = 1, ranker_params: dict[str, Any] | None = None):
+        if ranker not in RANKERS:
+            raise ScidocsEvalError(f"recomm: unknown ranker {ranker!r}; choose one of {', '.join(RANKERS)}")
+        if query_projection and ranker != "mlp":
+            raise ScidocsEvalError("recomm: query_projection needs ranker='mlp' (a tree model has no embedding "
+                                   "input to project)")
+        if int(seeds) < 1:
+            raise ScidocsEvalError(f"recomm: seeds must be at least 1, got {seeds}")
+        unknown = set(ranker_params or {}) - set(inspect.signature(RANKERS[ranker]).parameters)
+        if unknown:
+            raise ScidocsEvalError(f"recomm: ranker {ranker!r} has no parameter(s) {', '.join(sorted(unknown))}")
+        self.seeds = int(seeds)
+        self.seed = int(seed)
+        self.ranker = ranker
+        self.query_projection = bool(query_projection)
+        self.propensity_weights = bool(propensity_weights)
+        self.threads = int(threads)
+        self.ranker_params = dict(ranker_params or {})
+
+    def required_files(self, split: str) -> list[str]:
+        splits = dict.fromkeys(("train", "val", split))
+        return [f"recomm/{s}.csv" for s in splits] + ["recomm/propensity_scores.json", METADATA_FILES["recomm"]]
+
+    def make_ranker(self, seed: int) -> Any:
+        """An unfitted ranker of the configured kind for `seed`."""
+        params: dict[str, Any] = {"propensity_weights": self.propensity_weights, "threads": self.threads,
+                                  "seed": seed, **self.ranker_params}
+        if self.ranker == "mlp":
+            params.setdefault("query_projection", self.query_projection)
+        return RANKERS[self.ranker](**params)
+
+    def load(self, suite: Suite, embeddings: EmbeddingStore, split: str, missing: MissingPolicy = "official"
+             ) -> tuple[dict[str, ShownPapers], dict[str, int]]:
+        """The `ShownPapers` of train, val and `split`, and the coverage counts."""
+        splits = list(dict.fromkeys(("train", "val", split)))
+        impressions = {s: suite.impressions(s) for s in splits}
+        queries = [i.query_id for s in splits for i in impressions[s]]
+        candidates = [p for s in splits for i in impressions[s] for p in i.shown]
+        for role, ids in (("queries", queries), ("candidates", candidates)):
+            distinct = list(dict.fromkeys(ids))
+            check_missing(self.name, role, distinct, embeddings.status(distinct), missing)
+        featurizer = RecommFeaturizer(suite.metadata("recomm"), embeddings, queries + candidates,
+                                      str(suite.path(METADATA_FILES["recomm"])))
+        shown = {s: featurizer.transform(impressions[s], suite.propensities, str(suite.path(f"recomm/{s}.csv")))
+                 for s in splits}
+        coverage = {f"impressions_{s}": len(impressions[s]) for s in splits}
+        coverage["shown_papers"] = len(candidates)
+        coverage["clicked_repeated_in_shown"] = sum(i.shown.count(i.clicked_id) - 1 for s in splits
+                                                    for i in impressions[s])
+        coverage.update(featurizer.coverage(queries, candidates))
+        return shown, coverage
+
+    def evaluate(self, suite: Suite, embeddings: EmbeddingStore, split: str = "test",
+                 missing: MissingPolicy = "official") -> TaskResult:
+        start = time.perf_counter()
+        shown, coverage = self.load(suite, embeddings, split, missing)
+        runs = []
+        with progress_bar(total=self.seeds, desc=f"recomm ({self.ranker})", unit="seed") as bar:
+            for seed in range(self.seed, self.seed + self.seeds):
+                ranker = self.make_ranker(seed).fit(shown["train"], shown["val"])
+                scores = ranker.score(shown[split])
+                runs.append({"seed": seed, **impression_metrics(shown[split], scores),
+                             "unadjusted": impression_metrics(shown[split], scores, adjusted=False),
+                             "val_adj_ndcg": {str(k): v for k, v in ranker.val_adj_ndcg_.items()},
+                             "chosen": ranker.best_params_})
+                bar.update(1)
+        means, stds = summarise(runs)
+        details = {"ranker": self.ranker, "seeds": runs, "std": stds,
+                   "unadjusted": summarise([r["unadjusted"] for r in runs], ("NDCG", "P@1"))[0]}
+        return TaskResult(self.name, means, coverage, details, seconds=time.perf_counter() - start)
+
+
+def summarise(runs: list[dict[str, Any]], metrics: tuple[str, ...] = METRICS
+              ) -> tuple[dict[str, float], dict[str, float]]:
+    """Mean and standard deviation (ddof 1; 0 for one run) of each metric over runs, rounded to 2 decimals."""
+    values = {m: np.array([r[m] for r in runs], dtype=np.float64) for m in metrics}
+    means = {m: float(np.round(v.mean(), 2)) for m, v in values.items()}
+    stds = {m: float(np.round(v.std(ddof=1), 2)) if len(v) > 1 else 0.0 for m, v in values.items()}
+    return means, stds

@@ -1,0 +1,37 @@
+"""Shared fixtures: a small synthetic demo suite, the real corpora in ../shared/data, an isolated cache."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from scidocs_eval.demo import DemoConfig, build_demo_suite
+from scidocs_eval.suite import Suite
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = Path(os.environ.get("SCIDOCS_EVAL_SHARED_DATA", REPO.parent / "shared" / "data"))
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test gets its own cache dir, so no test sees another's parsed embeddings or models."""
+    monkeypatch.setenv("SCIDOCS_EVAL_CACHE", str(tmp_path_factory.mktemp("cache")))
+    monkeypatch.setenv("SCIDOCS_EVAL_QUIET", "1")
+
+
+@pytest.fixture(scope="session")
+def demo_suite(tmp_path_factory: pytest.TempPathFactory) -> Suite:
+    """A small synthetic suite (all seven tasks), built once per test session; do not modify it."""
+    config = DemoConfig(mag_papers=400, mesh_papers=300, ranking_queries=25, recomm_impressions=(300, 80, 80),
+                        recomm_papers=600)
+    return build_demo_suite(tmp_path_factory.mktemp("demo") / "suite", config)
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """../shared/data (real corpora); tests that need it skip with the reason when it is absent."""
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"real corpora not found at {SHARED_DATA} (set SCIDOCS_EVAL_SHARED_DATA)")
+    return SHARED_DATA

@@ -1,0 +1,84 @@
+"""The synthetic demo suite: deterministic from its seed, labelled synthetic, shaped like the official layout."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from scidocs_eval.demo import DemoConfig, build_demo_suite, propensity_curve
+from scidocs_eval.suite import SPLITS, Suite
+
+RANKING_TASKS = ("coview", "coread", "cite", "cocite")
+
+
+def tiny(seed: int) -> DemoConfig:
+    return DemoConfig(seed=seed, mag_papers=60, mesh_papers=40, ranking_queries=4, recomm_impressions=(12, 6, 6),
+                      recomm_papers=80)
+
+
+def file_bytes(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_same_seed_same_bytes_other_seed_differs(tmp_path: Path) -> None:
+    first = file_bytes(build_demo_suite(tmp_path / "a", tiny(5)).root)
+    again = file_bytes(build_demo_suite(tmp_path / "b", tiny(5)).root)
+    other = file_bytes(build_demo_suite(tmp_path / "c", tiny(6)).root)
+    assert first == again
+    assert set(other) == set(first)
+    differing = {name for name in first if first[name] != other[name]}
+    assert differing >= {"paper_metadata_mag_mesh.json", "cite/test.qrel", "recomm/train.csv"}
+
+
+def test_rebuilding_replaces_the_folder(tmp_path: Path) -> None:
+    (tmp_path / "s").mkdir()
+    (tmp_path / "s" / "stale.txt").write_text("old", encoding="utf-8")
+    build_demo_suite(tmp_path / "s", tiny(1))
+    assert not (tmp_path / "s" / "stale.txt").exists()
+
+
+def test_marked_synthetic(demo_suite: Suite) -> None:
+    assert demo_suite.is_synthetic
+    assert "NOT the SciDocs data" in (demo_suite.root / "SYNTHETIC.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("task", RANKING_TASKS)
+def test_qrels_shape(demo_suite: Suite, task: str) -> None:
+    for split in ("val", "test"):
+        qrels = demo_suite.qrels(task, split)
+        assert len(qrels.candidates) == 25 and qrels.repeated == 0
+        for grades in qrels.relevance.values():
+            counts = Counter(grades.values())
+            assert 1 <= counts[1] <= 5 and counts[0] == 25 and set(counts) == {0, 1}
+        known = demo_suite.metadata("view_cite_read")
+        assert all(q in known and all(c in known for c in cs) for q, cs in qrels.candidates.items())
+
+
+def test_labels_shape(demo_suite: Suite) -> None:
+    for task, classes, total in (("mag", 19, 400), ("mesh", 11, 300)):
+        splits = [demo_suite.labels(task, split) for split in SPLITS]
+        assert [len(s.ids) for s in splits] == [int(0.6 * total), int(0.8 * total) - int(0.6 * total),
+                                                total - int(0.8 * total)]
+        labels = np.concatenate([s.labels for s in splits])
+        assert labels.min() >= 0 and labels.max() < classes
+        assert all(i in demo_suite.metadata("mag_mesh") for s in splits for i in s.ids)
+
+
+def test_recomm_shape(demo_suite: Suite) -> None:
+    metadata = demo_suite.metadata("recomm")
+    for split, count in zip(SPLITS, (300, 80, 80)):
+        impressions = demo_suite.impressions(split)
+        assert len(impressions) == count
+        for impression in impressions:
+            assert impression.clicked_id in impression.shown and len(set(impression.shown)) == 10
+            assert impression.query_id not in impression.shown
+            assert all(paper_id in metadata for paper_id in impression.shown)
+    np.testing.assert_allclose(demo_suite.propensities, propensity_curve(10))
+    record = next(iter(metadata.values()))
+    assert {"paper_id", "title", "abstract", "authors", "references", "cited_by", "year"} <= set(record)
+    cited = {(citing, cited) for citing, r in metadata.items() for cited in r["references"]}
+    cited_by = {(citing, cited) for cited, r in metadata.items() for citing in r["cited_by"]}
+    assert cited == cited_by and cited

