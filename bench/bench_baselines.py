@@ -1,10 +1,10 @@
 """Fit + embed time and peak memory of doc2vec, fasttext-sum, sif and sgc on a synthetic corpus.
 
 Each baseline runs in its own subprocess (fresh cache, so training is not skipped); peak memory is that
-subprocess's own max RSS (`resource.getrusage(RUSAGE_SELF)`, fastText's C++ included). The corpus is synthetic text from
-`scidocs_eval.demo` (made-up topical words), `--papers` papers of about `--tokens` tokens; SciDocs scale is
-about 130K papers of ~200 tokens. Times at a smaller scale can be extrapolated linearly in corpus size
-(every step is linear in tokens); label such figures as extrapolated.
+subprocess's own max RSS (`resource.getrusage(RUSAGE_SELF)`, gensim's native buffers included). The corpus
+is synthetic text from `scidocs_eval.demo` (made-up topical words), `--papers` papers of about `--tokens`
+tokens; SciDocs scale is about 130K papers of ~200 tokens. Times at a smaller scale can be extrapolated
+linearly in corpus size (every step is linear in tokens); label such figures as extrapolated.
 
     python bench/bench_baselines.py --papers 130000 --tokens 200 [--threads 2]
 """
@@ -81,7 +81,7 @@ def main() -> None:
     parser.add_argument("--baselines", default="sif,sgc,fasttext-sum,doc2vec")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1,
-                        help="training threads (fastText `threads`, gensim `workers`); > 1 is not bit-reproducible")
+                        help="training threads (fastText `threads`, doc2vec `workers`); > 1 is not bit-reproducible")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-corpus-") as folder:
         corpus = Path(folder) / "corpus.jsonl"
