@@ -18,7 +18,9 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import logging
 import os
+import threading
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -41,6 +43,10 @@ _CACHE_FORMAT = 1
 _PARALLEL_BYTES = 64 << 20
 _MAX_WORKERS = 4
 _NUMBER_BYTES = b"0123456789.eE+-, \t\r\n"
+_PENDING_WRITES: dict[Path, threading.Thread] = {}
+"""Parse-cache entries still being written by a background thread, by cache base path."""
+
+log = logging.getLogger("scidocs_eval")
 
 
 @dataclass
@@ -115,14 +121,23 @@ class EmbeddingStore:
         if not path.is_file():
             raise InputError(path, "embeddings file not found")
         dtype = np.dtype(dtype)
-        cache_base = _cache_base(path, dtype) if cache else None
+        cache_base = None
+        if cache:
+            try:
+                cache_base = _cache_base(path, dtype)
+            except OSError as error:
+                log.warning("embeddings parse cache unusable (%s); parsing without it", error)
         if cache_base is not None:
             cached = _read_cache(cache_base, path)
             if cached is not None:
                 return cached
         store = _parse_file(path, dtype, progress)
         if cache_base is not None:
-            _write_cache(cache_base, store)
+            # written while the caller goes on (saving a SciDocs-size matrix takes seconds); a later read of the
+            # same cache entry waits for it, and the interpreter waits for it at exit
+            writer = threading.Thread(target=_write_cache, args=(cache_base, store), name="embeddings-cache-writer")
+            _PENDING_WRITES[cache_base] = writer
+            writer.start()
         return store
 
 
@@ -254,12 +269,12 @@ class _DecodedBlock:
     empty: np.ndarray
 
 
-def _decode_block(path: Path, chunk: bytes) -> tuple[int, list[tuple[int, bytes]], _DecodedBlock | None]:
+def _decode_block(path: Path, chunk: bytes) -> tuple[int, _DecodedBlock | None]:
     """Decode the lines of `chunk` at once: the number lists go through pandas' C CSV parser in one call.
 
     Line numbers count from 0 at the chunk's first line (the caller shifts them: a worker does not know where
-    its chunk starts). Returns the chunk's number of lines, its non-blank lines and the block, or None for the
-    block whenever a line is not plainly well formed
+    its chunk starts). Returns the chunk's number of lines and the block, or None for the block whenever a
+    line is not plainly well formed
     (anything but digits, signs, dots, exponents and commas in a list, a nested list, a non-finite or missing
     value, ragged lengths, a bad key): the caller then decodes the lines one by one, which gives the precise error.
     Runs in worker processes, so it raises nothing.
@@ -272,29 +287,29 @@ def _decode_block(path: Path, chunk: bytes) -> tuple[int, list[tuple[int, bytes]
         opening = raw.find(b"[", key)
         closing = raw.find(b"]", opening)
         if key < 0 or opening < 0 or closing < 0:
-            return len(pieces), lines, None
+            return len(pieces), None
         skeletons.append(raw[: opening + 1] + raw[closing:])
         bodies.append(raw[opening + 1 : closing].strip())
     empty = np.array([not body for body in bodies], dtype=bool)
     filled = [body for body in bodies if body]
     joined = b"\n".join(filled)
     if joined.translate(None, _NUMBER_BYTES):
-        return len(pieces), lines, None
+        return len(pieces), None
     values = np.zeros((len(filled), 0), dtype=np.float32)
     if filled:
         try:
             values = pd.read_csv(io.BytesIO(joined), header=None, dtype=np.float64, engine="c").to_numpy()
         except (ValueError, pd.errors.ParserError):
-            return len(pieces), lines, None
+            return len(pieces), None
         if values.shape[0] != len(filled) or not np.isfinite(values).all():
-            return len(pieces), lines, None
+            return len(pieces), None
     matrix = np.zeros((len(lines), values.shape[1]), dtype=np.float32)
     matrix[~empty] = values
     try:
         ids = [_record_id(path, orjson.loads(skeleton), line)[0] for (line, _), skeleton in zip(lines, skeletons)]
     except (orjson.JSONDecodeError, InputError):
-        return len(pieces), lines, None
-    return len(pieces), lines, _DecodedBlock([line for line, _ in lines], ids, matrix, empty)
+        return len(pieces), None
+    return len(pieces), _DecodedBlock([line for line, _ in lines], ids, matrix, empty)
 
 
 def _decode_nonstandard(path: Path, raw: bytes, line_number: int) -> object:
@@ -326,32 +341,35 @@ def _read_chunks(path: Path, digest: hashlib._Hash, progress: bool) -> Iterator[
 
 
 def _decoded_blocks(path: Path, chunks: Iterator[bytes], parallel: bool
-                    ) -> Iterator[tuple[list[tuple[int, bytes]], _DecodedBlock | None]]:
-    """`_decode_block` over the chunks, in order, line numbers shifted to count from 1 at the file's first line;
-    in worker processes (a bounded window) when `parallel`."""
+                    ) -> Iterator[tuple[int, bytes, _DecodedBlock | None]]:
+    """(number of the chunk's first line, chunk, `_decode_block`'s block) for each chunk, in order, the block's
+    line numbers shifted to count from 1 at the file's first line; in worker processes (a bounded window) when
+    `parallel`."""
     next_line = 1
-    for count, lines, block in _decode_all(path, chunks, parallel):
+    for chunk, count, block in _decode_all(path, chunks, parallel):
         if block is not None:
             block.line_numbers = [next_line + line for line in block.line_numbers]
-        yield [(next_line + line, raw) for line, raw in lines], block
+        yield next_line, chunk, block
         next_line += count
 
 
 def _decode_all(path: Path, chunks: Iterator[bytes], parallel: bool
-                ) -> Iterator[tuple[int, list[tuple[int, bytes]], _DecodedBlock | None]]:
+                ) -> Iterator[tuple[bytes, int, _DecodedBlock | None]]:
     if not parallel:
         for chunk in chunks:
-            yield _decode_block(path, chunk)
+            yield chunk, *_decode_block(path, chunk)
         return
     workers = min(os.cpu_count() or 1, _MAX_WORKERS)
     with ProcessPoolExecutor(max_workers=workers) as pool:
         window: deque = deque()
         for chunk in chunks:
-            window.append(pool.submit(_decode_block, path, chunk))
+            window.append((chunk, pool.submit(_decode_block, path, chunk)))
             if len(window) > 2 * workers:
-                yield window.popleft().result()
+                chunk, future = window.popleft()
+                yield chunk, *future.result()
         while window:
-            yield window.popleft().result()
+            chunk, future = window.popleft()
+            yield chunk, *future.result()
 
 
 def _parse_file(path: Path, dtype: np.dtype, progress: bool) -> EmbeddingStore:
@@ -360,19 +378,24 @@ def _parse_file(path: Path, dtype: np.dtype, progress: bool) -> EmbeddingStore:
     chunks = _read_chunks(path, digest, progress)
     if dtype == np.float64:
         # float64 keeps every digit through Python's own float parsing, line by line
-        line_number = 0
+        next_line = 1
         for chunk in chunks:
-            for raw in _split_lines(chunk):
-                line_number += 1
-                if raw.strip():
-                    builder.add(*_decode_line(path, raw, line_number), line_number)
+            next_line += _add_line_by_line(builder, path, chunk, next_line)
     else:
         parallel = path.stat().st_size > _PARALLEL_BYTES
-        for lines, block in _decoded_blocks(path, chunks, parallel):
+        for first_line, chunk, block in _decoded_blocks(path, chunks, parallel):
             if block is None or not builder.add_block(block):
-                for line_number, raw in lines:
-                    builder.add(*_decode_line(path, raw, line_number), line_number)
+                _add_line_by_line(builder, path, chunk, first_line)
     return builder.finish(sha256=digest.hexdigest(), source=str(path))
+
+
+def _add_line_by_line(builder: _StoreBuilder, path: Path, chunk: bytes, first_line: int) -> int:
+    """Decode a chunk's lines one at a time (each error names its line); returns the chunk's number of lines."""
+    lines = _split_lines(chunk)
+    for line_number, raw in enumerate(lines, first_line):
+        if raw.strip():
+            builder.add(*_decode_line(path, raw, line_number), line_number)
+    return len(lines)
 
 
 def _cache_base(path: Path, dtype: np.dtype) -> Path:
@@ -381,7 +404,16 @@ def _cache_base(path: Path, dtype: np.dtype) -> Path:
     return cache_dir("embeddings") / hashlib.sha1(key.encode()).hexdigest()
 
 
+def wait_for_cache_writes() -> None:
+    """Block until every parse-cache entry started by `EmbeddingStore.load` in this process is on disk."""
+    while _PENDING_WRITES:
+        _PENDING_WRITES.popitem()[1].join()
+
+
 def _read_cache(base: Path, path: Path) -> EmbeddingStore | None:
+    writer = _PENDING_WRITES.pop(base, None)
+    if writer is not None:
+        writer.join()
     matrix_file, meta_file = base.with_suffix(".npy"), base.with_suffix(".json")
     if not (matrix_file.exists() and meta_file.exists()):
         return None
@@ -397,15 +429,22 @@ def _read_cache(base: Path, path: Path) -> EmbeddingStore | None:
 
 
 def _write_cache(base: Path, store: EmbeddingStore) -> None:
-    base.parent.mkdir(parents=True, exist_ok=True)
+    """Save the parsed store under `base` (.npy matrix + .json ids); a failure only costs the next run a parse."""
     meta = {"ids": store.ids, "empty_rows": np.flatnonzero(store.empty).tolist(),
             "duplicates": store.duplicates, "sha256": store.sha256}
     tmp_matrix = base.with_suffix(f".{os.getpid()}.tmp.npy")
     tmp_meta = base.with_suffix(f".{os.getpid()}.tmp.json")
-    np.save(tmp_matrix, store.matrix)
-    tmp_meta.write_bytes(orjson.dumps(meta))
-    os.replace(tmp_matrix, base.with_suffix(".npy"))
-    os.replace(tmp_meta, base.with_suffix(".json"))
+    try:
+        base.parent.mkdir(parents=True, exist_ok=True)
+        np.save(tmp_matrix, store.matrix)
+        tmp_meta.write_bytes(orjson.dumps(meta))
+        os.replace(tmp_matrix, base.with_suffix(".npy"))
+        os.replace(tmp_meta, base.with_suffix(".json"))
+    except OSError as error:
+        tmp_matrix.unlink(missing_ok=True)
+        tmp_meta.unlink(missing_ok=True)
+        log.warning("could not write the embeddings parse cache under %s (%s); the next run parses again",
+                    base.parent, error)
 
 
 def format_embedding_line(paper_id: str, vector: np.ndarray | Sequence[float] | None) -> bytes:

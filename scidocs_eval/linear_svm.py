@@ -288,8 +288,9 @@ class LinearSVMGrid:
     Args:
         c_grid: candidate values of C.
         folds: number of CV folds (scikit-learn's StratifiedKFold without shuffling, as GridSearchCV uses).
-        n_jobs: worker processes, each solving one fold's path (or the refit) for one group of classes (-1:
-            one per core).
+        n_jobs: worker processes (-1: one per core, and at least one per fold); each solves one fold's path,
+            for every class or, where cores outnumber folds, for a group of classes, then the refit for a group
+            of classes.
         gram_budget: bytes one fit may hold in per-class dim × dim matrices (the fast path); with less, the
             solver uses conjugate gradients over the data instead (slower, O(n·dim) memory). Same model.
 
@@ -308,19 +309,25 @@ class LinearSVMGrid:
         self.classes_ = np.unique(y)
         targets = _one_vs_rest_targets(y, self.classes_)
         splits = list(StratifiedKFold(n_splits=self.folds).split(x, y))
-        workers = self.n_jobs if self.n_jobs > 0 else os.cpu_count() or 1
-        # tasks are (fold, group of classes) pairs, so that the workers stay busy whatever the number of folds
-        groups = np.array_split(np.arange(len(self.classes_)), min(workers, len(self.classes_)))
+        cores = self.n_jobs if self.n_jobs > 0 else os.cpu_count() or 1
+        # one task per fold with every class: splitting the classes costs each part its own passes over the
+        # data, which outweighs an idle core, so the classes are split only where cores outnumber folds; on
+        # fewer cores than folds the folds still run at once (measured on 2 cores, 3 folds: 15% faster than
+        # splitting the classes in two to keep both cores busy)
+        workers = self.n_jobs if self.n_jobs > 0 else max(cores, len(splits))
+        n_classes = len(self.classes_)
+        fold_groups = np.array_split(np.arange(n_classes), min(max(1, cores // len(splits)), n_classes))
+        refit_groups = np.array_split(np.arange(n_classes), min(cores, n_classes))
         # worker processes, not threads: the solver's many small numpy calls hold the GIL (threads: 1.2x on two
         # cores, processes: 1.5x); one BLAS thread each: BLAS threads on these small products cost more in
         # synchronisation than they gain (measured: twice as slow)
         with Parallel(n_jobs=workers, backend="loky", inner_max_num_threads=1) as parallel:
-            fold_weights = self._fold_paths(parallel, x, targets, splits, groups)
+            fold_weights = self._fold_paths(parallel, x, targets, splits, fold_groups)
             self._choose_c(x, y, splits, fold_weights)
             # the optimum is unique, so any start reaches it; the folds' solutions at this C are a close one
             start = np.mean([weights[self.c_grid.index(self.best_c_)] for weights in fold_weights], axis=0)
             solutions = parallel(delayed(_solve_classes)(x, targets[:, group], self.best_c_, start[:, group],
-                                                         self.gram_budget) for group in groups)
+                                                         self.gram_budget) for group in refit_groups)
         self.coef_ = np.concatenate(solutions, axis=1)
         return self
 

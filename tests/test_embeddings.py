@@ -9,7 +9,14 @@ import numpy as np
 import orjson
 import pytest
 
-from scidocs_eval.embeddings import EMPTY, MISSING, PRESENT, EmbeddingStore, format_embedding_line
+from scidocs_eval.embeddings import (
+    EMPTY,
+    MISSING,
+    PRESENT,
+    EmbeddingStore,
+    format_embedding_line,
+    wait_for_cache_writes,
+)
 from scidocs_eval.errors import InputError
 
 
@@ -121,6 +128,7 @@ def test_cache_is_reused_and_invalidated_by_changes(tmp_path: Path) -> None:
                                               '{"paper_id": "a", "embedding": [3, 4]}'])
     assert cache_files() == []
     first = EmbeddingStore.load(path)
+    wait_for_cache_writes()
     written = cache_files()
     assert len(written) == 1
     # The second load reads the cache, not the file: a cache entry we alter shows through.
@@ -135,12 +143,24 @@ def test_cache_is_reused_and_invalidated_by_changes(tmp_path: Path) -> None:
     write_lines(path, ['{"paper_id": "a", "embedding": [5, 6]}', '{"paper_id": "c", "embedding": [7, 8]}'])
     third = EmbeddingStore.load(path)
     assert third.ids == ["a", "c"] and third.matrix.tolist() == [[5, 6], [7, 8]]
+    wait_for_cache_writes()
     assert len(cache_files()) == 2
     # Touching alone (same bytes, new mtime) also invalidates.
     stat = path.stat()
     os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
     assert_same_store(third, EmbeddingStore.load(path))
+    wait_for_cache_writes()
     assert len(cache_files()) == 3
+
+
+def test_an_unusable_cache_folder_is_a_warning_not_a_failure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             caplog: pytest.LogCaptureFixture) -> None:
+    path = write_lines(tmp_path / "e.jsonl", [GOOD])
+    not_a_folder = tmp_path / "cache-is-a-file"
+    not_a_folder.write_text("")
+    monkeypatch.setenv("SCIDOCS_EVAL_CACHE", str(not_a_folder))
+    assert EmbeddingStore.load(path).ids == EmbeddingStore.load(path, cache=False).ids
+    assert "embeddings parse cache unusable" in caplog.text
 
 
 def test_no_cache_writes_nothing(tmp_path: Path) -> None:
