@@ -36,6 +36,11 @@ from scidocs_eval.tuning import ValScorer, parameter_grid
 _DIVERGED = 100.0
 """A trained word vector entry larger than this means fastText's SGD blew up (converged entries are O(1));
 seen on small synthetic corpora, where the sums of such vectors rank no better than chance."""
+MAX_LR = 1.0
+"""Larger starting rates make fastText's SGD overflow (and gensim's sigmoid table lookup then reads out of
+bounds), so they are refused."""
+FASTTEXT_DEFAULTS = {"window": 5, "negative": 5, "sample": 1e-4, "min_n": 3, "max_n": 6}
+"""fastText's own defaults for what `FasttextSettings` leaves out (gensim's differ: sample 1e-3)."""
 
 
 @dataclass
@@ -80,13 +85,6 @@ class FasttextSettings:
         if not 0 < self.lr <= MAX_LR:
             raise ScidocsEvalError(f"fastText lr must be in (0, {MAX_LR:g}], not {self.lr:g} (fastText's default "
                                    "is 0.05)")
-
-
-MAX_LR = 1.0
-"""Larger starting rates make fastText's SGD overflow (and gensim's sigmoid table lookup then reads out of
-bounds), so they are refused."""
-FASTTEXT_DEFAULTS = {"window": 5, "negative": 5, "sample": 1e-4, "min_n": 3, "max_n": 6}
-"""fastText's own defaults for what `FasttextSettings` leaves out (gensim's differ: sample 1e-3)."""
 
 
 def train_fasttext(tokens: Sequence[Sequence[str]], settings: FasttextSettings, progress: bool = True) -> WordVectors:
