@@ -2,6 +2,11 @@
 
 The reference: papers in file order, each batch padded to its longest text, no inference mode, no autocast.
     python bench/embed_throughput.py --papers 300 --max-length 256 --batch-size 32 [--precision bf16]
+    python bench/embed_throughput.py --corpus scidocs    # the 400 real SciDocs papers of ../shared/data
+
+The default corpus is Cora's papers; `--corpus scidocs` reads the two 200-paper samples of the SciDocs
+evaluation metadata in ../shared/data/scidocs-metadata-sample (real title/abstract lengths: 15% have no
+abstract), in file order.
 """
 
 from __future__ import annotations
@@ -15,8 +20,23 @@ import numpy as np
 
 from scidocs_eval.baseline import read_corpus
 from scidocs_eval.encoder import PRECISIONS, TransformerEncoder, choose_device, paper_text, pool, resolve_model
+from scidocs_eval.suite import Paper
 
-DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "data" / "cora" / "papers.jsonl"
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+DEFAULT_CORPUS = SHARED_DATA / "cora" / "papers.jsonl"
+
+
+def load_papers(corpus: str) -> list[Paper]:
+    """Papers of a JSON lines corpus, or of the SciDocs metadata samples for "scidocs"."""
+    if corpus != "scidocs":
+        return read_corpus(corpus)
+    import pandas as pd
+
+    samples = sorted((SHARED_DATA / "scidocs-metadata-sample").glob("*.tsv"))
+    if not samples:
+        raise SystemExit(f"no SciDocs metadata samples under {SHARED_DATA / 'scidocs-metadata-sample'}")
+    table = pd.concat([pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False) for path in samples])
+    return [Paper(row.doc_id, row.title, row.abstract) for row in table.itertuples()]
 
 
 def reference_embed(texts: list[str], model_name: str, pooling: str, max_length: int, batch_size: int,
@@ -37,7 +57,8 @@ def reference_embed(texts: list[str], model_name: str, pooling: str, max_length:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--corpus", default=str(DEFAULT_CORPUS), help="JSON lines {paper_id, title, abstract}")
+    parser.add_argument("--corpus", default=str(DEFAULT_CORPUS),
+                        help="JSON lines {paper_id, title, abstract}, or 'scidocs' for the SciDocs metadata samples")
     parser.add_argument("--papers", type=int, default=300)
     parser.add_argument("--model", default="all-MiniLM-L6-v2")
     parser.add_argument("--pooling", default="cls", choices=("cls", "mean"))
@@ -47,7 +68,7 @@ def main() -> None:
     parser.add_argument("--precision", default="auto", choices=PRECISIONS, help="our encoder's precision")
     args = parser.parse_args()
 
-    papers = [p for p in read_corpus(args.corpus) if p.has_text][: args.papers]
+    papers = [p for p in load_papers(args.corpus) if p.has_text][: args.papers]
     device = choose_device(args.device)
     encoder = TransformerEncoder(args.model, pooling=args.pooling, max_length=args.max_length,
                                  batch_size=args.batch_size, device=device, precision=args.precision)
