@@ -359,6 +359,7 @@ def _decode_all(path: Path, chunks: Iterator[bytes], parallel: bool
         for chunk in chunks:
             yield chunk, *_decode_block(path, chunk)
         return
+    wait_for_cache_writes()  # the pool forks: no cache-writer thread may be running then
     workers = min(os.cpu_count() or 1, _MAX_WORKERS)
     with ProcessPoolExecutor(max_workers=workers) as pool:
         window: deque = deque()
