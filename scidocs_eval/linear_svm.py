@@ -314,7 +314,7 @@ class LinearSVMGrid:
         # data, which outweighs an idle core, so the classes are split only where cores outnumber folds; on
         # fewer cores than folds the folds still run at once (measured on 2 cores, 3 folds: 15% faster than
         # splitting the classes in two to keep both cores busy)
-        workers = self.n_jobs if self.n_jobs > 0 else max(cores, len(splits))
+        workers = cores if self.n_jobs > 0 else max(cores, len(splits))
         n_classes = len(self.classes_)
         fold_groups = np.array_split(np.arange(n_classes), min(max(1, cores // len(splits)), n_classes))
         refit_groups = np.array_split(np.arange(n_classes), min(cores, n_classes))

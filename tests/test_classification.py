@@ -59,10 +59,9 @@ def test_grid_matches_scikit_learn(classes: int) -> None:
 def test_same_model_whatever_the_number_of_worker_processes() -> None:
     """1 process (folds in turn) and 6 (two groups of classes per fold, one refit group per process)."""
     x, y = blobs(450, 24, 5, spread=1.5, seed=11)
-    fits = [LinearSVMGrid(c_grid=OFFICIAL_C_GRID, n_jobs=n_jobs).fit(x, y) for n_jobs in (1, 6)]
-    for other in fits[1:]:
-        assert other.best_c_ == fits[0].best_c_ and other.cv_accuracy_ == fits[0].cv_accuracy_
-        np.testing.assert_allclose(other.coef_, fits[0].coef_, rtol=1e-9, atol=1e-12)
+    serial, split = (LinearSVMGrid(c_grid=OFFICIAL_C_GRID, n_jobs=n_jobs).fit(x, y) for n_jobs in (1, 6))
+    assert split.best_c_ == serial.best_c_ and split.cv_accuracy_ == serial.cv_accuracy_
+    np.testing.assert_allclose(split.coef_, serial.coef_, rtol=1e-9, atol=1e-12)
 
 
 def test_ties_in_cv_accuracy_go_to_the_smallest_c() -> None:
