@@ -1,11 +1,13 @@
 """Doc2Vec (SPEC §8): gensim PV-DBOW trained on the fit corpus with the paper's parameters.
 
-300-d, min_count 3, alpha 0.025, min_alpha 1e-4, negative 5. Default: window 5, sample 0 (no down-sampling), 10 epochs,
-pure PV-DBOW (`dbow_words=False`), one worker, so the command finishes in minutes and the same seed gives
-the same vectors. `tune` trains the paper's grid sample {0, 1e-6, 1e-5} × epochs {50, 100, 200}, and
-window {5, 10, 15} too when `dbow_words=True` (pure PV-DBOW never reads the window, so searching it would
-train identical models), keeping the setting with the best mean val MAP. A paper of the fit corpus gets its
-trained vector; any other paper gets `infer_vector` (with the training epochs).
+300-d, min_count 3, alpha 0.025, min_alpha 1e-4, negative 5. Default: window 5, sample 0 (no down-sampling), 10
+epochs, pure PV-DBOW (`dbow_words=False`), one worker, so the command finishes in minutes and the same seed gives
+the same vectors; on corpora over 12M tokens the default epochs are lowered so that tokens × epochs stays within
+`max_trained_tokens` (120M: SciDocs' 26.5M tokens get 4 epochs, about 7 minutes on one core). `tune` trains the
+paper's grid sample {0, 1e-6, 1e-5} × epochs {50, 100, 200}, and window {5, 10, 15} too when `dbow_words=True`
+(pure PV-DBOW never reads the window, so searching it would train identical models), keeping the setting with the
+best mean val MAP. A paper of the fit corpus gets its trained vector; any other paper gets `infer_vector` (with the
+training epochs).
 """
 
 from __future__ import annotations
@@ -16,13 +18,15 @@ from typing import Any
 import numpy as np
 
 from scidocs_eval.adapter import Adapter, register_adapter
-from scidocs_eval.baselines.gensim_training import train_with_progress
+from scidocs_eval.baselines.gensim_training import epochs_within_budget, train_with_progress
 from scidocs_eval.model_cache import cached_model, corpus_fingerprint
 from scidocs_eval.suite import Paper, Suite
 from scidocs_eval.text import analyzer, paper_text, tokenize_papers
 from scidocs_eval.tuning import ValScorer, parameter_grid
 
 PAPER_GRID: dict[str, tuple] = {"window": (5, 10, 15), "sample": (0, 1e-6, 1e-5), "epochs": (50, 100, 200)}
+MAX_TRAINED_TOKENS = 120_000_000
+"""Default cap on corpus tokens × epochs for the default setting (PV-DBOW reads ~0.26M tokens/s on one core)."""
 FIXED = {"min_count": 3, "alpha": 0.025, "min_alpha": 1e-4, "negative": 5, "dm": 0}
 
 
@@ -36,29 +40,39 @@ class Doc2VecAdapter(Adapter):
         dim, window, sample, epochs: the model (window only matters with `dbow_words`).
         dbow_words: also train skip-gram word vectors (much slower; what makes `window` matter).
         workers: gensim threads; more than 1 is faster but not reproducible.
+        max_trained_tokens: cap on corpus tokens × epochs for the default setting (None or 0: no cap); the
+            tuning grid always trains its own epochs.
     """
 
     name = "doc2vec"
     paper_row = "Doc2vec"
 
     def __init__(self, seed: int = 0, tune: bool = False, dim: int = 300, window: int = 5, sample: float = 0.0,
-                 epochs: int = 10, dbow_words: bool = False, workers: int = 1):
+                 epochs: int = 10, dbow_words: bool = False, workers: int = 1,
+                 max_trained_tokens: int | None = MAX_TRAINED_TOKENS):
         self.seed, self.tune, self.dim = seed, tune, dim
         self.window, self.sample, self.epochs = window, sample, epochs
-        self.dbow_words, self.workers = dbow_words, workers
+        self.dbow_words, self.workers, self.max_trained_tokens = dbow_words, workers, max_trained_tokens
 
-    def _train(self, papers: Sequence[Paper], setting: dict[str, Any]) -> Any:
-        """A gensim Doc2Vec for `setting` (window, sample, epochs), from the cache or trained now."""
+    def _train(self, papers: Sequence[Paper], setting: dict[str, Any], max_trained_tokens: int | None = None) -> Any:
+        """A gensim Doc2Vec for `setting` (window, sample, epochs), from the cache or trained now.
+
+        Its epochs are lowered where corpus tokens × epochs exceeds `max_trained_tokens` (`model.epochs` says
+        how many were trained)."""
         params = {**FIXED, **setting, "vector_size": self.dim, "dbow_words": int(self.dbow_words),
                   "seed": self.seed, "workers": self.workers}
 
         def train() -> Any:
             from gensim.models.doc2vec import Doc2Vec, TaggedDocument
 
-            documents = [TaggedDocument(tokens, [row]) for row, tokens in enumerate(tokenize_papers(papers))]
-            return train_with_progress(Doc2Vec(**params), f"training doc2vec {setting}", corpus_iterable=documents)
+            tokens = tokenize_papers(papers)
+            epochs = epochs_within_budget(params["epochs"], sum(map(len, tokens)), max_trained_tokens, "doc2vec")
+            documents = [TaggedDocument(doc, [row]) for row, doc in enumerate(tokens)]
+            return train_with_progress(Doc2Vec(**{**params, "epochs": epochs}), f"training doc2vec {setting}",
+                                       corpus_iterable=documents)
 
-        return cached_model("doc2vec", self.fingerprint_, params, train)
+        key = {**params, "max_trained_tokens": max_trained_tokens} if max_trained_tokens else params
+        return cached_model("doc2vec", self.fingerprint_, key, train)
 
     def fit(self, papers: Sequence[Paper], suite: Suite | None = None) -> Doc2VecAdapter:
         self.fingerprint_ = corpus_fingerprint(papers)
@@ -72,7 +86,8 @@ class Doc2VecAdapter(Adapter):
                                  desc="tuning doc2vec").best
             for key, value in best.items():
                 setattr(self, key, value)
-        self.model_ = self._train(papers, {"window": self.window, "sample": self.sample, "epochs": self.epochs})
+        setting = {"window": self.window, "sample": self.sample, "epochs": self.epochs}
+        self.model_ = self._train(papers, setting, None if self.tune else self.max_trained_tokens)
         return self
 
     def _embed(self, model: Any, papers: Sequence[Paper]) -> np.ndarray:

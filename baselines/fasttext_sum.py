@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from scidocs_eval.adapter import Adapter, register_adapter
-from scidocs_eval.baselines.gensim_training import train_with_progress
+from scidocs_eval.baselines.gensim_training import epochs_within_budget, train_with_progress
 from scidocs_eval.errors import InputError, ScidocsEvalError
 from scidocs_eval.model_cache import cached_model, corpus_fingerprint
 from scidocs_eval.suite import Paper, Suite
@@ -41,6 +41,9 @@ MAX_LR = 1.0
 bounds), so they are refused."""
 FASTTEXT_DEFAULTS = {"window": 5, "negative": 5, "sample": 1e-4, "min_n": 3, "max_n": 6}
 """fastText's own defaults for what `FasttextSettings` leaves out (gensim's differ: sample 1e-3)."""
+MAX_TRAINED_TOKENS = 40_000_000
+"""Default cap on corpus tokens × epochs: corpora up to 8M tokens get fastText's 5 epochs, SciDocs' 26.5M
+tokens get 1, so one thread trains them in about 5 minutes (300-d CBOW with subwords reads ~0.12M tokens/s)."""
 
 
 @dataclass
@@ -68,7 +71,8 @@ class FasttextSettings:
     """fastText training settings (`model` "cbow" or "skipgram"; `lr` the starting learning rate).
 
     With `threads=1` the same corpus and `seed` give the same vectors; `threads` > 1 is faster but not
-    bit-for-bit reproducible."""
+    bit-for-bit reproducible. `epochs` is lowered (never below 1) where corpus tokens × epochs would exceed
+    `max_trained_tokens` (None or 0: no cap)."""
 
     dim: int = 300
     min_count: int = 25
@@ -78,6 +82,7 @@ class FasttextSettings:
     threads: int = 1
     lr: float = 0.05
     seed: int = 0
+    max_trained_tokens: int | None = MAX_TRAINED_TOKENS
 
     def __post_init__(self) -> None:
         if self.model not in ("cbow", "skipgram"):
@@ -96,7 +101,8 @@ def train_fasttext(tokens: Sequence[Sequence[str]], settings: FasttextSettings, 
     from gensim.models import FastText
 
     words = sorted({word for doc in tokens for word in doc})
-    model = FastText(vector_size=settings.dim, min_count=settings.min_count, epochs=settings.epochs,
+    epochs = epochs_within_budget(settings.epochs, sum(map(len, tokens)), settings.max_trained_tokens, "fastText")
+    model = FastText(vector_size=settings.dim, min_count=settings.min_count, epochs=epochs,
                      sg=int(settings.model == "skipgram"), bucket=settings.bucket, workers=settings.threads,
                      alpha=settings.lr, seed=settings.seed, **FASTTEXT_DEFAULTS)
     with tempfile.TemporaryDirectory(prefix="scidocs-fasttext-") as folder:
@@ -171,20 +177,22 @@ class WordVectorAdapter(Adapter):
         seed: fastText's seed (with `threads=1` the same seed gives the same vectors).
         tune: pick the adapter's own settings on val (mean val MAP over the ranking tasks).
         vectors: word vectors to load instead of training ("glove", a fastText .bin, a .vec text file).
-        dim, min_count, epochs, model, bucket, threads, lr: fastText training settings (`FasttextSettings`).
+        dim, min_count, epochs, model, bucket, threads, lr, max_trained_tokens: fastText training settings
+            (`FasttextSettings`).
     """
 
     def __init__(self, seed: int = 0, tune: bool = False, vectors: str | None = None, dim: int = 300,
                  min_count: int = 25, epochs: int = 5, model: str = "cbow", bucket: int = 200_000,
-                 threads: int = 1, lr: float = 0.05):
+                 threads: int = 1, lr: float = 0.05, max_trained_tokens: int | None = MAX_TRAINED_TOKENS):
         self.seed, self.tune, self.vectors = seed, tune, vectors
         self.dim, self.min_count, self.epochs, self.model, self.bucket, self.threads, self.lr = \
             dim, min_count, epochs, model, bucket, threads, lr
+        self.max_trained_tokens = max_trained_tokens
 
     def word_vectors(self, papers: Sequence[Paper]) -> WordVectors:
         """The loaded `vectors`, or fastText trained on `papers` (cached)."""
         settings = FasttextSettings(self.dim, self.min_count, self.epochs, self.model, self.bucket, self.threads,
-                                    self.lr, self.seed)
+                                    self.lr, self.seed, self.max_trained_tokens)
         return corpus_word_vectors(papers, self.vectors, settings)
 
 
@@ -201,9 +209,9 @@ class FasttextSumAdapter(WordVectorAdapter):
 
     def __init__(self, seed: int = 0, tune: bool = False, vectors: str | None = None, dim: int = 300,
                  min_count: int = 25, epochs: int = 5, model: str = "cbow", bucket: int = 200_000,
-                 threads: int = 1, lr: float = 0.05, sublinear_tf: bool = False, binary: bool = False,
-                 use_idf: bool = True, smooth_idf: bool = True):
-        super().__init__(seed, tune, vectors, dim, min_count, epochs, model, bucket, threads, lr)
+                 threads: int = 1, lr: float = 0.05, max_trained_tokens: int | None = MAX_TRAINED_TOKENS,
+                 sublinear_tf: bool = False, binary: bool = False, use_idf: bool = True, smooth_idf: bool = True):
+        super().__init__(seed, tune, vectors, dim, min_count, epochs, model, bucket, threads, lr, max_trained_tokens)
         self.sublinear_tf, self.binary, self.use_idf, self.smooth_idf = sublinear_tf, binary, use_idf, smooth_idf
 
     def fit(self, papers: Sequence[Paper], suite: Suite | None = None) -> FasttextSumAdapter:

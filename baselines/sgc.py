@@ -21,6 +21,7 @@ import numpy as np
 from scipy import sparse
 
 from scidocs_eval.adapter import register_adapter
+from scidocs_eval.baselines.fasttext_sum import MAX_TRAINED_TOKENS
 from scidocs_eval.baselines.sif import SifAdapter
 from scidocs_eval.errors import InputError
 from scidocs_eval.suite import METADATA_FILES, Paper, Suite
@@ -105,8 +106,10 @@ class SgcAdapter(SifAdapter):
 
     def __init__(self, seed: int = 0, tune: bool = False, vectors: str | None = None, dim: int = 300,
                  min_count: int = 25, epochs: int = 5, model: str = "cbow", bucket: int = 200_000,
-                 threads: int = 1, lr: float = 0.05, a: float = 1e-3, k: int = 2, citations: str | None = None):
-        super().__init__(seed, tune, vectors, dim, min_count, epochs, model, bucket, threads, lr, a)
+                 threads: int = 1, lr: float = 0.05, max_trained_tokens: int | None = MAX_TRAINED_TOKENS,
+                 a: float = 1e-3, k: int = 2, citations: str | None = None):
+        super().__init__(seed, tune, vectors, dim, min_count, epochs, model, bucket, threads, lr, max_trained_tokens,
+                         a)
         self.k, self.citations = k, citations
 
     def fit(self, papers: Sequence[Paper], suite: Suite | None = None) -> SgcAdapter:

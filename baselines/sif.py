@@ -17,7 +17,7 @@ from sklearn.decomposition import TruncatedSVD
 from sklearn.feature_extraction.text import CountVectorizer
 
 from scidocs_eval.adapter import register_adapter
-from scidocs_eval.baselines.fasttext_sum import WordVectorAdapter
+from scidocs_eval.baselines.fasttext_sum import MAX_TRAINED_TOKENS, WordVectorAdapter
 from scidocs_eval.suite import Paper, Suite
 from scidocs_eval.text import analyzer, paper_text
 from scidocs_eval.tuning import ValScorer, parameter_grid
@@ -49,8 +49,9 @@ class SifAdapter(WordVectorAdapter):
 
     def __init__(self, seed: int = 0, tune: bool = False, vectors: str | None = None, dim: int = 300,
                  min_count: int = 25, epochs: int = 5, model: str = "cbow", bucket: int = 200_000,
-                 threads: int = 1, lr: float = 0.05, a: float = 1e-3):
-        super().__init__(seed, tune, vectors, dim, min_count, epochs, model, bucket, threads, lr)
+                 threads: int = 1, lr: float = 0.05, max_trained_tokens: int | None = MAX_TRAINED_TOKENS,
+                 a: float = 1e-3):
+        super().__init__(seed, tune, vectors, dim, min_count, epochs, model, bucket, threads, lr, max_trained_tokens)
         self.a = a
 
     def fit(self, papers: Sequence[Paper], suite: Suite | None = None) -> SifAdapter:

@@ -13,6 +13,7 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from scidocs_eval.adapter import get_adapter
 from scidocs_eval.baseline import run_baseline
 from scidocs_eval.baselines.fasttext_sum import FasttextSettings, check_converged, load_word_vectors, train_fasttext
+from scidocs_eval.baselines.gensim_training import epochs_within_budget
 from scidocs_eval.baselines.sgc import guard_edges, read_citations
 from scidocs_eval.errors import InputError, ScidocsEvalError
 from scidocs_eval.model_cache import cached_model
@@ -87,6 +88,13 @@ def test_fasttext_same_seed_same_vectors(demo_tokens: list[list[str]]) -> None:
     assert not np.allclose(first.matrix, other_seed.matrix)
 
 
+def test_fasttext_within_a_budget_of_one_epoch_trains_exactly_one_epoch(demo_tokens: list[list[str]]) -> None:
+    tokens = sum(map(len, demo_tokens))
+    capped = train_fasttext(demo_tokens, replace(TINY_FASTTEXT, max_trained_tokens=tokens), progress=False)
+    one_epoch = train_fasttext(demo_tokens, replace(TINY_FASTTEXT, epochs=1), progress=False)
+    np.testing.assert_array_equal(capped.matrix, one_epoch.matrix)
+
+
 def test_fasttext_divergence_is_an_error_naming_the_learning_rate() -> None:
     for blown_up in (np.array([[0.5, 3e6]]), np.array([[np.nan, 0.1]])):
         with pytest.raises(ScidocsEvalError, match=r"diverged at lr=0\.05 .*lower learning rate"):
@@ -142,6 +150,23 @@ def test_doc2vec_same_seed_same_vectors_and_infers_unseen_papers() -> None:
     assert not np.allclose(embed[0], other_seed)
     unseen = get_adapter("doc2vec", dim=16, epochs=5).fit(papers).transform([Paper("new", "graph node", "edge")])
     assert unseen.shape == (1, 16) and np.isfinite(unseen).all()
+
+
+@pytest.mark.parametrize("epochs, tokens, budget, trained", [
+    (5, 1_000_000, 40_000_000, 5), (5, 10_000_000, 40_000_000, 4), (5, 26_500_000, 40_000_000, 1),
+    (5, 90_000_000, 40_000_000, 1), (10, 26_500_000, 120_000_000, 4), (5, 90_000_000, None, 5), (5, 90_000_000, 0, 5)])
+def test_epochs_are_lowered_to_keep_tokens_times_epochs_within_the_budget(epochs: int, tokens: int, budget: int | None,
+                                                                         trained: int) -> None:
+    assert epochs_within_budget(epochs, tokens, budget, "fastText") == trained
+
+
+def test_doc2vec_trains_fewer_epochs_when_the_corpus_exceeds_the_budget(caplog: pytest.LogCaptureFixture) -> None:
+    papers = [Paper(f"p{i}", "", " ".join(["graph", "node", "edge", "citation"] * 5)) for i in range(10)]
+    with caplog.at_level("WARNING", logger="scidocs_eval"):
+        adapter = get_adapter("doc2vec", dim=8, epochs=5, max_trained_tokens=450).fit(papers)
+    assert adapter.model_.epochs == 2  # 200 tokens: 2 epochs are the most within 450
+    assert "doc2vec: 200 corpus tokens x 5 epochs exceeds max_trained_tokens=450; training 2 epochs" in caplog.text
+    assert get_adapter("doc2vec", dim=8, epochs=5, max_trained_tokens=0).fit(papers).model_.epochs == 5
 
 
 def test_sif_tunes_a_on_val_and_removes_the_first_component(demo_suite: Suite, demo_vectors: Path) -> None:
