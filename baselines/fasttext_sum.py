@@ -41,9 +41,9 @@ MAX_LR = 1.0
 bounds), so they are refused."""
 FASTTEXT_DEFAULTS = {"window": 5, "negative": 5, "sample": 1e-4, "min_n": 3, "max_n": 6}
 """fastText's own defaults for what `FasttextSettings` leaves out (gensim's differ: sample 1e-3)."""
-MAX_TRAINED_TOKENS = 40_000_000
-"""Default cap on corpus tokens × epochs: corpora up to 8M tokens get fastText's 5 epochs, SciDocs' 26.5M
-tokens get 1, so one thread trains them in about 5 minutes (300-d CBOW with subwords reads ~0.12M tokens/s)."""
+MAX_TRAINED_TOKENS = 60_000_000
+"""Default cap on corpus tokens × epochs: corpora up to 12M tokens get fastText's 5 epochs, SciDocs' 26.5M
+tokens get 2, so one thread trains them in about 7 minutes (300-d CBOW with subwords reads ~0.12M tokens/s)."""
 
 
 @dataclass

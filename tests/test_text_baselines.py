@@ -153,8 +153,8 @@ def test_doc2vec_same_seed_same_vectors_and_infers_unseen_papers() -> None:
 
 
 @pytest.mark.parametrize("epochs, tokens, budget, trained", [
-    (5, 1_000_000, 40_000_000, 5), (5, 10_000_000, 40_000_000, 4), (5, 26_500_000, 40_000_000, 1),
-    (5, 90_000_000, 40_000_000, 1), (10, 26_500_000, 120_000_000, 4), (5, 90_000_000, None, 5), (5, 90_000_000, 0, 5)])
+    (5, 1_000_000, 60_000_000, 5), (5, 15_000_000, 60_000_000, 4), (5, 26_500_000, 60_000_000, 2),
+    (5, 90_000_000, 60_000_000, 1), (10, 26_500_000, 120_000_000, 4), (5, 90_000_000, None, 5), (5, 90_000_000, 0, 5)])
 def test_epochs_are_lowered_to_keep_tokens_times_epochs_within_the_budget(epochs: int, tokens: int, budget: int | None,
                                                                          trained: int) -> None:
     assert epochs_within_budget(epochs, tokens, budget, "fastText") == trained
