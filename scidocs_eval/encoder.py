@@ -1,8 +1,9 @@
 """Embed papers with any transformers checkpoint: title [SEP] abstract, CLS or mean pooling, fast batching.
 
-Speed comes from three things a plain loop does not do: papers are sorted by token length inside a window so
+Speed comes from four things a plain loop does not do: papers are sorted by token length inside a window so
 each batch is padded only to its own longest text (dynamic padding), the forward pass runs under
-`torch.inference_mode`, and on CUDA under bf16 (or fp16) autocast. Batches are yielded as they are computed
+`torch.inference_mode`, on CUDA under bf16 (or fp16) autocast, and with [CLS] pooling the last layer
+computes the [CLS] row alone (`scidocs_eval.cls_shortcut`). Batches are yielded as they are computed
 so a caller can write them out at once (`scidocs_eval.baseline.write_embeddings`) and resume after a crash.
 torch and transformers are imported inside functions: they are optional dependencies.
 """
@@ -15,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from scidocs_eval.cls_shortcut import cls_of_last_layer, split_last_layer
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.suite import Paper
 
@@ -112,9 +114,14 @@ class TransformerEncoder:
         self.sort_window = sort_window
         self.precision = precision
         self._loaded: tuple[Any, Any, str] | None = None
+        self._last_layer: Any | None = None
 
     def load(self) -> tuple[Any, Any, str]:
-        """(tokenizer, model in eval mode on its device, device), loaded once."""
+        """(tokenizer, model in eval mode on its device, device), loaded once.
+
+        With [CLS] pooling on a BERT model, the model's last layer is split off (`split_last_layer`) and
+        finished for the [CLS] row only when encoding.
+        """
         if self._loaded is None:
             from transformers import AutoModel, AutoTokenizer
 
@@ -125,7 +132,10 @@ class TransformerEncoder:
             except (OSError, ValueError) as error:
                 raise ScidocsEvalError(f"cannot load transformers checkpoint {self.model!r}: {error}") from None
             device = choose_device(self.device)
-            self._loaded = tokenizer, network.to(device).eval(), device
+            network = network.to(device).eval()
+            if self.pooling == "cls":
+                self._last_layer = split_last_layer(network)
+            self._loaded = tokenizer, network, device
         return self._loaded
 
     @property
@@ -150,7 +160,10 @@ class TransformerEncoder:
                 with torch.inference_mode(), torch.autocast(device.split(":")[0], dtype=half,
                                                             enabled=half is not None):
                     hidden = network(**batch).last_hidden_state
-                    vectors = pool(hidden, batch["attention_mask"], self.pooling)
+                    if self._last_layer is None:
+                        vectors = pool(hidden, batch["attention_mask"], self.pooling)
+                    else:
+                        vectors = cls_of_last_layer(self._last_layer, hidden, batch["attention_mask"])
                 yield rows + start, vectors.float().cpu().numpy()
 
     def encode_papers(self, papers: Sequence[Paper]) -> Iterator[tuple[list[Paper], np.ndarray]]:

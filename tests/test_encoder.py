@@ -62,6 +62,19 @@ def test_sorted_dynamic_batches_match_a_plain_loop(papers: list[Paper], pooling:
     np.testing.assert_allclose(np.stack([streamed[p.paper_id] for p in papers]), expected, atol=1e-4)
 
 
+def test_cls_pooling_finishes_the_last_layer_for_the_cls_row_alone(papers: list[Paper]) -> None:
+    from transformers import RobertaConfig, RobertaModel
+
+    from scidocs_eval.cls_shortcut import split_last_layer
+
+    encoder = TransformerEncoder("all-MiniLM-L6-v2", pooling="cls", max_length=128, batch_size=5, device="cpu")
+    vectors = encoder.encode([paper_text(p, encoder.separator) for p in papers])
+    assert len(encoder.load()[1].encoder.layer) == 5  # MiniLM's sixth layer runs for [CLS] only
+    np.testing.assert_allclose(vectors, _plain_loop(papers, "cls"), atol=1e-5)
+    other = RobertaModel(RobertaConfig(hidden_size=8, num_hidden_layers=2, num_attention_heads=2, intermediate_size=8))
+    assert split_last_layer(other) is None and len(other.encoder.layer) == 2
+
+
 def test_bf16_precision_runs_on_cpu_close_to_float32(papers: list[Paper]) -> None:
     full = get_adapter("transformer", model="all-MiniLM-L6-v2", max_length=128, device="cpu").transform(papers)
     half = get_adapter("transformer", model="all-MiniLM-L6-v2", max_length=128, device="cpu",
