@@ -14,7 +14,8 @@ from typing import Any
 
 
 def split_last_layer(network: Any) -> Any | None:
-    """Remove the last layer from a BERT model's encoder and return it; None (model untouched) otherwise.
+    """Remove the last layer from a BERT model's encoder and return it; None (model untouched) otherwise
+    (another architecture, a decoder, relative positions, or no layers).
 
     After the split, `network(...)`'s `last_hidden_state` is the input of the removed layer, which
     `cls_of_last_layer` finishes for the [CLS] row.
@@ -22,10 +23,10 @@ def split_last_layer(network: Any) -> Any | None:
     import torch
 
     config = network.config
-    if config.model_type != "bert" or getattr(config, "is_decoder", False) \
+    layers = network.encoder.layer if config.model_type == "bert" else ()
+    if not layers or getattr(config, "is_decoder", False) \
             or getattr(config, "position_embedding_type", "absolute") != "absolute":
         return None
-    layers = network.encoder.layer
     last = layers[-1]
     network.encoder.layer = torch.nn.ModuleList(layers[:-1])
     return last

@@ -63,7 +63,7 @@ def test_sorted_dynamic_batches_match_a_plain_loop(papers: list[Paper], pooling:
 
 
 def test_cls_pooling_finishes_the_last_layer_for_the_cls_row_alone(papers: list[Paper]) -> None:
-    from transformers import RobertaConfig, RobertaModel
+    from transformers import BertConfig, BertModel, RobertaConfig, RobertaModel
 
     from scidocs_eval.cls_shortcut import split_last_layer
 
@@ -73,6 +73,9 @@ def test_cls_pooling_finishes_the_last_layer_for_the_cls_row_alone(papers: list[
     np.testing.assert_allclose(vectors, _plain_loop(papers, "cls"), atol=1e-5)
     other = RobertaModel(RobertaConfig(hidden_size=8, num_hidden_layers=2, num_attention_heads=2, intermediate_size=8))
     assert split_last_layer(other) is None and len(other.encoder.layer) == 2
+    relative = BertModel(BertConfig(hidden_size=8, num_hidden_layers=2, num_attention_heads=2, intermediate_size=8,
+                                    position_embedding_type="relative_key"))
+    assert split_last_layer(relative) is None and len(relative.encoder.layer) == 2
 
 
 def test_bf16_precision_runs_on_cpu_close_to_float32(papers: list[Paper]) -> None:
