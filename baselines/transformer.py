@@ -32,14 +32,13 @@ class TransformerAdapter(Adapter):
         device: "cpu", "cuda", ...; None picks a GPU when there is one.
         precision: "auto" (bf16 autocast on CUDA, float32 elsewhere), "fp32", or "bf16" (also on CPU: much
             faster on CPUs with AMX or AVX512-BF16, embeddings within about 1e-2 relative of float32).
-        compile: `torch.compile` the model (see `TransformerEncoder`; pays off on long runs).
     """
 
     name = "transformer"
     default_model: ClassVar[str | None] = None
 
     def __init__(self, model: str | None = None, pooling: str = "cls", max_length: int = 512, batch_size: int = 32,
-                 device: str | None = None, precision: str = "auto", compile: bool = False):
+                 device: str | None = None, precision: str = "auto"):
         self.model = model or self.default_model
         if self.model is None:
             raise ScidocsEvalError(f"baseline {self.name!r} needs --model (a checkpoint folder or hub id)")
@@ -48,7 +47,6 @@ class TransformerAdapter(Adapter):
         self.batch_size = batch_size
         self.device = device
         self.precision = check_precision(precision)
-        self.compile = compile
         self._encoder: TransformerEncoder | None = None
 
     @property
@@ -56,7 +54,7 @@ class TransformerAdapter(Adapter):
         if self._encoder is None:
             self._encoder = TransformerEncoder(self.model, pooling=self.pooling, max_length=self.max_length,
                                                batch_size=self.batch_size, device=self.device,
-                                               precision=self.precision, compile=self.compile)
+                                               precision=self.precision)
         return self._encoder
 
     def transform_batches(self, papers: Sequence[Paper]) -> Iterator[tuple[Sequence[Paper], np.ndarray]]:

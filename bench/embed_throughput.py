@@ -75,21 +75,16 @@ def main() -> None:
     parser.add_argument("--device")
     parser.add_argument("--precision", default="auto", choices=PRECISIONS, help="our encoder's precision")
     parser.add_argument("--repeats", type=int, default=3, help="timed runs of each side, alternating; medians")
-    parser.add_argument("--compile", action="store_true",
-                        help="torch.compile our encoder's model; its compile time is paid in the warm-up and printed")
     args = parser.parse_args()
 
     papers = [p for p in load_papers(args.corpus) if p.has_text][: args.papers]
     device = choose_device(args.device)
     encoder = TransformerEncoder(args.model, pooling=args.pooling, max_length=args.max_length,
-                                 batch_size=args.batch_size, device=device, precision=args.precision,
-                                 compile=args.compile)
+                                 batch_size=args.batch_size, device=device, precision=args.precision)
     texts = [paper_text(p, encoder.separator) for p in papers]
     tokenizer, model = load_reference(args.model, device)
     warm_up = texts[: args.batch_size]  # the first forward pass of a process pays one-time set-up costs
-    started = time.perf_counter()
-    encoder.encode(texts[: 2 * args.batch_size])  # two lengths: a compiled model specialises, then goes dynamic
-    warm_up_s = time.perf_counter() - started
+    encoder.encode(warm_up)
     reference_embed(warm_up, tokenizer, model, args.pooling, args.max_length, args.batch_size, device)
     ours_s, reference_s = [], []
     for _ in range(args.repeats):  # alternate the two, so a slow spell of a shared machine hits both
@@ -102,8 +97,7 @@ def main() -> None:
     ratios = np.array(reference_s) / np.array(ours_s)
     cores = len(os.sched_getaffinity(0))
     print(f"device {device} ({cores} CPU cores), model {args.model}, {len(papers)} papers, max_length "
-          f"{args.max_length}, batch {args.batch_size}, our precision {args.precision}"
-          f"{', compiled' if args.compile else ''} (warm-up {warm_up_s:.1f} s)")
+          f"{args.max_length}, batch {args.batch_size}, our precision {args.precision}")
     print(f"ours:      {len(papers) / np.median(ours_s):8.1f} papers/s (median of {args.repeats})")
     print(f"reference: {len(papers) / np.median(reference_s):8.1f} papers/s")
     print(f"speed-up:  {np.median(reference_s) / np.median(ours_s):8.2f}x (per repeat {ratios.min():.2f}-"

@@ -46,7 +46,7 @@ def parse_params(pairs: Sequence[str] | None) -> dict[str, object]:
     return params
 
 
-MODEL_OPTIONS = ("model", "pooling", "max_length", "batch_size", "device", "precision", "compile")
+MODEL_OPTIONS = ("model", "pooling", "max_length", "batch_size", "device", "precision")
 
 
 def add_model_options(parser: argparse.ArgumentParser) -> None:
@@ -58,9 +58,6 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device")
     parser.add_argument("--precision", choices=PRECISIONS,
                         help="transformer adapters: auto = bf16 on CUDA, float32 on CPU; bf16 also on CPU")
-    parser.add_argument("--compile", action="store_true",
-                        help="transformer adapters: torch.compile the model (about 1.25x on CPU after a 20-40 s "
-                             "compile; for long runs)")
     parser.add_argument("--param", "-p", action="append", metavar="KEY=VALUE",
                         help="any other adapter parameter (repeatable)")
 

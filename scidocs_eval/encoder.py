@@ -96,12 +96,10 @@ class TransformerEncoder:
         device: "cpu", "cuda", "cuda:1", ...; None picks a GPU when there is one.
         sort_window: texts tokenised and sorted by length together; bounds memory on huge corpora.
         precision: "auto", "fp32" or "bf16" (see `autocast_dtype`).
-        compile: run the model through `torch.compile` (inductor, dynamic shapes, frozen weights): about 1.25×
-            faster on the CPU once compiled, for a one-time compile of about 20-40 s; worth it for long runs.
     """
 
     def __init__(self, model: str, pooling: str = "cls", max_length: int = 512, batch_size: int = 32,
-                 device: str | None = None, sort_window: int = 4096, precision: str = "auto", compile: bool = False):
+                 device: str | None = None, sort_window: int = 4096, precision: str = "auto"):
         check_precision(precision)
         if pooling not in POOLINGS:
             raise ScidocsEvalError(f"pooling must be one of {', '.join(POOLINGS)}, got {pooling!r}")
@@ -115,7 +113,6 @@ class TransformerEncoder:
         self.device = device
         self.sort_window = sort_window
         self.precision = precision
-        self.compile = compile
         self._loaded: tuple[Any, Any, str] | None = None
         self._last_layer: Any | None = None
 
@@ -138,10 +135,6 @@ class TransformerEncoder:
             network = network.to(device).eval()
             if self.pooling == "cls":
                 self._last_layer = split_last_layer(network)
-            if self.compile:
-                import torch
-
-                network = torch.compile(network, dynamic=True, options={"freezing": True})
             self._loaded = tokenizer, network, device
         return self._loaded
 

@@ -10,7 +10,7 @@ import pytest
 
 from scidocs_eval.adapter import get_adapter
 from scidocs_eval.baseline import read_corpus
-from scidocs_eval.cli import adapter_params, build_parser, main
+from scidocs_eval.cli import main
 from scidocs_eval.encoder import TransformerEncoder, paper_text
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.suite import Paper
@@ -141,22 +141,3 @@ def test_baseline_sent_bert_runs_offline_on_the_demo_suite(tmp_path: Path, demo_
     assert len((tmp_path / "sent-bert.jsonl").read_bytes().splitlines()) == len(demo_suite.papers(("view_cite_read",)))
     assert result["tasks"]["cite"]["metrics"]["map"] > 40  # random scores about 25 on this suite
 
-
-@pytest.mark.slow
-def test_embed_command_with_compile_gives_the_eager_vectors(papers: list[Paper], tmp_path: Path) -> None:
-    metadata = tmp_path / "papers.json"
-    metadata.write_bytes(orjson.dumps({p.paper_id: {"title": p.title, "abstract": p.abstract} for p in papers}))
-    vectors = {}
-    for flags in ([], ["--compile"]):
-        out = tmp_path / f"emb{len(flags)}.jsonl"
-        assert main(["embed", "--adapter", "transformer", "--model", "all-MiniLM-L6-v2", "--metadata", str(metadata),
-                     "--out", str(out), "--max-length", "64", "--batch-size", "4", "--quiet", *flags]) == 0
-        rows = {r["paper_id"]: r["embedding"] for r in map(orjson.loads, out.read_bytes().splitlines())}
-        vectors[bool(flags)] = np.array([rows[p.paper_id] for p in papers])
-    assert vectors[False].shape == (12, 384)
-    np.testing.assert_allclose(vectors[True], vectors[False], atol=1e-5)
-    args = build_parser().parse_args(["embed", "--model", "m", "--metadata", "x", "--out", "y", "--compile"])
-    assert adapter_params(args)["compile"] is True  # what the embed command hands the adapter
-    from torch._dynamo.eval_frame import OptimizedModule
-
-    assert isinstance(TransformerEncoder("all-MiniLM-L6-v2", compile=True).load()[1], OptimizedModule)
