@@ -2,8 +2,8 @@
 
 In the last transformer layer every token still supplies a key and a value, but only the [CLS] row needs
 its query, attention output and feed-forward block. Computing that row alone skips about 5/6 of the last
-layer's work (on 6-layer MiniLM, 1.29× faster on the CPU) and gives the same vectors up to float rounding
-(~1e-6; a test compares it with the full forward). Applied to BERT-architecture models with absolute
+layer's work (on 6-layer MiniLM, about a seventh of the model's) and gives the same vectors up to float
+rounding (~1e-6; a test compares it with the full forward). Applied to BERT-architecture models with absolute
 positions (BERT, SciBERT, SPECTER, MiniLM); any other model runs its full forward.
 """
 
