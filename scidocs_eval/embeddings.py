@@ -361,16 +361,18 @@ def _decode_all(path: Path, chunks: Iterator[bytes], parallel: bool
         return
     wait_for_cache_writes()  # the pool forks: no cache-writer thread may be running then
     workers = min(os.cpu_count() or 1, _MAX_WORKERS)
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        window: deque = deque()
-        for chunk in chunks:
-            window.append((chunk, pool.submit(_decode_block, path, chunk)))
-            if len(window) > 2 * workers:
-                chunk, future = window.popleft()
-                yield chunk, *future.result()
-        while window:
+    window: deque = deque()
+
+    def finished(keep: int) -> Iterator[tuple[bytes, int, _DecodedBlock | None]]:
+        while len(window) > keep:
             chunk, future = window.popleft()
             yield chunk, *future.result()
+
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        for chunk in chunks:
+            window.append((chunk, pool.submit(_decode_block, path, chunk)))
+            yield from finished(2 * workers)
+        yield from finished(0)
 
 
 def _parse_file(path: Path, dtype: np.dtype, progress: bool) -> EmbeddingStore:
