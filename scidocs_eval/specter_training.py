@@ -58,6 +58,11 @@ class _Distributed:
         return self.rank == 0
 
 
+def is_main_process() -> bool:
+    """False in the torchrun processes other than rank 0 (which alone write the model and print)."""
+    return int(os.environ.get("RANK", "0")) == 0
+
+
 def _init_distributed(device: str | None) -> tuple[_Distributed, str]:
     """Join the torchrun process group when WORLD_SIZE > 1; the device this process trains on."""
     import torch
@@ -98,6 +103,17 @@ def _set_rng_state(state: dict[str, Any]) -> None:
     torch.set_rng_state(state["torch"])
     if state["cuda"] is not None and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def _load_rng_state(checkpoint: Path, dist: _Distributed) -> dict[str, Any]:
+    """This process's RNG state in `checkpoint`; an error when the checkpoint was written by another process count."""
+    import torch
+
+    written = len(list(checkpoint.glob("rng-*.pt")))
+    if written != dist.world_size:
+        raise ScidocsEvalError(f"{checkpoint} was written by {written} training process(es); resume it with as many "
+                               f"(this run has {dist.world_size}) to continue exactly")
+    return torch.load(checkpoint / f"rng-{dist.rank}.pt", weights_only=False)
 
 
 def latest_checkpoint(out_dir: str | os.PathLike[str]) -> Path | None:
@@ -210,6 +226,8 @@ def train_specter(
     tokenizer = AutoTokenizer.from_pretrained(resolve_model(base_model))
     model = AutoModel.from_pretrained(str(checkpoint) if checkpoint else resolve_model(base_model)).to(device)
     model.train()
+    if getattr(model, "pooler", None) is not None:  # the loss reads [CLS] before the pooler; DDP needs every
+        model.pooler.requires_grad_(False)          # trainable parameter to get a gradient
     if dist.world_size > 1:
         model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[dist.local_rank]
                                                           if device.startswith("cuda") else None)
@@ -228,24 +246,17 @@ def train_specter(
         sampler.load_state_dict(state["sampler"])
         history = TrainingHistory(**state["history"])
         epoch_losses = state["epoch_losses"]
-        _set_rng_state(torch.load(checkpoint / f"rng-{dist.rank}.pt", weights_only=False))
-        log.info("resuming from %s (step %d of %d)", checkpoint, history.steps, history.total_steps)
+        _set_rng_state(_load_rng_state(checkpoint, dist))
+        if dist.is_main:
+            log.info("resuming from %s (step %d of %d)", checkpoint, history.steps, history.total_steps)
     elif val_triplets:
         history.val_loss[0] = loss.mean(val_triplets, batch_size)
     with progress_bar(total=history.total_steps, initial=history.steps, unit="step", desc="training SPECTER",
                       enabled=progress and dist.is_main) as bar:
         while history.steps < history.total_steps:
             epoch = sampler.epoch
-            step_triplets = sampler.next_batch(effective_batch_size)
-            mine = step_triplets[dist.rank::dist.world_size]
-            micro_batches = [mine[i:i + batch_size] for i in range(0, len(mine), batch_size)]
-            step_loss = 0.0
-            for index, micro in enumerate(micro_batches):
-                sync = index == len(micro_batches) - 1 or dist.world_size == 1
-                with nullcontext() if sync else model.no_sync():
-                    part = loss.summed(micro) * dist.world_size / len(step_triplets)
-                    part.backward()
-                step_loss += part.item() / dist.world_size
+            step_loss = _accumulate_gradients(model, loss, sampler.next_batch(effective_batch_size), batch_size,
+                                              dist)
             torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
             optimizer.step()
             scheduler.step()
@@ -260,7 +271,8 @@ def train_specter(
                 epoch_losses = []
                 if val_triplets:
                     history.val_loss[epoch + 1] = loss.mean(val_triplets, batch_size)
-                    log.info("epoch %d: validation loss %.4f", epoch + 1, history.val_loss[epoch + 1])
+                    if dist.is_main:
+                        log.info("epoch %d: validation loss %.4f", epoch + 1, history.val_loss[epoch + 1])
             if epoch_done or history.steps % checkpoint_every == 0:
                 _save_checkpoint(out_dir, model, optimizer, scheduler, sampler, history, epoch_losses, dist,
                                  keep_checkpoints)
@@ -274,6 +286,33 @@ def train_specter(
     if dist.world_size > 1:
         torch.distributed.destroy_process_group()
     return history
+
+
+def _accumulate_gradients(model: Any, loss: _TripletLoss, step_triplets: Sequence[Triplet], batch_size: int,
+                          dist: _Distributed) -> float:
+    """Backward passes that leave the gradient of the mean loss over `step_triplets` in `model`; that mean loss.
+
+    Each process takes every world_size-th triplet, in micro-batches of `batch_size`; DDP averages the
+    gradients over processes once, at the last micro-batch. A process left without a triplet (a step with
+    fewer triplets than processes) still joins that average, with a zero-weighted loss.
+    """
+    import torch
+
+    mine = step_triplets[dist.rank::dist.world_size]
+    weight = dist.world_size / len(step_triplets)
+    if not mine:
+        mine, weight = step_triplets[:1], 0.0
+    micro_batches = [mine[i:i + batch_size] for i in range(0, len(mine), batch_size)]
+    step_loss = torch.zeros(())
+    for index, micro in enumerate(micro_batches):
+        sync = index == len(micro_batches) - 1 or dist.world_size == 1
+        with nullcontext() if sync else model.no_sync():
+            part = loss.summed(micro) * weight
+            part.backward()
+        step_loss += part.detach().cpu() / dist.world_size
+    if dist.world_size > 1:
+        torch.distributed.all_reduce(step_loss)
+    return float(step_loss)
 
 
 def _save_checkpoint(out_dir: Path, model: Any, optimizer: Any, scheduler: Any, sampler: TripletSampler,
@@ -300,7 +339,8 @@ def _save_checkpoint(out_dir: Path, model: Any, optimizer: Any, scheduler: Any, 
 
 
 def build_small_bert(texts: Sequence[str], out_dir: str | os.PathLike[str], *, vocab_size: int = 4000,
-                     hidden_size: int = 64, layers: int = 2, heads: int = 2, seed: int = 0) -> Path:
+                     hidden_size: int = 64, layers: int = 2, heads: int = 2, dropout: float = 0.1,
+                     seed: int = 0) -> Path:
     """A randomly initialised BERT with a WordPiece vocabulary learnt from `texts`, saved as a checkpoint.
 
     For smoke tests and CPU benchmarks of the training loop; `hidden_size=768, layers=12, heads=12` gives a
@@ -321,7 +361,8 @@ def build_small_bert(texts: Sequence[str], out_dir: str | os.PathLike[str], *, v
     tokenizer = BertTokenizerFast(tokenizer_object=wordpiece, unk_token="[UNK]", sep_token="[SEP]",
                                   pad_token="[PAD]", cls_token="[CLS]", mask_token="[MASK]")
     config = BertConfig(vocab_size=wordpiece.get_vocab_size(), hidden_size=hidden_size, num_hidden_layers=layers,
-                        num_attention_heads=heads, intermediate_size=4 * hidden_size, max_position_embeddings=512)
+                        num_attention_heads=heads, intermediate_size=4 * hidden_size, max_position_embeddings=512,
+                        hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
     torch.manual_seed(seed)
     out_dir = Path(out_dir)
     BertModel(config).save_pretrained(out_dir)

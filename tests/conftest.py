@@ -35,3 +35,9 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip(f"real corpora not found at {SHARED_DATA} (set SCIDOCS_EVAL_SHARED_DATA)")
     return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def sample_dir(shared_data: Path) -> Path:
+    """The SPECTER training-format sample (data.json, metadata.json, train/val/test ids)."""
+    return shared_data / "specter-sample"

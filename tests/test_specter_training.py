@@ -22,11 +22,6 @@ SETTINGS = dict(epochs=3, learning_rate=2e-2, batch_size=8, effective_batch_size
 
 
 @pytest.fixture(scope="module")
-def sample_dir(shared_data: Path) -> Path:
-    return shared_data / "specter-sample"
-
-
-@pytest.fixture(scope="module")
 def tiny_bert(sample_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     metadata = orjson.loads((sample_dir / "metadata.json").read_bytes())
     texts = [f"{p['title']} {p.get('abstract') or ''}" for p in metadata.values()]

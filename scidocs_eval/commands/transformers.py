@@ -18,13 +18,15 @@ def _embed(args: argparse.Namespace) -> int:
 
 
 def _train_specter(args: argparse.Namespace) -> int:
-    from scidocs_eval.specter_training import train_specter
+    from scidocs_eval.specter_training import is_main_process, train_specter
 
     history = train_specter(args.data_dir, args.out, base_model=args.base_model, epochs=args.epochs,
                             learning_rate=args.lr, weight_decay=args.weight_decay, warmup_fraction=args.warmup,
                             max_length=args.max_length, batch_size=args.batch_size,
                             effective_batch_size=args.effective_batch_size, checkpoint_every=args.checkpoint_every,
                             seed=args.seed, device=args.device, resume=args.resume, progress=not args.quiet)
+    if not is_main_process():
+        return 0
     for epoch, loss in sorted(history.val_loss.items()):
         print(f"epoch {epoch}: validation loss {loss:.4f}")
     print(f"model written to {args.out} (use: scidocs-eval baseline specter --model {args.out})")
