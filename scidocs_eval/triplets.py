@@ -14,6 +14,7 @@ them in a fresh seeded order. `state_dict()` holds where the sampler is, so a re
 
 from __future__ import annotations
 
+import logging
 import os
 import random
 from collections.abc import Mapping, Sequence
@@ -25,6 +26,8 @@ import orjson
 
 from scidocs_eval.errors import InputError, ScidocsEvalError
 from scidocs_eval.suite import SPLITS, Paper
+
+log = logging.getLogger("scidocs_eval")
 
 
 @dataclass(frozen=True)
@@ -85,9 +88,17 @@ def sample_triplets(data: TrainingData, queries: Sequence[str], seed: int = 0, h
     pool = sorted(data.papers)
     usable = {pid for pid, paper in data.papers.items() if paper.title.strip()}
     triplets = []
+    left_out: dict[str, list[str]] = {"queries absent from data.json": [],
+                                      "queries whose candidates share one count": [],
+                                      "triplets with a paper absent from metadata.json": [],
+                                      "triplets with an untitled paper": []}
     for query in queries:
-        candidates = data.counts.get(query, {})
+        candidates = data.counts.get(query)
+        if candidates is None:
+            left_out["queries absent from data.json"].append(query)
+            continue
         if len(set(candidates.values())) < 2:
+            left_out["queries whose candidates share one count"].append(query)
             continue
         top = max(candidates.values())
         positives = sorted(c for c, n in candidates.items() if n == top)
@@ -101,9 +112,25 @@ def sample_triplets(data: TrainingData, queries: Sequence[str], seed: int = 0, h
                 easy.append(pick)
         for negative in drawn + easy:
             triplet = Triplet(query, rng.choice(positives), negative)
-            if {triplet.query, triplet.positive, triplet.negative} <= usable:
+            ids = (triplet.query, triplet.positive, triplet.negative)
+            if set(ids) <= usable:
                 triplets.append(triplet)
+            elif unknown := [pid for pid in ids if pid not in data.papers]:
+                left_out["triplets with a paper absent from metadata.json"].append(unknown[0])
+            else:
+                left_out["triplets with an untitled paper"].append(next(pid for pid in ids if pid not in usable))
+    _log_left_out(len(queries), len(triplets), left_out)
     return triplets
+
+
+def _log_left_out(queries: int, triplets: int, left_out: Mapping[str, list[str]]) -> None:
+    """One line on what SPEC §7's rules left out; a warning when the files disagree about a paper or query."""
+    parts = [f"{what}: {len(ids)} (first: {ids[0]})" for what, ids in left_out.items() if ids]
+    if not parts:
+        return
+    files_disagree = any(ids for what, ids in left_out.items() if "absent" in what)
+    log.log(logging.WARNING if files_disagree else logging.INFO, "%d triplets from %d queries; left out: %s",
+            triplets, queries, "; ".join(parts))
 
 
 class TripletSampler:

@@ -52,13 +52,19 @@ def test_same_seed_same_triplets_other_seed_other_triplets(sample: TrainingData)
     assert sample_triplets(sample, queries, seed=3) != sample_triplets(sample, queries, seed=4)
 
 
-def test_single_count_queries_and_untitled_or_unknown_papers_give_no_triplets(tmp_path: Path) -> None:
+def test_single_count_queries_and_untitled_or_unknown_papers_give_no_triplets(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     papers = {f"p{i}": f"title {i}" for i in range(30)} | {"untitled": ""}
     counts = {"p0": {"p1": 5, "p2": 5},                      # one count only: no triplets
               "p3": {"p4": 5, "untitled": 1, "p5": 1},       # the untitled hard negative is dropped
               "p6": {"p7": 5, "ghost": 1}}                   # 'ghost' is not in the metadata: dropped
-    data = TrainingData.read(_write(tmp_path, counts, papers, ["p0", "p3", "p6"]))
-    triplets = sample_triplets(data, data.queries["train"], seed=1)
+    data = TrainingData.read(_write(tmp_path, counts, papers, ["p0", "p3", "p6", "p8"]))   # p8: no counts
+    with caplog.at_level("WARNING", logger="scidocs_eval"):
+        triplets = sample_triplets(data, data.queries["train"], seed=1)
+    assert caplog.messages == [
+        "7 triplets from 4 queries; left out: queries absent from data.json: 1 (first: p8); queries whose "
+        "candidates share one count: 1 (first: p0); triplets with a paper absent from metadata.json: 1 (first: "
+        "ghost); triplets with an untitled paper: 1 (first: untitled)"]
     assert not [t for t in triplets if t.query == "p0"]
     assert len([t for t in triplets if t.query == "p3"]) == 4
     assert len([t for t in triplets if t.query == "p6"]) == 3
