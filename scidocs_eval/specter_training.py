@@ -16,6 +16,7 @@ import math
 import os
 import random
 import shutil
+import time
 from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
@@ -39,12 +40,18 @@ HISTORY_FILE = "training_history.json"
 
 @dataclass
 class TrainingHistory:
-    """What a run did: validation loss before training (epoch 0) and after each epoch, mean train loss per epoch."""
+    """What a run did: validation loss before training (epoch 0) and after each epoch, mean train loss per epoch.
+
+    `step_seconds` is the wall time of the optimizer steps alone (forward, backward, clipping, AdamW; no
+    validation or checkpoints) and `step_triplets` the triplets they saw, so their ratio is training throughput.
+    """
 
     steps: int = 0
     total_steps: int = 0
     val_loss: dict[int, float] = field(default_factory=dict)
     train_loss: dict[int, float] = field(default_factory=dict)
+    step_triplets: int = 0
+    step_seconds: float = field(default=0.0, compare=False)
 
 
 @dataclass
@@ -255,12 +262,17 @@ def train_specter(
                       enabled=progress and dist.is_main) as bar:
         while history.steps < history.total_steps:
             epoch = sampler.epoch
-            step_loss = _accumulate_gradients(model, loss, sampler.next_batch(effective_batch_size), batch_size,
-                                              dist)
+            started = time.perf_counter()
+            step_triplets = sampler.next_batch(effective_batch_size)
+            step_loss = _accumulate_gradients(model, loss, step_triplets, batch_size, dist)
             torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
             optimizer.step()
             scheduler.step()
             optimizer.zero_grad(set_to_none=True)
+            if device.startswith("cuda"):
+                torch.cuda.synchronize()
+            history.step_seconds += time.perf_counter() - started
+            history.step_triplets += len(step_triplets)
             history.steps += 1
             epoch_losses.append(step_loss)
             bar.update(1)
