@@ -159,8 +159,9 @@ class _TripletLoss:
         return torch.nn.functional.triplet_margin_loss(query, positive, negative, margin=self.margin, p=2,
                                                        reduction="sum")
 
-    def mean(self, triplets: Sequence[Triplet], batch_size: int) -> float:
-        """Mean loss over `triplets` in eval mode (no dropout, no gradients)."""
+    def mean(self, triplets: Sequence[Triplet], batch_size: int, dist: _Distributed) -> float:
+        """Mean loss over `triplets` in eval mode (no dropout, no gradients); each process takes every
+        world_size-th batch."""
         import torch
 
         network = getattr(self.model, "module", self.model)
@@ -168,9 +169,20 @@ class _TripletLoss:
         network.eval()
         with torch.inference_mode():
             total = sum(float(self.summed(triplets[i:i + batch_size], network))
-                        for i in range(0, len(triplets), batch_size))
+                        for i in range(dist.rank * batch_size, len(triplets), dist.world_size * batch_size))
         network.train(was_training)
-        return total / len(triplets)
+        return _sum_over_processes(total, dist, self.device) / len(triplets)
+
+
+def _sum_over_processes(value: float, dist: _Distributed, device: str) -> float:
+    """`value` summed over the torchrun processes (itself in a single process)."""
+    import torch
+
+    if dist.world_size == 1:
+        return value
+    total = torch.tensor(value, dtype=torch.float64, device=device)  # on the device: NCCL reduces only CUDA tensors
+    torch.distributed.all_reduce(total)
+    return float(total)
 
 
 def _training_dtype(device: str) -> Any:
@@ -257,7 +269,7 @@ def train_specter(
         if dist.is_main:
             log.info("resuming from %s (step %d of %d)", checkpoint, history.steps, history.total_steps)
     elif val_triplets:
-        history.val_loss[0] = loss.mean(val_triplets, batch_size)
+        history.val_loss[0] = loss.mean(val_triplets, batch_size, dist)
     with progress_bar(total=history.total_steps, initial=history.steps, unit="step", desc="training SPECTER",
                       enabled=progress and dist.is_main) as bar:
         while history.steps < history.total_steps:
@@ -282,7 +294,7 @@ def train_specter(
                 history.train_loss[epoch + 1] = float(np.mean(epoch_losses))
                 epoch_losses = []
                 if val_triplets:
-                    history.val_loss[epoch + 1] = loss.mean(val_triplets, batch_size)
+                    history.val_loss[epoch + 1] = loss.mean(val_triplets, batch_size, dist)
                     if dist.is_main:
                         log.info("epoch %d: validation loss %.4f", epoch + 1, history.val_loss[epoch + 1])
             if epoch_done or history.steps % checkpoint_every == 0:
@@ -308,23 +320,20 @@ def _accumulate_gradients(model: Any, loss: _TripletLoss, step_triplets: Sequenc
     gradients over processes once, at the last micro-batch. A process left without a triplet (a step with
     fewer triplets than processes) still joins that average, with a zero-weighted loss.
     """
-    import torch
 
     mine = step_triplets[dist.rank::dist.world_size]
     weight = dist.world_size / len(step_triplets)
     if not mine:
         mine, weight = step_triplets[:1], 0.0
     micro_batches = [mine[i:i + batch_size] for i in range(0, len(mine), batch_size)]
-    step_loss = torch.zeros(())
+    step_loss = 0.0
     for index, micro in enumerate(micro_batches):
         sync = index == len(micro_batches) - 1 or dist.world_size == 1
         with nullcontext() if sync else model.no_sync():
             part = loss.summed(micro) * weight
             part.backward()
-        step_loss += part.detach().cpu() / dist.world_size
-    if dist.world_size > 1:
-        torch.distributed.all_reduce(step_loss)
-    return float(step_loss)
+        step_loss += part.item() / dist.world_size
+    return _sum_over_processes(step_loss, dist, loss.device)
 
 
 def _save_checkpoint(out_dir: Path, model: Any, optimizer: Any, scheduler: Any, sampler: TripletSampler,
