@@ -160,8 +160,7 @@ class _TripletLoss:
                                                        reduction="sum")
 
     def mean(self, triplets: Sequence[Triplet], batch_size: int, dist: _Distributed) -> float:
-        """Mean loss over `triplets` in eval mode (no dropout, no gradients); each process takes every
-        world_size-th batch."""
+        """Mean loss over `triplets` in eval mode (no dropout, no gradients), each process taking every N-th batch."""
         import torch
 
         network = getattr(self.model, "module", self.model)
@@ -320,7 +319,6 @@ def _accumulate_gradients(model: Any, loss: _TripletLoss, step_triplets: Sequenc
     gradients over processes once, at the last micro-batch. A process left without a triplet (a step with
     fewer triplets than processes) still joins that average, with a zero-weighted loss.
     """
-
     mine = step_triplets[dist.rank::dist.world_size]
     weight = dist.world_size / len(step_triplets)
     if not mine:
