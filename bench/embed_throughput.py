@@ -5,6 +5,7 @@ Both load their model and run a warm-up batch before they are timed; then each s
 alternating, and the medians are reported (a shared machine's slow spells hit both).
     python bench/embed_throughput.py --papers 300 --max-length 256 --batch-size 32 [--precision bf16]
     python bench/embed_throughput.py --corpus scidocs    # the 400 real SciDocs papers of ../shared/data
+    python bench/embed_throughput.py --model bert-base-random --device cuda   # BERT-base-sized, random weights
 
 The default corpus is Cora's papers; `--corpus scidocs` reads the two 200-paper samples of the SciDocs
 evaluation metadata in ../shared/data/scidocs-metadata-sample (real title/abstract lengths: 15% have no
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import tempfile
 import time
 from pathlib import Path
 
@@ -22,6 +24,7 @@ import numpy as np
 
 from scidocs_eval.baseline import read_corpus
 from scidocs_eval.encoder import PRECISIONS, TransformerEncoder, choose_device, paper_text, pool, resolve_model
+from scidocs_eval.specter_training import BERT_BASE_SIZE, build_small_bert
 from scidocs_eval.suite import Paper
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -68,7 +71,9 @@ def main() -> None:
     parser.add_argument("--corpus", default=str(DEFAULT_CORPUS),
                         help="JSON lines {paper_id, title, abstract}, or 'scidocs' for the SciDocs metadata samples")
     parser.add_argument("--papers", type=int, default=300)
-    parser.add_argument("--model", default="all-MiniLM-L6-v2")
+    parser.add_argument("--model", default="all-MiniLM-L6-v2",
+                        help="a checkpoint, or 'bert-base-random' for a BERT-base-sized model with random weights "
+                        "(offline; it computes as fast as a trained one)")
     parser.add_argument("--pooling", default="cls", choices=("cls", "mean"))
     parser.add_argument("--max-length", type=int, default=256)
     parser.add_argument("--batch-size", type=int, default=32)
@@ -78,11 +83,15 @@ def main() -> None:
     args = parser.parse_args()
 
     papers = [p for p in load_papers(args.corpus) if p.has_text][: args.papers]
+    checkpoint = args.model
+    if args.model == "bert-base-random":
+        scratch = tempfile.TemporaryDirectory(prefix="bert-base-random-")  # removed when the process exits
+        checkpoint = str(build_small_bert([paper_text(p, " ") for p in papers], scratch.name, **BERT_BASE_SIZE))
     device = choose_device(args.device)
-    encoder = TransformerEncoder(args.model, pooling=args.pooling, max_length=args.max_length,
+    encoder = TransformerEncoder(checkpoint, pooling=args.pooling, max_length=args.max_length,
                                  batch_size=args.batch_size, device=device, precision=args.precision)
     texts = [paper_text(p, encoder.separator) for p in papers]
-    tokenizer, model = load_reference(args.model, device)
+    tokenizer, model = load_reference(checkpoint, device)
     warm_up = texts[: args.batch_size]  # the first forward pass of a process pays one-time set-up costs
     encoder.encode(warm_up)
     reference_embed(warm_up, tokenizer, model, args.pooling, args.max_length, args.batch_size, device)

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import orjson
 
-from scidocs_eval.specter_training import build_small_bert, train_specter
+from scidocs_eval.specter_training import BERT_BASE_SIZE, build_small_bert, train_specter
 from scidocs_eval.triplets import TrainingData, TripletSampler
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "specter-sample"
-SIZES = {"tiny": dict(hidden_size=64, layers=2, heads=2), "base": dict(hidden_size=768, layers=12, heads=12)}
+SIZES = {"tiny": dict(vocab_size=4000, hidden_size=64, layers=2, heads=2), "base": BERT_BASE_SIZE}
 
 
 def main() -> None:
@@ -41,8 +41,7 @@ def main() -> None:
     metadata = orjson.loads((Path(args.data_dir) / "metadata.json").read_bytes())
     texts = [f"{p['title']} {p.get('abstract') or ''}" for p in metadata.values()]
     with tempfile.TemporaryDirectory() as scratch:
-        model = build_small_bert(texts, Path(scratch) / "model", vocab_size=30522 if args.model_size == "base"
-                                 else 4000, **SIZES[args.model_size])
+        model = build_small_bert(texts, Path(scratch) / "model", **SIZES[args.model_size])
         started = time.perf_counter()
         history = train_specter(args.data_dir, Path(scratch) / "out", base_model=str(model), epochs=epochs,
                                 batch_size=args.batch_size, effective_batch_size=args.effective_batch_size,
