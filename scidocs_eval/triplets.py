@@ -128,7 +128,8 @@ def _log_left_out(queries: int, triplets: int, left_out: Mapping[str, list[str]]
     parts = [f"{what}: {len(ids)} (first: {ids[0]})" for what, ids in left_out.items() if ids]
     if not parts:
         return
-    files_disagree = any(ids for what, ids in left_out.items() if "absent" in what)
+    files_disagree = left_out["queries absent from data.json"] or left_out[
+        "triplets with a paper absent from metadata.json"]
     log.log(logging.WARNING if files_disagree else logging.INFO, "%d triplets from %d queries; left out: %s",
             triplets, queries, "; ".join(parts))
 
