@@ -65,6 +65,10 @@ def test_single_count_queries_and_untitled_or_unknown_papers_give_no_triplets(
         "7 triplets from 4 queries; left out: queries absent from data.json: 1 (first: p8); queries whose "
         "candidates share one count: 1 (first: p0); triplets with a paper absent from metadata.json: 1 (first: "
         "ghost); triplets with an untitled paper: 1 (first: untitled)"]
+    caplog.clear()
+    with caplog.at_level("INFO", logger="scidocs_eval"):    # the recipe's own rules alone: information
+        sample_triplets(data, ["p0", "p3"], seed=1)
+    assert [record.levelname for record in caplog.records] == ["INFO"]
     assert not [t for t in triplets if t.query == "p0"]
     assert len([t for t in triplets if t.query == "p3"]) == 4
     assert len([t for t in triplets if t.query == "p6"]) == 3
