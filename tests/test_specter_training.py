@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -105,4 +106,6 @@ def test_train_command_prints_the_validation_losses(trained: tuple[Path, object]
                  "--resume", "--quiet"]) == 0
     printed = capsys.readouterr().out
     assert f"epoch 2: validation loss {history.val_loss[2]:.4f}" in printed
+    # 3 epochs of 59 triplets: the resumed run counts the steps before its checkpoint too
+    assert re.search(r"^177 triplets trained at \d+\.\d\d triplets/s$", printed, re.MULTILINE)
     assert (tmp_path / "model.safetensors").is_file()

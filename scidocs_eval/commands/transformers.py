@@ -29,6 +29,9 @@ def _train_specter(args: argparse.Namespace) -> int:
         return 0
     for epoch, loss in sorted(history.val_loss.items()):
         print(f"epoch {epoch}: validation loss {loss:.4f}")
+    if history.step_seconds:
+        print(f"{history.step_triplets} triplets trained at {history.step_triplets / history.step_seconds:.2f} "
+              "triplets/s")
     print(f"model written to {args.out} (use: scidocs-eval baseline specter --model {args.out})")
     return 0
 
