@@ -305,7 +305,8 @@ def train_specter(
         tokenizer.save_pretrained(out_dir)
         (out_dir / HISTORY_FILE).write_bytes(orjson.dumps(asdict(history), option=orjson.OPT_INDENT_2 |
                                                           orjson.OPT_NON_STR_KEYS))
-    if dist.world_size > 1:
+    if dist.world_size > 1:  # tear down together: a gloo process that leaves while another still writes the
+        torch.distributed.barrier()  # model can abort at exit ("terminate called without an active exception")
         torch.distributed.destroy_process_group()
     return history
 
