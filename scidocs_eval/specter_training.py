@@ -79,6 +79,8 @@ def _init_distributed(device: str | None) -> tuple[_Distributed, str]:
     if world_size == 1:
         return _Distributed(), choose_device(device)
     dist = _Distributed(int(os.environ["RANK"]), world_size, int(os.environ.get("LOCAL_RANK", "0")))
+    import torch._dynamo  # noqa: F401  DDP imports it; imported after init_process_group it keeps references to the
+    #                       default group, which destroy_process_group then cannot free (see _leave_process_group)
     if torch.cuda.is_available() and not (device or "").startswith("cpu"):
         torch.cuda.set_device(dist.local_rank)
         torch.distributed.init_process_group("nccl")
@@ -300,15 +302,27 @@ def train_specter(
                                  keep_checkpoints)
 
     if dist.is_main:
-        network = getattr(model, "module", model)
-        network.save_pretrained(out_dir)
+        getattr(model, "module", model).save_pretrained(out_dir)
         tokenizer.save_pretrained(out_dir)
         (out_dir / HISTORY_FILE).write_bytes(orjson.dumps(asdict(history), option=orjson.OPT_INDENT_2 |
                                                           orjson.OPT_NON_STR_KEYS))
-    if dist.world_size > 1:  # tear down together: a gloo process that leaves while another still writes the
-        torch.distributed.barrier()  # model can abort at exit ("terminate called without an active exception")
-        torch.distributed.destroy_process_group()
+    if dist.world_size > 1:
+        del model, loss  # the DDP wrapper holds the process group, which _leave_process_group must free
+        _leave_process_group()
     return history
+
+
+def _leave_process_group() -> None:
+    """Destroy the process group together with the other processes, so that its worker threads stop here.
+
+    A gloo worker thread releases the tensors of a finished collective after the caller has moved on, and releasing
+    them needs the GIL. If that happens while the interpreter shuts down, the process aborts ("terminate called
+    without an active exception"). Freeing the group joins those threads while the interpreter still runs.
+    """
+    import torch
+
+    torch.distributed.barrier()
+    torch.distributed.destroy_process_group()
 
 
 def _accumulate_gradients(model: Any, loss: _TripletLoss, step_triplets: Sequence[Triplet], batch_size: int,

@@ -97,3 +97,23 @@ def test_resume_with_another_process_count_is_an_error(two_process_run: tuple[Pa
     with pytest.raises(ScidocsEvalError, match=r"step-4 was written by 2 training process\(es\); .*\(this run has 1\)"):
         train_specter(sample_dir, tmp_path, base_model=str(dropout_free_bert), device="cpu", resume=True,
                       progress=False, **SETTINGS)
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads thread names from /proc")
+def test_training_joins_the_gloo_threads_before_it_returns(sample_dir: Path, dropout_free_bert: Path,
+                                                           tmp_path: Path) -> None:
+    """A gloo worker thread still alive at interpreter shutdown can abort the process after a finished run."""
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import os\n"
+        "from scidocs_eval.specter_training import train_specter\n"
+        f"train_specter({str(sample_dir)!r}, {str(tmp_path / 'out')!r}, base_model={str(dropout_free_bert)!r},\n"
+        f"              device='cpu', progress=False, **{ {**SETTINGS, 'epochs': 1}!r})\n"
+        "names = [open(f'/proc/self/task/{task}/comm').read() for task in os.listdir('/proc/self/task')]\n"
+        "print('rank', os.environ['RANK'], 'gloo threads', sum('gloo' in name for name in names))\n"
+    )
+    done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+                           str(script)], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert sorted(line for line in done.stdout.splitlines() if line.startswith("rank")) == [
+        "rank 0 gloo threads 0", "rank 1 gloo threads 0"]
