@@ -79,8 +79,9 @@ def _init_distributed(device: str | None) -> tuple[_Distributed, str]:
     if world_size == 1:
         return _Distributed(), choose_device(device)
     dist = _Distributed(int(os.environ["RANK"]), world_size, int(os.environ.get("LOCAL_RANK", "0")))
-    import torch._dynamo  # noqa: F401  DDP imports it; imported after init_process_group it keeps references to the
-    #                       default group, which destroy_process_group then cannot free (see _leave_process_group)
+    # DDP imports torch._dynamo; imported after init_process_group, it keeps references to the default group,
+    # which destroy_process_group then cannot free (see _leave_process_group)
+    import torch._dynamo  # noqa: F401
     if torch.cuda.is_available() and not (device or "").startswith("cpu"):
         torch.cuda.set_device(dist.local_rank)
         torch.distributed.init_process_group("nccl")
