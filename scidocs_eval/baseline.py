@@ -16,6 +16,7 @@ from scidocs_eval.embeddings import format_embedding_line
 from scidocs_eval.errors import InputError
 from scidocs_eval.evaluate import evaluate
 from scidocs_eval.progress import progress_bar
+from scidocs_eval.records import metadata_record, text_field
 from scidocs_eval.results import RunResult
 from scidocs_eval.suite import METADATA_FILES, Paper, Suite, resolve_suite
 from scidocs_eval.task import METADATA_OF_GROUP, get_task
@@ -34,8 +35,7 @@ def read_corpus(path: str | os.PathLike[str]) -> list[Paper]:
     except orjson.JSONDecodeError:
         whole = None
     if isinstance(whole, dict):
-        records = [(line, {"paper_id": key, **value}) for line, (key, value) in enumerate(whole.items(), 1)
-                   if isinstance(value, dict)]
+        records = [(None, metadata_record(path, key, value)) for key, value in whole.items()]
     else:
         records = []
         for line, raw in enumerate(text.splitlines(), start=1):
@@ -49,7 +49,9 @@ def read_corpus(path: str | os.PathLike[str]) -> list[Paper]:
     for line, record in records:
         if not isinstance(record, dict) or "paper_id" not in record:
             raise InputError(path, "expected an object with 'paper_id', 'title' and 'abstract'", line)
-        papers.append(Paper(str(record["paper_id"]), record.get("title") or "", record.get("abstract") or ""))
+        paper_id = str(record["paper_id"])
+        title, abstract = (text_field(record, key, path, line, paper_id) for key in ("title", "abstract"))
+        papers.append(Paper(paper_id, title, abstract))
     if not papers:
         raise InputError(path, "no papers in corpus")
     return papers

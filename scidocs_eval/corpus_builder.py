@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -32,6 +31,8 @@ import numpy as np
 import orjson
 
 from scidocs_eval.errors import InputError, ScidocsEvalError
+from scidocs_eval.records import text_field
+from scidocs_eval.safe_output import owned_folder
 from scidocs_eval.suite import METADATA_FILES, SPLITS
 from scidocs_eval.suite_files import write_csv, write_json, write_lines
 
@@ -90,11 +91,15 @@ class BuildReport:
     not_supported: dict[str, str] = field(default_factory=lambda: dict(NOT_SUPPORTED))
     notes: list[str] = field(default_factory=list)
 
+    def built_tasks(self) -> list[str]:
+        """The evaluation tasks written."""
+        return ([self.label_task] if self.label_task else []) + list(self.ranking)
+
     def save(self, path: Path) -> None:
         path.write_bytes(orjson.dumps(asdict(self), option=orjson.OPT_INDENT_2))
 
     def format(self) -> str:
-        lines = [f"suite written to {self.out_dir} (seed {self.seed})",
+        lines = [f"suite written to {self.out_dir} (seed {self.seed}); tasks built: {', '.join(self.built_tasks())}",
                  "corpus: " + ", ".join(f"{k}={v}" for k, v in self.corpus.items())]
         if self.label_task:
             lines.append(f"{self.label_task}: " + ", ".join(f"{split} {counts['papers']} papers"
@@ -136,8 +141,8 @@ def _read_papers(path: Path) -> tuple[dict[str, CorpusPaper], int]:
                 raise InputError(path, f"paper {paper_id!r} repeats line {first_line[paper_id]}", line)
             first_line[paper_id] = line
             label = record.get("label")
-            paper = CorpusPaper(paper_id, (record.get("title") or "").strip(), (record.get("abstract") or "").strip(),
-                                None if label in (None, "") else label)
+            title, abstract = (text_field(record, key, path, line) for key in ("title", "abstract"))
+            paper = CorpusPaper(paper_id, title.strip(), abstract.strip(), None if label in (None, "") else label)
             if paper.title or paper.abstract:
                 papers[paper_id] = paper
             else:
@@ -179,18 +184,6 @@ def read_citation_corpus(papers_jsonl: str | os.PathLike[str], edges_tsv: str | 
     return Corpus(papers, cites, dict(stats))
 
 
-# -- writing ---------------------------------------------------------------------------------------------------
-
-def _prepare_out_dir(out_dir: Path) -> None:
-    """Create `out_dir`; replace it only if it is empty or an earlier build (it holds a build report)."""
-    if out_dir.exists() and any(out_dir.iterdir()):
-        if not (out_dir / REPORT_FILE).is_file():
-            raise ScidocsEvalError(f"{out_dir} exists and is not an earlier build (no {REPORT_FILE}); give an "
-                                   "empty or new directory")
-        shutil.rmtree(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-
-
 # -- the tasks -------------------------------------------------------------------------------------------------
 
 def _label_mapping(labels: Iterable[Any]) -> dict[str, int]:
@@ -215,7 +208,7 @@ def _classification(corpus: Corpus, out: Path, task: str, fractions: Sequence[fl
         report.notes.append(f"{task}: classes with fewer than {len(SPLITS)} papers left out: {', '.join(too_small)}")
     labelled = [p for p in labelled if str(p.label) not in too_small]
     if len({str(p.label) for p in labelled}) < 2:
-        report.notes.append(f"{task}: fewer than 2 classes with labels; no classification task built")
+        report.not_supported[task] = f"fewer than 2 classes with at least {len(SPLITS)} labelled papers"
         return []
     mapping = _label_mapping(p.label for p in labelled)
     ids = [p.paper_id for p in labelled]
@@ -272,6 +265,11 @@ class _RankingBuilder:
         negatives); returns the evaluation queries."""
         eligible = sorted(related)
         n_queries = min(2 * self.queries_per_split, int(len(eligible) * self.max_query_share))
+        if n_queries < len(RANKING_SPLITS):
+            report.not_supported[task] = "no paper in the corpus qualifies as a query" if not eligible else (
+                f"{len(eligible)} paper(s) qualify as a query, too few for one query per split (at most a share of "
+                f"{self.max_query_share} of them is used)")
+            return set()
         queries = [eligible[i] for i in self.rng.permutation(len(eligible))[:n_queries]]
         info: dict[str, Any] = {"eligible_queries": len(eligible)}
         halves = (queries[:n_queries // 2], queries[n_queries // 2:])
@@ -368,7 +366,11 @@ def build_suite(
     split_fractions: Sequence[float] = (0.6, 0.2, 0.2),
     specter_fractions: Sequence[float] = (0.8, 0.1, 0.1),
 ) -> BuildReport:
-    """Write a SciDocs-style suite for the corpus to `out_dir` (replacing an earlier build there).
+    """Write a SciDocs-style suite for the corpus to `out_dir`.
+
+    A rebuild replaces only the files an earlier build wrote there (`scidocs_eval.safe_output.owned_folder`); a
+    non-empty folder the tool did not write is refused. A task the corpus is too small for is left out and
+    reported in `not_supported`; if no task can be built, nothing is written.
 
     Args:
         papers_jsonl: JSON lines {paper_id, title, abstract, label?}; papers with neither text are left out.
@@ -392,25 +394,29 @@ def build_suite(
         if len(shares) != 3 or min(shares) <= 0 or abs(sum(shares) - 1) > 1e-9:
             raise ScidocsEvalError(f"{name} must be three positive shares summing to 1, got {tuple(shares)}")
     corpus = read_citation_corpus(papers_jsonl, edges_tsv)
-    out = Path(out_dir)
-    _prepare_out_dir(out)
-    rng = np.random.default_rng(seed)
-    report = BuildReport(str(out), seed, {"papers": str(papers_jsonl), "citations": str(edges_tsv)}, corpus.stats)
+    with owned_folder(out_dir, "scidocs-eval data build") as out:
+        rng = np.random.default_rng(seed)
+        report = BuildReport(str(out_dir), seed, {"papers": str(papers_jsonl), "citations": str(edges_tsv)},
+                             corpus.stats)
 
-    labelled = _classification(corpus, out, label_task, split_fractions, seed, report)
-    write_json(out / METADATA_FILES["mag_mesh"], {i: corpus.papers[i].record() for i in sorted(labelled)})
+        labelled = _classification(corpus, out, label_task, split_fractions, seed, report)
+        if labelled:
+            write_json(out / METADATA_FILES["mag_mesh"], {i: corpus.papers[i].record() for i in sorted(labelled)})
 
-    ranking = _RankingBuilder(sorted(corpus.papers), rng, queries_per_split, max_query_share, positives, negatives)
-    evaluation_queries: set[str] = set()
-    for task, (related, excluded) in (("cite", _cite_relations(corpus, rng)),
-                                      ("cocite", _cocite_relations(corpus, rng, min_cocitations))):
-        if related:
+        ranking = _RankingBuilder(sorted(corpus.papers), rng, queries_per_split, max_query_share, positives,
+                                  negatives)
+        evaluation_queries: set[str] = set()
+        for task, (related, excluded) in (("cite", _cite_relations(corpus, rng)),
+                                          ("cocite", _cocite_relations(corpus, rng, min_cocitations))):
             evaluation_queries |= ranking.build(task, related, excluded, out, report)
-        else:
-            report.not_supported[task] = "no paper in the corpus qualifies as a query"
-    write_json(out / METADATA_FILES["view_cite_read"],
-                {i: corpus.papers[i].record() for i in sorted(ranking.paper_ids)})
+        if not report.built_tasks():
+            raise ScidocsEvalError(f"{papers_jsonl}: the corpus is too small for any task, nothing written: "
+                                   + "; ".join(f"{t}: {why}" for t, why in report.not_supported.items()
+                                               if t not in NOT_SUPPORTED))
+        if ranking.paper_ids:
+            write_json(out / METADATA_FILES["view_cite_read"],
+                       {i: corpus.papers[i].record() for i in sorted(ranking.paper_ids)})
 
-    _specter_files(corpus, evaluation_queries, out, specter_fractions, rng, report)
-    report.save(out / REPORT_FILE)
+        _specter_files(corpus, evaluation_queries, out, specter_fractions, rng, report)
+        report.save(out / REPORT_FILE)
     return report

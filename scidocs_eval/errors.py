@@ -32,3 +32,4 @@ class MissingEmbeddingsError(ScidocsEvalError):
         listed = ", ".join(missing_ids[:shown])
         more = f" (and {total - shown} more)" if total > shown else ""
         super().__init__(f"task {task}: {total} {role} have no embedding: {listed}{more}")
+

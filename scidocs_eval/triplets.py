@@ -25,6 +25,7 @@ from typing import Any
 import orjson
 
 from scidocs_eval.errors import InputError, ScidocsEvalError
+from scidocs_eval.records import metadata_record, text_field
 from scidocs_eval.suite import SPLITS, Paper
 
 log = logging.getLogger("scidocs_eval")
@@ -59,8 +60,15 @@ class TrainingData:
             except (TypeError, KeyError, ValueError):
                 raise InputError(data_dir / "data.json", f"query {query}: every candidate needs an integer "
                                  "'count'") from None
-        papers = {pid: Paper(pid, (meta or {}).get("title") or "", (meta or {}).get("abstract") or "")
-                  for pid, meta in metadata.items()}
+        records = {pid: metadata_record(data_dir / "metadata.json", pid, meta) for pid, meta in metadata.items()}
+        papers = {pid: Paper(pid, *(text_field(record, key, data_dir / "metadata.json", paper_id=pid)
+                                    for key in ("title", "abstract")))
+                  for pid, record in records.items()}
+        if not (data_dir / "train.txt").is_file():
+            raise InputError(data_dir / "train.txt", "training queries file not found (one query id per line)")
+        if not (data_dir / "val.txt").is_file():
+            log.warning("%s not found: training WITHOUT validation (no validation loss is computed)",
+                        data_dir / "val.txt")
         queries = {}
         for split in SPLITS:
             path = data_dir / f"{split}.txt"

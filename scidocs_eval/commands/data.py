@@ -75,7 +75,8 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
                     "citation links as TSV citing<TAB>cited.")
     build.add_argument("--papers", required=True, help="JSON lines {paper_id, title, abstract, label?}")
     build.add_argument("--citations", required=True, help="TSV citing<TAB>cited (a header row is allowed)")
-    build.add_argument("--out", required=True, help="the suite directory to write (replaced)")
+    build.add_argument("--out", required=True, help="the suite folder to write (new or empty; a rebuild replaces "
+                       "only the files an earlier build wrote)")
     build.add_argument("--seed", type=int, default=0)
     build.add_argument("--label-task", default="mag", help="task folder for the labels (default: %(default)s)")
     build.add_argument("--queries-per-split", type=int, default=1000,
