@@ -245,7 +245,7 @@ def test_rebuilding_replaces_only_the_builds_own_files(tmp_path: Path) -> None:
     assert (tmp_path / "out" / "my_results.json").read_text() == "{}"
     assert (tmp_path / "out" / "scidocs-results" / "random.jsonl").read_text() == "mine"
     assert (tmp_path / "out" / "cite" / "test.qrel").read_text() != "edited"
-    assert verify_suite(tmp_path / "out").complete == ["cite", "mag"]
+    assert verify_suite(tmp_path / "out").complete == ["mag", "cite"]
 
 
 def test_build_refuses_a_folder_it_did_not_write_and_a_file(tmp_path: Path) -> None:
