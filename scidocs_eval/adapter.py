@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.params import check_params
 from scidocs_eval.plugins import import_submodules
 from scidocs_eval.suite import Paper, Suite
 
@@ -68,9 +69,4 @@ def get_adapter(name: str, **params: Any) -> Adapter:
     if name not in adapter_names():
         raise ScidocsEvalError(f"unknown baseline {name!r}; known: {', '.join(adapter_names())}")
     cls = ADAPTERS[name]
-    accepted = [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
-    unknown = sorted(set(params) - set(accepted))
-    if unknown:
-        raise ScidocsEvalError(f"baseline {name!r} does not take {', '.join(unknown)}; it takes: "
-                               f"{', '.join(accepted) or 'no parameters'}")
-    return cls(**params)
+    return cls(**check_params(cls, params, f"baseline {name!r}"))

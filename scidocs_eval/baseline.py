@@ -5,7 +5,8 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +79,23 @@ def write_embeddings(adapter: Adapter, papers: Sequence[Paper], path: str | os.P
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    with _removed_if_left_empty(path):
+        return _append_embeddings(adapter, papers, path, resume, progress)
+
+
+@contextmanager
+def _removed_if_left_empty(path: Path) -> Iterator[None]:
+    """No empty file at `path` after an error (e.g. a model that cannot load) if there was none before."""
+    existed = path.exists()
+    try:
+        yield
+    except BaseException:
+        if not existed and path.is_file() and path.stat().st_size == 0:
+            path.unlink()
+        raise
+
+
+def _append_embeddings(adapter: Adapter, papers: Sequence[Paper], path: Path, resume: bool, progress: bool) -> Path:
     done = _done_ids(path) if resume else set()
     todo = [p for p in papers if p.paper_id not in done]
     with open(path, "ab" if resume else "wb") as out, progress_bar(

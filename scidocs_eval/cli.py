@@ -10,8 +10,9 @@ from collections.abc import Sequence
 import orjson
 
 from scidocs_eval.encoder import PRECISIONS
-from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.errors import ScidocsEvalError, describe_error
 from scidocs_eval.plugins import import_submodules
+from scidocs_eval.quiet import quiet_mode
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -73,16 +74,19 @@ def adapter_params(args: argparse.Namespace, options: Sequence[str] = MODEL_OPTI
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
-                        format="%(levelname)s %(message)s")
+    """Run one command; every error of the user's input or files is one line on stderr and exit status 2."""
     try:
-        return int(args.func(args) or 0)
-    except ScidocsEvalError as error:
-        print(f"scidocs-eval: error: {error}", file=sys.stderr)
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                            format="%(levelname)s %(message)s")
+        with quiet_mode(getattr(args, "quiet", False)):
+            return int(args.func(args) or 0)
+    except (ScidocsEvalError, OSError) as error:
+        print(f"scidocs-eval: error: {describe_error(error)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
+        print("scidocs-eval: interrupted", file=sys.stderr)
         return 130
 
 

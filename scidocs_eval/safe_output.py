@@ -32,7 +32,7 @@ def check_output_file(path: str | os.PathLike[str], option: str = "output") -> P
     """`path` as a Path if a file can be written there; else a one-line error naming `option` and the path."""
     path = Path(path)
     if path.is_dir():
-        raise ScidocsEvalError(f"{option} {path} is a folder; give a file path (e.g. {path / 'results.json'})")
+        raise ScidocsEvalError(f"{option} {path} is a folder; give a file path")
     for parent in path.parents:
         if parent.exists():
             if not parent.is_dir():

@@ -13,6 +13,7 @@ from typing import Any, ClassVar, Literal
 
 from scidocs_eval.embeddings import MISSING, EmbeddingStore
 from scidocs_eval.errors import MissingEmbeddingsError, ScidocsEvalError
+from scidocs_eval.params import check_params
 from scidocs_eval.plugins import import_submodules
 from scidocs_eval.suite import Suite
 
@@ -90,7 +91,7 @@ def task_names() -> list[str]:
 
 
 def get_task(name: str, **params: Any) -> Task:
-    """An instance of the task registered as `name`, built with `params`."""
+    """An instance of the task registered as `name`, built with `params` (checked: `check_params`)."""
     if name not in task_names():
         raise ScidocsEvalError(f"unknown task {name!r}; known tasks: {', '.join(TASKS)}")
-    return TASKS[name](**params)
+    return TASKS[name](**check_params(TASKS[name], params, f"task {name!r}"))

@@ -14,6 +14,7 @@ from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluate import evaluate
 from scidocs_eval.leaderboard import render_table1
 from scidocs_eval.results import RunResult
+from scidocs_eval.safe_output import write_bytes_atomically
 from scidocs_eval.task import TASKS, task_names
 
 DEFAULT_RESULTS_DIR = "scidocs-results"
@@ -84,7 +85,7 @@ def _table(args: argparse.Namespace) -> int:
     results = [RunResult.load(p) for p in paths]
     markdown = render_table1(results, include_paper=not args.no_paper)
     if args.output:
-        Path(args.output).write_text(markdown, encoding="utf-8")
+        write_bytes_atomically(args.output, markdown.encode("utf-8"), "--output")
         print(f"table written to {args.output}")
     else:
         print(markdown, end="")

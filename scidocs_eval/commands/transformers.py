@@ -7,9 +7,13 @@ import argparse
 from scidocs_eval.adapter import adapter_names, get_adapter
 from scidocs_eval.baseline import read_corpus, write_embeddings
 from scidocs_eval.cli import adapter_params, add_model_options
+from scidocs_eval.safe_output import check_output_file, refuse_existing
 
 
 def _embed(args: argparse.Namespace) -> int:
+    check_output_file(args.out, "--out")
+    if not (args.resume or args.overwrite):
+        refuse_existing(args.out, "--out", "give --overwrite to replace it, or --resume to add the papers it lacks")
     adapter = get_adapter(args.adapter, **adapter_params(args))
     papers = read_corpus(args.metadata)
     path = write_embeddings(adapter, papers, args.out, resume=args.resume, progress=not args.quiet)
@@ -46,6 +50,8 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
                        help="model adapter (default: %(default)s; 'transformer' for any checkpoint)")
     add_model_options(embed)
     embed.add_argument("--resume", action="store_true", help="keep papers already in --out")
+    embed.add_argument("--overwrite", action="store_true", help="replace --out if it exists (without this or "
+                       "--resume, an existing non-empty --out is an error)")
     embed.add_argument("--quiet", action="store_true", help="no progress bar")
     embed.set_defaults(func=_embed)
 
