@@ -114,8 +114,9 @@ def evaluate(
     stores = _Stores(sources, cache, dtype, progress)
     params = task_params or {}
     results, skipped, files = {}, {}, []
+    checked = {name: get_task(name, **params.get(name, {})) for name in dict.fromkeys([*names, *params])}
     for name in names:
-        task = get_task(name, **params.get(name, {}))
+        task = checked[name]
         required = task.required_files(split)
         absent = [f for f in required if not suite.has(f)]
         if absent:

@@ -3,14 +3,15 @@
 Our bars (`scidocs_eval.progress`) follow SCIDOCS_EVAL_QUIET. transformers ("Loading weights", "Writing model
 shards"), huggingface_hub (downloads) and any other tqdm bar (sentence-transformers' batches) are switched off
 through the environment variables those libraries read when they are imported, and through their functions
-when they already are. Warnings and errors still show: quiet hides progress, never a problem.
+when they already are (a library imported inside the block keeps its bars off: it reads the variable once).
+Warnings and errors still show: quiet hides progress, never a problem.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 QUIET_ENVIRONMENT = {
@@ -20,17 +21,21 @@ QUIET_ENVIRONMENT = {
 }
 
 
-def _library_bars(libraries: list[str], enabled: bool) -> None:
-    """Switch the progress bars of `libraries` (of huggingface_hub, transformers) on or off. (One imported under
-    the quiet environment keeps its bars off: it reads the variable once, and it is quiet already.)"""
-    if "huggingface_hub" in libraries:
-        from huggingface_hub.utils import disable_progress_bars, enable_progress_bars
+def _bars_switches() -> dict[str, tuple[bool, Callable[[], None], Callable[[], None]]]:
+    """Library -> (are its bars on, switch them on, switch them off), for huggingface_hub and transformers where
+    they are imported."""
+    switches = {}
+    if "huggingface_hub" in sys.modules:
+        from huggingface_hub import utils as hub
 
-        (enable_progress_bars if enabled else disable_progress_bars)()
-    if "transformers" in libraries:
+        switches["huggingface_hub"] = (not hub.are_progress_bars_disabled(), hub.enable_progress_bars,
+                                       hub.disable_progress_bars)
+    if "transformers" in sys.modules:
         from transformers.utils import logging as transformers_logging
 
-        (transformers_logging.enable_progress_bar if enabled else transformers_logging.disable_progress_bar)()
+        switches["transformers"] = (transformers_logging.is_progress_bar_enabled(),
+                                    transformers_logging.enable_progress_bar, transformers_logging.disable_progress_bar)
+    return switches
 
 
 @contextmanager
@@ -40,9 +45,10 @@ def quiet_mode(enabled: bool = True) -> Iterator[None]:
         yield
         return
     saved = {name: os.environ.get(name) for name in QUIET_ENVIRONMENT}
-    loaded = [name for name in ("huggingface_hub", "transformers") if name in sys.modules]
+    switches = _bars_switches()
     os.environ.update(QUIET_ENVIRONMENT)
-    _library_bars(loaded, enabled=False)
+    for _, _, switch_off in switches.values():
+        switch_off()
     try:
         yield
     finally:
@@ -51,4 +57,6 @@ def quiet_mode(enabled: bool = True) -> Iterator[None]:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
-        _library_bars(loaded, enabled=True)
+        for was_on, switch_on, _ in switches.values():
+            if was_on:
+                switch_on()
