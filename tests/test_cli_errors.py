@@ -58,10 +58,31 @@ def test_run_output_a_folder_or_under_a_file_fails_first_and_writes_nothing(
     before = files_in(tmp_path)
     run = ["run", "--embeddings", str(embeddings), "--data", str(root), "--tasks", "cite", "--quiet", "-o"]
     assert main([*run, str(tmp_path / "results")]) == 2
-    assert error_line(capsys) == f"output {tmp_path / 'results'} is a folder; give a file path"
+    assert error_line(capsys) == f"--output {tmp_path / 'results'} is a folder; give a file path"
     assert main([*run, str(tmp_path / "afile" / "x.json")]) == 2
-    assert error_line(capsys) == f"output {tmp_path / 'afile' / 'x.json'}: {tmp_path / 'afile'} is a file, not a folder"
+    assert error_line(capsys) == (f"--output {tmp_path / 'afile' / 'x.json'}: {tmp_path / 'afile'} is a file, not a "
+                                  "folder")
     assert files_in(tmp_path) == before and (tmp_path / "afile").read_text() == "mine"
+
+
+def test_run_output_never_replaces_a_file_that_is_not_a_results_file(
+        cite_suite: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root, embeddings = cite_suite
+    thesis = tmp_path / "thesis.tex"
+    thesis.write_text("precious")
+    assert main(["run", "--embeddings", str(embeddings), "--data", str(root), "--tasks", "cite", "-o", str(thesis),
+                 "--quiet"]) == 2
+    assert error_line(capsys) == f"--output {thesis} exists and is not a scidocs-eval results file; it is not " \
+                                 "replaced: give another path"
+    assert thesis.read_text() == "precious"
+
+
+def test_baseline_out_dir_under_a_file(demo_suite, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "afile").write_text("mine")
+    assert main(["baseline", "random", "--data", str(demo_suite.root), "--out-dir", str(tmp_path / "afile"),
+                 "--quiet"]) == 2
+    assert error_line(capsys) == f"--out-dir {tmp_path / 'afile' / 'random.results.json'}: {tmp_path / 'afile'} " \
+                                 "is a file, not a folder"
 
 
 def test_results_are_written_whole_or_not_at_all(cite_suite: tuple[Path, Path], tmp_path: Path) -> None:

@@ -10,11 +10,11 @@ from scidocs_eval.adapter import adapter_names
 from scidocs_eval.baseline import run_baseline
 from scidocs_eval.cli import MODEL_OPTIONS, adapter_params, add_model_options, parse_params
 from scidocs_eval.demo import DemoConfig, build_demo_suite
-from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.errors import InputError, ScidocsEvalError
 from scidocs_eval.evaluate import evaluate
 from scidocs_eval.leaderboard import render_table1
 from scidocs_eval.results import RunResult
-from scidocs_eval.safe_output import write_bytes_atomically
+from scidocs_eval.safe_output import check_output_file, write_bytes_atomically
 from scidocs_eval.task import TASKS, task_names
 
 DEFAULT_RESULTS_DIR = "scidocs-results"
@@ -54,6 +54,17 @@ def _print_result(result: RunResult, output: Path | None) -> None:
         print(f"results written to {output}")
 
 
+def _refuse_replacing_other_files(output: Path) -> None:
+    """--output may replace an earlier results file, never a file of another kind."""
+    check_output_file(output, "--output")
+    if output.is_file() and output.stat().st_size:
+        try:
+            RunResult.load(output)
+        except InputError:
+            raise ScidocsEvalError(f"--output {output} exists and is not a scidocs-eval results file; it is not "
+                                   "replaced: give another path") from None
+
+
 def _run(args: argparse.Namespace) -> int:
     if args.embeddings:
         embeddings: object = args.embeddings
@@ -67,6 +78,8 @@ def _run(args: argparse.Namespace) -> int:
         if not embeddings:
             raise ScidocsEvalError("no embeddings: give --embeddings FILE (or --cls/--user-citation/--recomm)")
     output = Path(args.output) if args.output else None
+    if output is not None:
+        _refuse_replacing_other_files(output)
     result = evaluate(embeddings, args.data, tasks=_tasks(args.tasks), split=args.split, missing=args.missing,
                       task_params=_task_params(args.task_param), model=args.name, output=output,
                       cache=not args.no_cache, dtype=args.dtype, progress=not args.quiet)
@@ -93,6 +106,7 @@ def _table(args: argparse.Namespace) -> int:
 
 
 def _baseline(args: argparse.Namespace) -> int:
+    check_output_file(Path(args.out_dir) / f"{args.name}.results.json", "--out-dir")
     params = adapter_params(args, ("seed", "tune", "vectors", "citations", *MODEL_OPTIONS))
     result = run_baseline(args.name, args.data, out_dir=args.out_dir, params=params,
                           train_corpus=args.train_corpus, tasks=_tasks(args.tasks), split=args.split,
