@@ -29,6 +29,18 @@ def demo_suite(tmp_path_factory: pytest.TempPathFactory) -> Suite:
     return build_demo_suite(tmp_path_factory.mktemp("demo") / "suite", config)
 
 
+@pytest.fixture()
+def cite_suite(tmp_path: Path) -> tuple[Path, Path]:
+    """A suite with one cite split and a matching embeddings file: MAP 50 (relevant paper ranked 2nd)."""
+    root = tmp_path / "suite"
+    (root / "cite").mkdir(parents=True)
+    (root / "cite" / "test.qrel").write_text("q 0 a 1\nq 0 b 0\n", encoding="utf-8")
+    embeddings = tmp_path / "mine.jsonl"
+    embeddings.write_text('{"paper_id": "q", "embedding": [0, 0]}\n{"paper_id": "a", "embedding": [2, 0]}\n'
+                          '{"paper_id": "b", "embedding": [0, 1]}\n', encoding="utf-8")
+    return root, embeddings
+
+
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     """../shared/data (real corpora); tests that need it skip with the reason when it is absent."""

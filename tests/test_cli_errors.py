@@ -23,18 +23,6 @@ from scidocs_eval.results import RunResult
 SCRIPT = Path(sys.executable).parent / "scidocs-eval"
 
 
-@pytest.fixture()
-def cite_suite(tmp_path: Path) -> tuple[Path, Path]:
-    """A suite with one cite split (MAP 50) and its embeddings file."""
-    root = tmp_path / "suite"
-    (root / "cite").mkdir(parents=True)
-    (root / "cite" / "test.qrel").write_text("q 0 a 1\nq 0 b 0\n", encoding="utf-8")
-    embeddings = tmp_path / "mine.jsonl"
-    embeddings.write_text('{"paper_id": "q", "embedding": [0, 0]}\n{"paper_id": "a", "embedding": [2, 0]}\n'
-                          '{"paper_id": "b", "embedding": [0, 1]}\n', encoding="utf-8")
-    return root, embeddings
-
-
 def error_line(capsys: pytest.CaptureFixture[str]) -> str:
     """The one line a failed command printed on stderr (and nothing else)."""
     err = capsys.readouterr().err
