@@ -287,16 +287,27 @@ def test_unreadable_embeddings_metadata_and_suite_files(open_folder: Path) -> No
 
 # -- Ctrl-C ------------------------------------------------------------------------------------------------------
 
-def test_ctrl_c_during_start_up_exits_130_without_a_traceback(tmp_path: Path) -> None:
-    interrupted = 0
-    for delay in (0.3, 0.8, 1.5):
-        process = subprocess.Popen([str(SCRIPT), "tasks"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                   text=True, cwd=tmp_path)
-        time.sleep(delay)
-        if process.poll() is not None:
-            continue
-        process.send_signal(signal.SIGINT)
-        _, err = process.communicate(timeout=60)
-        assert (process.returncode, err) == (130, "scidocs-eval: interrupted\n")
-        interrupted += 1
-    assert interrupted, "the command finished before any interrupt; start-up is faster than this test assumes"
+def _wait_until_loaded(process: subprocess.Popen, library: str, timeout: float = 60) -> bool:
+    """Wait until `process` has mapped a shared object of `library` (it is importing it); False if it ended."""
+    maps = Path(f"/proc/{process.pid}/maps")
+    deadline = time.monotonic() + timeout
+    while process.poll() is None and time.monotonic() < deadline:
+        if library in maps.read_text(errors="replace"):
+            return True
+        time.sleep(0.01)
+    return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="needs /proc to see how far start-up got")
+@pytest.mark.parametrize("after", [0.0, 0.3])
+def test_ctrl_c_during_start_up_exits_130_without_a_traceback(tmp_path: Path, after: float) -> None:
+    """SIGINT once numpy is being loaded (the package's first heavy import), and a little later (pandas, ...)."""
+    process = subprocess.Popen([str(SCRIPT), "tasks"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               cwd=tmp_path)
+    assert _wait_until_loaded(process, "numpy"), "the command ended before numpy was loaded"
+    time.sleep(after)
+    if process.poll() is not None:
+        pytest.skip("the command finished before the interrupt")
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=120)
+    assert (process.returncode, err) == (130, "scidocs-eval: interrupted\n")
