@@ -1,0 +1,393 @@
+"""Confidence intervals and paired significance tests from the per-item results each task keeps.
+
+Each task's `TaskResult.items` holds what its metrics average (see docs/significance.md):
+
+- ranking, unit "query": per query the value of each metric (`{"ids", "map": [...], "ndcg": [...]}`); the
+  metric is their mean ×100.
+- classification, unit "paper": per test paper the gold label and the prediction (`{"ids", "gold",
+  "predicted"}`); the metric is macro F1 ×100, recomputed on every resample.
+- recommendation, unit "impression": per test impression its propensity weight and, per ranker seed, its nDCG
+  and P@1 terms (`{"ids", "weight", "seeds", "adj-NDCG": [[...] per seed], "adj-P@1": [...]}`); per seed the
+  metric is the weighted mean of the terms, and the reported metric is the mean over seeds.
+
+`ItemMetric.from_items` builds the right estimator; it recomputes the printed metric (`value`), a bootstrap
+interval (`interval`), and against another run on the same items a paired-bootstrap interval of the difference
+(`paired_interval`) and a paired randomization test (`paired_p_value`). All values are ×100 like the metrics.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.metrics import macro_f1, percent
+
+CONFIDENCE = 0.95
+RESAMPLES = 10_000
+"""Default number of bootstrap resamples and of random permutations."""
+BATCH = 500
+"""Resamples processed at once: bounds memory at BATCH × n_items values per array."""
+
+
+def _percentile_interval(samples: np.ndarray, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    tail = 50 * (1 - confidence)
+    low, high = np.percentile(samples, [tail, 100 - tail])
+    return float(low), float(high)
+
+
+def _two_sided_p(null: np.ndarray, observed: float, exact: bool = False) -> float:
+    """Share of the null distribution at least as extreme as `observed` (absolute value); Monte Carlo
+    p-values count the observed arrangement too, (1 + hits) / (1 + resamples), so they are never 0."""
+    tolerance = 1e-12 * max(1.0, abs(observed))
+    hits = int(np.sum(np.abs(null) >= abs(observed) - tolerance))
+    return hits / len(null) if exact else (1 + hits) / (1 + len(null))
+
+
+def _sign_flips(rng: np.random.Generator, resamples: int, n: int) -> np.ndarray:
+    """(resamples, n) float64 of ±1, each entry independent with probability 1/2."""
+    return rng.integers(0, 2, size=(resamples, n), dtype=np.int8) * 2.0 - 1.0
+
+
+def _batches(resamples: int) -> list[int]:
+    return [min(BATCH, resamples - start) for start in range(0, resamples, BATCH)]
+
+
+class ItemMetric(ABC):
+    """One metric of one task as a function of its items (`ids`, in a fixed order)."""
+
+    unit: str
+
+    def __init__(self, ids: list[str]):
+        self.ids = list(ids)
+
+    @classmethod
+    def from_items(cls, items: Mapping[str, Any], metric: str) -> ItemMetric:
+        """The estimator of `metric` for a task's `items` (dispatch on `items["unit"]`)."""
+        kinds: dict[str, type[ItemMetric]] = {"query": MeanItems, "paper": MacroF1Items,
+                                              "impression": PropensityItems}
+        unit = items.get("unit")
+        if unit not in kinds:
+            raise ScidocsEvalError(f"per-item results of unknown unit {unit!r}")
+        return kinds[unit].build(items, metric)
+
+    @classmethod
+    @abstractmethod
+    def build(cls, items: Mapping[str, Any], metric: str) -> ItemMetric:
+        """The estimator of `metric` from `items`."""
+
+    @abstractmethod
+    def reordered(self, order: np.ndarray) -> ItemMetric:
+        """The same metric on the items taken in `order` (indices into `ids`)."""
+
+    @abstractmethod
+    def value(self) -> float:
+        """The metric as the task prints it (×100, rounded to 2 decimals)."""
+
+    @abstractmethod
+    def interval(self, resamples: int = RESAMPLES, seed: int = 0) -> tuple[float, float]:
+        """95% bootstrap interval of the metric (×100)."""
+
+    @abstractmethod
+    def paired_interval(self, other: ItemMetric, resamples: int = RESAMPLES, seed: int = 0
+                        ) -> tuple[float, float]:
+        """95% paired-bootstrap interval of other − self (×100); both on the same items, same order."""
+
+    @abstractmethod
+    def paired_p_value(self, other: ItemMetric, resamples: int = RESAMPLES, seed: int = 0) -> float:
+        """Two-sided p-value of a paired randomization test of other − self = 0."""
+
+
+class MeanItems(ItemMetric):
+    """A metric that is the mean of per-item values (ranking MAP and nDCG per query).
+
+    Args:
+        ids: (n,) item ids.
+        values: (n,) per-item values in [0, 1].
+    """
+
+    unit = "query"
+
+    def __init__(self, ids: list[str], values: np.ndarray):
+        super().__init__(ids)
+        self.values = np.asarray(values, dtype=np.float64)
+
+    @classmethod
+    def build(cls, items: Mapping[str, Any], metric: str) -> MeanItems:
+        return cls(items["ids"], items[metric])
+
+    def reordered(self, order: np.ndarray) -> MeanItems:
+        return MeanItems([self.ids[i] for i in order], self.values[order])
+
+    def value(self) -> float:
+        return percent(float(np.mean(self.values))) if len(self.values) else 0.0
+
+    def interval(self, resamples: int = RESAMPLES, seed: int = 0) -> tuple[float, float]:
+        return _scipy_bootstrap((100 * self.values,), _mean, resamples, seed)
+
+    def paired_interval(self, other: ItemMetric, resamples: int = RESAMPLES, seed: int = 0
+                        ) -> tuple[float, float]:
+        return _scipy_bootstrap((100 * self._differences(other),), _mean, resamples, seed)
+
+    def paired_p_value(self, other: ItemMetric, resamples: int = RESAMPLES, seed: int = 0) -> float:
+        """Sign-flip test of the mean per-item difference: exact (all 2^n flips, by scipy) when 2^n ≤
+        `resamples`, else `resamples` random flips (vectorised numpy)."""
+        differences = self._differences(other)
+        n = len(differences)
+        if n < 63 and 2 ** n <= resamples:
+            return float(stats.permutation_test((differences,), _mean, permutation_type="samples",
+                                                n_resamples=resamples, vectorized=True).pvalue)
+        rng = np.random.default_rng(seed)
+        null = np.concatenate([_sign_flips(rng, size, n) @ differences for size in _batches(resamples)])
+        return _two_sided_p(null, float(differences.sum()))
+
+    def _differences(self, other: ItemMetric) -> np.ndarray:
+        assert isinstance(other, MeanItems)
+        return other.values - self.values
+
+
+def _mean(values: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.mean(values, axis=axis)
+
+
+def _scipy_bootstrap(data: tuple[np.ndarray, ...], statistic: Callable[..., np.ndarray], resamples: int,
+                     seed: int) -> tuple[float, float]:
+    """Percentile bootstrap interval by `scipy.stats.bootstrap`, items resampled jointly across `data`."""
+    result = stats.bootstrap(data, statistic, n_resamples=resamples, confidence_level=CONFIDENCE,
+                             method="percentile", paired=len(data) > 1, vectorized=True, batch=BATCH,
+                             rng=np.random.default_rng(seed))
+    interval = result.confidence_interval
+    return float(interval.low), float(interval.high)
+
+
+class MacroF1Items(ItemMetric):
+    """Macro F1 over per-paper gold labels and predictions (MAG, MeSH).
+
+    Like scikit-learn's `f1_score(average="macro")`, the classes averaged are those present (in the gold
+    labels or the predictions) in the sample at hand; F1 of a class = 2·TP / (n_gold + n_predicted).
+
+    Args:
+        ids: (n,) paper ids.
+        gold: (n,) int class labels.
+        predicted: (n,) int predicted labels.
+    """
+
+    unit = "paper"
+
+    def __init__(self, ids: list[str], gold: np.ndarray, predicted: np.ndarray):
+        super().__init__(ids)
+        self.gold = np.asarray(gold, dtype=np.int64)
+        self.predicted = np.asarray(predicted, dtype=np.int64)
+
+    @classmethod
+    def build(cls, items: Mapping[str, Any], metric: str) -> MacroF1Items:
+        if metric != "f1":
+            raise ScidocsEvalError(f"per-paper results give macro F1, not {metric!r}")
+        return cls(items["ids"], items["gold"], items["predicted"])
+
+    def reordered(self, order: np.ndarray) -> MacroF1Items:
+        return MacroF1Items([self.ids[i] for i in order], self.gold[order], self.predicted[order])
+
+    def value(self) -> float:
+        return macro_f1(self.gold, self.predicted)
+
+    def interval(self, resamples: int = RESAMPLES, seed: int = 0) -> tuple[float, float]:
+        classes = np.unique(np.concatenate([self.gold, self.predicted]))
+        gold, predicted = np.searchsorted(classes, self.gold), np.searchsorted(classes, self.predicted)
+
+        def statistic(g: np.ndarray, p: np.ndarray, axis: int = -1) -> np.ndarray:
+            return 100 * batched_macro_f1(g, p, len(classes))
+
+        return _scipy_bootstrap((gold, predicted), statistic, resamples, seed)
+
+    def _coded(self, other: ItemMetric) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+        assert isinstance(other, MacroF1Items)
+        if not np.array_equal(self.gold, other.gold):
+            raise ScidocsEvalError("the two results have different gold labels for the same papers")
+        classes = np.unique(np.concatenate([self.gold, self.predicted, other.predicted]))
+        return (np.searchsorted(classes, self.gold), np.searchsorted(classes, self.predicted),
+                np.searchsorted(classes, other.predicted), len(classes))
+
+    def paired_interval(self, other: ItemMetric, resamples: int = RESAMPLES, seed: int = 0
+                        ) -> tuple[float, float]:
+        gold, mine, theirs, k = self._coded(other)
+
+        def statistic(g: np.ndarray, a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
+            return 100 * (batched_macro_f1(g, b, k) - batched_macro_f1(g, a, k))
+
+        return _scipy_bootstrap((gold, mine, theirs), statistic, resamples, seed)
+
+    def paired_p_value(self, other: ItemMetric, resamples: int = RESAMPLES, seed: int = 0) -> float:
+        """Approximate randomization test: each paper's two predictions are swapped with probability 1/2 and
+        the F1 difference recomputed; exact (every swap pattern, by scipy) when 2^n ≤ `resamples`.
+
+        Vectorised: per class, TP and predicted counts after a swap pattern s are linear in s, so a batch of
+        patterns is one matrix product with the per-paper changes.
+        """
+        gold, mine, theirs, k = self._coded(other)
+        n = len(gold)
+        if n < 63 and 2 ** n <= resamples:
+            def statistic(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
+                return batched_macro_f1(np.broadcast_to(gold, a.shape), b, k) - \
+                    batched_macro_f1(np.broadcast_to(gold, a.shape), a, k)
+            return float(stats.permutation_test((mine, theirs), statistic, permutation_type="samples",
+                                                n_resamples=resamples, vectorized=True).pvalue)
+        eye = np.eye(k)
+        hit_a, hit_b = eye[mine] * eye[gold], eye[theirs] * eye[gold]
+        change_hits, change_predicted = hit_b - hit_a, eye[theirs] - eye[mine]
+        n_gold = eye[gold].sum(0)
+        base = np.concatenate([hit_a.sum(0), eye[mine].sum(0)])
+        change = np.concatenate([change_hits, change_predicted], axis=1)
+        rng = np.random.default_rng(seed)
+        null = []
+        for size in _batches(resamples):
+            swaps = rng.integers(0, 2, size=(size, n), dtype=np.int8).astype(np.float64)
+            # model A' takes B's prediction where swapped; B' takes A's: B' counts = A + B − A' counts
+            counts_a = base + swaps @ change
+            counts_b = 2 * base + change.sum(0) - counts_a
+            null.append(_f1_from_counts(counts_b, n_gold, k) - _f1_from_counts(counts_a, n_gold, k))
+        observed = float(batched_macro_f1(gold, theirs, k) - batched_macro_f1(gold, mine, k))
+        return _two_sided_p(np.concatenate(null), observed)
+
+
+def _f1_from_counts(counts: np.ndarray, n_gold: np.ndarray, k: int) -> np.ndarray:
+    """Macro F1 (fraction) of (batch, 2k) [TP per class, predicted per class] with gold counts (k,)."""
+    hits, predicted = counts[:, :k], counts[:, k:]
+    return _macro_from_counts(hits, np.broadcast_to(n_gold, hits.shape), predicted)
+
+
+def _macro_from_counts(hits: np.ndarray, n_gold: np.ndarray, predicted: np.ndarray) -> np.ndarray:
+    denominator = n_gold + predicted
+    present = denominator > 0
+    f1 = np.divide(2 * hits, denominator, out=np.zeros_like(denominator, dtype=np.float64), where=present)
+    return f1.sum(-1) / present.sum(-1)
+
+
+def batched_macro_f1(gold: np.ndarray, predicted: np.ndarray, k: int) -> np.ndarray:
+    """Macro F1 (fraction) of each row of (..., n) class indices in [0, k); shape (...)."""
+    gold, predicted = np.broadcast_arrays(np.asarray(gold), np.asarray(predicted))
+    leading = gold.shape[:-1]
+    gold2, predicted2 = gold.reshape(-1, gold.shape[-1]), predicted.reshape(-1, gold.shape[-1])
+    rows = len(gold2)
+    offsets = (np.arange(rows) * k * k)[:, None]
+    confusion = np.bincount((offsets + gold2 * k + predicted2).ravel(), minlength=rows * k * k)
+    confusion = confusion.reshape(rows, k, k)
+    hits = np.diagonal(confusion, axis1=1, axis2=2)
+    return _macro_from_counts(hits, confusion.sum(2), confusion.sum(1)).reshape(leading)
+
+
+class PropensityItems(ItemMetric):
+    """Propensity-adjusted nDCG or P@1 of the recommendation task, averaged over the ranker's seeds.
+
+    Per seed s the metric is Σᵢ wᵢ·xₛᵢ / Σᵢ wᵢ (×100, rounded to 2 decimals, as the task prints each seed);
+    the reported metric is their mean, rounded to 2 decimals.
+
+    Intervals resample at two levels, so that both sources of noise are in them: the impressions (with
+    replacement, one draw shared by both runs of a paired interval) and the seeds (with replacement, each run
+    its own draw). The randomization test pools the two runs' seeds, reassigns them at random to the two
+    sides (as many as each run had) and swaps each impression's two seed-averaged terms with probability 1/2.
+
+    Args:
+        ids: (n,) impression ids ("line:query_id" of the split's CSV).
+        weights: (n,) inverse propensity of each impression's clicked position.
+        terms: (n_seeds, n) per seed and impression the metric's term (nDCG: 1 / log2(2 + rank − 1); P@1: 0/1).
+    """
+
+    unit = "impression"
+
+    def __init__(self, ids: list[str], weights: np.ndarray, terms: np.ndarray):
+        super().__init__(ids)
+        self.weights = np.asarray(weights, dtype=np.float64)
+        self.terms = np.atleast_2d(np.asarray(terms, dtype=np.float64))
+
+    @classmethod
+    def build(cls, items: Mapping[str, Any], metric: str) -> PropensityItems:
+        return cls(items["ids"], items["weight"], items[metric])
+
+    def reordered(self, order: np.ndarray) -> PropensityItems:
+        return PropensityItems([self.ids[i] for i in order], self.weights[order], self.terms[:, order])
+
+    def value(self) -> float:
+        per_seed = [percent(float(self.weights @ terms / self.weights.sum())) for terms in self.terms]
+        return float(np.round(np.mean(per_seed), 2))
+
+    def _per_seed(self, counts: np.ndarray) -> np.ndarray:
+        """(batch, n_seeds) weighted metric ×100 of each seed on each resample (`counts`: (batch, n))."""
+        weighted = counts * self.weights
+        return 100 * (weighted @ self.terms.T) / weighted.sum(1, keepdims=True)
+
+    def _seed_mean(self, rng: np.random.Generator, per_seed: np.ndarray) -> np.ndarray:
+        """(batch,) mean over a resample (with replacement) of the seeds of each row of `per_seed`."""
+        n_seeds = per_seed.shape[1]
+        seed_counts = rng.multinomial(n_seeds, np.full(n_seeds, 1 / n_seeds), size=len(per_seed))
+        return (per_seed * seed_counts).sum(1) / n_seeds
+
+    def _resampled(self, rng: np.random.Generator, size: int) -> np.ndarray:
+        n = len(self.weights)
+        return rng.multinomial(n, np.full(n, 1 / n), size=size).astype(np.float64)
+
+    def interval(self, resamples: int = RESAMPLES, seed: int = 0) -> tuple[float, float]:
+        rng = np.random.default_rng(seed)
+        samples = [self._seed_mean(rng, self._per_seed(self._resampled(rng, size)))
+                   for size in _batches(resamples)]
+        return _percentile_interval(np.concatenate(samples))
+
+    def paired_interval(self, other: ItemMetric, resamples: int = RESAMPLES, seed: int = 0
+                        ) -> tuple[float, float]:
+        other = self._check(other)
+        rng = np.random.default_rng(seed)
+        samples = []
+        for size in _batches(resamples):
+            counts = self._resampled(rng, size)
+            samples.append(self._seed_mean(rng, other._per_seed(counts))
+                           - self._seed_mean(rng, self._per_seed(counts)))
+        return _percentile_interval(np.concatenate(samples))
+
+    def paired_p_value(self, other: ItemMetric, resamples: int = RESAMPLES, seed: int = 0) -> float:
+        other = self._check(other)
+        normalised = self.weights / self.weights.sum()
+        pooled = np.vstack([self.terms, other.terms]) * normalised
+        n_mine, n_runs = len(self.terms), len(self.terms) + len(other.terms)
+        sides = np.concatenate([np.full(n_mine, -1 / n_mine), np.full(n_runs - n_mine, 1 / (n_runs - n_mine))])
+        observed = float((sides @ pooled).sum())
+        rng = np.random.default_rng(seed)
+        null = []
+        for size in _batches(resamples):
+            assignment = rng.permuted(np.broadcast_to(sides, (size, n_runs)), axis=1)
+            null.append(np.einsum("bn,bn->b", _sign_flips(rng, size, pooled.shape[1]), assignment @ pooled))
+        return _two_sided_p(np.concatenate(null), observed)
+
+    def _check(self, other: ItemMetric) -> PropensityItems:
+        assert isinstance(other, PropensityItems)
+        if not np.allclose(self.weights, other.weights, rtol=1e-12, atol=0):
+            raise ScidocsEvalError("the two results have different propensity weights for the same impressions")
+        return other
+
+
+def holm(p_values: np.ndarray) -> np.ndarray:
+    """Holm–Bonferroni adjusted p-values (same order as `p_values`), capped at 1."""
+    p_values = np.asarray(p_values, dtype=np.float64)
+    m = len(p_values)
+    order = np.argsort(p_values, kind="stable")
+    adjusted = np.maximum.accumulate((m - np.arange(m)) * p_values[order])
+    out = np.empty(m)
+    out[order] = np.minimum(adjusted, 1.0)
+    return out
+
+
+def task_metrics(items: Mapping[str, Any], metrics: list[str]) -> dict[str, ItemMetric]:
+    """metric name -> its estimator, for the metrics of `metrics` that `items` covers."""
+    if not items:
+        return {}
+    return {metric: ItemMetric.from_items(items, metric) for metric in metrics}
+
+
+def confidence_intervals(items: Mapping[str, Any], metrics: list[str], resamples: int = RESAMPLES,
+                         seed: int = 0) -> dict[str, list[float]]:
+    """metric -> [low, high], the 95% bootstrap interval (×100, rounded to 2 decimals); {} without items."""
+    return {metric: [round(bound, 2) for bound in estimator.interval(resamples, seed)]
+            for metric, estimator in task_metrics(items, metrics).items()}
