@@ -287,29 +287,32 @@ class PropensityItems(ItemMetric):
     the reported metric is their mean, rounded to 2 decimals.
 
     Intervals resample at two levels, so that both sources of noise are in them: the impressions (with
-    replacement, one draw shared by both runs of a paired interval) and the seeds (with replacement, each run
-    its own draw). The randomization test pools the two runs' seeds, reassigns them at random to the two
+    replacement, one draw shared by both runs of a paired interval) and the seeds (with replacement; in a paired
+    interval one draw for both runs when they used the same seeds, else each run its own draw). The
+    randomization test pools the two runs' seeds, reassigns them at random to the two
     sides (as many as each run had) and swaps each impression's two seed-averaged terms with probability 1/2.
 
     Args:
         ids: (n,) impression ids ("line:query_id" of the split's CSV).
         weights: (n,) inverse propensity of each impression's clicked position.
         terms: (n_seeds, n) per seed and impression the metric's term (nDCG: 1 / log2(2 + rank − 1); P@1: 0/1).
+        seeds: (n_seeds,) the rankers' seeds (default 0, 1, ...).
     """
 
     unit = "impression"
 
-    def __init__(self, ids: list[str], weights: np.ndarray, terms: np.ndarray):
+    def __init__(self, ids: list[str], weights: np.ndarray, terms: np.ndarray, seeds: list[int] | None = None):
         super().__init__(ids)
         self.weights = np.asarray(weights, dtype=np.float64)
         self.terms = np.atleast_2d(np.asarray(terms, dtype=np.float64))
+        self.seeds = list(seeds) if seeds is not None else list(range(len(self.terms)))
 
     @classmethod
     def build(cls, items: Mapping[str, Any], metric: str) -> PropensityItems:
-        return cls(items["ids"], items["weight"], items[metric])
+        return cls(items["ids"], items["weight"], items[metric], items.get("seeds"))
 
     def reordered(self, order: np.ndarray) -> PropensityItems:
-        return PropensityItems([self.ids[i] for i in order], self.weights[order], self.terms[:, order])
+        return PropensityItems([self.ids[i] for i in order], self.weights[order], self.terms[:, order], self.seeds)
 
     def value(self) -> float:
         per_seed = [percent(float(self.weights @ terms / self.weights.sum())) for terms in self.terms]
@@ -320,11 +323,10 @@ class PropensityItems(ItemMetric):
         weighted = counts * self.weights
         return 100 * (weighted @ self.terms.T) / weighted.sum(1, keepdims=True)
 
-    def _seed_mean(self, rng: np.random.Generator, per_seed: np.ndarray) -> np.ndarray:
-        """(batch,) mean over a resample (with replacement) of the seeds of each row of `per_seed`."""
-        n_seeds = per_seed.shape[1]
-        seed_counts = rng.multinomial(n_seeds, np.full(n_seeds, 1 / n_seeds), size=len(per_seed))
-        return (per_seed * seed_counts).sum(1) / n_seeds
+    def _seed_counts(self, rng: np.random.Generator, size: int) -> np.ndarray:
+        """(size, n_seeds) how often each seed is drawn in each resample of the seeds (with replacement)."""
+        n_seeds = len(self.terms)
+        return rng.multinomial(n_seeds, np.full(n_seeds, 1 / n_seeds), size=size)
 
     def _resampled(self, rng: np.random.Generator, size: int) -> np.ndarray:
         n = len(self.weights)
@@ -332,7 +334,7 @@ class PropensityItems(ItemMetric):
 
     def interval(self, resamples: int = RESAMPLES, seed: int = 0) -> tuple[float, float]:
         rng = np.random.default_rng(seed)
-        samples = [self._seed_mean(rng, self._per_seed(self._resampled(rng, size)))
+        samples = [np.mean(self._per_seed(self._resampled(rng, size)) * self._seed_counts(rng, size), axis=1)
                    for size in _batches(resamples)]
         return _percentile_interval(np.concatenate(samples))
 
@@ -343,8 +345,10 @@ class PropensityItems(ItemMetric):
         samples = []
         for size in _batches(resamples):
             counts = self._resampled(rng, size)
-            samples.append(self._seed_mean(rng, other._per_seed(counts))
-                           - self._seed_mean(rng, self._per_seed(counts)))
+            mine = self._seed_counts(rng, size)
+            theirs = mine if other.seeds == self.seeds else other._seed_counts(rng, size)
+            samples.append(np.mean(other._per_seed(counts) * theirs, axis=1)
+                           - np.mean(self._per_seed(counts) * mine, axis=1))
         return _percentile_interval(np.concatenate(samples))
 
     def paired_p_value(self, other: ItemMetric, resamples: int = RESAMPLES, seed: int = 0) -> float:
