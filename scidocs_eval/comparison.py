@@ -2,7 +2,8 @@
 
 For every task and metric both results scored, on the items both share (queries, test papers, impressions;
 they must be the same items): the difference B − A of the printed metrics, its 95% paired-bootstrap interval,
-the p-value of a paired randomization test, the p-value after Holm's correction over all the metrics of the
+the p-value of a paired randomization test (recommendation: a two-level bootstrap test over impressions and
+seeds), the p-value after Holm's correction over all the metrics of the
 comparison, and a verdict. The statistics are `scidocs_eval.significance`'s; docs/significance.md says which
 test and resampling unit each metric uses.
 """
@@ -121,8 +122,8 @@ class Comparison:
             rows = {(r.task, r.metric): r for r in pair.rows}
             cells = [f"{rows[c].value_b:.2f}{marks.get(rows[c].verdict, '')}" if c in rows else "—" for c in columns]
             lines.append(f"| {pair.model} | " + " | ".join(cells) + " |")
-        lines += ["", f"▲ / ▼: significantly better / worse than {self.pairs[0].baseline} (paired randomization "
-                      f"test, Holm-corrected p < {self.alpha})."]
+        lines += ["", f"▲ / ▼: significantly better / worse than {self.pairs[0].baseline} (paired test, "
+                      f"Holm-corrected p < {self.alpha}; docs/significance.md)."]
         return "\n".join(lines)
 
 
@@ -232,8 +233,11 @@ def compare_pair(a: RunResult, label_a: str, b: RunResult, label_b: str, resampl
     raw = []
     with progress_bar(enabled=progress, total=len(pairs), desc="compare", unit="metric") as bar:
         for (task, metric), (mine, theirs) in pairs.items():
-            ci = mine.paired_interval(theirs, resamples, seed)
-            raw.append((task, metric, mine, ci, mine.paired_p_value(theirs, resamples, seed)))
+            try:
+                ci = mine.paired_interval(theirs, resamples, seed)
+                raw.append((task, metric, mine, ci, mine.paired_p_value(theirs, resamples, seed)))
+            except ScidocsEvalError as error:
+                raise ScidocsEvalError(f"cannot compare task {task} of {label_a} and {label_b}: {error}") from None
             bar.update(1)
     adjusted = holm(np.array([r[-1] for r in raw]))
     rows = []

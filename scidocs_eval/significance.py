@@ -12,7 +12,8 @@ Each task's `TaskResult.items` holds what its metrics average (see docs/signific
 
 `ItemMetric.from_items` builds the right estimator; it recomputes the printed metric (`value`), a bootstrap
 interval (`interval`), and against another run on the same items a paired-bootstrap interval of the difference
-(`paired_interval`) and a paired randomization test (`paired_p_value`). All values are ×100 like the metrics.
+(`paired_interval`) and a paired test (`paired_p_value`: randomization; recomm: two-level bootstrap).
+All values are ×100 like the metrics.
 """
 
 from __future__ import annotations
@@ -48,9 +49,15 @@ def _two_sided_p(null: np.ndarray, observed: float, exact: bool = False) -> floa
     return hits / len(null) if exact else (1 + hits) / (1 + len(null))
 
 
+def _coin_flips(rng: np.random.Generator, resamples: int, n: int) -> np.ndarray:
+    """(resamples, n) float64 of 0/1, each entry independent with probability 1/2 (8 per random byte)."""
+    random_bytes = rng.integers(0, 256, size=(resamples, (n + 7) // 8), dtype=np.uint8)
+    return np.unpackbits(random_bytes, axis=1, count=n).astype(np.float64)
+
+
 def _sign_flips(rng: np.random.Generator, resamples: int, n: int) -> np.ndarray:
     """(resamples, n) float64 of ±1, each entry independent with probability 1/2."""
-    return rng.integers(0, 2, size=(resamples, n), dtype=np.int8) * 2.0 - 1.0
+    return 2 * _coin_flips(rng, resamples, n) - 1
 
 
 def _batches(resamples: int) -> list[int]:
@@ -99,7 +106,7 @@ class ItemMetric(ABC):
 
     @abstractmethod
     def paired_p_value(self, other: ItemMetric, resamples: int = RESAMPLES, seed: int = 0) -> float:
-        """Two-sided p-value of a paired randomization test of other − self = 0."""
+        """Two-sided p-value of a paired test of other − self = 0 (see each class)."""
 
 
 class MeanItems(ItemMetric):
@@ -142,7 +149,9 @@ class MeanItems(ItemMetric):
             return float(stats.permutation_test((differences,), _mean, permutation_type="samples",
                                                 n_resamples=resamples, vectorized=True).pvalue)
         rng = np.random.default_rng(seed)
-        null = np.concatenate([_sign_flips(rng, size, n) @ differences for size in _batches(resamples)])
+        # Σ sᵢdᵢ with sᵢ = 2bᵢ − 1: one matrix product with the coin flips b
+        null = np.concatenate([2 * (_coin_flips(rng, size, n) @ differences) - differences.sum()
+                               for size in _batches(resamples)])
         return _two_sided_p(null, float(differences.sum()))
 
     def _differences(self, other: ItemMetric) -> np.ndarray:
@@ -170,6 +179,10 @@ class MacroF1Items(ItemMetric):
     Like scikit-learn's `f1_score(average="macro")`, the classes averaged are those present (in the gold
     labels or the predictions) in the sample at hand; F1 of a class = 2·TP / (n_gold + n_predicted).
 
+    Resampling works on patterns: papers with the same (gold, prediction[, other prediction]) are
+    interchangeable for F1, so resampling n papers with replacement is drawing the pattern counts from a
+    multinomial. Per-class counts are then one matrix product per batch.
+
     Args:
         ids: (n,) paper ids.
         gold: (n,) int class labels.
@@ -196,68 +209,80 @@ class MacroF1Items(ItemMetric):
         return macro_f1(self.gold, self.predicted)
 
     def interval(self, resamples: int = RESAMPLES, seed: int = 0) -> tuple[float, float]:
-        classes = np.unique(np.concatenate([self.gold, self.predicted]))
-        gold, predicted = np.searchsorted(classes, self.gold), np.searchsorted(classes, self.predicted)
-
-        def statistic(g: np.ndarray, p: np.ndarray, axis: int = -1) -> np.ndarray:
-            return 100 * batched_macro_f1(g, p, len(classes))
-
-        return _scipy_bootstrap((gold, predicted), statistic, resamples, seed)
-
-    def _coded(self, other: ItemMetric) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-        assert isinstance(other, MacroF1Items)
-        if not np.array_equal(self.gold, other.gold):
-            raise ScidocsEvalError("the two results have different gold labels for the same papers")
-        classes = np.unique(np.concatenate([self.gold, self.predicted, other.predicted]))
-        return (np.searchsorted(classes, self.gold), np.searchsorted(classes, self.predicted),
-                np.searchsorted(classes, other.predicted), len(classes))
+        patterns, counts, k = _patterns(self.gold, self.predicted)
+        gold, predicted = _class_indicators(patterns[:, 0], k), _class_indicators(patterns[:, 1], k)
+        rng = np.random.default_rng(seed)
+        samples = []
+        for size in _batches(resamples):
+            drawn = rng.multinomial(len(self.gold), counts / counts.sum(), size=size).astype(np.float64)
+            samples.append(100 * _macro_from_counts(drawn @ (gold * predicted), drawn @ gold, drawn @ predicted))
+        return _percentile_interval(np.concatenate(samples))
 
     def paired_interval(self, other: ItemMetric, resamples: int = RESAMPLES, seed: int = 0
                         ) -> tuple[float, float]:
-        gold, mine, theirs, k = self._coded(other)
-
-        def statistic(g: np.ndarray, a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
-            return 100 * (batched_macro_f1(g, b, k) - batched_macro_f1(g, a, k))
-
-        return _scipy_bootstrap((gold, mine, theirs), statistic, resamples, seed)
+        patterns, counts, k = _patterns(self.gold, self.predicted, self._check(other).predicted)
+        gold, mine, theirs = (_class_indicators(patterns[:, column], k) for column in range(3))
+        rng = np.random.default_rng(seed)
+        samples = []
+        for size in _batches(resamples):
+            drawn = rng.multinomial(len(self.gold), counts / counts.sum(), size=size).astype(np.float64)
+            n_gold = drawn @ gold
+            samples.append(100 * (_macro_from_counts(drawn @ (gold * theirs), n_gold, drawn @ theirs)
+                                  - _macro_from_counts(drawn @ (gold * mine), n_gold, drawn @ mine)))
+        return _percentile_interval(np.concatenate(samples))
 
     def paired_p_value(self, other: ItemMetric, resamples: int = RESAMPLES, seed: int = 0) -> float:
         """Approximate randomization test: each paper's two predictions are swapped with probability 1/2 and
-        the F1 difference recomputed; exact (every swap pattern, by scipy) when 2^n ≤ `resamples`.
-
-        Vectorised: per class, TP and predicted counts after a swap pattern s are linear in s, so a batch of
-        patterns is one matrix product with the per-paper changes.
-        """
-        gold, mine, theirs, k = self._coded(other)
-        n = len(gold)
+        the F1 difference recomputed; exact (every swap pattern, by scipy) when 2^n ≤ `resamples`."""
+        theirs_predicted = self._check(other).predicted
+        n = len(self.gold)
+        patterns, counts, k = _patterns(self.gold, self.predicted, theirs_predicted)
+        classes = np.unique(np.concatenate([self.gold, self.predicted, theirs_predicted]))
         if n < 63 and 2 ** n <= resamples:
             def statistic(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
-                return batched_macro_f1(np.broadcast_to(gold, a.shape), b, k) - \
-                    batched_macro_f1(np.broadcast_to(gold, a.shape), a, k)
-            return float(stats.permutation_test((mine, theirs), statistic, permutation_type="samples",
-                                                n_resamples=resamples, vectorized=True).pvalue)
-        eye = np.eye(k)
-        hit_a, hit_b = eye[mine] * eye[gold], eye[theirs] * eye[gold]
-        change_hits, change_predicted = hit_b - hit_a, eye[theirs] - eye[mine]
-        n_gold = eye[gold].sum(0)
-        base = np.concatenate([hit_a.sum(0), eye[mine].sum(0)])
-        change = np.concatenate([change_hits, change_predicted], axis=1)
+                gold = np.broadcast_to(np.searchsorted(classes, self.gold), a.shape)
+                return batched_macro_f1(gold, b, k) - batched_macro_f1(gold, a, k)
+            return float(stats.permutation_test(
+                (np.searchsorted(classes, self.predicted), np.searchsorted(classes, theirs_predicted)), statistic,
+                permutation_type="samples", n_resamples=resamples, vectorized=True).pvalue)
+        gold, mine, theirs = (_class_indicators(patterns[:, column], k) for column in range(3))
+        n_gold = counts @ gold
+        hits_a, predicted_a = counts @ (gold * mine), counts @ mine
+        hits_b, predicted_b = counts @ (gold * theirs), counts @ theirs
+        # swapping a paper moves A's counts by (B's indicators − A's) and B's the other way; only papers whose
+        # two predictions differ move anything
+        differs = self.predicted != theirs_predicted
+        gold_d, mine_d, theirs_d = (_class_indicators(np.searchsorted(classes, labels[differs]), k)
+                                    for labels in (self.gold, self.predicted, theirs_predicted))
+        change = np.hstack([gold_d * (theirs_d - mine_d), theirs_d - mine_d])
         rng = np.random.default_rng(seed)
         null = []
         for size in _batches(resamples):
-            swaps = rng.integers(0, 2, size=(size, n), dtype=np.int8).astype(np.float64)
-            # model A' takes B's prediction where swapped; B' takes A's: B' counts = A + B − A' counts
-            counts_a = base + swaps @ change
-            counts_b = 2 * base + change.sum(0) - counts_a
-            null.append(_f1_from_counts(counts_b, n_gold, k) - _f1_from_counts(counts_a, n_gold, k))
-        observed = float(batched_macro_f1(gold, theirs, k) - batched_macro_f1(gold, mine, k))
+            moved = _coin_flips(rng, size, len(change)) @ change
+            null.append(_macro_from_counts(hits_b - moved[:, :k], n_gold, predicted_b - moved[:, k:])
+                        - _macro_from_counts(hits_a + moved[:, :k], n_gold, predicted_a + moved[:, k:]))
+        observed = float(_macro_from_counts(hits_b, n_gold, predicted_b) - _macro_from_counts(hits_a, n_gold,
+                                                                                              predicted_a))
         return _two_sided_p(np.concatenate(null), observed)
 
+    def _check(self, other: ItemMetric) -> MacroF1Items:
+        assert isinstance(other, MacroF1Items)
+        if not np.array_equal(self.gold, other.gold):
+            raise ScidocsEvalError("the two results have different gold labels for the same papers")
+        return other
 
-def _f1_from_counts(counts: np.ndarray, n_gold: np.ndarray, k: int) -> np.ndarray:
-    """Macro F1 (fraction) of (batch, 2k) [TP per class, predicted per class] with gold counts (k,)."""
-    hits, predicted = counts[:, :k], counts[:, k:]
-    return _macro_from_counts(hits, np.broadcast_to(n_gold, hits.shape), predicted)
+
+def _patterns(*columns: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """(distinct rows of the label columns as class indices (m, n_columns), their counts (m,) float64, number
+    of classes k)."""
+    classes, coded = np.unique(np.concatenate(columns), return_inverse=True)
+    patterns, counts = np.unique(coded.reshape(len(columns), -1).T, axis=0, return_counts=True)
+    return patterns, counts.astype(np.float64), len(classes)
+
+
+def _class_indicators(labels: np.ndarray, k: int) -> np.ndarray:
+    """(m, k) one-hot float64 of class indices (m,)."""
+    return np.eye(k)[labels]
 
 
 def _macro_from_counts(hits: np.ndarray, n_gold: np.ndarray, predicted: np.ndarray) -> np.ndarray:
@@ -286,11 +311,14 @@ class PropensityItems(ItemMetric):
     Per seed s the metric is Σᵢ wᵢ·xₛᵢ / Σᵢ wᵢ (×100, rounded to 2 decimals, as the task prints each seed);
     the reported metric is their mean, rounded to 2 decimals.
 
-    Intervals resample at two levels, so that both sources of noise are in them: the impressions (with
-    replacement, one draw shared by both runs of a paired interval) and the seeds (with replacement; in a paired
-    interval one draw for both runs when they used the same seeds, else each run its own draw). The
-    randomization test pools the two runs' seeds, reassigns them at random to the two
-    sides (as many as each run had) and swaps each impression's two seed-averaged terms with probability 1/2.
+    Its noise has two sources, the impressions and the rankers' seeds, and intervals resample both: the
+    impressions with replacement (one draw shared by both runs of a paired interval) and the seeds with
+    replacement (one draw for both runs when they used the same seeds, else one each). Before the seeds are
+    resampled, each seed's deviation from the seed mean is scaled by √(S / (S − 1)), so that the resampled
+    seed variance is unbiased (a plain bootstrap of S values has (S − 1)/S of it). The paired p-value is the
+    two-level bootstrap test of the same draws: the share of resampled differences at least as far from the
+    observed difference as the observed difference is from 0 (see docs/significance.md for why not a
+    randomization test here).
 
     Args:
         ids: (n,) impression ids ("line:query_id" of the split's CSV).
@@ -306,6 +334,10 @@ class PropensityItems(ItemMetric):
         self.weights = np.asarray(weights, dtype=np.float64)
         self.terms = np.atleast_2d(np.asarray(terms, dtype=np.float64))
         self.seeds = list(seeds) if seeds is not None else list(range(len(self.terms)))
+        n_seeds = len(self.terms)
+        seed_mean = self.terms.mean(0)
+        scale = np.sqrt(n_seeds / (n_seeds - 1)) if n_seeds > 1 else 1.0
+        self._resampling_terms = seed_mean + scale * (self.terms - seed_mean)
 
     @classmethod
     def build(cls, items: Mapping[str, Any], metric: str) -> PropensityItems:
@@ -318,10 +350,11 @@ class PropensityItems(ItemMetric):
         per_seed = [percent(float(self.weights @ terms / self.weights.sum())) for terms in self.terms]
         return float(np.round(np.mean(per_seed), 2))
 
-    def _per_seed(self, counts: np.ndarray) -> np.ndarray:
-        """(batch, n_seeds) weighted metric ×100 of each seed on each resample (`counts`: (batch, n))."""
+    def _resampled_metric(self, counts: np.ndarray, seed_counts: np.ndarray) -> np.ndarray:
+        """(batch,) metric ×100 on each resample: impression counts (batch, n), seed counts (batch, n_seeds)."""
         weighted = counts * self.weights
-        return 100 * (weighted @ self.terms.T) / weighted.sum(1, keepdims=True)
+        per_seed = (weighted @ self._resampling_terms.T) / weighted.sum(1, keepdims=True)
+        return 100 * np.mean(per_seed * seed_counts, axis=1)
 
     def _seed_counts(self, rng: np.random.Generator, size: int) -> np.ndarray:
         """(size, n_seeds) how often each seed is drawn in each resample of the seeds (with replacement)."""
@@ -329,47 +362,40 @@ class PropensityItems(ItemMetric):
         return rng.multinomial(n_seeds, np.full(n_seeds, 1 / n_seeds), size=size)
 
     def _resampled(self, rng: np.random.Generator, size: int) -> np.ndarray:
+        """(size, n) float64: how often each impression is drawn in each of `size` resamples of n."""
         n = len(self.weights)
-        return rng.multinomial(n, np.full(n, 1 / n), size=size).astype(np.float64)
+        drawn = rng.integers(0, n, size=(size, n)) + (np.arange(size) * n)[:, None]
+        return np.bincount(drawn.ravel(), minlength=size * n).reshape(size, n).astype(np.float64)
 
     def interval(self, resamples: int = RESAMPLES, seed: int = 0) -> tuple[float, float]:
         rng = np.random.default_rng(seed)
-        samples = [np.mean(self._per_seed(self._resampled(rng, size)) * self._seed_counts(rng, size), axis=1)
+        samples = [self._resampled_metric(self._resampled(rng, size), self._seed_counts(rng, size))
                    for size in _batches(resamples)]
         return _percentile_interval(np.concatenate(samples))
 
-    def paired_interval(self, other: ItemMetric, resamples: int = RESAMPLES, seed: int = 0
-                        ) -> tuple[float, float]:
-        other = self._check(other)
+    def _paired_differences(self, other: ItemMetric, resamples: int, seed: int) -> np.ndarray:
+        """(resamples,) other − self (×100) on two-level paired resamples."""
+        assert isinstance(other, PropensityItems)
+        if not np.allclose(self.weights, other.weights, rtol=1e-12, atol=0):
+            raise ScidocsEvalError("the two results have different propensity weights for the same impressions")
         rng = np.random.default_rng(seed)
         samples = []
         for size in _batches(resamples):
             counts = self._resampled(rng, size)
             mine = self._seed_counts(rng, size)
             theirs = mine if other.seeds == self.seeds else other._seed_counts(rng, size)
-            samples.append(np.mean(other._per_seed(counts) * theirs, axis=1)
-                           - np.mean(self._per_seed(counts) * mine, axis=1))
-        return _percentile_interval(np.concatenate(samples))
+            samples.append(other._resampled_metric(counts, theirs) - self._resampled_metric(counts, mine))
+        return np.concatenate(samples)
+
+    def paired_interval(self, other: ItemMetric, resamples: int = RESAMPLES, seed: int = 0
+                        ) -> tuple[float, float]:
+        return _percentile_interval(self._paired_differences(other, resamples, seed))
 
     def paired_p_value(self, other: ItemMetric, resamples: int = RESAMPLES, seed: int = 0) -> float:
-        other = self._check(other)
-        normalised = self.weights / self.weights.sum()
-        pooled = np.vstack([self.terms, other.terms]) * normalised
-        n_mine, n_runs = len(self.terms), len(self.terms) + len(other.terms)
-        sides = np.concatenate([np.full(n_mine, -1 / n_mine), np.full(n_runs - n_mine, 1 / (n_runs - n_mine))])
-        observed = float((sides @ pooled).sum())
-        rng = np.random.default_rng(seed)
-        null = []
-        for size in _batches(resamples):
-            assignment = rng.permuted(np.broadcast_to(sides, (size, n_runs)), axis=1)
-            null.append(np.einsum("bn,bn->b", _sign_flips(rng, size, pooled.shape[1]), assignment @ pooled))
-        return _two_sided_p(np.concatenate(null), observed)
-
-    def _check(self, other: ItemMetric) -> PropensityItems:
         assert isinstance(other, PropensityItems)
-        if not np.allclose(self.weights, other.weights, rtol=1e-12, atol=0):
-            raise ScidocsEvalError("the two results have different propensity weights for the same impressions")
-        return other
+        differences = self._paired_differences(other, resamples, seed)
+        observed = 100 * float((other.terms.mean(0) - self.terms.mean(0)) @ self.weights / self.weights.sum())
+        return _two_sided_p(differences - observed, observed)
 
 
 def holm(p_values: np.ndarray) -> np.ndarray:
