@@ -234,8 +234,7 @@ def compare_pair(a: RunResult, label_a: str, b: RunResult, label_b: str, resampl
     with progress_bar(enabled=progress, total=len(pairs), desc="compare", unit="metric") as bar:
         for (task, metric), (mine, theirs) in pairs.items():
             try:
-                ci = mine.paired_interval(theirs, resamples, seed)
-                raw.append((task, metric, mine, ci, mine.paired_p_value(theirs, resamples, seed)))
+                raw.append((task, metric, mine, *mine.paired_test(theirs, resamples, seed)))
             except ScidocsEvalError as error:
                 raise ScidocsEvalError(f"cannot compare task {task} of {label_a} and {label_b}: {error}") from None
             bar.update(1)

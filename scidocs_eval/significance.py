@@ -108,6 +108,11 @@ class ItemMetric(ABC):
     def paired_p_value(self, other: ItemMetric, resamples: int = RESAMPLES, seed: int = 0) -> float:
         """Two-sided p-value of a paired test of other − self = 0 (see each class)."""
 
+    def paired_test(self, other: ItemMetric, resamples: int = RESAMPLES, seed: int = 0
+                    ) -> tuple[tuple[float, float], float]:
+        """(`paired_interval`, `paired_p_value`) of other against self."""
+        return self.paired_interval(other, resamples, seed), self.paired_p_value(other, resamples, seed)
+
 
 class MeanItems(ItemMetric):
     """A metric that is the mean of per-item values (ranking MAP and nDCG per query).
@@ -392,10 +397,15 @@ class PropensityItems(ItemMetric):
         return _percentile_interval(self._paired_differences(other, resamples, seed))
 
     def paired_p_value(self, other: ItemMetric, resamples: int = RESAMPLES, seed: int = 0) -> float:
+        return self.paired_test(other, resamples, seed)[1]
+
+    def paired_test(self, other: ItemMetric, resamples: int = RESAMPLES, seed: int = 0
+                    ) -> tuple[tuple[float, float], float]:
+        """Interval and p-value from one set of two-level resamples."""
         assert isinstance(other, PropensityItems)
         differences = self._paired_differences(other, resamples, seed)
         observed = 100 * float((other.terms.mean(0) - self.terms.mean(0)) @ self.weights / self.weights.sum())
-        return _two_sided_p(differences - observed, observed)
+        return _percentile_interval(differences), _two_sided_p(differences - observed, observed)
 
 
 def holm(p_values: np.ndarray) -> np.ndarray:

@@ -21,7 +21,7 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "compare", help="paired significance tests: is B better than A, per task and metric?",
         description="Compare results files (from `run --output` or `baseline`) scored on the same suite files and "
-                    "split: per task and metric, B - A, its 95%% paired-bootstrap interval, a paired test's p-value "
+                    "split: per task and metric, B - A, its 95% paired-bootstrap interval, a paired test's p-value "
                     "(randomization; recomm: bootstrap), Holm-corrected over the metrics, and a verdict. With more "
                     "than two files, each is compared with the first. See docs/significance.md.")
     parser.add_argument("results", nargs="+", metavar="RESULTS.json",
