@@ -193,6 +193,9 @@ def aligned_metrics(task: str, a: RunResult, label_a: str, b: RunResult, label_b
                                f"per-{unit_b}")
     ids_a, ids_b = a.tasks[task].items["ids"], b.tasks[task].items["ids"]
     order = _alignment(task, UNIT_NAMES.get(unit_a, unit_a), ids_a, label_a, ids_b, label_b)
+    if len(order) < 2:
+        raise ScidocsEvalError(f"cannot compare task {task}: {len(order)} {UNIT_NAMES.get(unit_a, unit_a)} "
+                               "shared; a paired test needs at least 2")
     return {m: (mine[m], theirs[m].reordered(order)) for m in metrics}
 
 

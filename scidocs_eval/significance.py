@@ -428,6 +428,7 @@ def task_metrics(items: Mapping[str, Any], metrics: list[str]) -> dict[str, Item
 
 def confidence_intervals(items: Mapping[str, Any], metrics: list[str], resamples: int = RESAMPLES,
                          seed: int = 0) -> dict[str, list[float]]:
-    """metric -> [low, high], the 95% bootstrap interval (×100, rounded to 2 decimals); {} without items."""
+    """metric -> [low, high], the 95% bootstrap interval (×100, rounded to 2 decimals); {} without items, and no
+    interval for a metric over fewer than 2 items (a resample of one item is that item)."""
     return {metric: [round(bound, 2) for bound in estimator.interval(resamples, seed)]
-            for metric, estimator in task_metrics(items, metrics).items()}
+            for metric, estimator in task_metrics(items, metrics).items() if len(estimator.ids) >= 2}

@@ -20,7 +20,15 @@ from scidocs_eval.cli import main
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluate import evaluate
 from scidocs_eval.results import RunResult
-from scidocs_eval.significance import MacroF1Items, MeanItems, PropensityItems, batched_macro_f1, holm, task_metrics
+from scidocs_eval.significance import (
+    MacroF1Items,
+    MeanItems,
+    PropensityItems,
+    batched_macro_f1,
+    confidence_intervals,
+    holm,
+    task_metrics,
+)
 from scidocs_eval.suite import Suite
 from scidocs_eval.tuning import RANKING_TASKS
 
@@ -226,6 +234,16 @@ def test_items_that_do_not_match_are_refused_with_the_shared_count(random_run: R
         m: MeanItems(items["ids"], items[m]).value() for m in cite.metrics})})
     with pytest.raises(ScidocsEvalError, match=r"the queries differ \(random: 25, random: 24, 24 shared"):
         compare(random_run, fewer, progress=False)
+
+
+def test_a_single_shared_item_is_refused_and_gets_no_interval(random_run: RunResult) -> None:
+    cite = random_run.tasks["cite"]
+    items = {key: (value[:1] if isinstance(value, list) else value) for key, value in cite.items.items()}
+    one = replace(random_run, tasks={"cite": replace(cite, items=items, metrics={
+        m: MeanItems(items["ids"], items[m]).value() for m in cite.metrics})})
+    with pytest.raises(ScidocsEvalError, match="cannot compare task cite: 1 queries shared; a paired test needs"):
+        compare(one, one, progress=False)
+    assert confidence_intervals(items, list(cite.metrics)) == {}
 
 
 def test_edited_metric_is_refused(random_run: RunResult) -> None:
