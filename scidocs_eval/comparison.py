@@ -21,6 +21,7 @@ import orjson
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.progress import progress_bar
 from scidocs_eval.results import RunResult
+from scidocs_eval.safe_output import write_bytes_atomically
 from scidocs_eval.significance import CONFIDENCE, RESAMPLES, ItemMetric, holm, task_metrics
 
 ALPHA = 0.05
@@ -294,5 +295,5 @@ def write_json(comparison: Comparison, path: str | os.PathLike[str]) -> Path:
             raise ScidocsEvalError(f"{path} exists and was not written by scidocs-eval compare; not overwriting "
                                    "it (give another path, or move it away)")
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(orjson.dumps(comparison.to_dict(), option=orjson.OPT_INDENT_2))
+    write_bytes_atomically(path, orjson.dumps(comparison.to_dict(), option=orjson.OPT_INDENT_2), "--json")
     return path

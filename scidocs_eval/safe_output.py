@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
@@ -69,6 +69,16 @@ def refuse_existing(path: str | os.PathLike[str], option: str, how: str) -> None
     if path.is_file() and path.stat().st_size:
         raise ScidocsEvalError(f"{option} {path} already exists ({path.stat().st_size} bytes) and would be "
                                f"replaced; {how}")
+
+
+def refuse_replacing_foreign(path: str | os.PathLike[str], option: str, ours: Callable[[Path], bool],
+                             what: str) -> Path:
+    """`path` (checked as `check_output_file` does) if it is new, empty, or `ours(path)` says the tool wrote it (it
+    is `what`); else a one-line error: a file of another kind is never replaced."""
+    path = check_output_file(path, option)
+    if path.is_file() and path.stat().st_size and not ours(path):
+        raise ScidocsEvalError(f"{option} {path} exists and is not {what}; it is not replaced: give another path")
+    return path
 
 
 def _owned_files(folder: Path, command: str) -> set[str]:

@@ -63,6 +63,15 @@ def test_run_output_never_replaces_a_file_that_is_not_a_results_file(
     assert error_line(capsys) == f"--output {thesis} exists and is not a scidocs-eval results file; it is not " \
                                  "replaced: give another path"
     assert thesis.read_text() == "precious"
+    assert main(["run", "--embeddings", str(embeddings), "--data", str(root), "--tasks", "cite", "-o",
+                 str(tmp_path / "r.json"), "--quiet"]) == 0
+    assert main(["table", str(tmp_path / "r.json"), "-o", str(thesis)]) == 2
+    assert error_line(capsys) == f"--output {thesis} exists and is not a table written by scidocs-eval table; it " \
+                                 "is not replaced: give another path"
+    assert thesis.read_text() == "precious"
+    assert main(["table", str(tmp_path / "r.json"), "-o", str(tmp_path / "t.md")]) == 0
+    assert main(["table", str(tmp_path / "r.json"), "-o", str(tmp_path / "t.md"), "--no-paper"]) == 0   # its own
+    assert (tmp_path / "t.md").read_text().startswith("| Model |")
 
 
 def test_baseline_out_dir_under_a_file(demo_suite, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

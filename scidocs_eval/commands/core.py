@@ -14,10 +14,11 @@ from scidocs_eval.errors import InputError, ScidocsEvalError
 from scidocs_eval.evaluate import evaluate
 from scidocs_eval.leaderboard import render_table1
 from scidocs_eval.results import RunResult
-from scidocs_eval.safe_output import check_output_file, write_bytes_atomically
+from scidocs_eval.safe_output import check_output_file, refuse_replacing_foreign, write_bytes_atomically
 from scidocs_eval.task import TASKS, task_names
 
 DEFAULT_RESULTS_DIR = "scidocs-results"
+TABLE_HEADER = b"| Model |"
 
 
 def _add_evaluation_options(parser: argparse.ArgumentParser) -> None:
@@ -54,15 +55,17 @@ def _print_result(result: RunResult, output: Path | None, ci: bool = False) -> N
         print(f"results written to {output}")
 
 
-def _refuse_replacing_other_files(output: Path) -> None:
-    """--output may replace an earlier results file, never a file of another kind."""
-    check_output_file(output, "--output")
-    if output.is_file() and output.stat().st_size:
-        try:
-            RunResult.load(output)
-        except InputError:
-            raise ScidocsEvalError(f"--output {output} exists and is not a scidocs-eval results file; it is not "
-                                   "replaced: give another path") from None
+def _is_results_file(path: Path) -> bool:
+    try:
+        RunResult.load(path)
+    except InputError:
+        return False
+    return True
+
+
+def _is_table(path: Path) -> bool:
+    with open(path, "rb") as handle:
+        return handle.read(len(TABLE_HEADER)) == TABLE_HEADER
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -79,7 +82,7 @@ def _run(args: argparse.Namespace) -> int:
             raise ScidocsEvalError("no embeddings: give --embeddings FILE (or --cls/--user-citation/--recomm)")
     output = Path(args.output) if args.output else None
     if output is not None:
-        _refuse_replacing_other_files(output)
+        refuse_replacing_foreign(output, "--output", _is_results_file, "a scidocs-eval results file")
     result = evaluate(embeddings, args.data, tasks=_tasks(args.tasks), split=args.split, missing=args.missing,
                       task_params=_task_params(args.task_param), model=args.name, output=output,
                       cache=not args.no_cache, dtype=args.dtype, progress=not args.quiet)
@@ -98,6 +101,7 @@ def _table(args: argparse.Namespace) -> int:
     results = [RunResult.load(p) for p in paths]
     markdown = render_table1(results, include_paper=not args.no_paper, ci=args.ci)
     if args.output:
+        refuse_replacing_foreign(args.output, "--output", _is_table, "a table written by scidocs-eval table")
         write_bytes_atomically(args.output, markdown.encode("utf-8"), "--output")
         print(f"table written to {args.output}")
     else:
