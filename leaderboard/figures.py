@@ -160,10 +160,15 @@ class ProjectionClusters:
         """(n, dim) embeddings -> (n, 2) float64 t-SNE coordinates."""
         from sklearn.manifold import TSNE
 
+        from threadpoolctl import threadpool_limits
+
         perplexity = min(self.perplexity, max(1.0, (len(vectors) - 1) / 3))
         tsne = TSNE(n_components=2, perplexity=perplexity, metric=self.metric, init="pca", learning_rate="auto",
                     random_state=self.seed)
-        return tsne.fit_transform(np.asarray(vectors, dtype=np.float64)).astype(np.float64)
+        # One OpenMP thread: the same numbers on any machine, and no spin-waiting threads on a loaded one
+        # (300 papers took 40 s with the default threads on a busy 2-core machine, 4 s with one).
+        with threadpool_limits(1):
+            return tsne.fit_transform(np.asarray(vectors, dtype=np.float64)).astype(np.float64)
 
     def eps(self, coords: np.ndarray) -> float:
         """eps_scale × the median distance to the min_samples-th nearest neighbour (itself counted, as DBSCAN
@@ -185,6 +190,16 @@ class ProjectionClusters:
         return PanelScores(round(float(homogeneity), 4), round(float(completeness), 4),
                            int(len(set(clusters.tolist()) - {-1})), round(float((clusters == -1).mean()), 4),
                            round(eps, 4))
+
+
+def warn_small_classes(labels: np.ndarray, min_samples: int) -> None:
+    """Loud warning when DBSCAN's min_samples exceeds the median class size of the sample: most classes then
+    cannot form a cluster of their own, and homogeneity falls toward 0 whatever the embeddings."""
+    median = float(np.median(np.unique(labels, return_counts=True)[1]))
+    if median < min_samples:
+        log.warning("figure 2: DBSCAN min_samples=%d is above the median class size of the sample (%g papers): "
+                    "classes cannot form clusters of their own and the scores say little; draw more papers "
+                    "(--sample) or lower --min-samples", min_samples, median)
 
 
 @dataclass
@@ -242,6 +257,7 @@ def figure2(embeddings: Sequence[str | os.PathLike[str]], suite: Suite, task: st
     keep = usable_rows(drawn, stores)
     ids = [paper_id for paper_id, kept in zip(drawn.ids, keep) if kept]
     labels = drawn.labels[keep]
+    warn_small_classes(labels, clusters.min_samples)
     panels = []
     with progress_bar(total=len(stores), unit="panel", desc=f"t-SNE of {len(ids)} papers",
                       enabled=progress) as bar:

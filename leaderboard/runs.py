@@ -1,7 +1,8 @@
 """Results files as the charts and the report page read them: the RunResult plus its confidence intervals.
 
-A task entry of a results file may carry `"ci": {metric: [low, high]}` (same units as `metrics`); older files
-have none, and everything here works without them.
+A task entry of a results file may carry `"ci": {metric: [low, high]}` (same units as `metrics`, as `scidocs-eval
+compare` and `run --ci` write them); older files have none, and everything here works without them. Task fields
+this version does not know (such as compare's per-item `items`) are not needed for pictures and are set aside.
 """
 
 from __future__ import annotations
@@ -67,8 +68,8 @@ def load_run(path: str | os.PathLike[str], label: str | None = None) -> LoadedRu
         raise InputError(path, "results file not found") from None
     except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError) as error:
         raise InputError(path, f"not a scidocs-eval results file ({error})") from None
-    if "ci" not in {f.name for f in fields(TaskResult)}:
-        data["tasks"] = {task: {k: v for k, v in entry.items() if k != "ci"} for task, entry in tasks.items()}
+    known = {f.name for f in fields(TaskResult)}
+    data["tasks"] = {task: {k: v for k, v in entry.items() if k in known} for task, entry in tasks.items()}
     try:
         result = RunResult.from_dict(data)
     except (KeyError, TypeError) as error:
