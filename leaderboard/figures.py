@@ -159,7 +159,6 @@ class ProjectionClusters:
     def project(self, vectors: np.ndarray) -> np.ndarray:
         """(n, dim) embeddings -> (n, 2) float64 t-SNE coordinates."""
         from sklearn.manifold import TSNE
-
         from threadpoolctl import threadpool_limits
 
         perplexity = min(self.perplexity, max(1.0, (len(vectors) - 1) / 3))

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
+import orjson
 import pytest
 from sklearn.decomposition import TruncatedSVD
 from sklearn.feature_extraction.text import TfidfVectorizer
@@ -79,3 +81,23 @@ def baseline_runs(figure_suite: Suite, word_vectors: Path, tmp_path_factory: pyt
     run_baseline("sif", figure_suite, out_dir=out, params={"vectors": str(word_vectors)},
                  tasks=["mag", "mesh", "cite"], progress=False)
     return out
+
+
+@pytest.fixture(scope="session")
+def add_intervals() -> Callable[..., Path]:
+    """`add_intervals(source, dest, model=None)`: a copy of a results file with intervals as branch `compare`
+    writes them (`ci` {metric: [low, high]} and per-item `items` in each task), optionally another model name;
+    each interval is [value - 2.5, min(100, value + 1.5)]."""
+
+    def copy(source: Path, dest: Path, model: str | None = None) -> Path:
+        data = orjson.loads(source.read_bytes())
+        for entry in data["tasks"].values():
+            entry["ci"] = {metric: [value - 2.5, min(100.0, value + 1.5)]
+                           for metric, value in entry["metrics"].items()}
+            entry["items"] = {"ids": ["a"], "values": [1.0]}
+        if model:
+            data["model"] = model
+        dest.write_bytes(orjson.dumps(data))
+        return dest
+
+    return copy

@@ -5,6 +5,7 @@ browser: tests/test_report_browser.py."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -13,8 +14,14 @@ import pytest
 
 from scidocs_eval.cli import main
 from scidocs_eval.errors import ScidocsEvalError
-from scidocs_eval.leaderboard.figures import (ProjectionClusters, draw_results, draw_training, figure2,
-                                              read_history, sample_papers)
+from scidocs_eval.leaderboard.figures import (
+    ProjectionClusters,
+    draw_results,
+    draw_training,
+    figure2,
+    read_history,
+    sample_papers,
+)
 from scidocs_eval.leaderboard.report import MARKER, build_rows, render_page, write_report
 from scidocs_eval.leaderboard.runs import load_run, load_runs
 from scidocs_eval.specter_training import HISTORY_FILE
@@ -109,30 +116,19 @@ def test_bad_image_name_and_missing_figure2_options_are_one_line_errors(
     assert "must end in .png, .svg, .pdf" in capsys.readouterr().err
 
 
-def with_intervals(source: Path, dest: Path, model: str | None = None) -> Path:
-    """A copy of a results file with compare-style intervals (`ci` and `items` per task) and another model name."""
-    data = orjson.loads(source.read_bytes())
-    for entry in data["tasks"].values():
-        entry["ci"] = {metric: [value - 2.5, min(100.0, value + 1.5)] for metric, value in entry["metrics"].items()}
-        entry["items"] = {"ids": ["a"], "values": [1.0]}
-    if model:
-        data["model"] = model
-    dest.write_bytes(orjson.dumps(data))
-    return dest
-
-
-def test_results_chart_draws_whiskers_only_when_results_carry_intervals(baseline_runs: Path, tmp_path: Path) -> None:
+def test_results_chart_draws_whiskers_only_when_results_carry_intervals(
+        baseline_runs: Path, tmp_path: Path, add_intervals: Callable[..., Path]) -> None:
     plain = load_runs([baseline_runs / "random.results.json", baseline_runs / "sif.results.json"])
     ax = draw_results(plain).axes[0]
     assert [c.get_label() for c in ax.containers] == ["random", "sif"]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["MAG F1", "MeSH F1", "Cite MAP", "Cite nDCG"]
     heights = [bar.get_height() for bar in ax.containers[1]]
     sif_row = plain[1].result.table1_row()
-    assert heights == [sif_row[c] for c in ("mag", "mesh", "cite_map", "cite_ndcg")]
+    assert heights == [sif_row[c] for c in ("mag_f1", "mesh_f1", "cite_map", "cite_ndcg")]
     assert not ax.lines and "whiskers" not in ax.get_title()
 
-    runs = [plain[0], load_run(with_intervals(baseline_runs / "sif.results.json", tmp_path / "ci.json"))]
-    assert runs[1].ci["mag"]["f1"] == (sif_row["mag"] - 2.5, min(100.0, sif_row["mag"] + 1.5))
+    runs = [plain[0], load_run(add_intervals(baseline_runs / "sif.results.json", tmp_path / "ci.json"))]
+    assert runs[1].ci["mag"]["f1"] == (sif_row["mag_f1"] - 2.5, min(100.0, sif_row["mag_f1"] + 1.5))
     ax = draw_results(runs).axes[0]
     whiskers = [line for line in ax.collections if line.get_segments()]
     assert len(whiskers) == 1 and len(whiskers[0].get_segments()) == 4
@@ -182,11 +178,11 @@ def test_report_page_escapes_results_strings_and_says_which_columns_are_missing(
     assert '<script>alert("x")' not in page and "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;sif" in page
     assert page.count("<script>") == 1  # the page's own script only
     assert "Not in any of our results files, so left out: Co-View MAP" in page
-    assert 'data-column="mag"' in page and 'data-column="coview_map"' not in page
+    assert 'data-column="mag_f1"' in page and 'data-column="coview_map"' not in page
     assert "no Co-View MAP" in page and "so no Avg" in page
     rows = build_rows(runs, include_paper=True)
     assert len(rows) == 2 + 12 and [r.ours for r in rows[:3]] == [True, True, False]
-    assert rows[1].cells["mag"].best and not rows[0].cells["mag"].best
+    assert rows[1].cells["mag_f1"].best and not rows[0].cells["mag_f1"].best
 
 
 def test_report_refuses_a_folder_it_did_not_write_and_replaces_its_own(

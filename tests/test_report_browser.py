@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +16,6 @@ import pytest
 
 from scidocs_eval.cli import main
 from scidocs_eval.leaderboard.table1 import paper_rows
-from test_figures import with_intervals
 
 REPO = Path(__file__).resolve().parents[1]
 SCREENSHOT = REPO / "build" / "screenshots" / "report.png"
@@ -43,10 +42,10 @@ def browser() -> Iterator[Any]:
 
 
 @pytest.fixture(scope="module")
-def site(baseline_runs: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def site(baseline_runs: Path, add_intervals: Callable[..., Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
     """`report` over random and sif on the demo suite, a copy of sif with an injected model name and intervals,
     and a Figure 2 image."""
-    evil = with_intervals(baseline_runs / "sif.results.json", tmp_path_factory.mktemp("evil") / "evil.json",
+    evil = add_intervals(baseline_runs / "sif.results.json", tmp_path_factory.mktemp("evil") / "evil.json",
                           model=INJECTED)
     chart = tmp_path_factory.mktemp("chart") / "chart.png"
     results = [str(baseline_runs / "random.results.json"), str(baseline_runs / "sif.results.json"), str(evil)]
@@ -98,13 +97,13 @@ def test_page_loads_offline_with_every_row_and_image(page: Any, site: Path) -> N
 
 
 def test_clicking_a_header_sorts_by_that_column(page: Any) -> None:
-    header = page.locator('#leaderboard th[data-column="mag"] button')
+    header = page.locator('#leaderboard th[data-column="mag_f1"] button')
     header.click()
-    values = column_values(page, "mag")
-    assert values == sorted(values, reverse=True) and page.locator('th[data-column="mag"]').get_attribute(
+    values = column_values(page, "mag_f1")
+    assert values == sorted(values, reverse=True) and page.locator('th[data-column="mag_f1"]').get_attribute(
         "aria-sort") == "descending"
     header.click()
-    assert column_values(page, "mag") == sorted(values)
+    assert column_values(page, "mag_f1") == sorted(values)
     page.locator('#leaderboard th[data-type="text"] button').click()
     labels = our_labels(page)
     assert labels == sorted(labels, key=str.lower)
