@@ -1,8 +1,9 @@
 """Results files as the charts and the report page read them: the RunResult plus its confidence intervals.
 
-A task entry of a results file may carry `"ci": {metric: [low, high]}` (same units as `metrics`, as `scidocs-eval
-compare` and `run --ci` write them); older files have none, and everything here works without them. Task fields
-this version does not know (such as compare's per-item `items`) are not needed for pictures and are set aside.
+A task entry of a results file may carry `"ci": {metric: [low, high]}` (same units as `metrics`: the 95%
+bootstrap intervals evaluation stores once the `compare` work is in); older files have none, and everything here
+works without them. Task fields this version does not know (such as compare's per-item `items`) are not needed
+for pictures and are set aside.
 """
 
 from __future__ import annotations
