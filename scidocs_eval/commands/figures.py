@@ -101,13 +101,11 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
 
     results = kinds.add_parser("results", help="grouped bars per task for several results files")
     results.add_argument("results", nargs="+", help="results files (*.results.json)")
-    results.add_argument("--out", "-o", required=True, help="image to write: .png, .svg or .pdf")
-    results.set_defaults(func=_results_chart)
-
     training = kinds.add_parser("training", help="training and validation loss of a `train specter` run")
     training.add_argument("run_dir", help="the --out folder of `scidocs-eval train specter`")
-    training.add_argument("--out", "-o", required=True, help="image to write: .png, .svg or .pdf")
-    training.set_defaults(func=_training)
+    for parser, func in ((results, _results_chart), (training, _training)):
+        parser.add_argument("--out", "-o", required=True, help="image to write: .png, .svg or .pdf")
+        parser.set_defaults(func=func)
 
     report = subparsers.add_parser(
         "report", help="write a static HTML leaderboard (SITE/index.html) from results files",
