@@ -139,8 +139,9 @@ class ProjectionClusters:
         metric: distance between embeddings for t-SNE ("euclidean" as scikit-learn's default, or "cosine").
         eps_scale: DBSCAN's eps as a multiple of the median distance from a projected point to its
             `min_samples`-th nearest neighbour. t-SNE's output scale depends on the sample size and the run, so an
-            absolute eps would not carry from one projection to another; this one does (docs/figures.md shows the
-            scores are stable for eps_scale in 1.5..3 and min_samples in 10..20).
+            absolute eps would not carry from one projection to another; this one does (docs/figures.md: on Cora
+            the ranking of embeddings holds for eps_scale up to 1 and min_samples 5..20; from 1.5 up, t-SNE's
+            touching groups merge into one cluster).
         min_samples: DBSCAN's min_samples (a core point has this many neighbours within eps, itself included).
         seed: seeds t-SNE (the same seed gives the same projection and the same scores).
 
@@ -148,8 +149,8 @@ class ProjectionClusters:
     `PanelScores.noise_fraction` says how many there were.
     """
 
-    def __init__(self, perplexity: float = 30.0, metric: str = "euclidean", eps_scale: float = 2.0,
-                 min_samples: int = 15, seed: int = 0):
+    def __init__(self, perplexity: float = 30.0, metric: str = "euclidean", eps_scale: float = 1.0,
+                 min_samples: int = 10, seed: int = 0):
         self.perplexity = perplexity
         self.metric = metric
         self.eps_scale = eps_scale

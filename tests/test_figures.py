@@ -47,7 +47,7 @@ def test_figure2_sif_is_clearly_more_homogeneous_than_random_and_repeats_with_it
     assert sif_panel["homogeneity"] > random_panel["homogeneity"] + 0.3
     assert random_panel["homogeneity"] < 0.2
     assert f"sif: homogeneity {sif_panel['homogeneity']:.2f}, completeness {sif_panel['completeness']:.2f}" in printed
-    assert numbers["settings"]["dbscan"] == {"eps_scale": 2.0, "min_samples": 15}
+    assert numbers["settings"]["dbscan"] == {"eps_scale": 1.0, "min_samples": 10}
     assert (tmp_path / "fig.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # the same seed gives the same numbers; SVG by the file name
     assert main([*args, "--out", str(tmp_path / "fig.svg"), "--json", str(tmp_path / "b.json")]) == 0
@@ -213,4 +213,4 @@ def test_min_samples_above_the_class_sizes_is_a_loud_warning(
         figure_suite: Suite, baseline_runs: Path, caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING, logger="scidocs_eval"):
         figure2([baseline_runs / "sif.jsonl"], figure_suite, "mag", sample=60, progress=False)
-    assert "min_samples=15 is above the median class size" in caplog.text
+    assert "min_samples=10 is above the median class size" in caplog.text

@@ -75,10 +75,10 @@ def _add_figure2_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--perplexity", type=float, default=30.0, help="t-SNE perplexity (default: %(default)s)")
     parser.add_argument("--metric", choices=("euclidean", "cosine"), default="euclidean",
                         help="t-SNE's distance between embeddings (default: %(default)s)")
-    parser.add_argument("--eps-scale", type=float, default=2.0,
+    parser.add_argument("--eps-scale", type=float, default=1.0,
                         help="DBSCAN eps as a multiple of the median distance to the MIN_SAMPLES-th nearest "
                              "neighbour in the projection (default: %(default)s; see docs/figures.md)")
-    parser.add_argument("--min-samples", type=int, default=15, help="DBSCAN min_samples (default: %(default)s)")
+    parser.add_argument("--min-samples", type=int, default=10, help="DBSCAN min_samples (default: %(default)s)")
     parser.add_argument("--out", "-o", help="image to write: .png, .svg or .pdf")
     parser.add_argument("--json", help="also write the numbers (homogeneity, completeness, settings) here")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
