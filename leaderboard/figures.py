@@ -140,8 +140,8 @@ class ProjectionClusters:
         eps_scale: DBSCAN's eps as a multiple of the median distance from a projected point to its
             `min_samples`-th nearest neighbour. t-SNE's output scale depends on the sample size and the run, so an
             absolute eps would not carry from one projection to another; this one does (docs/figures.md: on Cora
-            the ranking of embeddings holds for eps_scale up to 1 and min_samples 5..20; from 1.5 up, t-SNE's
-            touching groups merge into one cluster).
+            the ranking of embeddings holds for eps_scale 0.75..1 and min_samples 5..20; from 1.5 up, t-SNE's
+            touching groups merge into one cluster, at 0.5 most points are noise).
         min_samples: DBSCAN's min_samples (a core point has this many neighbours within eps, itself included).
         seed: seeds t-SNE (the same seed gives the same projection and the same scores).
 
