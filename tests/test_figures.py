@@ -5,6 +5,7 @@ browser: tests/test_report_browser.py."""
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from collections.abc import Callable
 from pathlib import Path
 
@@ -123,7 +124,8 @@ def test_bad_image_name_and_missing_figure2_options_are_one_line_errors(
 
 def test_results_chart_draws_whiskers_only_when_results_carry_intervals(
         baseline_runs: Path, tmp_path: Path, add_intervals: Callable[..., Path]) -> None:
-    plain = load_runs([baseline_runs / "random.results.json", baseline_runs / "sif.results.json"])
+    plain = [replace(run, ci={}) for run in
+             load_runs([baseline_runs / "random.results.json", baseline_runs / "sif.results.json"])]
     ax = draw_results(plain).axes[0]
     assert [c.get_label() for c in ax.containers] == ["random", "sif"]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["MAG F1", "MeSH F1", "Cite MAP", "Cite nDCG"]
