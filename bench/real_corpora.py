@@ -94,7 +94,9 @@ def render(rows: list[tuple[str, str, RunResult, float]], skipped: dict[str, str
             values = [result.tasks[task].metrics.get(metric) if task in result.tasks else None
                       for task, metric, _ in COLUMNS]
             cells = " | ".join("–" if v is None else f"{v:.2f}" for v in values)
-            lines.append(f"| {corpus} | {model} | {cells} | {seconds:.0f} |")
+            detail = result.settings.get("adapter", {}).get("row_detail")
+            label = f"{model} [{detail}]" if detail else model
+            lines.append(f"| {corpus} | {label} | {cells} | {seconds:.0f} |")
         lines += [line for line in kept if line.startswith(f"| {corpus} |")]
     if skipped:
         lines += ["", "Not run here:", ""] + [f"- {model}: {why}" for model, why in sorted(skipped.items())]
