@@ -80,6 +80,8 @@ def main() -> None:
     parser.add_argument("--device")
     parser.add_argument("--precision", default="auto", choices=PRECISIONS, help="our encoder's precision")
     parser.add_argument("--repeats", type=int, default=3, help="timed runs of each side, alternating; medians")
+    parser.add_argument("--compare-cpu", action="store_true",
+                        help="also embed on the CPU in float32 and print the max difference from ours")
     args = parser.parse_args()
 
     papers = [p for p in load_papers(args.corpus) if p.has_text][: args.papers]
@@ -111,6 +113,10 @@ def main() -> None:
     print(f"reference: {len(papers) / np.median(reference_s):8.1f} papers/s")
     print(f"speed-up:  {np.median(reference_s) / np.median(ours_s):8.2f}x (per repeat {ratios.min():.2f}-"
           f"{ratios.max():.2f}x)   max |difference| {np.abs(ours - reference).max():.2e}")
+    if args.compare_cpu:
+        cpu = TransformerEncoder(checkpoint, pooling=args.pooling, max_length=args.max_length,
+                                 batch_size=args.batch_size, device="cpu", precision="fp32").encode(texts)
+        print(f"ours vs a float32 CPU run of our encoder: max |difference| {np.abs(ours - cpu).max():.2e}")
 
 
 if __name__ == "__main__":

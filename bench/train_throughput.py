@@ -24,6 +24,24 @@ DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "specte
 SIZES = {"tiny": dict(vocab_size=4000, hidden_size=64, layers=2, heads=2), "base": BERT_BASE_SIZE}
 
 
+def profile_epoch(data_dir: str, out: Path, settings: dict) -> None:
+    """One epoch under torch.profiler: the busiest device kernels, and device busy time against wall time."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.cuda.is_available() else [])
+    started = time.perf_counter()
+    with profile(activities=activities) as profiler:
+        history = train_specter(data_dir, out, epochs=1, **settings)
+    wall = time.perf_counter() - started
+    events = profiler.key_averages()
+    sort_key = "self_device_time_total" if torch.cuda.is_available() else "self_cpu_time_total"
+    print(events.table(sort_by=sort_key, row_limit=25, max_name_column_width=60))
+    busy = sum(event.self_device_time_total for event in events) / 1e6
+    print(f"profiled epoch: {history.steps} steps, wall {wall:.2f} s (steps alone {history.step_seconds:.2f} s, "
+          f"with validation and loading), device kernels busy {busy:.2f} s")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data-dir", default=str(DEFAULT_DATA))
@@ -33,6 +51,10 @@ def main() -> None:
     parser.add_argument("--effective-batch-size", type=int, default=32)
     parser.add_argument("--max-length", type=int, default=256)
     parser.add_argument("--device")
+    parser.add_argument("--profile", action="store_true",
+                        help="after timing, profile one more epoch (torch.profiler) and print where the time goes")
+    parser.add_argument("--warmup", action="store_true",
+                        help="train one untimed epoch first in the same process (pays CUDA's start-up costs)")
     args = parser.parse_args()
 
     data = TrainingData.read(args.data_dir)
@@ -42,12 +64,16 @@ def main() -> None:
     texts = [f"{p['title']} {p.get('abstract') or ''}" for p in metadata.values()]
     with tempfile.TemporaryDirectory() as scratch:
         model = build_small_bert(texts, Path(scratch) / "model", **SIZES[args.model_size])
+        settings = dict(base_model=str(model), batch_size=args.batch_size, max_length=args.max_length,
+                        effective_batch_size=args.effective_batch_size, checkpoint_every=10**9, device=args.device,
+                        progress=False)
+        if args.warmup:
+            train_specter(args.data_dir, Path(scratch) / "warm-up", epochs=1, **settings)
         started = time.perf_counter()
-        history = train_specter(args.data_dir, Path(scratch) / "out", base_model=str(model), epochs=epochs,
-                                batch_size=args.batch_size, effective_batch_size=args.effective_batch_size,
-                                max_length=args.max_length, checkpoint_every=10**9, device=args.device,
-                                progress=False)
+        history = train_specter(args.data_dir, Path(scratch) / "out", epochs=epochs, **settings)
         elapsed = time.perf_counter() - started
+        if args.profile:
+            profile_epoch(args.data_dir, Path(scratch) / "profiled", settings)
     print(f"{args.model_size} BERT, {history.steps} steps, {history.step_triplets} triplets, max_length "
           f"{args.max_length}, {len(os.sched_getaffinity(0))} CPU cores, device {args.device or 'auto'}")
     print(f"{history.step_triplets / history.step_seconds:.3g} triplets/s in the training steps "

@@ -255,7 +255,8 @@ def train_specter(
                                                           if device.startswith("cuda") else None)
     steps_per_epoch = math.ceil(len(sampler) / effective_batch_size)
     history = TrainingHistory(total_steps=epochs * steps_per_epoch)
-    optimizer = torch.optim.AdamW(_parameter_groups(model, weight_decay), lr=learning_rate)
+    optimizer = torch.optim.AdamW(_parameter_groups(model, weight_decay), lr=learning_rate,
+                                  fused=device.startswith("cuda"))
     scheduler = get_linear_schedule_with_warmup(optimizer, int(warmup_fraction * history.total_steps),
                                                 history.total_steps)
     loss = _TripletLoss(model, tokenizer, data.papers, max_length, margin, device)

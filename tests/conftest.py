@@ -41,3 +41,19 @@ def shared_data() -> Path:
 def sample_dir(shared_data: Path) -> Path:
     """The SPECTER training-format sample (data.json, metadata.json, train/val/test ids)."""
     return shared_data / "specter-sample"
+
+
+def _cuda_available() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked `gpu` skip, with the reason, where torch sees no CUDA device."""
+    gpu_tests = [item for item in items if "gpu" in item.keywords]
+    if gpu_tests and not _cuda_available():
+        for item in gpu_tests:
+            item.add_marker(pytest.mark.skip(reason="needs a CUDA GPU (torch.cuda.is_available() is False)"))
