@@ -152,7 +152,14 @@ class MessageList(logging.Handler):
 
 
 @pytest.fixture(scope="module")
-def cora_cite_maps(cora: Suite, tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, float], str]:
+def cora_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A model cache shared by the Cora tests of this module (each trained model costs minutes)."""
+    return tmp_path_factory.mktemp("cora-cache")
+
+
+@pytest.fixture(scope="module")
+def cora_cite_maps(cora: Suite, cora_cache: Path, tmp_path_factory: pytest.TempPathFactory
+                   ) -> tuple[dict[str, float], str]:
     """Cite MAP (test split) of random, sif, fasttext-sum and doc2vec on Cora with default settings, no --tune;
     and what they logged."""
     out = tmp_path_factory.mktemp("cora-results")
@@ -161,12 +168,14 @@ def cora_cite_maps(cora: Suite, tmp_path_factory: pytest.TempPathFactory) -> tup
     logger.addHandler(handler)
     previous = logger.level
     logger.setLevel(logging.INFO)
-    try:
-        maps = {name: run_baseline(name, cora, out_dir=out, tasks=["cite"], progress=False).tasks["cite"].metrics["map"]
-                for name in ("random", "sif", "fasttext-sum", "doc2vec")}  # fasttext-sum reuses sif's vectors
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(previous)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SCIDOCS_EVAL_CACHE", str(cora_cache))
+        try:
+            maps = {name: run_baseline(name, cora, out_dir=out, tasks=["cite"], progress=False).tasks["cite"]
+                    .metrics["map"] for name in ("random", "sif", "fasttext-sum", "doc2vec")}  # one fastText model
+        finally:
+            logger.removeHandler(handler)
+            logger.setLevel(previous)
     return maps, "\n".join(handler.messages)
 
 
@@ -175,7 +184,9 @@ def test_cora_defaults_train_to_the_schedule_and_beat_random_by_far(cora_cite_ma
                                                                     ) -> None:
     """Measured 2026-11-23: random 18.94, fasttext-sum 55.72, sif 59.05, doc2vec 61.24 (20 epochs each)."""
     maps, logged = cora_cite_maps
-    assert "under-trained" not in logged  # checked on cached vectors too; the epochs: the collapse test below
+    assert "fastText: 405813 corpus tokens, 20 epochs (schedule" in logged  # a fresh cache: both are trained
+    assert "doc2vec: 405813 corpus tokens, 20 epochs (schedule" in logged
+    assert "under-trained" not in logged
     for name in ("sif", "fasttext-sum", "doc2vec"):
         assert maps[name] > maps["random"] + 30, maps
     assert maps["sif"] > maps["fasttext-sum"], maps  # the paper's order between the two (79.4 vs 74.6)
@@ -193,8 +204,9 @@ def test_cora_defaults_rank_sif_and_fasttext_sum_above_doc2vec_as_in_the_paper(
 
 @pytest.mark.slow
 def test_cora_default_vectors_pass_the_collapse_check_and_5_epoch_vectors_fail_it(
-        cora: Suite, caplog: pytest.LogCaptureFixture) -> None:
+        cora: Suite, cora_cache: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     """Mean cosine of random word pairs, measured 2026-11-23: 0.037 with the default 20 epochs, 0.749 with 5."""
+    monkeypatch.setenv("SCIDOCS_EVAL_CACHE", str(cora_cache))
     papers = cora.papers()
     with caplog.at_level(logging.WARNING, logger="scidocs_eval"):
         trained = corpus_word_vectors(papers, None, FasttextSettings())
