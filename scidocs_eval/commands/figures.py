@@ -6,11 +6,11 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 import orjson
 
 from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.safe_output import write_bytes_atomically
 
 FIGURE2_REQUIRED = ("embeddings", "task", "out")
 
@@ -30,8 +30,7 @@ def _figure2(args: argparse.Namespace) -> int:
     print("\n".join(result.lines()))
     print(f"figure written to {out}")
     if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_bytes(orjson.dumps(result.summary(), option=orjson.OPT_INDENT_2))
+        write_bytes_atomically(args.json, orjson.dumps(result.summary(), option=orjson.OPT_INDENT_2), "--json")
         print(f"numbers written to {args.json}")
     return 0
 
