@@ -20,12 +20,12 @@ from pathlib import Path
 import numpy as np
 from scipy import sparse
 
-from scidocs_eval.adapter import register_adapter
 from scidocs_eval.baselines.fasttext_sum import MAX_TRAINED_TOKENS
 from scidocs_eval.baselines.sif import SifAdapter
 from scidocs_eval.errors import InputError
-from scidocs_eval.suite import METADATA_FILES, Paper, Suite
-from scidocs_eval.tuning import RANKING_TASKS, ValScorer, parameter_grid
+from scidocs_eval.formats.suite import METADATA_FILES, Paper, Suite
+from scidocs_eval.models.adapter import register_adapter
+from scidocs_eval.models.tuning import RANKING_TASKS, ValScorer, parameter_grid
 
 Edge = tuple[str, str]
 """(citing paper id, cited paper id)."""

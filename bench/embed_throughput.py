@@ -22,10 +22,10 @@ from pathlib import Path
 
 import numpy as np
 
-from scidocs_eval.baseline import read_corpus
-from scidocs_eval.encoder import PRECISIONS, TransformerEncoder, choose_device, paper_text, pool, resolve_model
-from scidocs_eval.specter_training import BERT_BASE_SIZE, build_small_bert
-from scidocs_eval.suite import Paper
+from scidocs_eval.formats.suite import Paper
+from scidocs_eval.models.baseline import read_corpus
+from scidocs_eval.models.encoder import PRECISIONS, TransformerEncoder, choose_device, paper_text, pool, resolve_model
+from scidocs_eval.training.specter import BERT_BASE_SIZE, build_small_bert
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 DEFAULT_CORPUS = SHARED_DATA / "cora" / "papers.jsonl"

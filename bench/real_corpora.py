@@ -3,7 +3,7 @@
     python bench/real_corpora.py                       # every registered adapter, both corpora
     python bench/real_corpora.py --models random,sif   # a subset
 
-Builds each suite with `scidocs_eval.corpus_builder.build_suite` (seed 0) under --work-dir, runs each adapter
+Builds each suite with `scidocs_eval.data.build.build_suite` (seed 0) under --work-dir, runs each adapter
 with `run_baseline` on the mag (the corpus labels), cite and cocite tasks (test split), and writes
 docs/real_corpora.md. An adapter that cannot run here (a missing package, weights that are not on disk) is
 skipped with the reason printed and listed under the table (the Hugging Face hub is set offline, so a model
@@ -25,10 +25,10 @@ from pathlib import Path
 
 import orjson
 
-from scidocs_eval.adapter import ADAPTERS, adapter_names
-from scidocs_eval.baseline import run_baseline
-from scidocs_eval.corpus_builder import build_suite
-from scidocs_eval.results import RunResult
+from scidocs_eval.data.build import build_suite
+from scidocs_eval.evaluation.results import RunResult
+from scidocs_eval.models.adapter import ADAPTERS, adapter_names
+from scidocs_eval.models.baseline import run_baseline
 
 REPO = Path(__file__).resolve().parents[1]
 TASKS = ["mag", "cite", "cocite"]

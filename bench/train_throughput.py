@@ -17,8 +17,8 @@ from pathlib import Path
 
 import orjson
 
-from scidocs_eval.specter_training import BERT_BASE_SIZE, build_small_bert, train_specter
-from scidocs_eval.triplets import TrainingData, TripletSampler
+from scidocs_eval.training.specter import BERT_BASE_SIZE, build_small_bert, train_specter
+from scidocs_eval.training.triplets import TrainingData, TripletSampler
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "specter-sample"
 SIZES = {"tiny": dict(vocab_size=4000, hidden_size=64, layers=2, heads=2), "base": BERT_BASE_SIZE}

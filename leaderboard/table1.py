@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 
-from scidocs_eval.results import RunResult
-from scidocs_eval.task import TASKS, task_names
+from scidocs_eval.evaluation.results import RunResult
+from scidocs_eval.evaluation.task import TASKS, task_names
 
 COLUMNS: dict[str, str] = {
     "mag_f1": "MAG F1", "mesh_f1": "MeSH F1",

@@ -1,13 +1,13 @@
 """scidocs-eval: evaluate scientific-document embeddings the way SciDocs does."""
 
-from scidocs_eval.adapter import Adapter, get_adapter, register_adapter
-from scidocs_eval.baseline import run_baseline, write_embeddings
-from scidocs_eval.embeddings import EmbeddingStore
 from scidocs_eval.errors import InputError, MissingEmbeddingsError, ScidocsEvalError, SuiteNotFoundError
-from scidocs_eval.evaluate import evaluate
-from scidocs_eval.results import RunResult
-from scidocs_eval.suite import Paper, Suite
-from scidocs_eval.task import Task, TaskResult, get_task, register_task
+from scidocs_eval.evaluation.results import RunResult
+from scidocs_eval.evaluation.runner import evaluate
+from scidocs_eval.evaluation.task import Task, TaskResult, get_task, register_task
+from scidocs_eval.formats.embeddings import EmbeddingStore
+from scidocs_eval.formats.suite import Paper, Suite
+from scidocs_eval.models.adapter import Adapter, get_adapter, register_adapter
+from scidocs_eval.models.baseline import run_baseline, write_embeddings
 
 __version__ = "0.1.0"
 

@@ -12,11 +12,11 @@ from typing import ClassVar
 
 import numpy as np
 
-from scidocs_eval.embeddings import EMPTY, MISSING, EmbeddingStore
-from scidocs_eval.linear_svm import LinearSVMGrid
-from scidocs_eval.metrics import macro_f1
-from scidocs_eval.suite import LabelledPapers, Suite
-from scidocs_eval.task import MissingPolicy, Task, TaskResult, check_missing, register_task
+from scidocs_eval.evaluation.metrics import macro_f1
+from scidocs_eval.evaluation.task import MissingPolicy, Task, TaskResult, check_missing, register_task
+from scidocs_eval.evaluators.linear_svm import LinearSVMGrid
+from scidocs_eval.formats.embeddings import EMPTY, MISSING, EmbeddingStore
+from scidocs_eval.formats.suite import LabelledPapers, Suite
 
 OFFICIAL_C_GRID = (1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0)
 

@@ -13,10 +13,10 @@ from typing import ClassVar
 
 import numpy as np
 
-from scidocs_eval.embeddings import EMPTY, MISSING, PRESENT, EmbeddingStore
-from scidocs_eval.metrics import mean_measures, trec_measures
-from scidocs_eval.suite import Qrels, Suite
-from scidocs_eval.task import MissingPolicy, Task, TaskResult, check_missing, register_task
+from scidocs_eval.evaluation.metrics import mean_measures, trec_measures
+from scidocs_eval.evaluation.task import MissingPolicy, Task, TaskResult, check_missing, register_task
+from scidocs_eval.formats.embeddings import EMPTY, MISSING, PRESENT, EmbeddingStore
+from scidocs_eval.formats.suite import Qrels, Suite
 
 
 def build_run(qrels: Qrels, embeddings: EmbeddingStore) -> tuple[dict[str, dict[str, float]], dict[str, int]]:

@@ -1,9 +1,9 @@
 """Recommendation: a ranker trained on clickthrough data, scored by propensity-adjusted nDCG and P@1 (SPEC §5).
 
-The embedding enters as one of eleven features (`scidocs_eval.recomm_features`). A ranker
-(`scidocs_eval.recomm_rankers`: the feed-forward network by default, LightGBM LambdaRank with ranker="lgbm") is
-trained on recomm/train.csv, tuned and stopped on recomm/val.csv by adj-nDCG, and scored on the split asked
-for. This repeats for `seeds` seeds; the metrics are the mean over seeds and `details` keeps each seed's
+The embedding enters as one of eleven features (`scidocs_eval.evaluators.recomm_features`). A ranker
+(`scidocs_eval.evaluators.recomm_rankers`: the feed-forward network by default, LightGBM LambdaRank with
+ranker="lgbm") is trained on recomm/train.csv, tuned and stopped on recomm/val.csv by adj-nDCG, and scored on the split
+asked for. This repeats for `seeds` seeds; the metrics are the mean over seeds and `details` keeps each seed's
 numbers and the standard deviation. The same seed gives the same numbers, bit for bit, on CPU.
 """
 
@@ -15,13 +15,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from scidocs_eval.embeddings import EmbeddingStore
 from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.evaluation.task import MissingPolicy, Task, TaskResult, check_missing, register_task
+from scidocs_eval.evaluators.recomm_features import RecommFeaturizer, ShownPapers
+from scidocs_eval.evaluators.recomm_rankers import RANKERS, impression_metrics
+from scidocs_eval.formats.embeddings import EmbeddingStore
+from scidocs_eval.formats.suite import METADATA_FILES, Suite
 from scidocs_eval.progress import progress_bar
-from scidocs_eval.recomm_features import RecommFeaturizer, ShownPapers
-from scidocs_eval.recomm_rankers import RANKERS, impression_metrics
-from scidocs_eval.suite import METADATA_FILES, Suite
-from scidocs_eval.task import MissingPolicy, Task, TaskResult, check_missing, register_task
 
 METRICS = ("adj-NDCG", "adj-P@1")
 
@@ -37,7 +37,8 @@ class RecommTask(Task):
         query_projection: (mlp only) learn a linear map on the query embedding before the cosine feature.
         propensity_weights: weight training impressions by 1 / propensity of the clicked position.
         threads: CPU threads per ranker.
-        ranker_params: further constructor parameters of the ranker class (see `scidocs_eval.recomm_rankers`).
+        ranker_params: further constructor parameters of the ranker class (see
+            `scidocs_eval.evaluators.recomm_rankers`).
     """
 
     name = "recomm"

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from scidocs_eval.demo import DemoConfig, build_demo_suite
-from scidocs_eval.suite import Suite
+from scidocs_eval.data.demo import DemoConfig, build_demo_suite
+from scidocs_eval.formats.suite import Suite
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("SCIDOCS_EVAL_SHARED_DATA", REPO.parent / "shared" / "data"))

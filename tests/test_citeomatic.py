@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from scidocs_eval.adapter import get_adapter
-from scidocs_eval.baseline import read_corpus
 from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.models.adapter import get_adapter
+from scidocs_eval.models.baseline import read_corpus
 
 pytest.importorskip("torch")
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from scidocs_eval.demo import DemoConfig, build_demo_suite, propensity_curve
-from scidocs_eval.suite import SPLITS, Suite
+from scidocs_eval.data.demo import DemoConfig, build_demo_suite, propensity_curve
+from scidocs_eval.formats.suite import SPLITS, Suite
 
 RANKING_TASKS = ("coview", "coread", "cite", "cocite")
 

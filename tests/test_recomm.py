@@ -10,14 +10,14 @@ import numpy as np
 import orjson
 import pytest
 
-from scidocs_eval.cli import main
-from scidocs_eval.embeddings import EmbeddingStore
+from scidocs_eval.cli.main import main
 from scidocs_eval.errors import InputError, MissingEmbeddingsError, ScidocsEvalError
-from scidocs_eval.evaluate import evaluate
+from scidocs_eval.evaluation.runner import evaluate
+from scidocs_eval.evaluation.task import get_task
+from scidocs_eval.evaluators.recomm_rankers import impression_metrics
+from scidocs_eval.formats.embeddings import EmbeddingStore
+from scidocs_eval.formats.suite import Suite
 from scidocs_eval.leaderboard import render_table1
-from scidocs_eval.recomm_rankers import impression_metrics
-from scidocs_eval.suite import Suite
-from scidocs_eval.task import get_task
 
 FAST_MLP = {"max_epochs": 3, "dropout_grid": [0.4]}
 FAST_LGBM = {"max_rounds": 20, "num_leaves_grid": [7]}

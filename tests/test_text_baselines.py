@@ -10,16 +10,16 @@ import numpy as np
 import pytest
 from sklearn.feature_extraction.text import TfidfVectorizer
 
-from scidocs_eval.adapter import get_adapter
-from scidocs_eval.baseline import run_baseline
 from scidocs_eval.baselines.fasttext_sum import FasttextSettings, check_converged, load_word_vectors, train_fasttext
-from scidocs_eval.baselines.gensim_training import epochs_within_budget
 from scidocs_eval.baselines.sgc import guard_edges, read_citations
 from scidocs_eval.errors import InputError, ScidocsEvalError
-from scidocs_eval.model_cache import cached_model
-from scidocs_eval.suite import Paper, Suite
-from scidocs_eval.text import TFIDF_SETTINGS, TfidfWeighting, analyzer, count_vectorizer, tokenize_papers
-from scidocs_eval.tuning import RANKING_TASKS, ValScorer
+from scidocs_eval.formats.suite import Paper, Suite
+from scidocs_eval.models.adapter import get_adapter
+from scidocs_eval.models.baseline import run_baseline
+from scidocs_eval.models.gensim_training import epochs_within_budget
+from scidocs_eval.models.model_cache import cached_model
+from scidocs_eval.models.text import TFIDF_SETTINGS, TfidfWeighting, analyzer, count_vectorizer, tokenize_papers
+from scidocs_eval.models.tuning import RANKING_TASKS, ValScorer
 
 FAST_FASTTEXT = {"dim": 50, "epochs": 20, "min_count": 5, "model": "cbow"}
 """Small fastText settings so the tests train in seconds (the defaults are the paper's 300-d)."""

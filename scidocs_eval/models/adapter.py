@@ -16,8 +16,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from scidocs_eval.errors import ScidocsEvalError
-from scidocs_eval.plugins import import_submodules
-from scidocs_eval.suite import Paper, Suite
+from scidocs_eval.formats.suite import Paper, Suite
+from scidocs_eval.registry import import_submodules
 
 
 class Adapter(ABC):

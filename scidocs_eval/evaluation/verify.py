@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from scidocs_eval.errors import InputError
-from scidocs_eval.suite import METADATA_FILES, SPLITS, Suite, csv_rows
+from scidocs_eval.formats.suite import METADATA_FILES, SPLITS, Suite, csv_rows
 
 CLASSIFICATION_TASKS = ("mag", "mesh")
 RANKING_TASKS = ("coview", "coread", "cite", "cocite")

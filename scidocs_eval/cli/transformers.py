@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from scidocs_eval.adapter import adapter_names, get_adapter
-from scidocs_eval.baseline import read_corpus, write_embeddings
-from scidocs_eval.cli import adapter_params, add_model_options
+from scidocs_eval.cli.main import adapter_params, add_model_options
+from scidocs_eval.models.adapter import adapter_names, get_adapter
+from scidocs_eval.models.baseline import read_corpus, write_embeddings
 
 
 def _embed(args: argparse.Namespace) -> int:
@@ -18,7 +18,7 @@ def _embed(args: argparse.Namespace) -> int:
 
 
 def _train_specter(args: argparse.Namespace) -> int:
-    from scidocs_eval.specter_training import is_main_process, train_specter
+    from scidocs_eval.training.specter import is_main_process, train_specter
 
     history = train_specter(args.data_dir, args.out, base_model=args.base_model, epochs=args.epochs,
                             learning_rate=args.lr, weight_decay=args.weight_decay, warmup_fraction=args.warmup,

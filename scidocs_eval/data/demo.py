@@ -23,9 +23,9 @@ from pathlib import Path
 import numpy as np
 import orjson
 
+from scidocs_eval.formats.suite import SYNTHETIC_MARKER, Suite
+from scidocs_eval.formats.writers import write_csv, write_json
 from scidocs_eval.paths import cache_dir
-from scidocs_eval.suite import SYNTHETIC_MARKER, Suite
-from scidocs_eval.suite_files import write_csv, write_json
 
 _CONSONANTS = "bcdfghklmnprstvz"
 _VOWELS = "aeiou"

@@ -28,9 +28,9 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from scidocs_eval.embeddings import EMPTY, MISSING, EmbeddingStore
 from scidocs_eval.errors import InputError
-from scidocs_eval.suite import METADATA_FILES, Impression
+from scidocs_eval.formats.embeddings import EMPTY, MISSING, EmbeddingStore
+from scidocs_eval.formats.suite import METADATA_FILES, Impression
 
 FEATURE_NAMES = ("author_jaccard", "position", "title_jaccard", "cosine", "cited_by_jaccard",
                  "references_jaccard", "candidate_cites_query", "query_cites_candidate", "oldness",

@@ -17,11 +17,11 @@ from typing import Any
 import numpy as np
 from sklearn.model_selection import ParameterGrid
 
-from scidocs_eval.embeddings import EmbeddingStore
 from scidocs_eval.errors import ScidocsEvalError
-from scidocs_eval.evaluate import evaluate
+from scidocs_eval.evaluation.runner import evaluate
+from scidocs_eval.formats.embeddings import EmbeddingStore
+from scidocs_eval.formats.suite import Paper, Suite
 from scidocs_eval.progress import progress_bar
-from scidocs_eval.suite import Paper, Suite
 
 log = logging.getLogger("scidocs_eval")
 

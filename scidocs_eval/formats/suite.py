@@ -22,8 +22,7 @@ from pathlib import Path
 import numpy as np
 import orjson
 
-from scidocs_eval.errors import InputError, SuiteNotFoundError
-from scidocs_eval.paths import default_data_dir
+from scidocs_eval.errors import InputError
 
 METADATA_FILES = {
     "mag_mesh": "paper_metadata_mag_mesh.json",
@@ -238,21 +237,3 @@ def _sha256(path: Path) -> str:
         while chunk := handle.read(1 << 22):
             digest.update(chunk)
     return digest.hexdigest()
-
-
-def resolve_suite(data: str | os.PathLike[str] | Suite | None = None) -> Suite:
-    """A Suite from a path, "demo" (the synthetic demo suite, built on first use), or None (the default dir)."""
-    if isinstance(data, Suite):
-        return data
-    if data is not None and str(data) == "demo":
-        from scidocs_eval.demo import default_demo_suite
-
-        return default_demo_suite()
-    root = Path(data) if data is not None else default_data_dir()
-    if not root.is_dir() or not any(root.iterdir()):
-        raise SuiteNotFoundError(
-            f"no SciDocs data at {root}. Download the official release with "
-            f"`scidocs-eval data download --dest {root}`, point --data (or $SCIDOCS_EVAL_DATA) at a copy, "
-            "or try the synthetic demo suite with `--data demo`."
-        )
-    return Suite(root)

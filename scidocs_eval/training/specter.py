@@ -26,10 +26,10 @@ from typing import Any
 import numpy as np
 import orjson
 
-from scidocs_eval.encoder import choose_device, paper_text, resolve_model
 from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.models.encoder import choose_device, paper_text, resolve_model
 from scidocs_eval.progress import progress_bar
-from scidocs_eval.triplets import TrainingData, Triplet, TripletSampler, sample_triplets
+from scidocs_eval.training.triplets import TrainingData, Triplet, TripletSampler, sample_triplets
 
 log = logging.getLogger("scidocs_eval")
 

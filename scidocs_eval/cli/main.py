@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
+import pkgutil
 import sys
 from collections.abc import Sequence
 
 import orjson
 
-from scidocs_eval.encoder import PRECISIONS
 from scidocs_eval.errors import ScidocsEvalError
-from scidocs_eval.plugins import import_submodules
+from scidocs_eval.models.encoder import PRECISIONS
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -19,9 +20,11 @@ def build_parser() -> argparse.ArgumentParser:
         prog="scidocs-eval", description="Evaluate scientific-document embeddings on the SciDocs benchmark.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log what is being done")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    commands = import_submodules("scidocs_eval.commands")
-    for name in sorted(m for m in dir(commands) if not m.startswith("_")):
-        module = getattr(commands, name)
+    package = importlib.import_module("scidocs_eval.cli")
+    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
+        if info.name.startswith("_") or info.name == "main":
+            continue
+        module = importlib.import_module(f"scidocs_eval.cli.{info.name}")
         if hasattr(module, "add_commands"):
             module.add_commands(subparsers)
     return parser

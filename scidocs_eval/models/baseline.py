@@ -11,14 +11,15 @@ from typing import Any
 
 import orjson
 
-from scidocs_eval.adapter import Adapter, get_adapter
-from scidocs_eval.embeddings import format_embedding_line
+from scidocs_eval.data.resolve import resolve_suite
 from scidocs_eval.errors import InputError
-from scidocs_eval.evaluate import evaluate
+from scidocs_eval.evaluation.results import RunResult
+from scidocs_eval.evaluation.runner import evaluate
+from scidocs_eval.evaluation.task import METADATA_OF_GROUP, get_task
+from scidocs_eval.formats.embeddings import format_embedding_line
+from scidocs_eval.formats.suite import METADATA_FILES, Paper, Suite
+from scidocs_eval.models.adapter import Adapter, get_adapter
 from scidocs_eval.progress import progress_bar
-from scidocs_eval.results import RunResult
-from scidocs_eval.suite import METADATA_FILES, Paper, Suite, resolve_suite
-from scidocs_eval.task import METADATA_OF_GROUP, get_task
 
 log = logging.getLogger("scidocs_eval")
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import argparse
 
-from scidocs_eval.download import DEFAULT_PREFIX, ENDPOINT_ENV
+from scidocs_eval.data.download import DEFAULT_PREFIX, ENDPOINT_ENV
 from scidocs_eval.paths import default_data_dir
 
 
 def _download(args: argparse.Namespace) -> int:
-    from scidocs_eval.download import DownloadError, S3Downloader, download_release
+    from scidocs_eval.data.download import DownloadError, S3Downloader, download_release
 
     dest = args.dest or default_data_dir()
     client = S3Downloader(args.endpoint, retries=args.retries, timeout=args.timeout)
@@ -24,7 +24,7 @@ def _download(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from scidocs_eval.verify import verify_suite
+    from scidocs_eval.evaluation.verify import verify_suite
 
     report = verify_suite(args.dir or default_data_dir())
     print(report.format())
@@ -32,7 +32,7 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from scidocs_eval.corpus_builder import build_suite
+    from scidocs_eval.data.build import build_suite
 
     report = build_suite(args.papers, args.citations, args.out, seed=args.seed, label_task=args.label_task,
                          queries_per_split=args.queries_per_split)

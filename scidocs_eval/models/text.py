@@ -15,8 +15,8 @@ from typing import Any
 from scipy import sparse
 from sklearn.feature_extraction.text import CountVectorizer, TfidfTransformer
 
+from scidocs_eval.formats.suite import Paper
 from scidocs_eval.progress import progress_bar
-from scidocs_eval.suite import Paper
 
 TOKENIZER_SETTINGS: dict[str, Any] = {"lowercase": True, "strip_accents": "ascii"}
 """How text becomes tokens (scikit-learn analyzer options); shared by every text baseline."""

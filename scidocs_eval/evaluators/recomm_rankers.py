@@ -1,7 +1,7 @@
 """The rankers of the recommendation task: a feed-forward network (PyTorch) and LambdaRank (LightGBM).
 
-Both learn a score for (query, shown paper) from the eleven features of `scidocs_eval.recomm_features`, weight
-each impression by the inverse propensity of its clicked position, pick their few hyperparameters and their
+Both learn a score for (query, shown paper) from the eleven features of `scidocs_eval.evaluators.recomm_features`,
+weight each impression by the inverse propensity of its clicked position, pick their few hyperparameters and their
 stopping point on the val impressions by adj-nDCG, and give bit-identical scores for the same seed on CPU.
 
 `MLPRanker` follows the official AllenNLP model (`train_similar_papers_model.json`): 11 → 50 ReLU, dropout 0.4,
@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from scidocs_eval.metrics import propensity_adjusted
-from scidocs_eval.recomm_features import COSINE, FEATURE_NAMES, ShownPapers
+from scidocs_eval.evaluation.metrics import propensity_adjusted
+from scidocs_eval.evaluators.recomm_features import COSINE, FEATURE_NAMES, ShownPapers
 
 
 def impression_metrics(shown: ShownPapers, scores: np.ndarray, adjusted: bool = True) -> dict[str, float]:

@@ -11,10 +11,10 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-from scidocs_eval.embeddings import MISSING, EmbeddingStore
 from scidocs_eval.errors import MissingEmbeddingsError, ScidocsEvalError
-from scidocs_eval.plugins import import_submodules
-from scidocs_eval.suite import Suite
+from scidocs_eval.formats.embeddings import MISSING, EmbeddingStore
+from scidocs_eval.formats.suite import Suite
+from scidocs_eval.registry import import_submodules
 
 MissingPolicy = Literal["official", "error"]
 EMBEDDING_GROUPS = ("cls", "user-citation", "recomm")

@@ -25,7 +25,7 @@ from typing import Any
 import orjson
 
 from scidocs_eval.errors import InputError, ScidocsEvalError
-from scidocs_eval.suite import SPLITS, Paper
+from scidocs_eval.formats.suite import SPLITS, Paper
 
 log = logging.getLogger("scidocs_eval")
 

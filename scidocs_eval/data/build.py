@@ -32,8 +32,8 @@ import numpy as np
 import orjson
 
 from scidocs_eval.errors import InputError, ScidocsEvalError
-from scidocs_eval.suite import METADATA_FILES, SPLITS
-from scidocs_eval.suite_files import write_csv, write_json, write_lines
+from scidocs_eval.formats.suite import METADATA_FILES, SPLITS
+from scidocs_eval.formats.writers import write_csv, write_json, write_lines
 
 REPORT_FILE = "build_report.json"
 SPECTER_FOLDER = "specter"

@@ -11,11 +11,12 @@ from typing import Any
 
 import numpy as np
 
-from scidocs_eval.embeddings import EmbeddingStore
+from scidocs_eval.data.resolve import resolve_suite
 from scidocs_eval.errors import ScidocsEvalError
-from scidocs_eval.results import RunResult
-from scidocs_eval.suite import Suite, resolve_suite
-from scidocs_eval.task import EMBEDDING_GROUPS, MissingPolicy, get_task, task_names
+from scidocs_eval.evaluation.results import RunResult
+from scidocs_eval.evaluation.task import EMBEDDING_GROUPS, MissingPolicy, get_task, task_names
+from scidocs_eval.formats.embeddings import EmbeddingStore
+from scidocs_eval.formats.suite import Suite
 
 log = logging.getLogger("scidocs_eval")
 

@@ -6,15 +6,15 @@ import argparse
 import glob
 from pathlib import Path
 
-from scidocs_eval.adapter import adapter_names
-from scidocs_eval.baseline import run_baseline
-from scidocs_eval.cli import MODEL_OPTIONS, adapter_params, add_model_options, parse_params
-from scidocs_eval.demo import DemoConfig, build_demo_suite
+from scidocs_eval.cli.main import MODEL_OPTIONS, adapter_params, add_model_options, parse_params
+from scidocs_eval.data.demo import DemoConfig, build_demo_suite
 from scidocs_eval.errors import ScidocsEvalError
-from scidocs_eval.evaluate import evaluate
+from scidocs_eval.evaluation.results import RunResult
+from scidocs_eval.evaluation.runner import evaluate
+from scidocs_eval.evaluation.task import TASKS, task_names
 from scidocs_eval.leaderboard import render_table1
-from scidocs_eval.results import RunResult
-from scidocs_eval.task import TASKS, task_names
+from scidocs_eval.models.adapter import adapter_names
+from scidocs_eval.models.baseline import run_baseline
 
 DEFAULT_RESULTS_DIR = "scidocs-results"
 

@@ -3,8 +3,8 @@
 Speed comes from four things a plain loop does not do: papers are sorted by token length inside a window so
 each batch is padded only to its own longest text (dynamic padding), the forward pass runs under
 `torch.inference_mode`, on CUDA under bf16 (or fp16) autocast, and with [CLS] pooling the last layer
-computes the [CLS] row alone (`scidocs_eval.cls_shortcut`). Batches are yielded as they are computed
-so a caller can write them out at once (`scidocs_eval.baseline.write_embeddings`) and resume after a crash.
+computes the [CLS] row alone (`scidocs_eval.models.cls_shortcut`). Batches are yielded as they are computed
+so a caller can write them out at once (`scidocs_eval.models.baseline.write_embeddings`) and resume after a crash.
 torch and transformers are imported inside functions: they are optional dependencies.
 """
 
@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from scidocs_eval.cls_shortcut import cls_of_last_layer, split_last_layer
 from scidocs_eval.errors import ScidocsEvalError
-from scidocs_eval.suite import Paper
+from scidocs_eval.formats.suite import Paper
+from scidocs_eval.models.cls_shortcut import cls_of_last_layer, split_last_layer
 
 POOLINGS = ("cls", "mean")
 PRECISIONS = ("auto", "fp32", "bf16")

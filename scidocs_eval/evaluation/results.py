@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 
 from scidocs_eval.errors import InputError
-from scidocs_eval.task import TASKS, TaskResult, task_names
+from scidocs_eval.evaluation.task import TASKS, TaskResult, task_names
 
 RESULTS_FORMAT = 1
 _VERSIONED_PACKAGES = ("scidocs-eval", "numpy", "scipy", "scikit-learn", "pytrec-eval-terrier", "torch",

@@ -17,8 +17,8 @@ from typing import Any, TypeVar
 import joblib
 import orjson
 
+from scidocs_eval.formats.suite import Paper
 from scidocs_eval.paths import cache_dir
-from scidocs_eval.suite import Paper
 
 log = logging.getLogger("scidocs_eval")
 Model = TypeVar("Model")
