@@ -23,9 +23,10 @@ from scipy import sparse
 from scidocs_eval.baselines.fasttext_sum import MAX_TRAINED_TOKENS
 from scidocs_eval.baselines.sif import SifAdapter
 from scidocs_eval.errors import InputError
+from scidocs_eval.evaluation.task import task_names
 from scidocs_eval.formats.suite import METADATA_FILES, Paper, Suite
 from scidocs_eval.models.adapter import register_adapter
-from scidocs_eval.models.tuning import RANKING_TASKS, ValScorer, parameter_grid
+from scidocs_eval.models.tuning import ValScorer, parameter_grid
 
 Edge = tuple[str, str]
 """(citing paper id, cited paper id)."""
@@ -65,7 +66,7 @@ def guard_edges(edges: Iterable[Edge], suite: Suite) -> list[Edge]:
     """`edges` without query–candidate edges (either direction) and without citations of val/test queries."""
     pairs: set[frozenset[str]] = set()
     queries: set[str] = set()
-    for task in RANKING_TASKS:
+    for task in task_names("ranking"):
         for split in EVALUATED_SPLITS:
             if suite.has(f"{task}/{split}.qrel"):
                 for query, candidates in suite.qrels(task, split).candidates.items():

@@ -27,6 +27,7 @@ import orjson
 
 from scidocs_eval.data.build import build_suite
 from scidocs_eval.evaluation.results import RunResult
+from scidocs_eval.leaderboard import table1_row
 from scidocs_eval.models.adapter import ADAPTERS, adapter_names
 from scidocs_eval.models.baseline import run_baseline
 
@@ -116,7 +117,7 @@ def main() -> None:
                 continue
             seconds = time.perf_counter() - started
             rows.append((corpus, model, result, seconds))
-            print(f"{corpus} {model}: {result.table1_row()} ({seconds:.0f} s)", flush=True)
+            print(f"{corpus} {model}: {table1_row(result)} ({seconds:.0f} s)", flush=True)
     Path(args.output).write_text(render(rows, skipped, builds), encoding="utf-8")
     print(f"table written to {args.output} (suites and embeddings in {work})")
 

@@ -10,13 +10,12 @@ numbers and the standard deviation. The same seed gives the same numbers, bit fo
 from __future__ import annotations
 
 import inspect
-import time
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
 from scidocs_eval.errors import ScidocsEvalError
-from scidocs_eval.evaluation.task import MissingPolicy, Task, TaskResult, check_missing, register_task
+from scidocs_eval.evaluation.task import MissingPolicy, Task, TaskResult, TaskSpec, check_missing, register_task
 from scidocs_eval.evaluators.recomm_features import RecommFeaturizer, ShownPapers
 from scidocs_eval.evaluators.recomm_rankers import RANKERS, impression_metrics
 from scidocs_eval.formats.embeddings import EmbeddingStore
@@ -41,16 +40,14 @@ class RecommTask(Task):
             `scidocs_eval.evaluators.recomm_rankers`).
     """
 
-    name = "recomm"
-    description = "recommendations: clicks on similar-paper lists, propensity-adjusted"
-    embedding_group = "recomm"
-    metrics = METRICS
-    table1_columns: ClassVar[dict[str, str]] = {"adj-NDCG": "recomm_ndcg", "adj-P@1": "recomm_p1"}
+    spec = TaskSpec("recomm", "recommendations: clicks on similar-paper lists, propensity-adjusted", "recomm",
+                    METRICS, "adj-NDCG", "recomm", METADATA_FILES["recomm"],
+                    {"adj-NDCG": "recomm_ndcg", "adj-P@1": "recomm_p1"})
 
     def __init__(self, seeds: int = 5, seed: int = 0, ranker: str = "mlp", query_projection: bool = False,
                  propensity_weights: bool = True, threads: int = 1, ranker_params: dict[str, Any] | None = None):
         if ranker not in RANKERS:
-            raise ScidocsEvalError(f"recomm: unknown ranker {ranker!r}; choose one of {', '.join(RANKERS)}")
+            raise ScidocsEvalError(f"recomm: {RANKERS.unknown(ranker)}")
         if query_projection and ranker != "mlp":
             raise ScidocsEvalError("recomm: query_projection needs ranker='mlp' (a tree model has no embedding "
                                    "input to project)")
@@ -102,7 +99,6 @@ class RecommTask(Task):
 
     def evaluate(self, suite: Suite, embeddings: EmbeddingStore, split: str = "test",
                  missing: MissingPolicy = "official") -> TaskResult:
-        start = time.perf_counter()
         shown, coverage = self.load(suite, embeddings, split, missing)
         runs = []
         with progress_bar(total=self.seeds, desc=f"recomm ({self.ranker})", unit="seed") as bar:
@@ -117,7 +113,7 @@ class RecommTask(Task):
         means, stds = summarise(runs)
         details = {"ranker": self.ranker, "seeds": runs, "std": stds,
                    "unadjusted": summarise([r["unadjusted"] for r in runs], ("NDCG", "P@1"))[0]}
-        return TaskResult(self.name, means, coverage, details, seconds=time.perf_counter() - start)
+        return TaskResult(self.name, means, coverage, details)
 
 
 def summarise(runs: list[dict[str, Any]], metrics: tuple[str, ...] = METRICS

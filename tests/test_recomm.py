@@ -138,7 +138,8 @@ def test_evaluate_fills_table1_recomm_columns(demo_suite: Suite, store: Embeddin
 
 
 @pytest.mark.parametrize(("params", "message"), [
-    ({"ranker": "svm"}, "unknown ranker 'svm'; choose one of mlp, lgbm"),
+    ({"ranker": "svm"}, "unknown ranker 'svm' \\(known: mlp, lgbm\\)"),
+    ({"ranker": "lgbn"}, "unknown ranker 'lgbn'; did you mean 'lgbm'\\?"),
     ({"ranker": "lgbm", "query_projection": True}, "query_projection needs ranker='mlp'"),
     ({"seeds": 0}, "seeds must be at least 1, got 0"),
     ({"ranker_params": {"epochs": 3}}, "ranker 'mlp' has no parameter\\(s\\) epochs"),

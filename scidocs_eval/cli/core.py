@@ -6,7 +6,14 @@ import argparse
 import glob
 from pathlib import Path
 
-from scidocs_eval.cli.main import MODEL_OPTIONS, adapter_params, add_model_options, parse_params
+from scidocs_eval.cli.options import (
+    COMMANDS,
+    MODEL_OPTIONS,
+    CommandGroup,
+    adapter_params,
+    add_model_options,
+    parse_params,
+)
 from scidocs_eval.data.demo import DemoConfig, build_demo_suite
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluation.results import RunResult
@@ -163,3 +170,4 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     tasks.set_defaults(func=_list_tasks)
 
 
+COMMANDS.register(CommandGroup("core", add_commands))

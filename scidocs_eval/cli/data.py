@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from scidocs_eval.cli.options import COMMANDS, CommandGroup
 from scidocs_eval.data.download import DEFAULT_PREFIX, ENDPOINT_ENV
 from scidocs_eval.paths import default_data_dir
 
@@ -81,3 +82,6 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     build.add_argument("--queries-per-split", type=int, default=1000,
                        help="most queries per ranking task and split (default: %(default)s, as SciDocs)")
     build.set_defaults(func=_build)
+
+
+COMMANDS.register(CommandGroup("data", add_commands))

@@ -1,18 +1,14 @@
-"""The `scidocs-eval` command: a thin layer over the Python API."""
+"""The `scidocs-eval` command: a thin layer over the Python API; its commands come from the COMMANDS registry."""
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import logging
-import pkgutil
 import sys
 from collections.abc import Sequence
 
-import orjson
-
+from scidocs_eval.cli.options import COMMANDS
 from scidocs_eval.errors import ScidocsEvalError
-from scidocs_eval.models.encoder import PRECISIONS
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -20,59 +16,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="scidocs-eval", description="Evaluate scientific-document embeddings on the SciDocs benchmark.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log what is being done")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    package = importlib.import_module("scidocs_eval.cli")
-    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
-        if info.name.startswith("_") or info.name == "main":
-            continue
-        module = importlib.import_module(f"scidocs_eval.cli.{info.name}")
-        if hasattr(module, "add_commands"):
-            module.add_commands(subparsers)
+    for _, group in COMMANDS.items():
+        group.add_commands(subparsers)
     return parser
-
-
-def parse_value(text: str) -> object:
-    """A --param value: JSON where it parses (numbers, booleans, lists), else the plain string."""
-    try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return text
-
-
-def parse_params(pairs: Sequence[str] | None) -> dict[str, object]:
-    """`key=value` pairs into a dict (values through `parse_value`)."""
-    params = {}
-    for pair in pairs or ():
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise ScidocsEvalError(f"--param wants key=value, got {pair!r}")
-        params[key.replace("-", "_")] = parse_value(value)
-    return params
-
-
-MODEL_OPTIONS = ("model", "pooling", "max_length", "batch_size", "device", "precision")
-
-
-def add_model_options(parser: argparse.ArgumentParser) -> None:
-    """The adapter options shared by `baseline` and `embed` (each becomes a constructor parameter)."""
-    parser.add_argument("--model", help="checkpoint (hub id or local folder) for transformer adapters")
-    parser.add_argument("--pooling", choices=("cls", "mean"))
-    parser.add_argument("--max-length", type=int)
-    parser.add_argument("--batch-size", type=int)
-    parser.add_argument("--device")
-    parser.add_argument("--precision", choices=PRECISIONS,
-                        help="transformer adapters: auto = bf16 on CUDA, float32 on CPU; bf16 also on CPU")
-    parser.add_argument("--param", "-p", action="append", metavar="KEY=VALUE",
-                        help="any other adapter parameter (repeatable)")
-
-
-def adapter_params(args: argparse.Namespace, options: Sequence[str] = MODEL_OPTIONS) -> dict[str, object]:
-    """`--param` pairs plus every given option of `options` (unset ones and False flags are left out)."""
-    params = parse_params(args.param)
-    for option in options:
-        value = getattr(args, option)
-        if value not in (None, False):
-            params[option] = value
-    return params
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from scidocs_eval.cli.main import adapter_params, add_model_options
+from scidocs_eval.cli.options import COMMANDS, CommandGroup, adapter_params, add_model_options
 from scidocs_eval.models.adapter import adapter_names, get_adapter
 from scidocs_eval.models.baseline import read_corpus, write_embeddings
 
@@ -72,3 +72,6 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     specter.add_argument("--resume", action="store_true", help="continue from the latest checkpoint in --out")
     specter.add_argument("--quiet", action="store_true", help="no progress bar")
     specter.set_defaults(func=_train_specter)
+
+
+COMMANDS.register(CommandGroup("transformers", add_commands))

@@ -37,7 +37,7 @@ def mean_measures(per_query: Mapping[str, Mapping[str, float]], measures: Sequen
 
 
 def propensity_adjusted(clicked_scores: np.ndarray, other_scores: Sequence[np.ndarray],
-                        weights: np.ndarray) -> dict[str, float]:
+                        weights: np.ndarray, rounded: bool = True) -> dict[str, float]:
     """Propensity-adjusted nDCG and P@1 of the clicked paper's rank among those shown (SPEC §5).
 
     Args:
@@ -46,12 +46,13 @@ def propensity_adjusted(clicked_scores: np.ndarray, other_scores: Sequence[np.nd
         weights: (n_impressions,) inverse propensity of each clicked paper's display position.
 
     `above` counts others scoring strictly higher plus half of those tied; nDCG = 1/log2(2 + above),
-    P@1 = 1 only when above == 0. Returns {"adj-NDCG", "adj-P@1"} ×100, rounded to 2 decimals.
+    P@1 = 1 only when above == 0. Returns {"adj-NDCG", "adj-P@1"} ×100, rounded to 2 decimals (`rounded`)
+    or every digit (for choosing between settings, where rounding would make near-ties exact ones).
     """
     above = np.array([np.sum(others > clicked) + 0.5 * np.sum(others == clicked)
                       for clicked, others in zip(clicked_scores, other_scores)], dtype=np.float64)
     ndcg = 1.0 / np.log2(2.0 + above)
     p_at_1 = (above == 0).astype(np.float64)
     total = weights.sum()
-    return {"adj-NDCG": percent(float(weights @ ndcg / total)),
-            "adj-P@1": percent(float(weights @ p_at_1 / total))}
+    scale = percent if rounded else (lambda value: 100 * value)
+    return {"adj-NDCG": scale(float(weights @ ndcg / total)), "adj-P@1": scale(float(weights @ p_at_1 / total))}

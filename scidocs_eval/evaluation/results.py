@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 
 from scidocs_eval.errors import InputError
-from scidocs_eval.evaluation.task import TASKS, TaskResult, task_names
+from scidocs_eval.evaluation.task import TaskResult
 
 RESULTS_FORMAT = 1
 _VERSIONED_PACKAGES = ("scidocs-eval", "numpy", "scipy", "scikit-learn", "pytrec-eval-terrier", "torch",
@@ -41,16 +41,6 @@ class RunResult:
     versions: dict[str, str] = field(default_factory=package_versions)
     timings: dict[str, float] = field(default_factory=dict)
     synthetic: bool = False
-
-    def table1_row(self) -> dict[str, float]:
-        """Table 1 column key -> value, for the columns this run filled."""
-        task_names()
-        row = {}
-        for name, result in self.tasks.items():
-            for metric, column in TASKS[name].table1_columns.items():
-                if metric in result.metrics:
-                    row[column] = result.metrics[metric]
-        return row
 
     def to_dict(self) -> dict[str, Any]:
         return {"format": RESULTS_FORMAT, **asdict(self)}

@@ -14,7 +14,7 @@ import numpy as np
 from scidocs_eval.data.resolve import resolve_suite
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluation.results import RunResult
-from scidocs_eval.evaluation.task import EMBEDDING_GROUPS, MissingPolicy, get_task, task_names
+from scidocs_eval.evaluation.task import TASKS, MissingPolicy, embedding_groups, get_task, task_names
 from scidocs_eval.formats.embeddings import EmbeddingStore
 from scidocs_eval.formats.suite import Suite
 
@@ -57,12 +57,13 @@ class _Stores:
 
 
 def _as_sources(embeddings: EmbeddingsSource | Mapping[str, EmbeddingsSource]) -> dict[str, EmbeddingsSource]:
+    groups = tuple(embedding_groups())
     if isinstance(embeddings, Mapping):
-        unknown = set(embeddings) - set(EMBEDDING_GROUPS)
+        unknown = set(embeddings) - set(groups)
         if unknown:
-            raise ScidocsEvalError(f"unknown embeddings group(s) {sorted(unknown)}; use {EMBEDDING_GROUPS}")
+            raise ScidocsEvalError(f"unknown embeddings group(s) {sorted(unknown)}; use {groups}")
         return dict(embeddings)
-    return dict.fromkeys(EMBEDDING_GROUPS, embeddings)
+    return dict.fromkeys(groups, embeddings)
 
 
 def evaluate(
@@ -103,11 +104,7 @@ def evaluate(
         raise ScidocsEvalError(f"missing must be 'official' or 'error', not {missing!r}")
     started = time.perf_counter()
     suite = resolve_suite(data)
-    names = list(tasks) if tasks else task_names()
-    known = task_names()
-    for name in names:
-        if name not in known:
-            raise ScidocsEvalError(f"unknown task {name!r}; known tasks: {', '.join(known)}")
+    names = TASKS.check(tasks) if tasks else task_names()
     sources = _as_sources(embeddings)
     stores = _Stores(sources, cache, dtype, progress)
     params = task_params or {}
@@ -126,7 +123,9 @@ def evaluate(
         files += required
         store = stores.get(task.embedding_group)
         log.info("running %s", name)
+        task_started = time.perf_counter()
         results[name] = task.evaluate(suite, store, split=split, missing=missing)
+        results[name].seconds = time.perf_counter() - task_started
     if not results:
         raise ScidocsEvalError(f"no task could run on {suite.root}: " + "; ".join(f"{k}: {v}" for k, v in
                                                                              skipped.items()))

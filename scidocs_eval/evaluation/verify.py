@@ -16,10 +16,9 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from scidocs_eval.errors import InputError
+from scidocs_eval.evaluation.task import TASKS, task_names
 from scidocs_eval.formats.suite import METADATA_FILES, SPLITS, Suite, csv_rows
 
-CLASSIFICATION_TASKS = ("mag", "mesh")
-RANKING_TASKS = ("coview", "coread", "cite", "cocite")
 RANKING_SPLITS = ("val", "test")
 RECOMM_FILES = [f"recomm/{split}.csv" for split in SPLITS] + ["recomm/propensity_scores.json"]
 T = TypeVar("T")
@@ -104,7 +103,7 @@ class _Verifier:
                 ids = set(self.suite.metadata(group))
                 self.report.metadata[group] = len(ids)
             except InputError as error:
-                self.report.add("error", METADATA_FILES[group], _message(error))
+                self.report.add("error", METADATA_FILES.get(group, group), _message(error))
                 ids = None
             self.metadata[group] = ids
         return self.metadata[group]
@@ -116,7 +115,7 @@ class _Verifier:
         unknown = sorted({i for i in ids if i not in known})
         if unknown:
             self.report.add("warning", relative, f"{len(unknown)} id(s) have no metadata in "
-                            f"{METADATA_FILES[group]}: {_listed(unknown)}")
+                            f"{METADATA_FILES.get(group, group)}: {_listed(unknown)}")
 
     def parse(self, relative: str, parser: Callable[..., T], *args: Any) -> T | None:
         """`parser(*args)` if `relative` exists and parses; else None, with the parse error recorded."""
@@ -150,7 +149,7 @@ class _Verifier:
                 continue
             self.report.counts.setdefault(task, {})[split] = {"papers": len(labelled.ids),
                                                               "classes": len(set(labelled.labels.tolist()))}
-            self.check_ids(relative, labelled.ids, "mag_mesh")
+            self.check_ids(relative, labelled.ids, _metadata_of(task, "mag_mesh"))
             repeated = sorted(i for i, n in Counter(labelled.ids).items() if n > 1)
             if repeated:
                 self.report.add("warning", relative, f"{len(repeated)} paper(s) listed more than once: "
@@ -160,7 +159,7 @@ class _Verifier:
                 self.report.add("warning", relative, f"{len(shared)} paper(s) also in another split: "
                                 f"{_listed(shared)}")
             seen_in.update(dict.fromkeys(labelled.ids, split))
-        self.finish(task, files, "mag_mesh", errors_before)
+        self.finish(task, files, _metadata_of(task, "mag_mesh"), errors_before)
 
     def ranking(self, task: str) -> None:
         files = [f"{task}/{split}.qrel" for split in RANKING_SPLITS]
@@ -176,7 +175,7 @@ class _Verifier:
                 "queries": len(qrels.candidates), "pairs": sum(map(len, qrels.candidates.values())),
                 "positives": sum(positives.values())}
             self.check_ids(relative, list(qrels.candidates) + [c for cs in qrels.candidates.values() for c in cs],
-                           "view_cite_read")
+                           _metadata_of(task, "view_cite_read"))
             if qrels.repeated:
                 self.report.add("warning", relative, f"{qrels.repeated} repeated (query, candidate) line(s); "
                                 "the later grade wins")
@@ -184,7 +183,7 @@ class _Verifier:
             if without:
                 self.report.add("warning", relative, f"{len(without)} query(ies) without a positive (they score "
                                 f"0): {_listed(without)}")
-        self.finish(task, files, "view_cite_read", errors_before)
+        self.finish(task, files, _metadata_of(task, "view_cite_read"), errors_before)
 
     def recomm(self) -> None:
         if not self.task_files("recomm", RECOMM_FILES):
@@ -239,7 +238,12 @@ class _Verifier:
             self.report.complete.append(task)
 
 
-def _extra_tasks(root: Path, extension: str, known: tuple[str, ...]) -> list[str]:
+def _metadata_of(task: str, default: str) -> str:
+    """The metadata file a registered task declares; `default` for a folder no registered task reads."""
+    return TASKS[task].spec.metadata_file if task in TASKS else default
+
+
+def _extra_tasks(root: Path, extension: str, known: list[str]) -> list[str]:
     """Task folders beyond the official ones (e.g. a label task a built suite names itself)."""
     return sorted(p.parent.name for p in root.glob(f"*/test.{extension}")
                   if p.parent.name not in known and p.parent.name != "recomm")
@@ -251,9 +255,10 @@ def verify_suite(root: str | os.PathLike[str]) -> VerifyReport:
     if not root.is_dir():
         raise InputError(root, "not a directory (expected a suite in the official layout)")
     verifier = _Verifier(Suite(root))
-    for task in CLASSIFICATION_TASKS + tuple(_extra_tasks(root, "csv", CLASSIFICATION_TASKS)):
+    classification, ranking = task_names("classification"), task_names("ranking")
+    for task in classification + _extra_tasks(root, "csv", classification):
         verifier.classification(task)
-    for task in RANKING_TASKS + tuple(_extra_tasks(root, "qrel", RANKING_TASKS)):
+    for task in ranking + _extra_tasks(root, "qrel", ranking):
         verifier.ranking(task)
     verifier.recomm()
     return verifier.report

@@ -16,13 +16,15 @@ from __future__ import annotations
 
 import contextlib
 import copy
+from abc import ABC, abstractmethod
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from scidocs_eval.evaluation.metrics import propensity_adjusted
 from scidocs_eval.evaluators.recomm_features import COSINE, FEATURE_NAMES, ShownPapers
+from scidocs_eval.registry import Registry
 
 
 def impression_metrics(shown: ShownPapers, scores: np.ndarray, adjusted: bool = True) -> dict[str, float]:
@@ -36,7 +38,9 @@ def impression_metrics(shown: ShownPapers, scores: np.ndarray, adjusted: bool = 
 
 
 def _selection_score(shown: ShownPapers, scores: np.ndarray) -> float:
-    return impression_metrics(shown, scores)["adj-NDCG"]
+    """adj-nDCG ×100 with every digit: settings and epochs are compared unrounded."""
+    clicked, others = shown.split_scores(np.asarray(scores))
+    return propensity_adjusted(clicked, others, shown.weights, rounded=False)["adj-NDCG"]
 
 
 @contextlib.contextmanager
@@ -86,7 +90,24 @@ def _build_network(n_features: int, hidden: int, dropout: float, embedding_dim: 
     return PairScorer()
 
 
-class MLPRanker:
+class Ranker(ABC):
+    """A recommendation ranker: learns a score per (query, shown paper) from the features; `name` registers it."""
+
+    name: ClassVar[str]
+
+    @abstractmethod
+    def fit(self, train: ShownPapers, val: ShownPapers) -> Ranker:
+        """Learn on `train`, choosing settings and the stopping point on `val` by adj-nDCG."""
+
+    @abstractmethod
+    def score(self, shown: ShownPapers) -> np.ndarray:
+        """(n_shown,) float scores, higher ranks first."""
+
+
+RANKERS: Registry[type[Ranker]] = Registry("ranker", Ranker)
+
+
+class MLPRanker(Ranker):
     """Feed-forward pairwise ranker (see the module docstring).
 
     Args:
@@ -104,6 +125,8 @@ class MLPRanker:
         threads: torch CPU threads while training and scoring (results are bit-identical for a given count).
         seed: seeds the weights' initialisation, the dropout masks and the batch order.
     """
+
+    name = "mlp"
 
     def __init__(self, hidden: int = 50, dropout_grid: tuple[float, ...] = (0.0, 0.4), margin: float = 0.1,
                  batch_size: int = 128, max_epochs: int = 20, patience: int = 3, query_projection: bool = False,
@@ -135,7 +158,7 @@ class MLPRanker:
             pairs = self._pair_tensors(train, clicked, other, weights)
             for dropout in self.dropout_grid:
                 network, score, epochs = self._fit_one(pairs, val, dropout, train.vectors.shape[1])
-                self.val_adj_ndcg_[dropout] = score
+                self.val_adj_ndcg_[dropout] = float(np.round(score, 2))
                 if score > best_score:
                     best_score = score
                     self.network_ = network
@@ -213,7 +236,7 @@ class MLPRanker:
             return self._score(self.network_, shown)
 
 
-class LambdaRankRanker:
+class LambdaRankRanker(Ranker):
     """LightGBM LambdaRank over the same features, each impression a query group weighted by the inverse
     propensity of its clicked position (labels: clicked 1, others 0).
 
@@ -228,6 +251,8 @@ class LambdaRankRanker:
         threads: LightGBM threads.
         seed: seeds the row sampling.
     """
+
+    name = "lgbm"
 
     def __init__(self, num_leaves_grid: tuple[int, ...] = (7, 31), learning_rate: float = 0.05,
                  max_rounds: int = 300, patience: int = 30, subsample: float = 0.8, min_child_samples: int = 20,
@@ -267,7 +292,7 @@ class LambdaRankRanker:
                       eval_group=[val.group_sizes], eval_metric=val_adj_ndcg,
                       callbacks=[lightgbm.early_stopping(self.patience, verbose=False)])
             score = model.best_score_["valid_0"]["adj_ndcg"]
-            self.val_adj_ndcg_[num_leaves] = score
+            self.val_adj_ndcg_[num_leaves] = float(np.round(score, 2))
             if score > best_score:
                 best_score = score
                 self.model_ = model
@@ -279,4 +304,5 @@ class LambdaRankRanker:
         return self.model_.predict(shown.features, num_iteration=self.best_params_["rounds"])
 
 
-RANKERS = {"mlp": MLPRanker, "lgbm": LambdaRankRanker}
+RANKERS.register(MLPRanker)
+RANKERS.register(LambdaRankRanker)

@@ -110,9 +110,9 @@ class Suite:
         return path
 
     def metadata(self, group: str) -> dict[str, dict]:
-        """``{paper_id: record}`` of one metadata file (`group` is a key of METADATA_FILES)."""
-        if group not in self._metadata:
-            relative = METADATA_FILES[group]
+        """``{paper_id: record}`` of one metadata file (`group`: a key of METADATA_FILES or a suite-relative file)."""
+        relative = METADATA_FILES.get(group, group)
+        if relative not in self._metadata:
             path = self.require(relative, "a JSON object {paper_id: {paper_id, title, abstract, ...}}")
             try:
                 data = orjson.loads(path.read_bytes())
@@ -123,8 +123,8 @@ class Suite:
             for paper_id, record in data.items():
                 if not isinstance(record, dict):
                     raise InputError(path, f"paper {paper_id!r}: expected an object with title and abstract")
-            self._metadata[group] = data
-        return self._metadata[group]
+            self._metadata[relative] = data
+        return self._metadata[relative]
 
     def papers(self, groups: tuple[str, ...] | None = None) -> list[Paper]:
         """Every paper of the given metadata groups (all present ones by default), each id once."""

@@ -17,7 +17,7 @@ import numpy as np
 
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.formats.suite import Paper, Suite
-from scidocs_eval.registry import import_submodules
+from scidocs_eval.registry import Registry
 
 
 class Adapter(ABC):
@@ -49,24 +49,20 @@ class Adapter(ABC):
         return {name: getattr(self, name) for name in names if hasattr(self, name)}
 
 
-ADAPTERS: dict[str, type[Adapter]] = {}
+ADAPTERS: Registry[type[Adapter]] = Registry("baseline", Adapter, plugins="scidocs_eval.baselines")
 
 
 def register_adapter(cls: type[Adapter]) -> type[Adapter]:
-    """Class decorator: make an adapter available by its `name`."""
-    ADAPTERS[cls.name] = cls
-    return cls
+    """Class decorator: make an adapter available by its `name` (a taken name is an error)."""
+    return ADAPTERS.register(cls)
 
 
 def adapter_names() -> list[str]:
-    import_submodules("scidocs_eval.baselines")
-    return sorted(ADAPTERS)
+    return sorted(ADAPTERS.names())
 
 
 def get_adapter(name: str, **params: Any) -> Adapter:
     """An adapter by name; a parameter it does not take is an error that lists the ones it does."""
-    if name not in adapter_names():
-        raise ScidocsEvalError(f"unknown baseline {name!r}; known: {', '.join(adapter_names())}")
     cls = ADAPTERS[name]
     accepted = [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
     unknown = sorted(set(params) - set(accepted))

@@ -15,7 +15,7 @@ from scidocs_eval.data.resolve import resolve_suite
 from scidocs_eval.errors import InputError
 from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.runner import evaluate
-from scidocs_eval.evaluation.task import METADATA_OF_GROUP, get_task
+from scidocs_eval.evaluation.task import TASKS
 from scidocs_eval.formats.embeddings import format_embedding_line
 from scidocs_eval.formats.suite import METADATA_FILES, Paper, Suite
 from scidocs_eval.models.adapter import Adapter, get_adapter
@@ -93,12 +93,11 @@ def write_embeddings(adapter: Adapter, papers: Sequence[Paper], path: str | os.P
     return path
 
 
-def _metadata_groups(suite: Suite, tasks: Sequence[str] | None) -> tuple[str, ...] | None:
-    """The metadata files whose papers the tasks score (None: every file the suite has)."""
-    if not tasks:
-        return None
-    wanted = {METADATA_OF_GROUP[get_task(name).embedding_group] for name in tasks}
-    return tuple(group for group, name in METADATA_FILES.items() if group in wanted and suite.has(name))
+def _metadata_files(suite: Suite, tasks: Sequence[str] | None) -> tuple[str, ...]:
+    """The metadata files (those the suite has) whose papers the tasks score (default: every registered task)."""
+    wanted = {TASKS[name].spec.metadata_file for name in (TASKS.check(tasks) if tasks else TASKS.names())}
+    official = [name for name in METADATA_FILES.values() if name in wanted]
+    return tuple(name for name in official + sorted(wanted - set(official)) if suite.has(name))
 
 
 def run_baseline(
@@ -122,7 +121,7 @@ def run_baseline(
     """
     suite = resolve_suite(data)
     adapter = get_adapter(name, **(params or {}))
-    papers = suite.papers(_metadata_groups(suite, tasks))
+    papers = suite.papers(_metadata_files(suite, tasks))
     corpus = read_corpus(train_corpus) if train_corpus else papers
     started = time.perf_counter()
     log.info("fitting %s on %d papers", name, len(corpus))

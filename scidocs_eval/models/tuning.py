@@ -1,10 +1,10 @@
 """`--tune`: pick an adapter's settings on the suite's validation split.
 
-Criterion: the mean MAP over the ranking tasks (co-view, co-read, cite, co-cite) whose `val.qrel` the suite
-has, computed by the real tasks through `scidocs_eval.evaluate(..., split="val")`. Classification is left out
-of the criterion: its linear-SVM grid costs far more than one embedding of the val papers, and the ranking
-tasks are where these baselines differ most. Only the val queries and candidates are embedded per candidate
-setting; test data is never read.
+Criterion: the mean main score (MAP) over the registered ranking tasks (co-view, co-read, cite, co-cite and any
+other task of the "ranking" family) whose `val.qrel` the suite has, computed by the real tasks through
+`scidocs_eval.evaluate(..., split="val")`. Classification is left out of the criterion: its linear-SVM grid costs
+far more than one embedding of the val papers, and the ranking tasks are where these baselines differ most. Only
+the val queries and candidates are embedded per candidate setting; test data is never read.
 """
 
 from __future__ import annotations
@@ -19,13 +19,12 @@ from sklearn.model_selection import ParameterGrid
 
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluation.runner import evaluate
+from scidocs_eval.evaluation.task import TASKS, task_names
 from scidocs_eval.formats.embeddings import EmbeddingStore
 from scidocs_eval.formats.suite import Paper, Suite
 from scidocs_eval.progress import progress_bar
 
 log = logging.getLogger("scidocs_eval")
-
-RANKING_TASKS = ("coview", "coread", "cite", "cocite")
 
 
 def parameter_grid(**axes: Sequence[Any]) -> list[dict[str, Any]]:
@@ -53,9 +52,10 @@ class ValScorer:
         if suite is None:
             raise ScidocsEvalError("--tune needs a suite with a val split to tune on")
         self.suite = suite
-        self.tasks = [task for task in RANKING_TASKS if suite.has(f"{task}/val.qrel")]
+        ranking = task_names("ranking")
+        self.tasks = [task for task in ranking if suite.has(f"{task}/val.qrel")]
         if not self.tasks:
-            raise ScidocsEvalError(f"--tune needs the val split of a ranking task ({', '.join(RANKING_TASKS)}/"
+            raise ScidocsEvalError(f"--tune needs the val split of a ranking task ({', '.join(ranking)}/"
                                    f"val.qrel) and {suite.root} has none")
         wanted: dict[str, None] = {}
         for task in self.tasks:
@@ -69,7 +69,7 @@ class ValScorer:
         """Mean val MAP (×100) of `matrix`, shape (len(self.papers), dim), row i embedding self.papers[i]."""
         store = EmbeddingStore.from_mapping({p.paper_id: row for p, row in zip(self.papers, matrix)})
         result = evaluate(store, self.suite, tasks=self.tasks, split="val", cache=False, progress=False)
-        return float(np.mean([result.tasks[task].metrics["map"] for task in result.tasks]))
+        return float(np.mean([result.tasks[task].metrics[TASKS[task].spec.main_score] for task in result.tasks]))
 
     def search(self, grid: Sequence[Mapping[str, Any]], embed: Callable[[dict[str, Any]], np.ndarray],
                desc: str = "tuning on val") -> TuningResult:
