@@ -26,11 +26,12 @@ from pathlib import Path
 import numpy as np
 
 from scidocs_eval.errors import InputError, ScidocsEvalError
+from scidocs_eval.formats.corpus import paper_text
 from scidocs_eval.formats.suite import Paper, Suite
 from scidocs_eval.models.adapter import Adapter, register_adapter
 from scidocs_eval.models.gensim_training import epochs_within_budget, train_with_progress
 from scidocs_eval.models.model_cache import cached_model, corpus_fingerprint
-from scidocs_eval.models.text import TFIDF_SWITCHES, TfidfWeighting, count_vectorizer, paper_text, tokenize_papers
+from scidocs_eval.models.text import TFIDF_SWITCHES, TfidfWeighting, count_vectorizer, tokenize_papers
 from scidocs_eval.models.tuning import ValScorer, parameter_grid
 
 _DIVERGED = 100.0

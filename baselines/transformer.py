@@ -13,9 +13,10 @@ from typing import Any, ClassVar
 import numpy as np
 
 from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.formats.corpus import paper_text
 from scidocs_eval.formats.suite import Paper
 from scidocs_eval.models.adapter import Adapter, register_adapter
-from scidocs_eval.models.encoder import TransformerEncoder, check_precision, choose_device, paper_text, resolve_model
+from scidocs_eval.models.encoder import TransformerEncoder, check_precision, choose_device, resolve_model
 
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(\[])")
 

@@ -23,8 +23,8 @@ from pathlib import Path
 CHILD = """
 import json, resource, sys, time
 from scidocs_eval.models.adapter import get_adapter
-from scidocs_eval.models.baseline import read_corpus
-papers = read_corpus(sys.argv[1])
+from scidocs_eval.formats.corpus import read_papers
+papers = read_papers(sys.argv[1])
 adapter = get_adapter(sys.argv[2], **json.loads(sys.argv[3]))
 start = time.perf_counter()
 adapter.fit(papers, None)

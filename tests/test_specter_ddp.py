@@ -15,7 +15,9 @@ from scidocs_eval.errors import ScidocsEvalError
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from scidocs_eval.training.specter import build_small_bert, train_specter  # noqa: E402
+from builders import build_small_bert  # noqa: E402
+
+from scidocs_eval.training.specter import train_specter  # noqa: E402
 
 # 59 training triplets in 29-triplet steps: the last step of each epoch has 1, so the second process has none.
 SETTINGS = dict(epochs=2, learning_rate=1e-3, batch_size=8, effective_batch_size=29, max_length=48,

@@ -16,7 +16,9 @@ from scidocs_eval.errors import ScidocsEvalError
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from scidocs_eval.training.specter import build_small_bert, latest_checkpoint, train_specter  # noqa: E402
+from builders import build_small_bert  # noqa: E402
+
+from scidocs_eval.training.specter import latest_checkpoint, train_specter  # noqa: E402
 
 SETTINGS = dict(epochs=3, learning_rate=2e-2, batch_size=8, effective_batch_size=16, max_length=48,
                 checkpoint_every=3, keep_checkpoints=None, progress=False)

@@ -11,9 +11,10 @@ import pytest
 from sklearn.feature_extraction.text import TfidfVectorizer
 
 from scidocs_eval.baselines.fasttext_sum import FasttextSettings, check_converged, load_word_vectors, train_fasttext
-from scidocs_eval.baselines.sgc import guard_edges, read_citations
+from scidocs_eval.baselines.sgc import guard_edges
 from scidocs_eval.errors import InputError, ScidocsEvalError
 from scidocs_eval.evaluation.task import task_names
+from scidocs_eval.formats.corpus import read_citations
 from scidocs_eval.formats.suite import Paper, Suite
 from scidocs_eval.models.adapter import get_adapter
 from scidocs_eval.models.baseline import run_baseline
@@ -228,7 +229,7 @@ def test_sgc_leakage_guard_keeps_evaluated_edges_out_of_the_features(demo_suite:
 def test_citations_file_errors_name_file_and_line(tmp_path: Path) -> None:
     path = tmp_path / "edges.tsv"
     path.write_text("a\tb\n\nc d\n", encoding="utf-8")
-    with pytest.raises(InputError, match=r"edges.tsv:3: expected 'citing<TAB>cited', got 1 field"):
+    with pytest.raises(InputError, match=r"edges.tsv:3: expected 2 tab-separated fields citing<TAB>cited, got 1"):
         read_citations(path)
     with pytest.raises(InputError, match="citations file not found"):
         read_citations(tmp_path / "absent.tsv")

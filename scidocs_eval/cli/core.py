@@ -18,7 +18,7 @@ from scidocs_eval.data.demo import DemoConfig, build_demo_suite
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.runner import evaluate
-from scidocs_eval.evaluation.task import TASKS, task_names
+from scidocs_eval.evaluation.task import TASKS, embedding_groups, task_names
 from scidocs_eval.leaderboard import render_table1
 from scidocs_eval.models.adapter import adapter_names
 from scidocs_eval.models.baseline import run_baseline
@@ -60,18 +60,32 @@ def _print_result(result: RunResult, output: Path | None) -> None:
         print(f"results written to {output}")
 
 
+def _embeddings(values: list[str]) -> str | dict[str, str]:
+    """One FILE for every task, or {group: FILE} from GROUP=FILE values (a group is a registered task's)."""
+    groups = embedding_groups()
+    files: dict[str, str] = {}
+    single = []
+    for value in values:
+        group, sep, path = value.partition("=")
+        if sep and group in groups:
+            if group in files:
+                raise ScidocsEvalError(f"embeddings for group {group!r} given twice ({files[group]}, {path})")
+            files[group] = path
+        else:
+            single.append(value)
+    if single and (files or len(single) > 1):
+        raise ScidocsEvalError(f"give either one --embeddings FILE for every task or GROUP=FILE per group "
+                               f"({', '.join(groups)}), not both; got {', '.join(values)}")
+    if not single and not files:
+        raise ScidocsEvalError("no embeddings: give --embeddings FILE, or --embeddings GROUP=FILE per group "
+                               "(the official three-file form: --cls, --user-citation, --recomm)")
+    return single[0] if single else files
+
+
 def _run(args: argparse.Namespace) -> int:
-    if args.embeddings:
-        embeddings: object = args.embeddings
-        extra = [g for g in ("cls", "user_citation", "recomm") if getattr(args, g)]
-        if extra:
-            raise ScidocsEvalError("give either --embeddings or the three-file form (--cls, --user-citation, "
-                                   "--recomm), not both")
-    else:
-        embeddings = {group: path for group, path in (("cls", args.cls), ("user-citation", args.user_citation),
-                                                      ("recomm", args.recomm)) if path}
-        if not embeddings:
-            raise ScidocsEvalError("no embeddings: give --embeddings FILE (or --cls/--user-citation/--recomm)")
+    aliases = [f"{group}={path}" for group, path in (("cls", args.cls), ("user-citation", args.user_citation),
+                                                     ("recomm", args.recomm)) if path]
+    embeddings = _embeddings(list(args.embeddings or []) + aliases)
     output = Path(args.output) if args.output else None
     result = evaluate(embeddings, args.data, tasks=_tasks(args.tasks), split=args.split, missing=args.missing,
                       task_params=_task_params(args.task_param), model=args.name, output=output,
@@ -125,10 +139,12 @@ def _list_tasks(args: argparse.Namespace) -> int:
 def add_commands(subparsers: argparse._SubParsersAction) -> None:
     run = subparsers.add_parser("run", help="score an embeddings file on the SciDocs tasks",
                                 description="Score embeddings (JSON lines {paper_id, embedding}) on SciDocs.")
-    run.add_argument("--embeddings", help="one embeddings file for every task")
-    run.add_argument("--cls", help="official three-file form: embeddings of paper_metadata_mag_mesh.json")
-    run.add_argument("--user-citation", help="embeddings of paper_metadata_view_cite_read.json")
-    run.add_argument("--recomm", help="embeddings of paper_metadata_recomm.json")
+    run.add_argument("--embeddings", action="append", metavar="[GROUP=]FILE",
+                     help="one embeddings file for every task, or GROUP=FILE (repeatable) for the tasks reading "
+                     f"that group ({', '.join(embedding_groups())}; `scidocs-eval tasks` lists each task's)")
+    run.add_argument("--cls", help="same as --embeddings cls=FILE: embeddings of paper_metadata_mag_mesh.json")
+    run.add_argument("--user-citation", help="same as --embeddings user-citation=FILE (view_cite_read metadata)")
+    run.add_argument("--recomm", help="same as --embeddings recomm=FILE (paper_metadata_recomm.json)")
     _add_evaluation_options(run)
     run.add_argument("--output", "-o", help="write the results JSON here")
     run.add_argument("--name", help="model name shown in results and tables (default: the file's stem)")

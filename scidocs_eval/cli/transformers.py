@@ -5,13 +5,14 @@ from __future__ import annotations
 import argparse
 
 from scidocs_eval.cli.options import COMMANDS, CommandGroup, adapter_params, add_model_options
+from scidocs_eval.formats.corpus import read_papers
 from scidocs_eval.models.adapter import adapter_names, get_adapter
-from scidocs_eval.models.baseline import read_corpus, write_embeddings
+from scidocs_eval.models.baseline import write_embeddings
 
 
 def _embed(args: argparse.Namespace) -> int:
     adapter = get_adapter(args.adapter, **adapter_params(args))
-    papers = read_corpus(args.metadata)
+    papers = read_papers(args.metadata)
     path = write_embeddings(adapter, papers, args.out, resume=args.resume, progress=not args.quiet)
     print(f"{len(papers)} papers embedded with {args.adapter} into {path}")
     return 0

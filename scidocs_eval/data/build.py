@@ -32,6 +32,7 @@ import numpy as np
 import orjson
 
 from scidocs_eval.errors import InputError, ScidocsEvalError
+from scidocs_eval.formats.corpus import read_citations, read_paper_records
 from scidocs_eval.formats.suite import METADATA_FILES, SPLITS
 from scidocs_eval.formats.writers import write_csv, write_json, write_lines
 
@@ -116,32 +117,16 @@ class BuildReport:
 
 def _read_papers(path: Path) -> tuple[dict[str, CorpusPaper], int]:
     """Papers with a title or an abstract, and how many had neither."""
-    if not path.is_file():
-        raise InputError(path, "papers file not found (expected JSON lines {paper_id, title, abstract, label?})")
     papers: dict[str, CorpusPaper] = {}
-    first_line: dict[str, int] = {}
     without_text = 0
-    with open(path, "rb") as handle:
-        for line, raw in enumerate(handle, start=1):
-            if not raw.strip():
-                continue
-            try:
-                record = orjson.loads(raw)
-            except orjson.JSONDecodeError as error:
-                raise InputError(path, f"malformed JSON ({error})", line) from None
-            if not isinstance(record, dict) or record.get("paper_id") in (None, ""):
-                raise InputError(path, "expected an object with a 'paper_id'", line)
-            paper_id = str(record["paper_id"])
-            if paper_id in first_line:
-                raise InputError(path, f"paper {paper_id!r} repeats line {first_line[paper_id]}", line)
-            first_line[paper_id] = line
-            label = record.get("label")
-            paper = CorpusPaper(paper_id, (record.get("title") or "").strip(), (record.get("abstract") or "").strip(),
-                                None if label in (None, "") else label)
-            if paper.title or paper.abstract:
-                papers[paper_id] = paper
-            else:
-                without_text += 1
+    for _, record in read_paper_records(path, "{paper_id, title, abstract, label?}"):
+        label = record.get("label")
+        paper = CorpusPaper(record["paper_id"], (record.get("title") or "").strip(),
+                            (record.get("abstract") or "").strip(), None if label in (None, "") else label)
+        if paper.title or paper.abstract:
+            papers[paper.paper_id] = paper
+        else:
+            without_text += 1
     if not papers:
         raise InputError(path, "no papers with a title or an abstract")
     return papers, without_text
@@ -150,31 +135,19 @@ def _read_papers(path: Path) -> tuple[dict[str, CorpusPaper], int]:
 def read_citation_corpus(papers_jsonl: str | os.PathLike[str], edges_tsv: str | os.PathLike[str]) -> Corpus:
     """Papers (those with text) and the citation links between them; counts of what was dropped and why."""
     papers, without_text = _read_papers(Path(papers_jsonl))
-    path = Path(edges_tsv)
-    if not path.is_file():
-        raise InputError(path, "citations file not found (expected TSV citing<TAB>cited)")
     cites: dict[str, set[str]] = {}
     stats = Counter(papers=len(papers), papers_without_text=without_text, links_read=0,
                     links_to_unknown_or_textless_papers=0, self_citations=0, repeated_links=0)
-    with open(path, encoding="utf-8") as handle:
-        for line, text in enumerate(handle, start=1):
-            fields = text.rstrip("\n").split("\t")
-            if fields == [""]:
-                continue
-            if len(fields) != 2:
-                raise InputError(path, f"expected 2 tab-separated fields citing<TAB>cited, got {len(fields)}", line)
-            citing, cited = (f.strip() for f in fields)
-            if line == 1 and citing not in papers and cited not in papers:
-                continue
-            stats["links_read"] += 1
-            if citing not in papers or cited not in papers:
-                stats["links_to_unknown_or_textless_papers"] += 1
-            elif citing == cited:
-                stats["self_citations"] += 1
-            elif cited in cites.get(citing, ()):
-                stats["repeated_links"] += 1
-            else:
-                cites.setdefault(citing, set()).add(cited)
+    for _, citing, cited in read_citations(edges_tsv, known=papers):
+        stats["links_read"] += 1
+        if citing not in papers or cited not in papers:
+            stats["links_to_unknown_or_textless_papers"] += 1
+        elif citing == cited:
+            stats["self_citations"] += 1
+        elif cited in cites.get(citing, ()):
+            stats["repeated_links"] += 1
+        else:
+            cites.setdefault(citing, set()).add(cited)
     stats["links_kept"] = sum(map(len, cites.values()))
     return Corpus(papers, cites, dict(stats))
 

@@ -128,7 +128,7 @@ def check_missing(task: str, role: str, ids: list[str], codes: Any, missing: Mis
 
 TASKS: Registry[type[Task]] = Registry("task", Task, plugins="scidocs_eval.tasks",
                                       key=lambda cls: cls.spec.name)
-"""Every task by name, in registration order (the built-in ones: Table 1's order)."""
+"""Every task by name; the built-in ones in module order (classification, ranking, recomm: Table 1's order)."""
 
 
 def register_task(cls: type[Task]) -> type[Task]:
@@ -145,7 +145,7 @@ def register_task(cls: type[Task]) -> type[Task]:
 
 
 def task_names(family: str | None = None) -> list[str]:
-    """Names of the registered tasks (of one family, if given), in registration order."""
+    """Names of the registered tasks (of one family, if given), in the registry's order."""
     return [name for name, cls in TASKS.items() if family is None or cls.spec.family == family]
 
 

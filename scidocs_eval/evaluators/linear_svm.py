@@ -348,10 +348,6 @@ class LinearSVMGrid:
         best_accuracy = max(self.cv_accuracy_)
         self.best_c_ = float(min(c for c, a in zip(self.c_grid, self.cv_accuracy_) if a == best_accuracy))
 
-    def decision_function(self, x: np.ndarray) -> np.ndarray:
-        """(n, n_classes) one-vs-rest decision values."""
-        return np.asarray(x, dtype=np.float64) @ self.coef_
-
     def predict(self, x: np.ndarray) -> np.ndarray:
         """(n,) predicted labels: argmax of the decision values (first class on ties)."""
         return _predict(x, self.coef_, self.classes_)

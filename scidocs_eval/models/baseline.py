@@ -12,48 +12,16 @@ from typing import Any
 import orjson
 
 from scidocs_eval.data.resolve import resolve_suite
-from scidocs_eval.errors import InputError
 from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.runner import evaluate
 from scidocs_eval.evaluation.task import TASKS
+from scidocs_eval.formats.corpus import read_papers
 from scidocs_eval.formats.embeddings import format_embedding_line
 from scidocs_eval.formats.suite import METADATA_FILES, Paper, Suite
 from scidocs_eval.models.adapter import Adapter, get_adapter
 from scidocs_eval.progress import progress_bar
 
 log = logging.getLogger("scidocs_eval")
-
-
-def read_corpus(path: str | os.PathLike[str]) -> list[Paper]:
-    """Papers from JSON lines {paper_id, title, abstract} or the official metadata {id: {title, abstract}}."""
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(path, "corpus file not found")
-    text = path.read_bytes()
-    try:
-        whole = orjson.loads(text)
-    except orjson.JSONDecodeError:
-        whole = None
-    if isinstance(whole, dict):
-        records = [(line, {"paper_id": key, **value}) for line, (key, value) in enumerate(whole.items(), 1)
-                   if isinstance(value, dict)]
-    else:
-        records = []
-        for line, raw in enumerate(text.splitlines(), start=1):
-            if not raw.strip():
-                continue
-            try:
-                records.append((line, orjson.loads(raw)))
-            except orjson.JSONDecodeError as error:
-                raise InputError(path, f"malformed JSON ({error})", line) from None
-    papers = []
-    for line, record in records:
-        if not isinstance(record, dict) or "paper_id" not in record:
-            raise InputError(path, "expected an object with 'paper_id', 'title' and 'abstract'", line)
-        papers.append(Paper(str(record["paper_id"]), record.get("title") or "", record.get("abstract") or ""))
-    if not papers:
-        raise InputError(path, "no papers in corpus")
-    return papers
 
 
 def _done_ids(path: Path) -> set[str]:
@@ -122,7 +90,7 @@ def run_baseline(
     suite = resolve_suite(data)
     adapter = get_adapter(name, **(params or {}))
     papers = suite.papers(_metadata_files(suite, tasks))
-    corpus = read_corpus(train_corpus) if train_corpus else papers
+    corpus = read_papers(train_corpus) if train_corpus else papers
     started = time.perf_counter()
     log.info("fitting %s on %d papers", name, len(corpus))
     adapter.fit(corpus, suite)

@@ -17,17 +17,13 @@ from typing import Any
 import numpy as np
 
 from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.formats.corpus import paper_text
 from scidocs_eval.formats.suite import Paper
 from scidocs_eval.models.cls_shortcut import cls_of_last_layer, split_last_layer
 
 POOLINGS = ("cls", "mean")
 PRECISIONS = ("auto", "fp32", "bf16")
 OFFLINE_MINILM_NAMES = ("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2")
-
-
-def paper_text(paper: Paper, separator: str) -> str:
-    """The model input of one paper: title + separator + abstract; a missing part is left out with its separator."""
-    return separator.join(part for part in (paper.title.strip(), paper.abstract.strip()) if part)
 
 
 def resolve_model(name: str) -> str:

@@ -15,6 +15,7 @@ from typing import Any
 from scipy import sparse
 from sklearn.feature_extraction.text import CountVectorizer, TfidfTransformer
 
+from scidocs_eval.formats.corpus import paper_text
 from scidocs_eval.formats.suite import Paper
 from scidocs_eval.progress import progress_bar
 
@@ -24,11 +25,6 @@ TOKENIZER_SETTINGS: dict[str, Any] = {"lowercase": True, "strip_accents": "ascii
 TFIDF_SETTINGS: dict[str, Any] = {**TOKENIZER_SETTINGS, "min_df": 3, "max_df": 0.75, "stop_words": "english",
                                   "norm": None}
 """The paper's TfidfVectorizer settings for fasttext-sum (its weighting options are set separately)."""
-
-
-def paper_text(paper: Paper) -> str:
-    """Title and abstract as one string (the text every baseline reads)."""
-    return f"{paper.title} {paper.abstract}".strip()
 
 
 def analyzer() -> Callable[[str], list[str]]:
