@@ -8,8 +8,6 @@ scores −inf. MAP and nDCG at full depth by pytrec_eval, averaged over the quer
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 import numpy as np
 
 from scidocs_eval.evaluation.metrics import mean_measures, trec_measures
@@ -57,8 +55,6 @@ def ranking_spec(name: str, description: str, embedding_group: str = "user-citat
 class RankingTask(Task):
     """A qrel-based ranking task (MAP and nDCG); a subclass's spec names the folder of its qrels."""
 
-    measures: ClassVar[tuple[str, ...]] = ("map", "ndcg")
-
     def required_files(self, split: str) -> list[str]:
         return [f"{self.name}/{split}.qrel"]
 
@@ -70,9 +66,9 @@ class RankingTask(Task):
         candidates = sorted({c for cs in qrels.candidates.values() for c in cs})
         check_missing(self.name, "candidates", candidates, embeddings.status(candidates), missing)
         run, coverage = build_run(qrels, embeddings)
-        per_query = trec_measures(qrels.relevance, run, self.measures)
+        per_query = trec_measures(qrels.relevance, run, self.metrics)
         coverage["queries_scored"] = len(per_query)
-        return TaskResult(self.name, mean_measures(per_query, self.measures), coverage)
+        return TaskResult(self.name, mean_measures(per_query, self.metrics), coverage)
 
 
 @register_task
