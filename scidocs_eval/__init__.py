@@ -3,6 +3,7 @@
 from importlib import metadata
 
 from scidocs_eval.errors import InputError, MissingEmbeddingsError, ScidocsEvalError, SuiteNotFoundError
+from scidocs_eval.evaluation.comparison import Comparison, compare
 from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.runner import evaluate
 from scidocs_eval.evaluation.task import Task, TaskResult, get_task, register_task
@@ -15,7 +16,7 @@ from scidocs_eval.training.specter import train_specter
 __version__ = metadata.version("scidocs-eval")
 
 __all__ = [
-    "Adapter", "EmbeddingStore", "InputError", "MissingEmbeddingsError", "Paper", "RunResult",
-    "ScidocsEvalError", "Suite", "SuiteNotFoundError", "Task", "TaskResult", "evaluate", "get_adapter",
+    "Adapter", "Comparison", "EmbeddingStore", "InputError", "MissingEmbeddingsError", "Paper", "RunResult",
+    "ScidocsEvalError", "Suite", "SuiteNotFoundError", "Task", "TaskResult", "compare", "evaluate", "get_adapter",
     "get_task", "register_adapter", "register_task", "run_baseline", "train_specter", "write_embeddings",
 ]

@@ -51,7 +51,9 @@ class ClassificationTask(Task):
         grid = LinearSVMGrid(c_grid=self.c_grid, folds=self.folds).fit(x_train, train.labels)
         predicted = grid.predict(x_scored)
         details = {"C": grid.best_c_, "cv_accuracy": dict(zip(map(str, self.c_grid), grid.cv_accuracy_))}
-        return TaskResult(self.name, {"f1": macro_f1(scored.labels, predicted)}, coverage, details)
+        items = {"unit": "paper", "ids": scored.ids, "gold": scored.labels.tolist(),
+                 "predicted": np.asarray(predicted).tolist()}
+        return TaskResult(self.name, {"f1": macro_f1(scored.labels, predicted)}, coverage, details, items=items)
 
 
 @register_task

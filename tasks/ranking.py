@@ -68,7 +68,9 @@ class RankingTask(Task):
         run, coverage = build_run(qrels, embeddings)
         per_query = trec_measures(qrels.relevance, run, self.metrics)
         coverage["queries_scored"] = len(per_query)
-        return TaskResult(self.name, mean_measures(per_query, self.metrics), coverage)
+        items = {"unit": "query", "ids": list(per_query),
+                 **{m: [values[m] for values in per_query.values()] for m in self.metrics}}
+        return TaskResult(self.name, mean_measures(per_query, self.metrics), coverage, items=items)
 
 
 @register_task

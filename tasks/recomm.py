@@ -17,7 +17,7 @@ import numpy as np
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluation.task import MissingPolicy, Task, TaskResult, TaskSpec, check_missing, register_task
 from scidocs_eval.evaluators.recomm_features import RecommFeaturizer, ShownPapers
-from scidocs_eval.evaluators.recomm_rankers import RANKERS, impression_metrics
+from scidocs_eval.evaluators.recomm_rankers import RANKERS, impression_metrics, impression_terms
 from scidocs_eval.formats.embeddings import EmbeddingStore
 from scidocs_eval.formats.suite import METADATA_FILES, Suite
 from scidocs_eval.progress import progress_bar
@@ -100,11 +100,12 @@ class RecommTask(Task):
     def evaluate(self, suite: Suite, embeddings: EmbeddingStore, split: str = "test",
                  missing: MissingPolicy = "official") -> TaskResult:
         shown, coverage = self.load(suite, embeddings, split, missing)
-        runs = []
+        runs, terms = [], []
         with progress_bar(total=self.seeds, desc=f"recomm ({self.ranker})", unit="seed") as bar:
             for seed in range(self.seed, self.seed + self.seeds):
                 ranker = self.make_ranker(seed).fit(shown["train"], shown["val"])
                 scores = ranker.score(shown[split])
+                terms.append(impression_terms(shown[split], scores))
                 runs.append({"seed": seed, **impression_metrics(shown[split], scores),
                              "unadjusted": impression_metrics(shown[split], scores, adjusted=False),
                              "val_adj_ndcg": {str(k): v for k, v in ranker.val_adj_ndcg_.items()},
@@ -113,7 +114,10 @@ class RecommTask(Task):
         means, stds = summarise(runs)
         details = {"ranker": self.ranker, "seeds": runs, "std": stds,
                    "unadjusted": summarise([r["unadjusted"] for r in runs], ("NDCG", "P@1"))[0]}
-        return TaskResult(self.name, means, coverage, details)
+        items = {"unit": "impression", "ids": [f"{i.line}:{i.query_id}" for i in suite.impressions(split)],
+                 "weight": shown[split].weights.tolist(), "seeds": [r["seed"] for r in runs],
+                 **{m: [t[m].tolist() for t in terms] for m in METRICS}}
+        return TaskResult(self.name, means, coverage, details, items=items)
 
 
 def summarise(runs: list[dict[str, Any]], metrics: tuple[str, ...] = METRICS

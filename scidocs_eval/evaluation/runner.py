@@ -14,6 +14,7 @@ import numpy as np
 from scidocs_eval.data.resolve import resolve_suite
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluation.results import RunResult
+from scidocs_eval.evaluation.significance import confidence_intervals
 from scidocs_eval.evaluation.task import TASKS, MissingPolicy, embedding_groups, get_task, task_names
 from scidocs_eval.formats.embeddings import EmbeddingStore
 from scidocs_eval.formats.suite import Suite
@@ -124,8 +125,10 @@ def evaluate(
         store = stores.get(task.embedding_group)
         log.info("running %s", name)
         task_started = time.perf_counter()
-        results[name] = task.evaluate(suite, store, split=split, missing=missing)
-        results[name].seconds = time.perf_counter() - task_started
+        result = task.evaluate(suite, store, split=split, missing=missing)
+        result.seconds = time.perf_counter() - task_started
+        result.ci = confidence_intervals(result.items, list(result.metrics))
+        results[name] = result
     if not results:
         raise ScidocsEvalError(f"no task could run on {suite.root}: " + "; ".join(f"{k}: {v}" for k, v in
                                                                              skipped.items()))

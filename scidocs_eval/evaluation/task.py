@@ -80,7 +80,12 @@ class TaskSpec:
 
 @dataclass
 class TaskResult:
-    """What one task reports: metrics (×100, rounded to 2 decimals), coverage counts and extra details."""
+    """What one task reports: metrics (×100, rounded to 2 decimals), coverage counts and extra details.
+
+    `items` holds what the metrics average, per query, test paper or impression (compact: ids once, values as
+    arrays; `scidocs_eval.evaluation.significance` reads it); `ci` maps each metric to its 95% bootstrap interval
+    [low, high] (×100, 2 decimals), set by the runner. Both are empty in results written before they existed.
+    """
 
     task: str
     metrics: dict[str, float]
@@ -88,6 +93,8 @@ class TaskResult:
     details: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
     """set by the runner, which times every task."""
+    ci: dict[str, list[float]] = field(default_factory=dict)
+    items: dict[str, Any] = field(default_factory=dict)
 
 
 class Task(ABC):
