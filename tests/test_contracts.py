@@ -26,7 +26,7 @@ OFFLINE_ADAPTERS = {
     "sif": {"dim": 20, "epochs": 2, "min_count": 2},
     "sgc": {"dim": 20, "epochs": 2, "min_count": 2, "k": 1},
     "fasttext-sum": {"dim": 20, "epochs": 2, "min_count": 2},
-    "doc2vec": {"dim": 20, "epochs": 2, "min_count": 2},
+    "doc2vec": {"dim": 20, "epochs": 2},
     "sent-bert": {"batch_size": 8},
 }
 """Adapters that fit and embed offline in seconds with these settings; the others need hub checkpoints

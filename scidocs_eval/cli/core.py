@@ -74,8 +74,9 @@ def _embeddings(values: list[str]) -> str | dict[str, str]:
         else:
             single.append(value)
     if single and (files or len(single) > 1):
-        raise ScidocsEvalError(f"give either one --embeddings FILE for every task or GROUP=FILE per group "
-                               f"({', '.join(groups)}), not both; got {', '.join(values)}")
+        raise ScidocsEvalError(f"give either --embeddings or the three-file form (--cls, --user-citation, --recomm; "
+                               f"in general --embeddings GROUP=FILE per group: {', '.join(groups)}), not both; "
+                               f"got {', '.join(values)}")
     if not single and not files:
         raise ScidocsEvalError("no embeddings: give --embeddings FILE, or --embeddings GROUP=FILE per group "
                                "(the official three-file form: --cls, --user-citation, --recomm)")

@@ -1,8 +1,8 @@
 """Paper corpora and citation lists outside a suite: one reader per format, and the one `paper_text`.
 
 - Papers: JSON lines, one ``{"paper_id", "title", "abstract", ...}`` object a line (blank lines skipped), or an
-  official metadata file ``{paper_id: {title, abstract, ...}}``. A paper id given twice is an error naming both
-  lines.
+  official metadata file ``{paper_id: {title, abstract, ...}}`` (one JSON object without a "paper_id" key).
+  A paper id given twice is an error naming both lines.
 - Citations: TSV lines ``citing<TAB>cited`` (blank lines skipped). A first line whose two fields are both
   unknown paper ids (when the caller knows the ids) is a header and is skipped.
 """
@@ -45,9 +45,12 @@ def read_paper_records(path: str | os.PathLike[str], expected: str = "{paper_id,
         whole = orjson.loads(text)
     except orjson.JSONDecodeError:
         whole = None
-    if isinstance(whole, dict):
-        records = [(line, {"paper_id": key, **value}) for line, (key, value) in enumerate(whole.items(), 1)
-                   if isinstance(value, dict)]
+    if isinstance(whole, dict) and "paper_id" not in whole:
+        records = []
+        for line, (key, value) in enumerate(whole.items(), 1):
+            if not isinstance(value, dict):
+                raise InputError(path, f"paper {key!r}: expected an object with title and abstract")
+            records.append((line, {"paper_id": key, **value}))
     else:
         records = []
         for line, raw in enumerate(text.splitlines(), start=1):
