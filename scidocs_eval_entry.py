@@ -25,7 +25,7 @@ def _on_interrupt(signum: int, frame: FrameType | None) -> None:
 def main() -> int:
     signal.signal(signal.SIGINT, _on_interrupt)
     try:
-        from scidocs_eval.cli import main as run_command
+        from scidocs_eval.cli.main import main as run_command
 
         return run_command()
     except BaseException:

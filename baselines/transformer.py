@@ -13,10 +13,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from scidocs_eval.adapter import Adapter, register_adapter
-from scidocs_eval.encoder import TransformerEncoder, check_precision, choose_device, paper_text, resolve_model
 from scidocs_eval.errors import ScidocsEvalError
-from scidocs_eval.suite import Paper
+from scidocs_eval.formats.corpus import paper_text
+from scidocs_eval.formats.suite import Paper
+from scidocs_eval.models.adapter import Adapter, register_adapter
+from scidocs_eval.models.encoder import TransformerEncoder, check_precision, choose_device, resolve_model
 
 CITATION_TRAINED = frozenset({"all-MiniLM-L6-v2", "all-MiniLM-L12-v2", "all-mpnet-base-v2", "all-distilroberta-v1"})
 """sentence-transformers models whose training data (their model cards) include S2ORC citation pairs and

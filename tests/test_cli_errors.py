@@ -16,9 +16,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from scidocs_eval.cli import main
-from scidocs_eval.demo import DemoConfig, build_demo_suite
-from scidocs_eval.results import RunResult
+from scidocs_eval.cli.main import main
+from scidocs_eval.data.demo import DemoConfig, build_demo_suite
+from scidocs_eval.evaluation.results import RunResult
 
 SCRIPT = Path(sys.executable).parent / "scidocs-eval"
 
@@ -206,7 +206,7 @@ def test_data_build_title_a_list_and_out_a_file(tmp_path: Path, capsys: pytest.C
     citations.write_text("a\tb\n")
     build = ["data", "build", "--papers", str(papers), "--citations", str(citations), "--out"]
     assert main([*build, str(tmp_path / "suite")]) == 2
-    assert error_line(capsys) == f"{papers}:2: 'title' must be a string, got list \"['y']\""
+    assert error_line(capsys) == f"{papers}:2: paper 'b': 'title' must be a string, got list \"['y']\""
     papers.write_text('{"paper_id": "a", "title": "x", "label": 1}\n')
     assert main([*build, str(citations)]) == 2
     assert error_line(capsys) == f"{citations} is a file; give a folder to write into"
@@ -242,7 +242,7 @@ def test_train_specter_numeric_titles_and_missing_train_txt(sample_dir: Path, tm
 
 def test_train_specter_without_val_txt_says_so(sample_dir: Path, tmp_path: Path,
                                                caplog: pytest.LogCaptureFixture) -> None:
-    from scidocs_eval.triplets import TrainingData
+    from scidocs_eval.training.triplets import TrainingData
 
     folder = _training_folder(sample_dir, tmp_path, without="val.txt")
     TrainingData.read(folder)

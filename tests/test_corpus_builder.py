@@ -11,15 +11,15 @@ import numpy as np
 import orjson
 import pytest
 
-from scidocs_eval.baseline import run_baseline
-from scidocs_eval.cli import main
-from scidocs_eval.corpus_builder import REPORT_FILE, build_suite, read_citation_corpus
-from scidocs_eval.embeddings import EmbeddingStore
+from scidocs_eval.cli.main import main
+from scidocs_eval.data.build import REPORT_FILE, build_suite, read_citation_corpus
 from scidocs_eval.errors import InputError, ScidocsEvalError
-from scidocs_eval.evaluate import evaluate
-from scidocs_eval.safe_output import MANIFEST
-from scidocs_eval.suite import Suite
-from scidocs_eval.verify import verify_suite
+from scidocs_eval.evaluation.runner import evaluate
+from scidocs_eval.evaluation.verify import verify_suite
+from scidocs_eval.formats.embeddings import EmbeddingStore
+from scidocs_eval.formats.safe_output import MANIFEST
+from scidocs_eval.formats.suite import Suite
+from scidocs_eval.models.baseline import run_baseline
 
 CORA_LABELS = ["Case_Based", "Genetic_Algorithms", "Neural_Networks", "Probabilistic_Methods",
                "Reinforcement_Learning", "Rule_Learning", "Theory"]
@@ -304,8 +304,9 @@ def test_a_corpus_too_small_for_any_task_writes_nothing(tmp_path: Path, capsys: 
     ('{"paper_id": "a", "title": "x"}\n{"paper_id": "a", "title": "y"}\n', "",
      r"papers.jsonl:2: paper 'a' repeats line 1"),
     ('{"paper_id": "a", "title": ""}\n', "", r"papers.jsonl: no papers with a title or an abstract"),
-    ('{"paper_id": "a", "title": ["x"]}\n', "", r"papers.jsonl:1: 'title' must be a string, got list"),
-    ('{"paper_id": "a", "title": "x", "abstract": 3}\n', "", r"papers.jsonl:1: 'abstract' must be a string, got int"),
+    ('{"paper_id": "a", "title": ["x"]}\n', "", r"papers.jsonl:1: paper 'a': 'title' must be a string, got list"),
+    ('{"paper_id": "a", "title": "x", "abstract": 3}\n', "",
+     r"papers.jsonl:1: paper 'a': 'abstract' must be a string, got int"),
     ('{"paper_id": "a", "title": "x"}\n', "a\tb\nb\ta\tc\n", r"edges.tsv:2: expected 2 tab-separated fields"),
 ])
 def test_bad_inputs_name_file_and_line(tmp_path: Path, papers_text: str, edges_text: str, message: str) -> None:
