@@ -44,7 +44,7 @@ def test_baseline_fasttext_with_recomm_is_quiet(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_embed_and_train_specter_with_transformers_are_quiet(sample_dir: Path, tmp_path: Path) -> None:
     pytest.importorskip("transformers")
-    from scidocs_eval.training.specter import build_small_bert
+    from builders import build_small_bert
 
     metadata = orjson.loads((sample_dir / "metadata.json").read_bytes())
     texts = [f"{p['title']} {p.get('abstract') or ''}" for p in metadata.values()]
