@@ -5,6 +5,7 @@ from scidocs_eval.baseline import run_baseline, write_embeddings
 from scidocs_eval.embeddings import EmbeddingStore
 from scidocs_eval.errors import InputError, MissingEmbeddingsError, ScidocsEvalError, SuiteNotFoundError
 from scidocs_eval.evaluate import evaluate
+from scidocs_eval.model_object import evaluate_model
 from scidocs_eval.results import RunResult
 from scidocs_eval.suite import Paper, Suite
 from scidocs_eval.task import Task, TaskResult, get_task, register_task
@@ -13,6 +14,6 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Adapter", "EmbeddingStore", "InputError", "MissingEmbeddingsError", "Paper", "RunResult",
-    "ScidocsEvalError", "Suite", "SuiteNotFoundError", "Task", "TaskResult", "evaluate", "get_adapter",
-    "get_task", "register_adapter", "register_task", "run_baseline", "write_embeddings",
+    "ScidocsEvalError", "Suite", "SuiteNotFoundError", "Task", "TaskResult", "evaluate", "evaluate_model",
+    "get_adapter", "get_task", "register_adapter", "register_task", "run_baseline", "write_embeddings",
 ]
