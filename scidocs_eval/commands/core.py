@@ -14,6 +14,7 @@ from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluate import evaluate
 from scidocs_eval.leaderboard import render_table1
 from scidocs_eval.results import RunResult
+from scidocs_eval.sharded_embedding import embed_suite_sharded, process_count
 from scidocs_eval.task import TASKS, task_names
 
 DEFAULT_RESULTS_DIR = "scidocs-results"
@@ -93,9 +94,15 @@ def _table(args: argparse.Namespace) -> int:
 
 def _baseline(args: argparse.Namespace) -> int:
     params = adapter_params(args, ("seed", "tune", "vectors", "citations", *MODEL_OPTIONS))
+    resume = args.resume
+    if process_count() > 1:  # torchrun: every process embeds a share, rank 0 scores
+        if not embed_suite_sharded(args.name, args.data, params, args.out_dir, _tasks(args.tasks), resume,
+                                   progress=not args.quiet):
+            return 0
+        resume = True
     result = run_baseline(args.name, args.data, out_dir=args.out_dir, params=params,
                           train_corpus=args.train_corpus, tasks=_tasks(args.tasks), split=args.split,
-                          task_params=_task_params(args.task_param), resume=args.resume,
+                          task_params=_task_params(args.task_param), resume=resume,
                           progress=not args.quiet)
     _print_result(result, Path(args.out_dir) / f"{args.name}.results.json")
     return 0

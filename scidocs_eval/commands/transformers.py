@@ -7,18 +7,25 @@ import argparse
 from scidocs_eval.adapter import adapter_names, get_adapter
 from scidocs_eval.baseline import read_corpus, write_embeddings
 from scidocs_eval.cli import adapter_params, add_model_options
+from scidocs_eval.sharded_embedding import embed_sharded, process_count
+from scidocs_eval.specter_training import is_main_process
 
 
 def _embed(args: argparse.Namespace) -> int:
     adapter = get_adapter(args.adapter, **adapter_params(args))
     papers = read_corpus(args.metadata)
-    path = write_embeddings(adapter, papers, args.out, resume=args.resume, progress=not args.quiet)
+    if process_count() > 1:
+        path = embed_sharded(adapter, papers, args.out, resume=args.resume, progress=not args.quiet)
+        if not is_main_process():
+            return 0
+    else:
+        path = write_embeddings(adapter, papers, args.out, resume=args.resume, progress=not args.quiet)
     print(f"{len(papers)} papers embedded with {args.adapter} into {path}")
     return 0
 
 
 def _train_specter(args: argparse.Namespace) -> int:
-    from scidocs_eval.specter_training import is_main_process, train_specter
+    from scidocs_eval.specter_training import train_specter
 
     history = train_specter(args.data_dir, args.out, base_model=args.base_model, epochs=args.epochs,
                             learning_rate=args.lr, weight_decay=args.weight_decay, warmup_fraction=args.warmup,
@@ -39,7 +46,8 @@ def _train_specter(args: argparse.Namespace) -> int:
 def add_commands(subparsers: argparse._SubParsersAction) -> None:
     embed = subparsers.add_parser("embed", help="embed papers from a metadata file into JSON lines",
                                   description="Embed papers (official metadata {id: {title, abstract}} or JSON "
-                                  "lines {paper_id, title, abstract}) into the official embeddings format.")
+                                  "lines {paper_id, title, abstract}) into the official embeddings format. "
+                                  "Several processes/GPUs: torchrun --nproc-per-node N -m scidocs_eval.cli embed ...")
     embed.add_argument("--metadata", required=True, help="the papers to embed")
     embed.add_argument("--out", required=True, help="embeddings file to write (JSON lines)")
     embed.add_argument("--adapter", default="specter", choices=adapter_names(), metavar="NAME",
