@@ -55,10 +55,13 @@ class TransformerAdapter(Adapter):
     @property
     def encoder(self) -> TransformerEncoder:
         if self._encoder is None:
-            self._encoder = TransformerEncoder(self.model, pooling=self.pooling, max_length=self.max_length,
-                                               batch_size=self.batch_size, device=self.device,
-                                               precision=self.precision, prompt=self.prompt)
+            self._encoder = TransformerEncoder(self.model, **self.encoder_options())
         return self._encoder
+
+    def encoder_options(self) -> dict[str, Any]:
+        """The `TransformerEncoder` parameters this adapter sets."""
+        return {"pooling": self.pooling, "max_length": self.max_length, "batch_size": self.batch_size,
+                "device": self.device, "precision": self.precision, "prompt": self.prompt}
 
     def transform_batches(self, papers: Sequence[Paper]) -> Iterator[tuple[Sequence[Paper], np.ndarray]]:
         yield from self.encoder.encode_papers(papers)

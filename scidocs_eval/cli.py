@@ -47,7 +47,7 @@ def parse_params(pairs: Sequence[str] | None) -> dict[str, object]:
 
 
 MODEL_OPTIONS = ("model", "pooling", "max_length", "batch_size", "device", "precision", "prompt", "prompt_name",
-                 "normalize")
+                 "normalize", "task_adapter")
 
 
 def add_model_options(parser: argparse.ArgumentParser) -> None:
@@ -63,6 +63,8 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--prompt", help="text put before every paper (transformer, sentence-transformer)")
     parser.add_argument("--prompt-name", help="sentence-transformer: a prompt defined by the model's configuration")
     parser.add_argument("--normalize", action="store_true", help="sentence-transformer: L2-normalise the vectors")
+    parser.add_argument("--task-adapter", help="specter2: proximity (default), classification, regression, "
+                        "adhoc_query, or an adapter folder")
     parser.add_argument("--param", "-p", action="append", metavar="KEY=VALUE",
                         help="any other adapter parameter (repeatable)")
 

@@ -127,6 +127,15 @@ class TransformerEncoder:
         self._loaded: tuple[Any, Any, str] | None = None
         self._last_layer: Any | None = None
 
+    cls_shortcut = True
+    """Whether [CLS] pooling may finish the last layer for the [CLS] row alone (`scidocs_eval.cls_shortcut`)."""
+
+    def load_network(self, path: str) -> Any:
+        """The model whose `last_hidden_state` is pooled; subclasses load other kinds (adapters, ...)."""
+        from transformers import AutoModel
+
+        return AutoModel.from_pretrained(path)
+
     def load(self) -> tuple[Any, Any, str]:
         """(tokenizer, model in eval mode on its device, device), loaded once.
 
@@ -134,19 +143,19 @@ class TransformerEncoder:
         finished for the [CLS] row only when encoding.
         """
         if self._loaded is None:
-            from transformers import AutoModel, AutoTokenizer
+            from transformers import AutoTokenizer
 
             path = resolve_model(self.model)
             try:
                 tokenizer = AutoTokenizer.from_pretrained(path)
-                network = AutoModel.from_pretrained(path)
+                network = self.load_network(path)
             except (OSError, ValueError) as error:
                 raise ScidocsEvalError(f"cannot load transformers checkpoint {self.model!r}: {error}") from None
             device = choose_device(self.device)
             network = network.to(device).eval()
             if self.pooling == "cls":
                 tokenizer.padding_side = "right"
-                self._last_layer = split_last_layer(network)
+                self._last_layer = split_last_layer(network) if self.cls_shortcut else None
             if tokenizer.pad_token is None:
                 if tokenizer.eos_token is None:
                     raise ScidocsEvalError(f"the tokenizer of {self.model!r} has neither a padding nor an EOS token")

@@ -107,3 +107,22 @@ def test_baseline_transformer_with_last_pooling_and_a_prompt_runs_end_to_end(tin
     expected = TransformerEncoder(str(tiny_decoder), pooling="last", max_length=32, device="cpu").encode(
         ["Represent the paper: " + paper_text(paper, "[SEP]")])[0]
     np.testing.assert_allclose(_embeddings(tmp_path / "transformer.jsonl")[paper.paper_id], expected, atol=1e-5)
+
+
+def test_specter2_task_adapter_must_be_known_or_a_folder(tiny_suite: Suite, capsys: pytest.CaptureFixture) -> None:
+    assert main(["baseline", "specter2", "--task-adapter", "search", "--data", str(tiny_suite.root)]) == 2
+    assert "--task-adapter must be one of proximity, classification, regression, adhoc_query or an adapter " \
+        "folder, not 'search'" in capsys.readouterr().err
+
+
+def test_specter2_without_the_adapters_library_says_how_to_install_it(tiny_suite: Suite, tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture) -> None:
+    try:
+        import adapters  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        pytest.skip("the adapters library is installed here")
+    assert main(["baseline", "specter2", "--model", str(minilm.get_model_path()), "--data", str(tiny_suite.root),
+                 "--tasks", "mesh", "--out-dir", str(tmp_path), "--quiet"]) == 2
+    assert "baseline specter2 needs the adapters library" in capsys.readouterr().err

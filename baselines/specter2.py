@@ -1,0 +1,89 @@
+"""SPECTER2: allenai/specter2_base with a task adapter, loaded through the `adapters` library, [CLS] pooling.
+
+The SPECTER2 authors train one adapter per kind of task and pick it by task (model card of allenai/specter2):
+
+- proximity (allenai/specter2): papers compared with papers: SciDocs' cite, cocite, coview, coread and recomm
+  (the "user-citation" and "recomm" embedding groups). The default.
+- classification (allenai/specter2_classification): papers fed to a classifier: SciDocs' mag and mesh (the
+  "cls" group).
+- regression (allenai/specter2_regression): papers fed to a regressor (no SciDocs task).
+- adhoc_query (allenai/specter2_adhoc_query): short search queries (no SciDocs task).
+
+`--task-adapter` takes one of these names (a hub id, downloaded by `adapters`, which needs internet) or a local
+folder written by `model.save_adapter(...)`. `adapters` pins its own transformers version (see
+docs/transformers.md): install it in an environment of its own with ``pip install "scidocs-eval[specter2]"``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar
+
+from scidocs_eval.adapter import register_adapter
+from scidocs_eval.baselines.transformer import TransformerAdapter
+from scidocs_eval.encoder import TransformerEncoder
+from scidocs_eval.errors import ScidocsEvalError
+
+TASK_ADAPTERS = {"proximity": "allenai/specter2", "classification": "allenai/specter2_classification",
+                 "regression": "allenai/specter2_regression", "adhoc_query": "allenai/specter2_adhoc_query"}
+ADAPTER_OF_GROUP = {"cls": "classification", "user-citation": "proximity", "recomm": "proximity"}
+"""The task adapter the SPECTER2 authors' recipe uses for each SciDocs embedding group."""
+
+
+class Specter2Encoder(TransformerEncoder):
+    """A `TransformerEncoder` whose network is an `adapters` model with `task_adapter` active.
+
+    The last layer runs in full: its adapter sits inside it, which the [CLS]-row shortcut does not know.
+    """
+
+    cls_shortcut = False
+
+    def __init__(self, model: str, task_adapter: str, **options: Any):
+        super().__init__(model, **options)
+        self.task_adapter = task_adapter
+
+    def load_network(self, path: str) -> Any:
+        try:
+            from adapters import AutoAdapterModel
+        except ImportError:
+            raise ScidocsEvalError("baseline specter2 needs the adapters library, which pins its own transformers "
+                                   "version: pip install 'scidocs-eval[specter2]' in an environment of its own "
+                                   "(see docs/transformers.md)") from None
+        network = AutoAdapterModel.from_pretrained(path)
+        source = TASK_ADAPTERS.get(self.task_adapter, self.task_adapter)
+        local = Path(source).expanduser().is_dir()
+        try:
+            network.load_adapter(str(Path(source).expanduser()) if local else source, source=None if local else "hf",
+                                 load_as="task", set_active=True)
+        except (OSError, ValueError) as error:
+            raise ScidocsEvalError(f"cannot load SPECTER2 task adapter {self.task_adapter!r}: {error}") from None
+        return network
+
+
+@register_adapter
+class Specter2Adapter(TransformerAdapter):
+    """SPECTER2: the [CLS] vector of allenai/specter2_base with a task adapter (see the module docstring).
+
+    Args:
+        task_adapter: proximity, classification, regression, adhoc_query, or a local adapter folder.
+        model, pooling, max_length, batch_size, device, precision, prompt: as for "transformer".
+    """
+
+    name = "specter2"
+    default_model: ClassVar[str | None] = "allenai/specter2_base"
+
+    def __init__(self, model: str | None = None, task_adapter: str = "proximity", pooling: str = "cls",
+                 max_length: int = 512, batch_size: int = 32, device: str | None = None, precision: str = "auto",
+                 prompt: str = ""):
+        super().__init__(model, pooling=pooling, max_length=max_length, batch_size=batch_size, device=device,
+                         precision=precision, prompt=prompt)
+        if task_adapter not in TASK_ADAPTERS and not Path(task_adapter).expanduser().is_dir():
+            raise ScidocsEvalError(f"--task-adapter must be one of {', '.join(TASK_ADAPTERS)} or an adapter folder, "
+                                   f"not {task_adapter!r}")
+        self.task_adapter = task_adapter
+
+    @property
+    def encoder(self) -> TransformerEncoder:
+        if self._encoder is None:
+            self._encoder = Specter2Encoder(self.model, self.task_adapter, **self.encoder_options())
+        return self._encoder
