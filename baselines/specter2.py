@@ -9,20 +9,28 @@ The SPECTER2 authors train one adapter per kind of task and pick it by task (mod
 - regression (allenai/specter2_regression): papers fed to a regressor (no SciDocs task).
 - adhoc_query (allenai/specter2_adhoc_query): short search queries (no SciDocs task).
 
-`--task-adapter` takes one of these names (a hub id, downloaded by `adapters`, which needs internet) or a local
-folder written by `model.save_adapter(...)`. `adapters` pins its own transformers version (see
+`--task-adapter` takes one of these names (a hub id, downloaded by `adapters`, which needs internet), a local
+folder written by `model.save_adapter(...)`, `by-group` (the recipe above: one file per embedding group) or
+pairs such as `cls=classification,user-citation=proximity,recomm=DIR`. `adapters` pins its own transformers version (see
 docs/transformers.md): install it in an environment of its own with ``pip install "scidocs-eval[specter2]"``.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
 from scidocs_eval.adapter import register_adapter
+from scidocs_eval.baseline import write_embeddings
 from scidocs_eval.baselines.transformer import TransformerAdapter
 from scidocs_eval.encoder import TransformerEncoder
 from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.evaluate import evaluate
+from scidocs_eval.results import RunResult
+from scidocs_eval.suite import METADATA_FILES, resolve_suite
+from scidocs_eval.task import METADATA_OF_GROUP, get_task, task_names
 
 TASK_ADAPTERS = {"proximity": "allenai/specter2", "classification": "allenai/specter2_classification",
                  "regression": "allenai/specter2_regression", "adhoc_query": "allenai/specter2_adhoc_query"}
@@ -87,3 +95,51 @@ class Specter2Adapter(TransformerAdapter):
         if self._encoder is None:
             self._encoder = Specter2Encoder(self.model, self.task_adapter, **self.encoder_options())
         return self._encoder
+
+
+def parse_group_adapters(spec: str) -> dict[str, str] | None:
+    """`--task-adapter by-group` (the authors' recipe, `ADAPTER_OF_GROUP`) or "cls=classification,recomm=..."
+    as {embedding group: task adapter}; None for a single adapter."""
+    if spec == "by-group":
+        return dict(ADAPTER_OF_GROUP)
+    if "=" not in spec:
+        return None
+    groups = {}
+    for pair in spec.split(","):
+        group, _, adapter = (part.strip() for part in pair.partition("="))
+        if group not in ADAPTER_OF_GROUP or not adapter:
+            raise ScidocsEvalError(f"--task-adapter wants GROUP=ADAPTER pairs with a group of "
+                                   f"{', '.join(ADAPTER_OF_GROUP)}, got {pair!r}")
+        groups[group] = adapter
+    return groups
+
+
+def run_specter2_by_group(groups: Mapping[str, str], data: str | os.PathLike[str] | None, *,
+                          out_dir: str | os.PathLike[str], params: Mapping[str, Any], tasks: Sequence[str] | None,
+                          split: str, task_params: Mapping[str, Mapping[str, Any]] | None, resume: bool,
+                          progress: bool) -> RunResult:
+    """`baseline specter2 --task-adapter by-group`: each embedding group's papers with its own task adapter.
+
+    Writes OUT_DIR/specter2-GROUP.jsonl per group the tasks need and OUT_DIR/specter2.results.json, scored as
+    `run --cls ... --user-citation ... --recomm ...` scores three files.
+    """
+    suite = resolve_suite(data)
+    needed = sorted({get_task(name).embedding_group for name in tasks or task_names()})
+    absent = [group for group in needed if group not in groups]
+    if absent:
+        raise ScidocsEvalError(f"--task-adapter names no adapter for the {', '.join(absent)} group(s) the tasks need")
+    options = {key: value for key, value in params.items() if key != "task_adapter"}
+    adapters = {name: Specter2Adapter(task_adapter=name, **options) for name in sorted(set(groups.values()))}
+    files = {}
+    for group in needed:
+        metadata = METADATA_OF_GROUP[group]
+        if not suite.has(METADATA_FILES[metadata]):
+            continue
+        files[group] = write_embeddings(adapters[groups[group]], suite.papers((metadata,)),
+                                        Path(out_dir) / f"specter2-{group}.jsonl", resume=resume, progress=progress)
+    result = evaluate(files, suite, tasks=tasks, split=split, task_params=task_params, model="specter2",
+                      progress=progress)
+    result.settings["adapter"] = {"name": "specter2", "paper_row": None, "groups": dict(groups),
+                                  "params": next(iter(adapters.values())).get_params()}
+    result.save(Path(out_dir) / "specter2.results.json")
+    return result

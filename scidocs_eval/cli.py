@@ -64,7 +64,8 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--prompt-name", help="sentence-transformer: a prompt defined by the model's configuration")
     parser.add_argument("--normalize", action="store_true", help="sentence-transformer: L2-normalise the vectors")
     parser.add_argument("--task-adapter", help="specter2: proximity (default), classification, regression, "
-                        "adhoc_query, or an adapter folder")
+                        "adhoc_query, an adapter folder, by-group (the authors' adapter per task group), or "
+                        "GROUP=ADAPTER pairs such as cls=classification,user-citation=proximity,recomm=proximity")
     parser.add_argument("--param", "-p", action="append", metavar="KEY=VALUE",
                         help="any other adapter parameter (repeatable)")
 

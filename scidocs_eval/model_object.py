@@ -204,7 +204,7 @@ def evaluate_model(
     papers = suite.papers(_metadata_groups(suite, tasks))
     adapter = EncoderAdapter(model, batch_size=batch_size, inputs=inputs, separator=separator,
                              encode_kwargs=encode_kwargs)
-    adapter.name = name or type(model).__name__
+    adapter.name = name or getattr(model, "__name__", None) or type(model).__name__
     save = Path(save_embeddings) if save_embeddings is not None else None
     if save is not None and save.exists():
         raise ScidocsEvalError(f"{save} already exists; give save_embeddings a new path (or delete the file)")

@@ -126,3 +126,17 @@ def test_specter2_without_the_adapters_library_says_how_to_install_it(tiny_suite
     assert main(["baseline", "specter2", "--model", str(minilm.get_model_path()), "--data", str(tiny_suite.root),
                  "--tasks", "mesh", "--out-dir", str(tmp_path), "--quiet"]) == 2
     assert "baseline specter2 needs the adapters library" in capsys.readouterr().err
+
+
+def test_specter2_adapters_per_group_are_parsed() -> None:
+    from scidocs_eval.baselines.specter2 import parse_group_adapters
+    from scidocs_eval.errors import ScidocsEvalError
+
+    assert parse_group_adapters("by-group") == {"cls": "classification", "user-citation": "proximity",
+                                                "recomm": "proximity"}
+    assert parse_group_adapters("cls=classification, recomm=/tmp/a") == {"cls": "classification",
+                                                                         "recomm": "/tmp/a"}
+    assert parse_group_adapters("proximity") is None
+    with pytest.raises(ScidocsEvalError, match="GROUP=ADAPTER pairs with a group of cls, user-citation, recomm, "
+                       "got 'mag=classification'"):
+        parse_group_adapters("mag=classification")

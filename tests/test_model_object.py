@@ -70,6 +70,7 @@ def test_a_function_scores_what_run_scores_on_its_vectors(demo_suite: Suite, tmp
     expected = evaluate(_file_of(hashing_function, demo_suite, tmp_path / "e.jsonl"), demo_suite,
                         tasks=["mag", "cite"], progress=False)
     assert _metrics(result) == _metrics(expected)
+    assert result.model == "hashing_function"
 
 
 def test_a_sentence_transformer_scores_what_run_scores_on_its_vectors(tiny_suite: Suite, tmp_path: Path) -> None:

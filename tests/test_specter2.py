@@ -77,3 +77,24 @@ def test_baseline_specter2_embeds_with_the_task_adapter_end_to_end(base_and_adap
     got = np.array([vectors[p.paper_id] for p in papers])
     np.testing.assert_allclose(got, _cls(base, texts, adapter), atol=1e-5)
     assert np.abs(got - _cls(base, texts, None)).max() > 1e-3  # the trained adapter changed the vectors
+
+
+def test_by_group_embeds_each_group_with_its_own_adapter(base_and_adapter: tuple[Path, Path], tiny_suite: Suite,
+                                                         tmp_path: Path) -> None:
+    base, adapter = base_and_adapter
+    assert main(["baseline", "specter2", "--model", str(base), "--task-adapter",
+                 f"cls={adapter},user-citation={base / 'none'}", "--data", str(tiny_suite.root), "--tasks", "mesh",
+                 "--max-length", "32", "--device", "cpu", "--out-dir", str(tmp_path), "--quiet"]) == 2
+    assert main(["baseline", "specter2", "--model", str(base), "--task-adapter", f"cls={adapter}", "--data",
+                 str(tiny_suite.root), "--tasks", "mesh,cite", "--max-length", "32", "--device", "cpu", "--out-dir",
+                 str(tmp_path), "--quiet"]) == 2
+    assert main(["baseline", "specter2", "--model", str(base), "--task-adapter", f"cls={adapter}", "--data",
+                 str(tiny_suite.root), "--tasks", "mesh", "--max-length", "32", "--device", "cpu", "--out-dir",
+                 str(tmp_path), "--quiet"]) == 0
+    results = orjson.loads((tmp_path / "specter2.results.json").read_bytes())
+    assert results["settings"]["adapter"]["groups"] == {"cls": str(adapter)}
+    rows = [orjson.loads(line) for line in (tmp_path / "specter2-cls.jsonl").read_bytes().splitlines()]
+    papers = tiny_suite.papers(("mag_mesh",))[:4]
+    vectors = {row["paper_id"]: row["embedding"] for row in rows}
+    np.testing.assert_allclose(np.array([vectors[p.paper_id] for p in papers]),
+                               _cls(base, [paper_text(p, "[SEP]") for p in papers], adapter), atol=1e-5)

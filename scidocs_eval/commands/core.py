@@ -8,6 +8,7 @@ from pathlib import Path
 
 from scidocs_eval.adapter import adapter_names
 from scidocs_eval.baseline import run_baseline
+from scidocs_eval.baselines.specter2 import parse_group_adapters, run_specter2_by_group
 from scidocs_eval.cli import MODEL_OPTIONS, adapter_params, add_model_options, parse_params
 from scidocs_eval.demo import DemoConfig, build_demo_suite
 from scidocs_eval.errors import ScidocsEvalError
@@ -95,6 +96,13 @@ def _table(args: argparse.Namespace) -> int:
 def _baseline(args: argparse.Namespace) -> int:
     params = adapter_params(args, ("seed", "tune", "vectors", "citations", *MODEL_OPTIONS))
     resume = args.resume
+    if args.name == "specter2" and (groups := parse_group_adapters(args.task_adapter or "")):
+        result = run_specter2_by_group(groups, args.data, out_dir=args.out_dir, params=params,
+                                       tasks=_tasks(args.tasks), split=args.split,
+                                       task_params=_task_params(args.task_param), resume=resume,
+                                       progress=not args.quiet)
+        _print_result(result, Path(args.out_dir) / "specter2.results.json")
+        return 0
     if process_count() > 1:  # torchrun: every process embeds a share, rank 0 scores
         if not embed_suite_sharded(args.name, args.data, params, args.out_dir, _tasks(args.tasks), resume,
                                    progress=not args.quiet):
