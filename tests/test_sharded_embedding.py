@@ -125,6 +125,7 @@ def test_a_killed_rank_fails_the_run_and_resume_finishes_it_byte_for_byte(cora: 
     assert not parts.exists()
 
 
+@pytest.mark.slow
 def test_baseline_under_torchrun_scores_in_rank_0(tiny_suite: Suite, tiny_bert: Path, tmp_path: Path) -> None:
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
                "-m", "scidocs_eval.cli", "baseline", "transformer", "--model", str(tiny_bert), "--device", "cpu",
