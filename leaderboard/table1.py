@@ -47,6 +47,13 @@ def _cell(value: float | None) -> str:
     return "—" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.2f}"
 
 
+def _result_ci(result: RunResult) -> dict[str, list[float]]:
+    """Column -> 95% bootstrap interval [low, high], where the results file holds one."""
+    task_names()
+    return {TASKS[name].table1_columns[metric]: bounds for name, task_result in result.tasks.items()
+            for metric, bounds in task_result.ci.items() if metric in TASKS[name].table1_columns}
+
+
 def _result_std(result: RunResult) -> dict[str, float]:
     """Column -> standard deviation over seeds, where a task reports one (recommendation)."""
     task_names()
@@ -60,11 +67,12 @@ def _result_std(result: RunResult) -> dict[str, float]:
 
 
 def render_table1(results: Sequence[RunResult], names: Sequence[str] | None = None,
-                  include_paper: bool = True) -> str:
+                  include_paper: bool = True, ci: bool = False) -> str:
     """Markdown Table 1: our rows (named by `names` or each result's model) then the paper's.
 
     Avg is the plain mean of the 12 columns; a row missing a column gets "—" for Avg and a note saying which
-    columns are missing, never an average of fewer numbers.
+    columns are missing, never an average of fewer numbers. With `ci`, each value is followed by its 95%
+    bootstrap interval (in place of the recommendation's ± standard deviation over seeds).
     """
     names = list(names) if names is not None else [r.model for r in results]
     header = "| Model | " + " | ".join(COLUMNS.values()) + " | Avg |"
@@ -75,13 +83,21 @@ def render_table1(results: Sequence[RunResult], names: Sequence[str] | None = No
         label = f"{name} (ours{', synthetic demo suite' if result.synthetic else ''})"
         missing = [COLUMNS[c] for c in COLUMNS if c not in row]
         avg = None if missing else sum(row[c] for c in COLUMNS) / len(COLUMNS)
-        stds = _result_std(result)
-        cells = [_cell(row.get(c)) + (f" ± {stds[c]:.2f}" if c in stds else "") for c in COLUMNS]
+        stds = {} if ci else _result_std(result)
+        intervals = _result_ci(result) if ci else {}
+        cells = [_cell(row.get(c)) + (f" ± {stds[c]:.2f}" if c in stds else "")
+                 + (f" [{intervals[c][0]:.2f}, {intervals[c][1]:.2f}]" if c in intervals else "") for c in COLUMNS]
         lines.append(f"| {label} | " + " | ".join(cells) + f" | {_cell(avg)} |")
         if missing:
             notes.append(f"{label}: no Avg, missing {', '.join(missing)}.")
         if stds:
             notes.append(f"{label}: ± is the standard deviation over the ranker's seeds.")
+        if ci and len(intervals) < len(row):
+            notes.append(f"{label}: no interval where the results file has none (written before scidocs-eval "
+                         "kept per-item results).")
+    if ci:
+        notes.append("[low, high]: 95% bootstrap interval over the task's queries, test papers or impressions "
+                     "(recommendation: the ranker's seeds resampled too); see docs/significance.md.")
     if include_paper:
         lines += [f"| {row.model} (paper) | " + " | ".join(_cell(row.values[c]) for c in COLUMNS)
                   + f" | {_cell(row.avg)} |" for row in paper_rows()]

@@ -14,6 +14,7 @@ import numpy as np
 from scidocs_eval.embeddings import EmbeddingStore
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.results import RunResult
+from scidocs_eval.significance import confidence_intervals
 from scidocs_eval.suite import Suite, resolve_suite
 from scidocs_eval.task import EMBEDDING_GROUPS, MissingPolicy, get_task, task_names
 
@@ -125,7 +126,9 @@ def evaluate(
         files += required
         store = stores.get(task.embedding_group)
         log.info("running %s", name)
-        results[name] = task.evaluate(suite, store, split=split, missing=missing)
+        result = task.evaluate(suite, store, split=split, missing=missing)
+        result.ci = confidence_intervals(result.items, list(result.metrics))
+        results[name] = result
     if not results:
         raise ScidocsEvalError(f"no task could run on {suite.root}: " + "; ".join(f"{k}: {v}" for k, v in
                                                                              skipped.items()))

@@ -36,6 +36,17 @@ def mean_measures(per_query: Mapping[str, Mapping[str, float]], measures: Sequen
             for m in measures}
 
 
+def rank_terms(clicked_scores: np.ndarray, other_scores: Sequence[np.ndarray]) -> dict[str, np.ndarray]:
+    """Per impression, the nDCG and P@1 terms of the clicked paper's rank among those shown (SPEC §5).
+
+    `above` counts others scoring strictly higher plus half of those tied; the nDCG term is 1/log2(2 + above),
+    the P@1 term 1.0 only when above == 0. Returns {"adj-NDCG", "adj-P@1"}, each (n_impressions,) float64.
+    """
+    above = np.array([np.sum(others > clicked) + 0.5 * np.sum(others == clicked)
+                      for clicked, others in zip(clicked_scores, other_scores)], dtype=np.float64)
+    return {"adj-NDCG": 1.0 / np.log2(2.0 + above), "adj-P@1": (above == 0).astype(np.float64)}
+
+
 def propensity_adjusted(clicked_scores: np.ndarray, other_scores: Sequence[np.ndarray],
                         weights: np.ndarray) -> dict[str, float]:
     """Propensity-adjusted nDCG and P@1 of the clicked paper's rank among those shown (SPEC §5).
@@ -45,13 +56,10 @@ def propensity_adjusted(clicked_scores: np.ndarray, other_scores: Sequence[np.nd
         other_scores: n_impressions arrays with the scores of the other papers shown.
         weights: (n_impressions,) inverse propensity of each clicked paper's display position.
 
-    `above` counts others scoring strictly higher plus half of those tied; nDCG = 1/log2(2 + above),
-    P@1 = 1 only when above == 0. Returns {"adj-NDCG", "adj-P@1"} ×100, rounded to 2 decimals.
+    The weighted means of `rank_terms`: returns {"adj-NDCG", "adj-P@1"} ×100, rounded to 2 decimals.
     """
-    above = np.array([np.sum(others > clicked) + 0.5 * np.sum(others == clicked)
-                      for clicked, others in zip(clicked_scores, other_scores)], dtype=np.float64)
-    ndcg = 1.0 / np.log2(2.0 + above)
-    p_at_1 = (above == 0).astype(np.float64)
+    terms = rank_terms(clicked_scores, other_scores)
+    ndcg, p_at_1 = terms["adj-NDCG"], terms["adj-P@1"]
     total = weights.sum()
     return {"adj-NDCG": percent(float(weights @ ndcg / total)),
             "adj-P@1": percent(float(weights @ p_at_1 / total))}

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from scidocs_eval.metrics import propensity_adjusted
+from scidocs_eval.metrics import propensity_adjusted, rank_terms
 from scidocs_eval.recomm_features import COSINE, FEATURE_NAMES, ShownPapers
 
 
@@ -33,6 +33,11 @@ def impression_metrics(shown: ShownPapers, scores: np.ndarray, adjusted: bool = 
         return propensity_adjusted(clicked, others, shown.weights)
     plain = propensity_adjusted(clicked, others, np.ones(shown.n_impressions))
     return {"NDCG": plain["adj-NDCG"], "P@1": plain["adj-P@1"]}
+
+
+def impression_terms(shown: ShownPapers, scores: np.ndarray) -> dict[str, np.ndarray]:
+    """{"adj-NDCG", "adj-P@1"}: per impression of `shown`, the term `impression_metrics` averages."""
+    return rank_terms(*shown.split_scores(np.asarray(scores)))
 
 
 def _selection_score(shown: ShownPapers, scores: np.ndarray) -> float:

@@ -24,13 +24,20 @@ METADATA_OF_GROUP = {"cls": "mag_mesh", "user-citation": "view_cite_read", "reco
 
 @dataclass
 class TaskResult:
-    """What one task reports: metrics (×100, rounded to 2 decimals), coverage counts and extra details."""
+    """What one task reports: metrics (×100, rounded to 2 decimals), coverage counts and extra details.
+
+    `items` holds what the metrics average, per query, test paper or impression (compact: ids once, values as
+    arrays; `scidocs_eval.significance` reads it); `ci` maps each metric to its 95% bootstrap interval
+    [low, high] (×100, 2 decimals). Both are empty in results written before they existed.
+    """
 
     task: str
     metrics: dict[str, float]
     coverage: dict[str, int]
     details: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
+    ci: dict[str, list[float]] = field(default_factory=dict)
+    items: dict[str, Any] = field(default_factory=dict)
 
 
 class Task(ABC):

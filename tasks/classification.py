@@ -58,8 +58,10 @@ class ClassificationTask(Task):
         grid = LinearSVMGrid(c_grid=self.c_grid, folds=self.folds).fit(x_train, train.labels)
         predicted = grid.predict(x_scored)
         details = {"C": grid.best_c_, "cv_accuracy": dict(zip(map(str, self.c_grid), grid.cv_accuracy_))}
+        items = {"unit": "paper", "ids": scored.ids, "gold": scored.labels.tolist(),
+                 "predicted": np.asarray(predicted).tolist()}
         return TaskResult(self.name, {"f1": macro_f1(scored.labels, predicted)}, coverage, details,
-                          seconds=time.perf_counter() - start)
+                          seconds=time.perf_counter() - start, items=items)
 
 
 @register_task

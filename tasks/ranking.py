@@ -69,8 +69,10 @@ class RankingTask(Task):
         run, coverage = build_run(qrels, embeddings)
         per_query = trec_measures(qrels.relevance, run, self.measures)
         coverage["queries_scored"] = len(per_query)
+        items = {"unit": "query", "ids": list(per_query),
+                 **{m: [values[m] for values in per_query.values()] for m in self.measures}}
         return TaskResult(self.name, mean_measures(per_query, self.measures), coverage,
-                          seconds=time.perf_counter() - start)
+                          seconds=time.perf_counter() - start, items=items)
 
 
 @register_task

@@ -19,7 +19,7 @@ from scidocs_eval.embeddings import EmbeddingStore
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.progress import progress_bar
 from scidocs_eval.recomm_features import RecommFeaturizer, ShownPapers
-from scidocs_eval.recomm_rankers import RANKERS, impression_metrics
+from scidocs_eval.recomm_rankers import RANKERS, impression_metrics, impression_terms
 from scidocs_eval.suite import METADATA_FILES, Suite
 from scidocs_eval.task import MissingPolicy, Task, TaskResult, check_missing, register_task
 
@@ -103,11 +103,12 @@ class RecommTask(Task):
                  missing: MissingPolicy = "official") -> TaskResult:
         start = time.perf_counter()
         shown, coverage = self.load(suite, embeddings, split, missing)
-        runs = []
+        runs, terms = [], []
         with progress_bar(total=self.seeds, desc=f"recomm ({self.ranker})", unit="seed") as bar:
             for seed in range(self.seed, self.seed + self.seeds):
                 ranker = self.make_ranker(seed).fit(shown["train"], shown["val"])
                 scores = ranker.score(shown[split])
+                terms.append(impression_terms(shown[split], scores))
                 runs.append({"seed": seed, **impression_metrics(shown[split], scores),
                              "unadjusted": impression_metrics(shown[split], scores, adjusted=False),
                              "val_adj_ndcg": {str(k): v for k, v in ranker.val_adj_ndcg_.items()},
@@ -116,7 +117,10 @@ class RecommTask(Task):
         means, stds = summarise(runs)
         details = {"ranker": self.ranker, "seeds": runs, "std": stds,
                    "unadjusted": summarise([r["unadjusted"] for r in runs], ("NDCG", "P@1"))[0]}
-        return TaskResult(self.name, means, coverage, details, seconds=time.perf_counter() - start)
+        items = {"unit": "impression", "ids": [f"{i.line}:{i.query_id}" for i in suite.impressions(split)],
+                 "weight": shown[split].weights.tolist(), "seeds": [r["seed"] for r in runs],
+                 **{m: [t[m].tolist() for t in terms] for m in METRICS}}
+        return TaskResult(self.name, means, coverage, details, seconds=time.perf_counter() - start, items=items)
 
 
 def summarise(runs: list[dict[str, Any]], metrics: tuple[str, ...] = METRICS

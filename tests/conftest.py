@@ -5,10 +5,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from scidocs_eval.demo import DemoConfig, build_demo_suite
 from scidocs_eval.suite import Suite
+from scidocs_eval.text import analyzer
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("SCIDOCS_EVAL_SHARED_DATA", REPO.parent / "shared" / "data"))
@@ -49,6 +51,18 @@ def shared_data() -> Path:
 def sample_dir(shared_data: Path) -> Path:
     """The SPECTER training-format sample (data.json, metadata.json, train/val/test ids)."""
     return shared_data / "specter-sample"
+
+
+@pytest.fixture(scope="session")
+def demo_vectors(demo_suite: Suite, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A .vec file of seeded random 20-d vectors for every demo word (fast stand-in for trained vectors)."""
+    analyze = analyzer()
+    words = sorted({w for p in demo_suite.papers() for w in analyze(f"{p.title} {p.abstract}")})
+    vectors = np.random.default_rng(0).standard_normal((len(words), 20))
+    path = tmp_path_factory.mktemp("vectors") / "demo.vec"
+    lines = [f"{len(words)} 20"] + [w + " " + " ".join(f"{x:.5f}" for x in v) for w, v in zip(words, vectors)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
 
 
 def _cuda_available() -> bool:

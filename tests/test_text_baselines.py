@@ -26,18 +26,6 @@ FAST_FASTTEXT = {"dim": 50, "epochs": 20, "min_count": 5, "model": "cbow"}
 TINY_FASTTEXT = FasttextSettings(dim=10, min_count=1, epochs=2, bucket=10_000)
 
 
-@pytest.fixture(scope="module")
-def demo_vectors(demo_suite: Suite, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A .vec file of seeded random 20-d vectors for every demo word (fast stand-in for trained vectors)."""
-    analyze = analyzer()
-    words = sorted({w for p in demo_suite.papers() for w in analyze(f"{p.title} {p.abstract}")})
-    vectors = np.random.default_rng(0).standard_normal((len(words), 20))
-    path = tmp_path_factory.mktemp("vectors") / "demo.vec"
-    lines = [f"{len(words)} 20"] + [w + " " + " ".join(f"{x:.5f}" for x in v) for w, v in zip(words, vectors)]
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
-
-
 def ranking_maps(name: str, suite: Suite, out_dir: Path, **params: object) -> dict[str, float]:
     result = run_baseline(name, suite, out_dir=out_dir, params=params, tasks=list(RANKING_TASKS), progress=False)
     return {task: result.tasks[task].metrics["map"] for task in RANKING_TASKS}

@@ -47,8 +47,8 @@ def _tasks(text: str | None) -> list[str] | None:
     return [t.strip() for t in text.split(",") if t.strip()] if text else None
 
 
-def _print_result(result: RunResult, output: Path | None) -> None:
-    print(result.format_table())
+def _print_result(result: RunResult, output: Path | None, ci: bool = False) -> None:
+    print(result.format_table(ci=ci))
     print()
     print(render_table1([result], include_paper=False))
     if output:
@@ -71,7 +71,7 @@ def _run(args: argparse.Namespace) -> int:
     result = evaluate(embeddings, args.data, tasks=_tasks(args.tasks), split=args.split, missing=args.missing,
                       task_params=_task_params(args.task_param), model=args.name, output=output,
                       cache=not args.no_cache, dtype=args.dtype, progress=not args.quiet)
-    _print_result(result, output)
+    _print_result(result, output, ci=args.ci)
     return 0
 
 
@@ -84,7 +84,7 @@ def _table(args: argparse.Namespace) -> int:
     if not paths:
         raise ScidocsEvalError("no results files given or found")
     results = [RunResult.load(p) for p in paths]
-    markdown = render_table1(results, include_paper=not args.no_paper)
+    markdown = render_table1(results, include_paper=not args.no_paper, ci=args.ci)
     if args.output:
         Path(args.output).write_text(markdown, encoding="utf-8")
         print(f"table written to {args.output}")
@@ -143,12 +143,15 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--dtype", choices=("float32", "float64"), default="float32",
                      help="matrix precision (float64 keeps every digit of the file)")
     run.add_argument("--no-cache", action="store_true", help="do not read or write the parsed-embeddings cache")
+    run.add_argument("--ci", action="store_true", help="print each metric's 95%% bootstrap interval (the results "
+                     "file always holds them)")
     run.set_defaults(func=_run)
 
     table = subparsers.add_parser("table", help="render Table 1 as markdown from results files")
     table.add_argument("results", nargs="*", help=f"results files, globs or folders "
                        f"(default: {DEFAULT_RESULTS_DIR}/*.results.json)")
     table.add_argument("--no-paper", action="store_true", help="leave out the paper's published rows")
+    table.add_argument("--ci", action="store_true", help="show each value's 95%% bootstrap interval")
     table.add_argument("--output", "-o", help="write the markdown here instead of printing it")
     table.set_defaults(func=_table)
 
