@@ -66,6 +66,19 @@ def _result_std(result: RunResult) -> dict[str, float]:
     return stds
 
 
+def _label(name: str, result: RunResult) -> tuple[str, str | None]:
+    """Our row's label and footnote: "(ours)", the adapter's detail (e.g. a checkpoint that is not the paper's),
+    "not a paper baseline" for an adapter that reproduces no paper row, "synthetic demo suite" for demo runs."""
+    adapter = result.settings.get("adapter") or {}
+    detail = adapter.get("row_detail")
+    kinds = ["ours"]
+    if adapter and not adapter.get("paper_row"):
+        kinds.append("not a paper baseline")
+    if result.synthetic:
+        kinds.append("synthetic demo suite")
+    return f"{name}{f' [{detail}]' if detail else ''} ({', '.join(kinds)})", adapter.get("row_note")
+
+
 def render_table1(results: Sequence[RunResult], names: Sequence[str] | None = None,
                   include_paper: bool = True, ci: bool = False) -> str:
     """Markdown Table 1: our rows (named by `names` or each result's model) then the paper's.
@@ -80,7 +93,9 @@ def render_table1(results: Sequence[RunResult], names: Sequence[str] | None = No
     notes = []
     for name, result in zip(names, results):
         row = result.table1_row()
-        label = f"{name} (ours{', synthetic demo suite' if result.synthetic else ''})"
+        label, note = _label(name, result)
+        if note:
+            notes.append(f"{label}: {note}")
         missing = [COLUMNS[c] for c in COLUMNS if c not in row]
         avg = None if missing else sum(row[c] for c in COLUMNS) / len(COLUMNS)
         stds = {} if ci else _result_std(result)

@@ -43,6 +43,14 @@ class Adapter(ABC):
         """Yield (papers, embeddings) batches; the default embeds everything at once."""
         yield papers, self.transform(papers)
 
+    def row_detail(self) -> str | None:
+        """What Table 1 should add to this run's label (e.g. a checkpoint that is not the paper's), if anything."""
+        return None
+
+    def row_note(self) -> str | None:
+        """A footnote Table 1 prints under this run's row (why it is not comparable to the paper's), if any."""
+        return None
+
     def get_params(self) -> dict[str, Any]:
         """Constructor parameters and their current values (recorded in the results file)."""
         names = [p for p in inspect.signature(type(self).__init__).parameters if p != "self"]

@@ -133,7 +133,8 @@ def run_baseline(
     result = evaluate(embeddings, suite, tasks=tasks, split=split, task_params=task_params, model=name,
                       progress=progress)
     result.settings["adapter"] = {"name": name, "paper_row": adapter.paper_row, "params": adapter.get_params(),
-                                  "train_corpus": str(train_corpus) if train_corpus else None}
+                                  "train_corpus": str(train_corpus) if train_corpus else None,
+                                  "row_detail": adapter.row_detail(), "row_note": adapter.row_note()}
     result.timings.update(fit=round(fitted - started, 3), embed=round(embedded - fitted, 3))
     result.save(out_dir / f"{name}.results.json")
     return result

@@ -4,6 +4,7 @@ Input: papers as JSON lines {paper_id, title, abstract, label?} and citation lin
 (an optional header row). Output, deterministic from a seed:
 
     paper_metadata_mag_mesh.json, {label_task}/{train,val,test}.csv    stratified split of the labelled papers
+    {label_task}/class_names.json                                      {class_label: the input's label}
     paper_metadata_view_cite_read.json, cite/{val,test}.qrel            queries citing >= 2 papers: up to 5 cited
                                                                         papers (1), 25 random uncited ones (0)
     cocite/{val,test}.qrel                                              up to 5 papers most often cited together
@@ -32,7 +33,7 @@ import numpy as np
 import orjson
 
 from scidocs_eval.errors import InputError, ScidocsEvalError
-from scidocs_eval.suite import METADATA_FILES, SPLITS
+from scidocs_eval.suite import CLASS_NAMES_FILE, METADATA_FILES, SPLITS
 from scidocs_eval.suite_files import write_csv, write_json, write_lines
 
 REPORT_FILE = "build_report.json"
@@ -230,6 +231,7 @@ def _classification(corpus: Corpus, out: Path, task: str, fractions: Sequence[fl
         write_csv(out / task / f"{split}.csv", ["pid", "class_label"],
                   ([paper_id, by_id[paper_id]] for paper_id in split_ids))
         report.classification[split] = {"papers": len(split_ids), "classes": len({by_id[i] for i in split_ids})}
+    write_json(out / task / CLASS_NAMES_FILE, {str(index): label for label, index in mapping.items()})
     report.label_task, report.label_mapping = task, mapping
     return ids
 

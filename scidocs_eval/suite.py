@@ -4,6 +4,7 @@ Layout (see the README's "Data layout"):
 
     paper_metadata_{mag_mesh,view_cite_read,recomm}.json   {paper_id: {paper_id, title, abstract, ...}}
     {mag,mesh}/{train,val,test}.csv                         header, then paper_id,class_label
+    {mag,mesh}/class_names.json                             optional {class_label: name} (figures use it)
     {coview,coread,cite,cocite}/{val,test}.qrel             "query_id 0 candidate_id relevance"
     recomm/{train,val,test}.csv                             header, then query_id,clicked_id,"id1,id2,..."
     recomm/propensity_scores.json                           {"scores": [p_1, p_2, ...]}
@@ -31,6 +32,7 @@ METADATA_FILES = {
     "recomm": "paper_metadata_recomm.json",
 }
 SYNTHETIC_MARKER = "SYNTHETIC.md"
+CLASS_NAMES_FILE = "class_names.json"
 SPLITS = ("train", "val", "test")
 
 

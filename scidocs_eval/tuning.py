@@ -88,3 +88,21 @@ class ValScorer:
         best, best_score = max(scores, key=lambda pair: pair[1])
         log.info("%s: best %s (mean val MAP %.2f)", desc, best, best_score)
         return TuningResult(best, best_score, scores)
+
+
+def within_budget(grid: Sequence[Mapping[str, Any]], cost: Callable[[Mapping[str, Any]], int], budget: int,
+                  desc: str) -> list[dict[str, Any]]:
+    """The settings of `grid`, cheapest first, whose summed `cost` stays within `budget` (same unit as `cost`,
+    e.g. tokens trained). Each setting left out is logged as a warning naming `desc`; none fitting is an error."""
+    chosen, spent = [], 0
+    for setting in sorted(grid, key=cost):
+        if spent + cost(setting) > budget:
+            log.warning("%s: skipping %s (it would bring the search to %d, over its budget of %d)", desc,
+                        dict(setting), spent + cost(setting), budget)
+            continue
+        spent += cost(setting)
+        chosen.append(dict(setting))
+    if not chosen:
+        raise ScidocsEvalError(f"{desc}: no setting fits the tuning budget of {budget} (the cheapest costs "
+                               f"{min(map(cost, grid))}); raise the budget")
+    return chosen

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import orjson
 import pytest
+from sklearn.decomposition import TruncatedSVD
+from sklearn.feature_extraction.text import TfidfVectorizer
 
+from scidocs_eval.baseline import run_baseline
 from scidocs_eval.demo import DemoConfig, build_demo_suite
 from scidocs_eval.suite import Suite
 from scidocs_eval.text import analyzer
@@ -63,6 +68,60 @@ def demo_vectors(demo_suite: Suite, tmp_path_factory: pytest.TempPathFactory) ->
     lines = [f"{len(words)} 20"] + [w + " " + " ".join(f"{x:.5f}" for x in v) for w, v in zip(words, vectors)]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
+
+
+@pytest.fixture(scope="session")
+def figure_suite(tmp_path_factory: pytest.TempPathFactory) -> Suite:
+    """A demo suite with `--data demo`'s 1500 MAG papers (300 test papers, ~16 per class: enough for DBSCAN's
+    default min_samples, which the shared fixture's 80 test papers are not); smaller other tasks."""
+    config = DemoConfig(mag_papers=1500, mesh_papers=300, ranking_queries=25, recomm_impressions=(300, 80, 80),
+                        recomm_papers=600)
+    return build_demo_suite(tmp_path_factory.mktemp("figure-demo") / "suite", config)
+
+
+@pytest.fixture(scope="session")
+def word_vectors(figure_suite: Suite, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """30-d LSA word vectors of the demo papers (TF-IDF, truncated SVD) as a .vec file: topical like trained
+    fastText vectors, so `sif` separates the classes, but fitted in about a second."""
+    tfidf = TfidfVectorizer(analyzer=analyzer())
+    counts = tfidf.fit_transform([f"{p.title} {p.abstract}" for p in figure_suite.papers()])
+    svd = TruncatedSVD(30, random_state=0).fit(counts)
+    vectors = svd.components_.T * svd.singular_values_
+    words = tfidf.get_feature_names_out()
+    path = tmp_path_factory.mktemp("vectors") / "demo-lsa.vec"
+    lines = [f"{len(words)} 30"] + [w + " " + " ".join(f"{x:.5f}" for x in v) for w, v in zip(words, vectors)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="session")
+def baseline_runs(figure_suite: Suite, word_vectors: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """random and sif on the demo suite's mag, mesh and cite tasks: embeddings and results files in one folder."""
+    out = tmp_path_factory.mktemp("runs")
+    run_baseline("random", figure_suite, out_dir=out, tasks=["mag", "mesh", "cite"], progress=False)
+    run_baseline("sif", figure_suite, out_dir=out, params={"vectors": str(word_vectors)},
+                 tasks=["mag", "mesh", "cite"], progress=False)
+    return out
+
+
+@pytest.fixture(scope="session")
+def add_intervals() -> Callable[..., Path]:
+    """`add_intervals(source, dest, model=None)`: a copy of a results file with intervals as branch `compare`
+    writes them (`ci` {metric: [low, high]} and per-item `items` in each task), optionally another model name;
+    each interval is [value - 2.5, min(100, value + 1.5)]."""
+
+    def copy(source: Path, dest: Path, model: str | None = None) -> Path:
+        data = orjson.loads(source.read_bytes())
+        for entry in data["tasks"].values():
+            entry["ci"] = {metric: [value - 2.5, min(100.0, value + 1.5)]
+                           for metric, value in entry["metrics"].items()}
+            entry["items"] = {"ids": ["a"], "values": [1.0]}
+        if model:
+            data["model"] = model
+        dest.write_bytes(orjson.dumps(data))
+        return dest
+
+    return copy
 
 
 def _cuda_available() -> bool:

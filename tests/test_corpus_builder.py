@@ -149,7 +149,7 @@ def test_same_seed_same_bytes_other_seed_other_suite(shared_data: Path, tmp_path
     for name, seed in (("a", 3), ("b", 3), ("c", 4)):
         build_suite(papers, edges, tmp_path / name, seed=seed, queries_per_split=50)
     files = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*") if p.is_file())
-    assert len(files) == 15
+    assert len(files) == 16 and Path("mag/class_names.json") in files
     for relative in files:
         if relative.name != REPORT_FILE:
             assert (tmp_path / "a" / relative).read_bytes() == (tmp_path / "b" / relative).read_bytes(), relative
