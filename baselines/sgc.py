@@ -18,42 +18,25 @@ distance). docs/baselines.md has what each does on Cora and CiteSeer.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 
 import numpy as np
 from scipy import sparse
 
-from scidocs_eval.adapter import register_adapter
 from scidocs_eval.baselines.fasttext_sum import MAX_TRAINED_TOKENS, TUNE_MAX_TOKENS, WordVectors
 from scidocs_eval.baselines.sif import SifAdapter
-from scidocs_eval.errors import InputError, ScidocsEvalError
-from scidocs_eval.suite import METADATA_FILES, Paper, Suite
-from scidocs_eval.tuning import RANKING_TASKS, ValScorer, parameter_grid
+from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.evaluation.task import task_names
+from scidocs_eval.formats.corpus import read_citations
+from scidocs_eval.formats.suite import METADATA_FILES, Paper, Suite
+from scidocs_eval.models.adapter import register_adapter
+from scidocs_eval.models.tuning import ValScorer, parameter_grid
 
 Edge = tuple[str, str]
 """(citing paper id, cited paper id)."""
 K_GRID = tuple(range(1, 9))
 ROW_NORMS = ("none", "sif", "l2")
 EVALUATED_SPLITS = ("val", "test")
-
-
-def read_citations(path: str | os.PathLike[str]) -> list[Edge]:
-    """Edges from a TSV file of `citing<TAB>cited` lines (blank lines skipped)."""
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(path, "citations file not found (expected TSV lines citing<TAB>cited)")
-    edges = []
-    with open(path, encoding="utf-8") as handle:
-        for line, text in enumerate(handle, start=1):
-            if not text.strip():
-                continue
-            fields = text.rstrip("\n").split("\t")
-            if len(fields) != 2 or not all(f.strip() for f in fields):
-                raise InputError(path, f"expected 'citing<TAB>cited', got {len(fields)} field(s)", line)
-            edges.append((fields[0].strip(), fields[1].strip()))
-    return edges
 
 
 def metadata_citations(suite: Suite) -> list[Edge]:
@@ -71,7 +54,7 @@ def guard_edges(edges: Iterable[Edge], suite: Suite) -> list[Edge]:
     """`edges` without query–candidate edges (either direction) and without citations of val/test queries."""
     pairs: set[frozenset[str]] = set()
     queries: set[str] = set()
-    for task in RANKING_TASKS:
+    for task in task_names("ranking"):
         for split in EVALUATED_SPLITS:
             if suite.has(f"{task}/{split}.qrel"):
                 for query, candidates in suite.qrels(task, split).candidates.items():
@@ -122,7 +105,9 @@ class SgcAdapter(SifAdapter):
         self.k, self.citations, self.row_norm = k, citations, row_norm
 
     def fit_vectors(self, papers: Sequence[Paper], suite: Suite | None, word_vectors: WordVectors) -> float | None:
-        edges = read_citations(self.citations) if self.citations else []
+        known = {paper.paper_id for paper in papers}
+        links = read_citations(self.citations, known) if self.citations else []
+        edges = [(citing, cited) for _, citing, cited in links]
         if suite is not None:
             edges = guard_edges(edges + metadata_citations(suite), suite)
         self.edges_ = edges

@@ -16,11 +16,12 @@ from scipy import sparse
 from sklearn.decomposition import TruncatedSVD
 from sklearn.feature_extraction.text import CountVectorizer
 
-from scidocs_eval.adapter import register_adapter
 from scidocs_eval.baselines.fasttext_sum import MAX_TRAINED_TOKENS, TUNE_MAX_TOKENS, WordVectorAdapter, WordVectors
-from scidocs_eval.suite import Paper, Suite
-from scidocs_eval.text import analyzer, paper_text
-from scidocs_eval.tuning import ValScorer, parameter_grid
+from scidocs_eval.formats.corpus import paper_text
+from scidocs_eval.formats.suite import Paper, Suite
+from scidocs_eval.models.adapter import register_adapter
+from scidocs_eval.models.text import analyzer
+from scidocs_eval.models.tuning import ValScorer, parameter_grid
 
 A_GRID = (1e-5, 3e-5, 1e-4, 3e-4, 1e-3)
 """The log grid of `a` searched with `tune` (the paper: a log grid in [1e-5, 1e-3])."""

@@ -22,15 +22,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from scidocs_eval.adapter import register_adapter
-from scidocs_eval.baseline import write_embeddings
 from scidocs_eval.baselines.transformer import TransformerAdapter
-from scidocs_eval.encoder import TransformerEncoder
+from scidocs_eval.data.resolve import resolve_suite
 from scidocs_eval.errors import ScidocsEvalError
-from scidocs_eval.evaluate import evaluate
-from scidocs_eval.results import RunResult
-from scidocs_eval.suite import METADATA_FILES, resolve_suite
-from scidocs_eval.task import METADATA_OF_GROUP, get_task, task_names
+from scidocs_eval.evaluation.results import RunResult
+from scidocs_eval.evaluation.runner import evaluate
+from scidocs_eval.evaluation.task import TASKS, metadata_file_of_group, task_names
+from scidocs_eval.models.adapter import register_adapter
+from scidocs_eval.models.baseline import write_embeddings
+from scidocs_eval.models.encoder import TransformerEncoder
 
 TASK_ADAPTERS = {"proximity": "allenai/specter2", "classification": "allenai/specter2_classification",
                  "regression": "allenai/specter2_regression", "adhoc_query": "allenai/specter2_adhoc_query"}
@@ -124,7 +124,7 @@ def run_specter2_by_group(groups: Mapping[str, str], data: str | os.PathLike[str
     `run --cls ... --user-citation ... --recomm ...` scores three files.
     """
     suite = resolve_suite(data)
-    needed = sorted({get_task(name).embedding_group for name in tasks or task_names()})
+    needed = sorted({TASKS[name].spec.embedding_group for name in (TASKS.check(tasks) if tasks else task_names())})
     absent = [group for group in needed if group not in groups]
     if absent:
         raise ScidocsEvalError(f"--task-adapter names no adapter for the {', '.join(absent)} group(s) the tasks need")
@@ -132,8 +132,8 @@ def run_specter2_by_group(groups: Mapping[str, str], data: str | os.PathLike[str
     adapters = {name: Specter2Adapter(task_adapter=name, **options) for name in sorted(set(groups.values()))}
     files = {}
     for group in needed:
-        metadata = METADATA_OF_GROUP[group]
-        if not suite.has(METADATA_FILES[metadata]):
+        metadata = metadata_file_of_group(group)
+        if not suite.has(metadata):
             continue
         files[group] = write_embeddings(adapters[groups[group]], suite.papers((metadata,)),
                                         Path(out_dir) / f"specter2-{group}.jsonl", resume=resume, progress=progress)

@@ -15,10 +15,11 @@ from sklearn.decomposition import TruncatedSVD
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.preprocessing import normalize
 
-from scidocs_eval.adapter import Adapter, register_adapter
 from scidocs_eval.errors import ScidocsEvalError
-from scidocs_eval.suite import Paper, Suite
-from scidocs_eval.text import TOKENIZER_SETTINGS, paper_text
+from scidocs_eval.formats.corpus import paper_text
+from scidocs_eval.formats.suite import Paper, Suite
+from scidocs_eval.models.adapter import Adapter, register_adapter
+from scidocs_eval.models.text import TOKENIZER_SETTINGS
 
 
 @register_adapter

@@ -13,11 +13,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from scidocs_eval.adapter import Adapter, register_adapter
 from scidocs_eval.baselines.sentence_transformer import load_sentence_transformer
-from scidocs_eval.encoder import TransformerEncoder, check_precision
 from scidocs_eval.errors import ScidocsEvalError
-from scidocs_eval.suite import Paper
+from scidocs_eval.formats.suite import Paper
+from scidocs_eval.models.adapter import Adapter, register_adapter
+from scidocs_eval.models.encoder import TransformerEncoder, check_precision
 
 CITATION_TRAINED = frozenset({"all-MiniLM-L6-v2", "all-MiniLM-L12-v2", "all-mpnet-base-v2", "all-distilroberta-v1"})
 """sentence-transformers models whose training data (their model cards) include S2ORC citation pairs and

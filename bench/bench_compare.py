@@ -24,10 +24,10 @@ from pathlib import Path
 
 import numpy as np
 
-from scidocs_eval.comparison import compare
-from scidocs_eval.results import RunResult
-from scidocs_eval.significance import confidence_intervals, task_metrics
-from scidocs_eval.task import TaskResult
+from scidocs_eval.evaluation.comparison import compare
+from scidocs_eval.evaluation.results import RunResult
+from scidocs_eval.evaluation.significance import confidence_intervals, task_metrics
+from scidocs_eval.evaluation.task import TaskResult
 
 RANKING = ("coview", "coread", "cite", "cocite")
 CLASSIFICATION = {"mag": (5000, 19), "mesh": (4600, 11)}

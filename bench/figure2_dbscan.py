@@ -18,9 +18,9 @@ from pathlib import Path
 
 import numpy as np
 
-from scidocs_eval.embeddings import EmbeddingStore
+from scidocs_eval.formats.embeddings import EmbeddingStore
+from scidocs_eval.formats.suite import Suite
 from scidocs_eval.leaderboard.figures import ProjectionClusters, sample_papers, usable_rows
-from scidocs_eval.suite import Suite
 
 
 def main() -> None:

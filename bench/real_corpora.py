@@ -4,7 +4,7 @@
     python bench/real_corpora.py --models random,sif   # a subset
     python bench/real_corpora.py --keep sent-bert      # every other adapter; sent-bert's rows from the last table
 
-Builds each suite with `scidocs_eval.corpus_builder.build_suite` (seed 0) under --work-dir, runs each adapter
+Builds each suite with `scidocs_eval.data.build.build_suite` (seed 0) under --work-dir, runs each adapter
 with `run_baseline` on the mag (the corpus labels), cite and cocite tasks (test split), and writes
 docs/real_corpora.md. An adapter that cannot run here (a missing package, weights that are not on disk) is
 skipped with the reason printed and listed under the table (the Hugging Face hub is set offline, so a model
@@ -26,10 +26,11 @@ from pathlib import Path
 
 import orjson
 
-from scidocs_eval.adapter import ADAPTERS, adapter_names
-from scidocs_eval.baseline import run_baseline
-from scidocs_eval.corpus_builder import build_suite
-from scidocs_eval.results import RunResult
+from scidocs_eval.data.build import build_suite
+from scidocs_eval.evaluation.results import RunResult
+from scidocs_eval.leaderboard import table1_row
+from scidocs_eval.models.adapter import ADAPTERS, adapter_names
+from scidocs_eval.models.baseline import run_baseline
 
 REPO = Path(__file__).resolve().parents[1]
 TASKS = ["mag", "cite", "cocite"]
@@ -141,7 +142,7 @@ def main() -> None:
                 continue
             seconds = time.perf_counter() - started
             rows.append((corpus, model, result, seconds))
-            print(f"{corpus} {model}: {result.table1_row()} ({seconds:.0f} s)", flush=True)
+            print(f"{corpus} {model}: {table1_row(result)} ({seconds:.0f} s)", flush=True)
     Path(args.output).write_text(render(rows, skipped, builds, kept), encoding="utf-8")
     print(f"table written to {args.output} (suites and embeddings in {work})")
 

@@ -17,10 +17,10 @@ from pathlib import Path
 
 from real_corpora import training_citations
 
-from scidocs_eval.baseline import run_baseline
 from scidocs_eval.baselines.sgc import guard_edges, metadata_citations, read_citations
-from scidocs_eval.suite import Suite
-from scidocs_eval.tuning import RANKING_TASKS
+from scidocs_eval.evaluation.task import task_names
+from scidocs_eval.formats.suite import Suite
+from scidocs_eval.models.baseline import run_baseline
 
 VARIANTS = (("sif", "sif", {}), ("sif, rows L2-normalised", "sgc", {"row_norm": "l2"}),
             ("sgc (row_norm=none)", "sgc", {"row_norm": "none", "graph": True}),
@@ -32,7 +32,7 @@ def queries_keeping_an_edge(suite: Suite, edges: list[tuple[str, str]]) -> tuple
     """(evaluation queries of every ranking task's val and test with an edge left after the guard, all of them)."""
     kept = guard_edges(edges + metadata_citations(suite), suite)
     linked = {paper for edge in kept for paper in edge}
-    queries = {query for task in RANKING_TASKS for split in ("val", "test") if suite.has(f"{task}/{split}.qrel")
+    queries = {query for task in task_names("ranking") for split in ("val", "test") if suite.has(f"{task}/{split}.qrel")
                for query in suite.qrels(task, split).candidates}
     return len(queries & linked), len(queries)
 

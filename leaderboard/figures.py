@@ -22,13 +22,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import orjson
 
-from scidocs_eval.embeddings import EMPTY, MISSING, EmbeddingStore
 from scidocs_eval.errors import InputError, ScidocsEvalError
+from scidocs_eval.formats.embeddings import EMPTY, MISSING, EmbeddingStore
+from scidocs_eval.formats.suite import CLASS_NAMES_FILE, Suite
 from scidocs_eval.leaderboard.runs import LoadedRun
-from scidocs_eval.leaderboard.table1 import COLUMNS
+from scidocs_eval.leaderboard.table1 import COLUMNS, table1_row
 from scidocs_eval.progress import progress_bar
-from scidocs_eval.specter_training import HISTORY_FILE
-from scidocs_eval.suite import CLASS_NAMES_FILE, Suite
+from scidocs_eval.training.specter import HISTORY_FILE
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -303,7 +303,7 @@ def draw_results(runs: Sequence[LoadedRun]) -> Figure:
     whiskers where a run carries them. A run without a column gets no bar there (and "n/a" at the axis)."""
     if not runs:
         raise ScidocsEvalError("no results to chart")
-    rows = [run.result.table1_row() for run in runs]
+    rows = [table1_row(run.result) for run in runs]
     columns = [c for c in COLUMNS if any(c in row for row in rows)]
     if not columns:
         raise ScidocsEvalError("none of the results files has a Table 1 column to chart")

@@ -26,7 +26,7 @@ import orjson
 from scidocs_eval.errors import InputError, ScidocsEvalError
 from scidocs_eval.leaderboard.figures import draw_results, save_figure
 from scidocs_eval.leaderboard.runs import LoadedRun
-from scidocs_eval.leaderboard.table1 import COLUMNS, paper_rows
+from scidocs_eval.leaderboard.table1 import COLUMNS, paper_rows, table1_row
 
 MARKER = ".scidocs-eval-report.json"
 """Lists the files `report` wrote into the site folder (relative paths)."""
@@ -110,7 +110,7 @@ def provenance(run: LoadedRun) -> list[tuple[str, str]]:
 
 
 def _our_row(run: LoadedRun) -> Row:
-    values = run.result.table1_row()
+    values = table1_row(run.result)
     ci = run.column_ci()
     cells = {c: Cell(values.get(c), ci.get(c)) for c in COLUMNS}
     missing = [COLUMNS[c] for c in COLUMNS if c not in values]

@@ -17,8 +17,8 @@ from pathlib import Path
 import orjson
 
 from scidocs_eval.errors import InputError
-from scidocs_eval.results import RunResult
-from scidocs_eval.task import TASKS, TaskResult, task_names
+from scidocs_eval.evaluation.results import RunResult
+from scidocs_eval.evaluation.task import TASKS, TaskResult
 
 
 @dataclass
@@ -33,10 +33,9 @@ class LoadedRun:
 
     def column_ci(self) -> dict[str, tuple[float, float]]:
         """Table 1 column key -> (low, high), for the columns whose metric has an interval."""
-        task_names()
         out = {}
         for task, intervals in self.ci.items():
-            columns = TASKS[task].table1_columns if task in TASKS else {}
+            columns = TASKS[task].spec.table1 if task in TASKS else {}
             for metric, interval in intervals.items():
                 if metric in columns:
                     out[columns[metric]] = interval

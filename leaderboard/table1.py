@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import csv
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 
-from scidocs_eval.results import RunResult
-from scidocs_eval.task import TASKS, task_names
+from scidocs_eval.evaluation.results import RunResult
+from scidocs_eval.evaluation.task import TASKS, TaskResult
 
 COLUMNS: dict[str, str] = {
     "mag_f1": "MAG F1", "mesh_f1": "MeSH F1",
@@ -47,23 +47,30 @@ def _cell(value: float | None) -> str:
     return "—" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.2f}"
 
 
+def _by_column(result: RunResult, values_of: Callable[[TaskResult], Mapping[str, float]]) -> dict[str, float]:
+    """Column key -> value, from each task's `values_of(task_result)` (metric -> value) through its spec's table1."""
+    row = {}
+    for name, task_result in result.tasks.items():
+        table1 = TASKS[name].spec.table1
+        for metric, value in values_of(task_result).items():
+            if metric in table1:
+                row[table1[metric]] = value
+    return row
+
+
+def table1_row(result: RunResult) -> dict[str, float]:
+    """Table 1 column key -> value, for the columns this run filled."""
+    return _by_column(result, lambda task_result: task_result.metrics)
+
+
 def _result_ci(result: RunResult) -> dict[str, list[float]]:
     """Column -> 95% bootstrap interval [low, high], where the results file holds one."""
-    task_names()
-    return {TASKS[name].table1_columns[metric]: bounds for name, task_result in result.tasks.items()
-            for metric, bounds in task_result.ci.items() if metric in TASKS[name].table1_columns}
+    return _by_column(result, lambda task_result: task_result.ci)
 
 
 def _result_std(result: RunResult) -> dict[str, float]:
     """Column -> standard deviation over seeds, where a task reports one (recommendation)."""
-    task_names()
-    stds = {}
-    for name, task_result in result.tasks.items():
-        for metric, std in task_result.details.get("std", {}).items():
-            column = TASKS[name].table1_columns.get(metric)
-            if column:
-                stds[column] = std
-    return stds
+    return _by_column(result, lambda task_result: task_result.details.get("std", {}))
 
 
 def _label(name: str, result: RunResult) -> tuple[str, str | None]:
@@ -92,7 +99,7 @@ def render_table1(results: Sequence[RunResult], names: Sequence[str] | None = No
     lines = [header, "|" + "---|" * (len(COLUMNS) + 2)]
     notes = []
     for name, result in zip(names, results):
-        row = result.table1_row()
+        row = table1_row(result)
         label, note = _label(name, result)
         if note:
             notes.append(f"{label}: {note}")

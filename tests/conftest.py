@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -12,13 +13,14 @@ import pytest
 from sklearn.decomposition import TruncatedSVD
 from sklearn.feature_extraction.text import TfidfVectorizer
 
-from scidocs_eval.baseline import run_baseline
-from scidocs_eval.demo import DemoConfig, build_demo_suite
-from scidocs_eval.suite import Suite
-from scidocs_eval.text import analyzer
+from scidocs_eval.data.demo import DemoConfig, build_demo_suite
+from scidocs_eval.formats.suite import Suite
+from scidocs_eval.models.baseline import run_baseline
+from scidocs_eval.models.text import analyzer
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("SCIDOCS_EVAL_SHARED_DATA", REPO.parent / "shared" / "data"))
+sys.path.insert(0, str(REPO / "tests"))  # test-only helpers (`import builders`)
 
 
 @pytest.fixture(autouse=True)

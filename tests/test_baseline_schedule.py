@@ -10,17 +10,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from scidocs_eval.adapter import get_adapter
-from scidocs_eval.baseline import run_baseline
 from scidocs_eval.baselines import doc2vec, fasttext_sum
 from scidocs_eval.baselines.fasttext_sum import COLLAPSE_COSINE, FasttextSettings, corpus_word_vectors
-from scidocs_eval.baselines.gensim_training import EpochSchedule, epochs_within_budget, mean_pair_cosine
-from scidocs_eval.corpus_builder import build_suite
+from scidocs_eval.data.build import build_suite
 from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.formats.suite import Paper, Suite
 from scidocs_eval.leaderboard import render_table1
-from scidocs_eval.suite import Paper, Suite
-from scidocs_eval.text import tokenize_papers
-from scidocs_eval.tuning import within_budget
+from scidocs_eval.models.adapter import get_adapter
+from scidocs_eval.models.baseline import run_baseline
+from scidocs_eval.models.gensim_training import EpochSchedule, epochs_within_budget, mean_pair_cosine
+from scidocs_eval.models.text import tokenize_papers
+from scidocs_eval.models.tuning import within_budget
 
 SCIDOCS_TOKENS = 26_500_000
 """Corpus tokens of the SciDocs-scale benchmark corpus (bench/bench_baselines.py)."""

@@ -7,10 +7,10 @@ from pathlib import Path
 import orjson
 import pytest
 
-from scidocs_eval.cli import main
-from scidocs_eval.evaluate import evaluate
-from scidocs_eval.results import RunResult
-from scidocs_eval.suite import Suite
+from scidocs_eval.cli.main import main
+from scidocs_eval.evaluation.results import RunResult
+from scidocs_eval.evaluation.runner import evaluate
+from scidocs_eval.formats.suite import Suite
 
 
 @pytest.fixture()

@@ -11,14 +11,14 @@ import numpy as np
 import orjson
 import pytest
 
-from scidocs_eval.baseline import run_baseline
-from scidocs_eval.cli import main
-from scidocs_eval.corpus_builder import REPORT_FILE, build_suite, read_citation_corpus
-from scidocs_eval.embeddings import EmbeddingStore
+from scidocs_eval.cli.main import main
+from scidocs_eval.data.build import REPORT_FILE, build_suite, read_citation_corpus
 from scidocs_eval.errors import InputError, ScidocsEvalError
-from scidocs_eval.evaluate import evaluate
-from scidocs_eval.suite import Suite
-from scidocs_eval.verify import verify_suite
+from scidocs_eval.evaluation.runner import evaluate
+from scidocs_eval.evaluation.verify import verify_suite
+from scidocs_eval.formats.embeddings import EmbeddingStore
+from scidocs_eval.formats.suite import Suite
+from scidocs_eval.models.baseline import run_baseline
 
 CORA_LABELS = ["Case_Based", "Genetic_Algorithms", "Neural_Networks", "Probabilistic_Methods",
                "Reinforcement_Learning", "Rule_Learning", "Theory"]

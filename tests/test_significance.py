@@ -14,13 +14,11 @@ from scipy import stats
 from sklearn.metrics import f1_score
 
 from scidocs_eval import compare
-from scidocs_eval.adapter import get_adapter
-from scidocs_eval.baseline import run_baseline, write_embeddings
 from scidocs_eval.cli import main
 from scidocs_eval.errors import ScidocsEvalError
-from scidocs_eval.evaluate import evaluate
-from scidocs_eval.results import RunResult
-from scidocs_eval.significance import (
+from scidocs_eval.evaluation.results import RunResult
+from scidocs_eval.evaluation.runner import evaluate
+from scidocs_eval.evaluation.significance import (
     MacroF1Items,
     MeanItems,
     PropensityItems,
@@ -29,8 +27,10 @@ from scidocs_eval.significance import (
     holm,
     task_metrics,
 )
-from scidocs_eval.suite import Suite
-from scidocs_eval.tuning import RANKING_TASKS
+from scidocs_eval.evaluation.task import task_names
+from scidocs_eval.formats.suite import Suite
+from scidocs_eval.models.adapter import get_adapter
+from scidocs_eval.models.baseline import run_baseline, write_embeddings
 
 FAST_RECOMM = {"seeds": 2, "ranker_params": {"max_epochs": 3, "dropout_grid": [0.0]}}
 
@@ -196,7 +196,7 @@ def test_identical_results_give_delta_zero_and_p_one(random_run: RunResult) -> N
 
 def test_sif_is_significantly_better_than_random_on_every_ranking_metric(demo_suite: Suite, tmp_path: Path,
                                                                         demo_vectors: Path) -> None:
-    runs = [run_baseline(name, demo_suite, out_dir=tmp_path, tasks=list(RANKING_TASKS), progress=False,
+    runs = [run_baseline(name, demo_suite, out_dir=tmp_path, tasks=task_names("ranking"), progress=False,
                          params={"vectors": str(demo_vectors)} if name == "sif" else {})
             for name in ("random", "sif")]
     rows = compare(*runs, progress=False).pairs[0].rows

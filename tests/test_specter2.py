@@ -14,14 +14,14 @@ import orjson
 import pytest
 
 from scidocs_eval.cli import main
-from scidocs_eval.encoder import paper_text
-from scidocs_eval.suite import Suite
+from scidocs_eval.formats.corpus import paper_text
+from scidocs_eval.formats.suite import Suite
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("adapters", reason="SPECTER2 needs the adapters library, which pins its own transformers "
                     "version: pip install 'scidocs-eval[specter2]' in an environment of its own")
 
-from scidocs_eval.specter_training import build_small_bert  # noqa: E402
+from builders import build_small_bert  # noqa: E402
 
 
 @pytest.fixture(scope="module")
