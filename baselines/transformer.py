@@ -13,11 +13,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from scidocs_eval.baselines.sentence_transformer import load_sentence_transformer
 from scidocs_eval.errors import ScidocsEvalError
-from scidocs_eval.formats.corpus import paper_text
 from scidocs_eval.formats.suite import Paper
 from scidocs_eval.models.adapter import Adapter, register_adapter
-from scidocs_eval.models.encoder import TransformerEncoder, check_precision, choose_device, resolve_model
+from scidocs_eval.models.encoder import TransformerEncoder, check_precision
 
 CITATION_TRAINED = frozenset({"all-MiniLM-L6-v2", "all-MiniLM-L12-v2", "all-mpnet-base-v2", "all-distilroberta-v1"})
 """sentence-transformers models whose training data (their model cards) include S2ORC citation pairs and
@@ -31,19 +31,20 @@ class TransformerAdapter(Adapter):
 
     Args:
         model: checkpoint folder or hub id (required for "transformer"; the named adapters have a default).
-        pooling: "cls" or "mean" over the last layer.
+        pooling: "cls", "mean" or "last" (last non-padding token, for decoder embedders) over the last layer.
         max_length: tokens per paper (512 as the reference embedder).
         batch_size: papers per forward pass.
         device: "cpu", "cuda", ...; None picks a GPU when there is one.
         precision: "auto" (bf16 autocast on CUDA, float32 elsewhere), "fp32", or "bf16" (also on CPU: much
             faster on CPUs with AMX or AVX512-BF16, embeddings within about 1e-2 relative of float32).
+        prompt: text put before every paper (an instruction prefix such as "Represent this paper: ").
     """
 
     name = "transformer"
     default_model: ClassVar[str | None] = None
 
     def __init__(self, model: str | None = None, pooling: str = "cls", max_length: int = 512, batch_size: int = 32,
-                 device: str | None = None, precision: str = "auto"):
+                 device: str | None = None, precision: str = "auto", prompt: str = ""):
         self.model = model or self.default_model
         if self.model is None:
             raise ScidocsEvalError(f"baseline {self.name!r} needs --model (a checkpoint folder or hub id)")
@@ -52,22 +53,25 @@ class TransformerAdapter(Adapter):
         self.batch_size = batch_size
         self.device = device
         self.precision = check_precision(precision)
+        self.prompt = prompt
         self._encoder: TransformerEncoder | None = None
 
     @property
     def encoder(self) -> TransformerEncoder:
         if self._encoder is None:
-            self._encoder = TransformerEncoder(self.model, pooling=self.pooling, max_length=self.max_length,
-                                               batch_size=self.batch_size, device=self.device,
-                                               precision=self.precision)
+            self._encoder = TransformerEncoder(self.model, **self.encoder_options())
         return self._encoder
+
+    def encoder_options(self) -> dict[str, Any]:
+        """The `TransformerEncoder` parameters this adapter sets."""
+        return {"pooling": self.pooling, "max_length": self.max_length, "batch_size": self.batch_size,
+                "device": self.device, "precision": self.precision, "prompt": self.prompt}
 
     def transform_batches(self, papers: Sequence[Paper]) -> Iterator[tuple[Sequence[Paper], np.ndarray]]:
         yield from self.encoder.encode_papers(papers)
 
     def transform(self, papers: Sequence[Paper]) -> np.ndarray:
-        separator = self.encoder.separator
-        return self.encoder.encode([paper_text(paper, separator) for paper in papers])
+        return self.encoder.encode(self.encoder.paper_texts(papers))
 
 
 @register_adapter
@@ -137,14 +141,7 @@ class SentBertAdapter(Adapter):
 
     def _sentence_model(self) -> Any:
         if self._model is None:
-            from sentence_transformers import SentenceTransformer
-
-            try:
-                self._model = SentenceTransformer(resolve_model(self.model), device=choose_device(self.device))
-            except (OSError, ValueError) as error:
-                raise ScidocsEvalError(f"cannot load sentence-transformers model {self.model!r}: {error}") from None
-            if self.max_length:
-                self._model.max_seq_length = self.max_length
+            self._model = load_sentence_transformer(self.model, self.device, self.max_length)
         return self._model
 
     def _embed(self, papers: Sequence[Paper]) -> np.ndarray:

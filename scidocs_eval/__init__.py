@@ -11,12 +11,14 @@ from scidocs_eval.formats.embeddings import EmbeddingStore
 from scidocs_eval.formats.suite import Paper, Suite
 from scidocs_eval.models.adapter import Adapter, get_adapter, register_adapter
 from scidocs_eval.models.baseline import run_baseline, write_embeddings
+from scidocs_eval.models.model_object import evaluate_model
 from scidocs_eval.training.specter import train_specter
 
 __version__ = metadata.version("scidocs-eval")
 
 __all__ = [
     "Adapter", "Comparison", "EmbeddingStore", "InputError", "MissingEmbeddingsError", "Paper", "RunResult",
-    "ScidocsEvalError", "Suite", "SuiteNotFoundError", "Task", "TaskResult", "compare", "evaluate", "get_adapter",
-    "get_task", "register_adapter", "register_task", "run_baseline", "train_specter", "write_embeddings",
+    "ScidocsEvalError", "Suite", "SuiteNotFoundError", "Task", "TaskResult", "compare", "evaluate", "evaluate_model",
+    "get_adapter", "get_task", "register_adapter", "register_task", "run_baseline", "train_specter",
+    "write_embeddings",
 ]

@@ -110,7 +110,7 @@ def test_split_sentences() -> None:
 
 
 def test_bad_settings_and_models_are_reported(tmp_path: Path) -> None:
-    with pytest.raises(ScidocsEvalError, match="pooling must be one of cls, mean, got 'max'"):
+    with pytest.raises(ScidocsEvalError, match="pooling must be one of cls, mean, last, got 'max'"):
         TransformerEncoder("all-MiniLM-L6-v2", pooling="max")
     with pytest.raises(ScidocsEvalError, match="precision must be one of auto, fp32, bf16, got 'fp16'"):
         get_adapter("specter", precision="fp16")

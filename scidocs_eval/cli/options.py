@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import orjson
 
 from scidocs_eval.errors import ScidocsEvalError
-from scidocs_eval.models.encoder import PRECISIONS
+from scidocs_eval.models.encoder import POOLINGS, PRECISIONS
 from scidocs_eval.registry import Registry
 
 
@@ -45,18 +45,26 @@ def parse_params(pairs: Sequence[str] | None) -> dict[str, object]:
     return params
 
 
-MODEL_OPTIONS = ("model", "pooling", "max_length", "batch_size", "device", "precision")
+MODEL_OPTIONS = ("model", "pooling", "max_length", "batch_size", "device", "precision", "prompt", "prompt_name",
+                 "normalize", "task_adapter")
 
 
 def add_model_options(parser: argparse.ArgumentParser) -> None:
     """The adapter options shared by `baseline` and `embed` (each becomes a constructor parameter)."""
     parser.add_argument("--model", help="checkpoint (hub id or local folder) for transformer adapters")
-    parser.add_argument("--pooling", choices=("cls", "mean"))
+    parser.add_argument("--pooling", choices=POOLINGS,
+                        help="transformer adapters: [CLS] vector, mean over tokens, or last non-padding token")
     parser.add_argument("--max-length", type=int)
     parser.add_argument("--batch-size", type=int)
     parser.add_argument("--device")
     parser.add_argument("--precision", choices=PRECISIONS,
                         help="transformer adapters: auto = bf16 on CUDA, float32 on CPU; bf16 also on CPU")
+    parser.add_argument("--prompt", help="text put before every paper (transformer, sentence-transformer)")
+    parser.add_argument("--prompt-name", help="sentence-transformer: a prompt defined by the model's configuration")
+    parser.add_argument("--normalize", action="store_true", help="sentence-transformer: L2-normalise the vectors")
+    parser.add_argument("--task-adapter", help="specter2: proximity (default), classification, regression, "
+                        "adhoc_query, an adapter folder, by-group (the authors' adapter per task group), or "
+                        "GROUP=ADAPTER pairs such as cls=classification,user-citation=proximity,recomm=proximity")
     parser.add_argument("--param", "-p", action="append", metavar="KEY=VALUE",
                         help="any other adapter parameter (repeatable)")
 

@@ -9,6 +9,8 @@ from scidocs_eval.formats.corpus import read_papers
 from scidocs_eval.formats.safe_output import check_output_file, refuse_existing
 from scidocs_eval.models.adapter import adapter_names, get_adapter
 from scidocs_eval.models.baseline import write_embeddings
+from scidocs_eval.models.distributed import is_main_process
+from scidocs_eval.models.sharded_embedding import embed_sharded, process_count
 
 
 def _embed(args: argparse.Namespace) -> int:
@@ -17,13 +19,18 @@ def _embed(args: argparse.Namespace) -> int:
         refuse_existing(args.out, "--out", "give --overwrite to replace it, or --resume to add the papers it lacks")
     adapter = get_adapter(args.adapter, **adapter_params(args))
     papers = read_papers(args.metadata)
-    path = write_embeddings(adapter, papers, args.out, resume=args.resume, progress=not args.quiet)
+    if process_count() > 1:
+        path = embed_sharded(adapter, papers, args.out, resume=args.resume, progress=not args.quiet)
+        if not is_main_process():
+            return 0
+    else:
+        path = write_embeddings(adapter, papers, args.out, resume=args.resume, progress=not args.quiet)
     print(f"{len(papers)} papers embedded with {args.adapter} into {path}")
     return 0
 
 
 def _train_specter(args: argparse.Namespace) -> int:
-    from scidocs_eval.training.specter import is_main_process, train_specter
+    from scidocs_eval.training.specter import train_specter
 
     history = train_specter(args.data_dir, args.out, base_model=args.base_model, epochs=args.epochs,
                             learning_rate=args.lr, weight_decay=args.weight_decay, warmup_fraction=args.warmup,
@@ -44,7 +51,8 @@ def _train_specter(args: argparse.Namespace) -> int:
 def add_commands(subparsers: argparse._SubParsersAction) -> None:
     embed = subparsers.add_parser("embed", help="embed papers from a metadata file into JSON lines",
                                   description="Embed papers (official metadata {id: {title, abstract}} or JSON "
-                                  "lines {paper_id, title, abstract}) into the official embeddings format.")
+                                  "lines {paper_id, title, abstract}) into the official embeddings format. "
+                                  "Several processes/GPUs: torchrun --nproc-per-node N -m scidocs_eval.cli embed ...")
     embed.add_argument("--metadata", required=True, help="the papers to embed")
     embed.add_argument("--out", required=True, help="embeddings file to write (JSON lines)")
     embed.add_argument("--adapter", default="specter", choices=adapter_names(), metavar="NAME",

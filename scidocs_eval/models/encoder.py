@@ -21,7 +21,7 @@ from scidocs_eval.formats.corpus import paper_text
 from scidocs_eval.formats.suite import Paper
 from scidocs_eval.models.cls_shortcut import cls_of_last_layer, split_last_layer
 
-POOLINGS = ("cls", "mean")
+POOLINGS = ("cls", "mean", "last")
 PRECISIONS = ("auto", "fp32", "bf16")
 OFFLINE_MINILM_NAMES = ("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2")
 
@@ -80,9 +80,16 @@ def autocast_dtype(device: str, precision: str = "auto") -> Any:
 
 
 def pool(hidden: Any, attention_mask: Any, pooling: str) -> Any:
-    """(batch, tokens, dim) hidden states -> (batch, dim): the [CLS] vector, or the mean over real tokens."""
+    """(batch, tokens, dim) hidden states -> (batch, dim): the [CLS] vector, the mean over real tokens, or the
+    last real token's vector (found from the mask, so left and right padding both work)."""
     if pooling == "cls":
         return hidden[:, 0]
+    if pooling == "last":
+        import torch
+
+        positions = torch.arange(attention_mask.shape[1], device=attention_mask.device)
+        last = (attention_mask * positions).argmax(dim=1)
+        return hidden[torch.arange(hidden.shape[0], device=hidden.device), last]
     mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
     return (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1)
 
@@ -92,16 +99,19 @@ class TransformerEncoder:
 
     Args:
         model: a local checkpoint folder or a hub id (see `resolve_model`).
-        pooling: "cls" (last layer's [CLS] vector, as SPECTER) or "mean" (mean of the last layer over tokens).
+        pooling: "cls" (last layer's [CLS] vector, as SPECTER; texts padded on the right), "mean" (mean of the
+            last layer over tokens) or "last" (last non-padding token, for decoder embedders; the tokenizer's own
+            padding side is kept, and its EOS token pads when it has no padding token).
         max_length: tokens per text; longer texts are truncated.
         batch_size: texts per forward pass.
         device: "cpu", "cuda", "cuda:1", ...; None picks a GPU when there is one.
         sort_window: texts tokenised and sorted by length together; bounds memory on huge corpora.
         precision: "auto", "fp32" or "bf16" (see `autocast_dtype`).
+        prompt: text put before every paper's text (an instruction prefix), "" for none.
     """
 
     def __init__(self, model: str, pooling: str = "cls", max_length: int = 512, batch_size: int = 32,
-                 device: str | None = None, sort_window: int = 4096, precision: str = "auto"):
+                 device: str | None = None, sort_window: int = 4096, precision: str = "auto", prompt: str = ""):
         check_precision(precision)
         if pooling not in POOLINGS:
             raise ScidocsEvalError(f"pooling must be one of {', '.join(POOLINGS)}, got {pooling!r}")
@@ -115,8 +125,18 @@ class TransformerEncoder:
         self.device = device
         self.sort_window = sort_window
         self.precision = precision
+        self.prompt = prompt
         self._loaded: tuple[Any, Any, str] | None = None
         self._last_layer: Any | None = None
+
+    cls_shortcut = True
+    """Whether [CLS] pooling may finish the last layer for the [CLS] row alone (`scidocs_eval.cls_shortcut`)."""
+
+    def load_network(self, path: str) -> Any:
+        """The model whose `last_hidden_state` is pooled; subclasses load other kinds (adapters, ...)."""
+        from transformers import AutoModel
+
+        return AutoModel.from_pretrained(path)
 
     def load(self) -> tuple[Any, Any, str]:
         """(tokenizer, model in eval mode on its device, device), loaded once.
@@ -125,19 +145,24 @@ class TransformerEncoder:
         finished for the [CLS] row only when encoding.
         """
         if self._loaded is None:
-            from transformers import AutoModel, AutoTokenizer
+            from transformers import AutoTokenizer
 
             path = resolve_model(self.model)
             try:
                 tokenizer = AutoTokenizer.from_pretrained(path)
-                network = AutoModel.from_pretrained(path)
+                network = self.load_network(path)
             except (OSError, ValueError) as error:
                 reason = " ".join(str(error).split())
                 raise ScidocsEvalError(f"cannot load transformers checkpoint {self.model!r}: {reason}") from None
             device = choose_device(self.device)
             network = network.to(device).eval()
             if self.pooling == "cls":
-                self._last_layer = split_last_layer(network)
+                tokenizer.padding_side = "right"
+                self._last_layer = split_last_layer(network) if self.cls_shortcut else None
+            if tokenizer.pad_token is None:
+                if tokenizer.eos_token is None:
+                    raise ScidocsEvalError(f"the tokenizer of {self.model!r} has neither a padding nor an EOS token")
+                tokenizer.pad_token = tokenizer.eos_token
             self._loaded = tokenizer, network, device
         return self._loaded
 
@@ -146,33 +171,56 @@ class TransformerEncoder:
         tokenizer = self.load()[0]
         return tokenizer.sep_token or " "
 
-    def encode_batches(self, texts: Sequence[str]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """Yield (row indices into `texts`, (len(indices), dim) float32 embeddings), shortest texts first per window."""
+    def _token_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        return self.load()[0](list(texts), truncation=True, max_length=self.max_length)["input_ids"]
+
+    def _forward(self, token_ids: list[list[int]]) -> np.ndarray:
+        """(len(token_ids), dim) float32 embeddings of one batch, padded to its longest text."""
         import torch
 
         tokenizer, network, device = self.load()
         half = autocast_dtype(device, self.precision)
+        batch = tokenizer.pad({"input_ids": token_ids}, return_tensors="pt")
+        batch = {key: value.to(device) for key, value in batch.items()}
+        with torch.inference_mode(), torch.autocast(device.split(":")[0], dtype=half, enabled=half is not None):
+            hidden = network(**batch).last_hidden_state
+            if self._last_layer is None:
+                vectors = pool(hidden, batch["attention_mask"], self.pooling)
+            else:
+                vectors = cls_of_last_layer(self._last_layer, hidden, batch["attention_mask"])
+        return vectors.float().cpu().numpy()
+
+    def _window_batches(self, texts: Sequence[str]) -> Iterator[tuple[np.ndarray, list[list[int]]]]:
+        """(row indices into `texts`, token ids) of each batch: texts sorted by token length inside each window."""
         for start in range(0, len(texts), self.sort_window):
-            window = list(texts[start:start + self.sort_window])
-            encoded = tokenizer(window, truncation=True, max_length=self.max_length)["input_ids"]
+            encoded = self._token_ids(texts[start:start + self.sort_window])
             order = np.argsort([len(ids) for ids in encoded], kind="stable")
             for first in range(0, len(order), self.batch_size):
                 rows = order[first:first + self.batch_size]
-                batch = tokenizer.pad({"input_ids": [encoded[i] for i in rows]}, return_tensors="pt")
-                batch = {key: value.to(device) for key, value in batch.items()}
-                with torch.inference_mode(), torch.autocast(device.split(":")[0], dtype=half,
-                                                            enabled=half is not None):
-                    hidden = network(**batch).last_hidden_state
-                    if self._last_layer is None:
-                        vectors = pool(hidden, batch["attention_mask"], self.pooling)
-                    else:
-                        vectors = cls_of_last_layer(self._last_layer, hidden, batch["attention_mask"])
-                yield rows + start, vectors.float().cpu().numpy()
+                yield rows + start, [encoded[i] for i in rows]
+
+    def encode_batches(self, texts: Sequence[str]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """Yield (row indices into `texts`, (len(indices), dim) float32 embeddings), shortest texts first per window."""
+        for rows, token_ids in self._window_batches(texts):
+            yield rows, self._forward(token_ids)
+
+    def plan_batches(self, texts: Sequence[str]) -> list[tuple[np.ndarray, int]]:
+        """(row indices, padded token count) of each batch `encode_batches` runs, without running the model."""
+        return [(rows, len(rows) * max(map(len, token_ids))) for rows, token_ids in self._window_batches(texts)]
+
+    def encode_planned(self, texts: Sequence[str], batches: Sequence[np.ndarray]) -> Iterator[np.ndarray]:
+        """The embeddings of each batch of rows of `plan_batches`, as `encode_batches` computes them."""
+        for rows in batches:
+            yield self._forward(self._token_ids([texts[i] for i in rows]))
+
+    def paper_texts(self, papers: Sequence[Paper]) -> list[str]:
+        """The model input of each paper: the prompt, then title + separator + abstract."""
+        separator = self.separator
+        return [self.prompt + paper_text(paper, separator) for paper in papers]
 
     def encode_papers(self, papers: Sequence[Paper]) -> Iterator[tuple[list[Paper], np.ndarray]]:
         """Yield (papers, embeddings) batches of papers that have a title or an abstract."""
-        texts = [paper_text(paper, self.separator) for paper in papers]
-        for rows, vectors in self.encode_batches(texts):
+        for rows, vectors in self.encode_batches(self.paper_texts(papers)):
             yield [papers[i] for i in rows], vectors
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:

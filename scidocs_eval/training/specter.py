@@ -28,7 +28,8 @@ import orjson
 
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.formats.corpus import paper_text
-from scidocs_eval.models.encoder import choose_device, resolve_model
+from scidocs_eval.models.distributed import Distributed, init_distributed, leave_process_group
+from scidocs_eval.models.encoder import resolve_model
 from scidocs_eval.progress import progress_bar
 from scidocs_eval.training.triplets import TrainingData, Triplet, TripletSampler, sample_triplets
 
@@ -54,41 +55,6 @@ class TrainingHistory:
     train_loss: dict[int, float] = field(default_factory=dict)
     step_triplets: int = 0
     step_seconds: float = field(default=0.0, compare=False)
-
-
-@dataclass
-class _Distributed:
-    rank: int = 0
-    world_size: int = 1
-    local_rank: int = 0
-
-    @property
-    def is_main(self) -> bool:
-        return self.rank == 0
-
-
-def is_main_process() -> bool:
-    """False in the torchrun processes other than rank 0 (which alone write the model and print)."""
-    return int(os.environ.get("RANK", "0")) == 0
-
-
-def _init_distributed(device: str | None) -> tuple[_Distributed, str]:
-    """Join the torchrun process group when WORLD_SIZE > 1; the device this process trains on."""
-    import torch
-
-    world_size = int(os.environ.get("WORLD_SIZE", "1"))
-    if world_size == 1:
-        return _Distributed(), choose_device(device)
-    dist = _Distributed(int(os.environ["RANK"]), world_size, int(os.environ.get("LOCAL_RANK", "0")))
-    # DDP imports torch._dynamo; imported after init_process_group, it keeps references to the default group,
-    # which destroy_process_group then cannot free (see _leave_process_group)
-    import torch._dynamo  # noqa: F401
-    if torch.cuda.is_available() and not (device or "").startswith("cpu"):
-        torch.cuda.set_device(dist.local_rank)
-        torch.distributed.init_process_group("nccl")
-        return dist, f"cuda:{dist.local_rank}"
-    torch.distributed.init_process_group("gloo")
-    return dist, "cpu"
 
 
 def _parameter_groups(model: Any, weight_decay: float) -> list[dict[str, Any]]:
@@ -117,7 +83,7 @@ def _set_rng_state(state: dict[str, Any]) -> None:
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
-def _load_rng_state(checkpoint: Path, dist: _Distributed) -> dict[str, Any]:
+def _load_rng_state(checkpoint: Path, dist: Distributed) -> dict[str, Any]:
     """This process's RNG state in `checkpoint`; an error when the checkpoint was written by another process count."""
     import torch
 
@@ -164,7 +130,7 @@ class _TripletLoss:
         return torch.nn.functional.triplet_margin_loss(query, positive, negative, margin=self.margin, p=2,
                                                        reduction="sum")
 
-    def mean(self, triplets: Sequence[Triplet], batch_size: int, dist: _Distributed) -> float:
+    def mean(self, triplets: Sequence[Triplet], batch_size: int, dist: Distributed) -> float:
         """Mean loss over `triplets` in eval mode (no dropout, no gradients), each process taking every N-th batch."""
         import torch
 
@@ -178,7 +144,7 @@ class _TripletLoss:
         return _sum_over_processes(total, dist, self.device) / len(triplets)
 
 
-def _sum_over_processes(value: float, dist: _Distributed, device: str) -> float:
+def _sum_over_processes(value: float, dist: Distributed, device: str) -> float:
     """`value` summed over the torchrun processes (itself in a single process)."""
     import torch
 
@@ -238,7 +204,7 @@ def train_specter(
     checkpoint = latest_checkpoint(out_dir) if resume else None
     if resume and checkpoint is None:
         raise ScidocsEvalError(f"--resume: no checkpoint under {out_dir / CHECKPOINTS}")
-    dist, device = _init_distributed(device)
+    dist, device = init_distributed(device)
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
@@ -310,26 +276,13 @@ def train_specter(
         (out_dir / HISTORY_FILE).write_bytes(orjson.dumps(asdict(history), option=orjson.OPT_INDENT_2 |
                                                           orjson.OPT_NON_STR_KEYS))
     if dist.world_size > 1:
-        del model, loss  # the DDP wrapper holds the process group, which _leave_process_group must free
-        _leave_process_group()
+        del model, loss  # the DDP wrapper holds the process group, which leave_process_group must free
+        leave_process_group()
     return history
 
 
-def _leave_process_group() -> None:
-    """Destroy the process group together with the other processes, so that its worker threads stop here.
-
-    A gloo worker thread releases the tensors of a finished collective after the caller has moved on, and releasing
-    them needs the GIL. If that happens while the interpreter shuts down, the process aborts ("terminate called
-    without an active exception"). Freeing the group joins those threads while the interpreter still runs.
-    """
-    import torch
-
-    torch.distributed.barrier()
-    torch.distributed.destroy_process_group()
-
-
 def _accumulate_gradients(model: Any, loss: _TripletLoss, step_triplets: Sequence[Triplet], batch_size: int,
-                          dist: _Distributed) -> float:
+                          dist: Distributed) -> float:
     """Backward passes that leave the gradient of the mean loss over `step_triplets` in `model`; that mean loss.
 
     Each process takes every world_size-th triplet, in micro-batches of `batch_size`; DDP averages the
@@ -352,7 +305,7 @@ def _accumulate_gradients(model: Any, loss: _TripletLoss, step_triplets: Sequenc
 
 
 def _save_checkpoint(out_dir: Path, model: Any, optimizer: Any, scheduler: Any, sampler: TripletSampler,
-                     history: TrainingHistory, epoch_losses: list[float], dist: _Distributed,
+                     history: TrainingHistory, epoch_losses: list[float], dist: Distributed,
                      keep: int | None) -> None:
     """Write out_dir/checkpoints/step-N (model weights, optimizer, scheduler, sampler, RNG); prune old ones."""
     import torch

@@ -1,0 +1,140 @@
+"""`embed` and `baseline` under torchrun on CPU (gloo): two processes write what one writes, byte for byte."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from scidocs_eval.formats.corpus import read_papers
+from scidocs_eval.formats.suite import Suite
+from scidocs_eval.models.sharded_embedding import balance
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from builders import build_small_bert  # noqa: E402
+
+# one thread per process in every run (torchrun's default): a different thread count may round differently
+ENV = {**os.environ, "OMP_NUM_THREADS": "1", "SCIDOCS_EVAL_QUIET": "1"}
+OPTIONS = ["--adapter", "transformer", "--device", "cpu", "--batch-size", "4", "--max-length", "48", "--quiet"]
+
+
+def test_balance_deals_the_costliest_batches_first_to_the_least_loaded_process() -> None:
+    assert balance([5, 9, 1, 8, 2, 2], 2) == [[1, 2, 4, 5], [0, 3]]   # loads 14 and 13
+    assert balance([3, 3, 3], 4) == [[0], [1], [2], []]
+    assert balance([], 2) == [[], []]
+
+
+@pytest.fixture(scope="module")
+def cora(shared_data: Path) -> Path:
+    return shared_data / "cora" / "papers.jsonl"
+
+
+@pytest.fixture(scope="module")
+def tiny_bert(cora: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    texts = [f"{p.title} {p.abstract}" for p in read_papers(cora)]
+    return build_small_bert(texts, tmp_path_factory.mktemp("bert"), vocab_size=2000, hidden_size=32)
+
+
+def _embed(*args: str, processes: int | None = None, wait: bool = True) -> Any:
+    """`embed` in one plain process, or under torchrun; waited for (CompletedProcess) or not (Popen)."""
+    launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(processes)] \
+        if processes else [sys.executable]
+    command = [*launcher, "-m", "scidocs_eval.cli", "embed", *args]
+    if not wait:
+        return subprocess.Popen(command, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.run(command, env=ENV, capture_output=True, text=True, timeout=600)
+
+
+def _lines(path: Path) -> dict[str, bytes]:
+    return {orjson.loads(line)["paper_id"]: line for line in path.read_bytes().splitlines()}
+
+
+@pytest.fixture(scope="module")
+def one_process(cora: Path, tiny_bert: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("one") / "cora.jsonl"
+    done = _embed("--metadata", str(cora), "--out", str(out), "--model", str(tiny_bert), *OPTIONS)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return out
+
+
+def test_two_processes_write_what_one_process_writes(cora: Path, tiny_bert: Path, one_process: Path,
+                                                     tmp_path: Path) -> None:
+    out = tmp_path / "cora.jsonl"
+    done = _embed("--metadata", str(cora), "--out", str(out), "--model", str(tiny_bert), *OPTIONS, processes=2)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.count("papers embedded") == 1  # rank 0 alone reports
+    merged = _lines(out)
+    assert list(merged) == [paper.paper_id for paper in read_papers(cora)]  # input order
+    assert merged == _lines(one_process)  # every vector byte for byte
+    assert not (tmp_path / "cora.jsonl.parts").exists()
+    again = _embed("--metadata", str(cora), "--out", str(out), "--model", str(tiny_bert), *OPTIONS, processes=2)
+    assert again.returncode != 0 and "cora.jsonl already exists" in again.stderr
+
+
+def _worker_of_rank(launcher: subprocess.Popen, rank: int) -> int:
+    """The process id of torchrun's worker with RANK=`rank`."""
+    for pid in Path(f"/proc/{launcher.pid}/task/{launcher.pid}/children").read_text().split():
+        if f"RANK={rank}".encode() in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"):
+            return int(pid)
+    raise AssertionError(f"no worker with rank {rank}")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="finds the worker processes in /proc")
+def test_a_killed_rank_fails_the_run_and_resume_finishes_it_byte_for_byte(cora: Path, tiny_bert: Path,
+                                                                           one_process: Path, tmp_path: Path) -> None:
+    out, parts = tmp_path / "cora.jsonl", tmp_path / "cora.jsonl.parts"
+    command = ["--metadata", str(cora), "--out", str(out), "--model", str(tiny_bert), *OPTIONS]
+    launcher = _embed(*command, processes=2, wait=False)
+    part = parts / "rank-1.jsonl"
+    deadline = time.monotonic() + 300
+    while not (part.exists() and part.stat().st_size > 4000) and time.monotonic() < deadline:
+        time.sleep(0.005)
+    os.kill(_worker_of_rank(launcher, 1), signal.SIGKILL)
+    launcher.communicate(timeout=300)
+    assert launcher.returncode != 0
+    assert not out.exists() and part.exists()
+    written = len(part.read_bytes().splitlines())
+    assert 0 < written < 2708 / 2 - 50, "rank 1 finished before it was killed"
+
+    # a part that is not ours makes its rank fail, and the whole command with that rank's error
+    good = part.read_bytes()
+    part.write_bytes(good.splitlines(keepends=True)[0] + b"not json\n")
+    done = _embed(*command, "--resume", processes=2)
+    assert done.returncode != 0
+    assert "rank 1 failed:" in done.stderr and "rank-1.jsonl:2: not a line of this run's embeddings" in done.stderr
+    assert not out.exists()
+
+    part.write_bytes(good)
+    fewer = [option if option != "48" else "40" for option in command]
+    done = _embed(*fewer, "--resume", processes=2)
+    assert done.returncode != 0 and "with other settings or papers than this run" in done.stderr
+
+    done = _embed(*command, "--resume", processes=2)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert _lines(out) == _lines(one_process)
+    assert not parts.exists()
+
+
+@pytest.mark.slow
+def test_baseline_under_torchrun_scores_in_rank_0(tiny_suite: Suite, tiny_bert: Path, tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+               "-m", "scidocs_eval.cli", "baseline", "transformer", "--model", str(tiny_bert), "--device", "cpu",
+               "--pooling", "mean", "--max-length", "32", "--data", str(tiny_suite.root), "--tasks", "mesh,cite",
+               "--out-dir", str(tmp_path), "--quiet"]
+    done = subprocess.run(command, env=ENV, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.count("results written to") == 1
+    results = orjson.loads((tmp_path / "transformer.results.json").read_bytes())
+    assert set(results["tasks"]) == {"mesh", "cite"}
+    assert sorted(_lines(tmp_path / "transformer.jsonl")) == \
+        sorted(p.paper_id for p in tiny_suite.papers(("mag_mesh", "view_cite_read")))

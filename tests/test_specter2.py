@@ -1,0 +1,100 @@
+"""`baseline specter2` with a tiny BERT and a task adapter the test trains for a step, offline.
+
+The adapters library pins its own transformers version, so these tests run in an environment of their own:
+``python -m venv .venv-adapters && .venv-adapters/bin/pip install -c constraints.txt -e ".[transformers,test,
+offline-models,specter2]"``, then ``.venv-adapters/bin/python -m pytest tests/test_specter2.py``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import orjson
+import pytest
+
+from scidocs_eval.cli import main
+from scidocs_eval.formats.corpus import paper_text
+from scidocs_eval.formats.suite import Suite
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("adapters", reason="SPECTER2 needs the adapters library, which pins its own transformers "
+                    "version: pip install 'scidocs-eval[specter2]' in an environment of its own")
+
+from builders import build_small_bert  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def base_and_adapter(tiny_suite: Suite, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A tiny BERT, and a bottleneck adapter on it trained for one step and saved as SPECTER2's are."""
+    from adapters import AutoAdapterModel
+    from transformers import AutoTokenizer
+
+    folder = tmp_path_factory.mktemp("specter2")
+    texts = [f"{p.title} {p.abstract}" for p in tiny_suite.papers()]
+    base = build_small_bert(texts, folder / "base", vocab_size=500, hidden_size=32)
+    model = AutoAdapterModel.from_pretrained(base)
+    model.add_adapter("proximity", config="seq_bn")
+    model.train_adapter("proximity")
+    batch = AutoTokenizer.from_pretrained(base)(texts[:4], padding=True, truncation=True, max_length=32,
+                                                return_tensors="pt")
+    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-2)
+    cls = model(**batch).last_hidden_state[:, 0]
+    (cls[0] - cls[1]).pow(2).sum().backward()
+    optimizer.step()
+    model.save_adapter(str(folder / "proximity"), "proximity")
+    return base, folder / "proximity"
+
+
+def _cls(base: Path, texts: list[str], adapter: Path | None) -> np.ndarray:
+    from adapters import AutoAdapterModel
+    from transformers import AutoModel, AutoTokenizer
+
+    if adapter is None:
+        model = AutoModel.from_pretrained(base).eval()
+    else:
+        model = AutoAdapterModel.from_pretrained(base).eval()
+        model.load_adapter(str(adapter), load_as="proximity", set_active=True)
+    batch = AutoTokenizer.from_pretrained(base)(texts, padding=True, truncation=True, max_length=32,
+                                                return_tensors="pt")
+    with torch.no_grad():
+        return model(**batch).last_hidden_state[:, 0].numpy()
+
+
+def test_baseline_specter2_embeds_with_the_task_adapter_end_to_end(base_and_adapter: tuple[Path, Path],
+                                                                    tiny_suite: Suite, tmp_path: Path) -> None:
+    base, adapter = base_and_adapter
+    assert main(["baseline", "specter2", "--model", str(base), "--task-adapter", str(adapter), "--device", "cpu",
+                 "--data", str(tiny_suite.root), "--tasks", "mesh", "--max-length", "32", "--out-dir", str(tmp_path),
+                 "--quiet"]) == 0
+    results = orjson.loads((tmp_path / "specter2.results.json").read_bytes())
+    assert set(results["tasks"]) == {"mesh"}
+    assert results["settings"]["adapter"]["params"]["task_adapter"] == str(adapter)
+    rows = [orjson.loads(line) for line in (tmp_path / "specter2.jsonl").read_bytes().splitlines()]
+    vectors = {row["paper_id"]: row["embedding"] for row in rows}
+    papers = tiny_suite.papers(("mag_mesh",))[:6]
+    texts = [paper_text(p, "[SEP]") for p in papers]
+    got = np.array([vectors[p.paper_id] for p in papers])
+    np.testing.assert_allclose(got, _cls(base, texts, adapter), atol=1e-5)
+    assert np.abs(got - _cls(base, texts, None)).max() > 1e-3  # the trained adapter changed the vectors
+
+
+def test_by_group_embeds_each_group_with_its_own_adapter(base_and_adapter: tuple[Path, Path], tiny_suite: Suite,
+                                                         tmp_path: Path) -> None:
+    base, adapter = base_and_adapter
+    assert main(["baseline", "specter2", "--model", str(base), "--task-adapter",
+                 f"cls={adapter},user-citation={base / 'none'}", "--data", str(tiny_suite.root), "--tasks", "mesh",
+                 "--max-length", "32", "--device", "cpu", "--out-dir", str(tmp_path), "--quiet"]) == 2
+    assert main(["baseline", "specter2", "--model", str(base), "--task-adapter", f"cls={adapter}", "--data",
+                 str(tiny_suite.root), "--tasks", "mesh,cite", "--max-length", "32", "--device", "cpu", "--out-dir",
+                 str(tmp_path), "--quiet"]) == 2
+    assert main(["baseline", "specter2", "--model", str(base), "--task-adapter", f"cls={adapter}", "--data",
+                 str(tiny_suite.root), "--tasks", "mesh", "--max-length", "32", "--device", "cpu", "--out-dir",
+                 str(tmp_path), "--quiet"]) == 0
+    results = orjson.loads((tmp_path / "specter2.results.json").read_bytes())
+    assert results["settings"]["adapter"]["groups"] == {"cls": str(adapter)}
+    rows = [orjson.loads(line) for line in (tmp_path / "specter2-cls.jsonl").read_bytes().splitlines()]
+    papers = tiny_suite.papers(("mag_mesh",))[:4]
+    vectors = {row["paper_id"]: row["embedding"] for row in rows}
+    np.testing.assert_allclose(np.array([vectors[p.paper_id] for p in papers]),
+                               _cls(base, [paper_text(p, "[SEP]") for p in papers], adapter), atol=1e-5)
