@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -75,16 +77,20 @@ def test_a_bf16_training_step_lowers_the_loss(sample_dir: Path, small_bert: Path
     loss = _TripletLoss(model, AutoTokenizer.from_pretrained(small_bert), data.papers, 64, 1.0, "cuda")
     assert loss.half == torch.bfloat16
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    model.eval()                            # losses compared without dropout, so they differ by the step alone
+    with torch.no_grad():
+        start = float(loss.summed(triplets))
+    model.train()
     torch.manual_seed(0)
-    before = loss.summed(triplets)
-    assert before.device.type == "cuda" and before.dtype == torch.float32   # [CLS] cast back before the loss
-    before.backward()
+    training_loss = loss.summed(triplets)
+    assert training_loss.device.type == "cuda" and training_loss.dtype == torch.float32  # [CLS] cast back first
+    training_loss.backward()
     optimizer.step()
-    model.eval()                                  # no dropout, so the two losses differ by the step alone
+    model.eval()
     with torch.no_grad():
         after, again = float(loss.summed(triplets)), float(loss.summed(triplets))
     assert after == again
-    assert after < float(before.detach()) * 0.99
+    assert after < start * 0.99
 
 
 def test_training_on_gpu_lowers_the_validation_loss(gpu_run: tuple[Path, object]) -> None:
@@ -167,3 +173,33 @@ def test_train_specter_on_the_cora_suite_on_gpu(shared_data: Path, tmp_path: Pat
     losses = orjson.loads((out / "training_history.json").read_bytes())["val_loss"]
     print(f"Cora validation loss on GPU: {losses}")
     assert losses["1"] < losses["0"] - 0.05
+
+
+def _embed_on_gpu(small_bert: Path, sample_dir: Path, out: Path, processes: int | None) -> subprocess.CompletedProcess:
+    launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(processes)] \
+        if processes else [sys.executable]
+    metadata = sample_dir / "metadata.json"
+    command = [*launcher, "-m", "scidocs_eval.cli", "embed", "--metadata", str(metadata), "--out", str(out),
+               "--adapter", "transformer", "--model", str(small_bert), "--device", "cuda", "--precision", "fp32",
+               "--quiet"]
+    return subprocess.run(command, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"})
+
+
+def test_torchrun_embed_on_gpu_writes_what_one_process_writes(small_bert: Path, sample_dir: Path,
+                                                             tmp_path: Path) -> None:
+    one = _embed_on_gpu(small_bert, sample_dir, tmp_path / "one.jsonl", None)
+    assert one.returncode == 0, one.stderr[-3000:]
+    sharded = _embed_on_gpu(small_bert, sample_dir, tmp_path / "nccl.jsonl", 1)   # NCCL process group
+    assert sharded.returncode == 0, sharded.stderr[-3000:]
+    assert (tmp_path / "nccl.jsonl").read_bytes() == (tmp_path / "one.jsonl").read_bytes()
+
+
+def test_more_torchrun_processes_than_gpus_is_a_one_line_error(small_bert: Path, sample_dir: Path,
+                                                                tmp_path: Path) -> None:
+    processes = torch.cuda.device_count() + 1
+    done = _embed_on_gpu(small_bert, sample_dir, tmp_path / "too-many.jsonl", processes)
+    assert done.returncode != 0
+    assert "has no GPU of its own" in done.stderr
+    assert "invalid device ordinal" not in done.stderr and 'scidocs_eval/cli/main.py", line' not in done.stderr
+    assert not (tmp_path / "too-many.jsonl").exists()

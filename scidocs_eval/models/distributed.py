@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.models.encoder import choose_device
 
 
@@ -42,6 +43,11 @@ def init_distributed(device: str | None) -> tuple[Distributed, str]:
     # which destroy_process_group then cannot free (see leave_process_group)
     import torch._dynamo  # noqa: F401
     if torch.cuda.is_available() and not (device or "").startswith("cpu"):
+        if dist.local_rank >= torch.cuda.device_count():
+            raise ScidocsEvalError(
+                f"torchrun process {dist.local_rank} of this node has no GPU of its own: torch sees "
+                f"{torch.cuda.device_count()} CUDA device(s); start at most that many processes per node "
+                "(--nproc-per-node) or pass --device cpu")
         torch.cuda.set_device(dist.local_rank)
         torch.distributed.init_process_group("nccl")
         return dist, f"cuda:{dist.local_rank}"
