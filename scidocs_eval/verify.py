@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from scidocs_eval.errors import InputError
-from scidocs_eval.suite import METADATA_FILES, SPLITS, Suite, csv_rows
+from scidocs_eval.suite import METADATA_FILES, SPLITS, Suite, read_impressions
 
 CLASSIFICATION_TASKS = ("mag", "mesh")
 RANKING_TASKS = ("coview", "coread", "cite", "cocite")
@@ -96,16 +96,23 @@ class _Verifier:
         self.suite = suite
         self.report = VerifyReport(suite.root, synthetic=suite.is_synthetic)
         self.metadata: dict[str, set[str] | None] = {}
+        self.broken_metadata: set[str] = set()
 
     def known_ids(self, group: str) -> set[str] | None:
-        """Ids of a metadata file; None (and an error, once) when it is absent or broken."""
+        """Ids of a metadata file; None when it is absent or broken (an error, once, when broken; a warning,
+        once, when absent: only recomm reads it in `run`, through the same reader, and recomm requires it)."""
         if group not in self.metadata:
-            try:
-                ids = set(self.suite.metadata(group))
-                self.report.metadata[group] = len(ids)
-            except InputError as error:
-                self.report.add("error", METADATA_FILES[group], _message(error))
-                ids = None
+            ids = None
+            if not self.suite.has(METADATA_FILES[group]):
+                self.report.add("warning", METADATA_FILES[group], "file not found: the ids of the tasks that use "
+                                "it cannot be checked, and `baseline` cannot embed their papers")
+            else:
+                try:
+                    ids = set(self.suite.metadata(group))
+                    self.report.metadata[group] = len(ids)
+                except InputError as error:
+                    self.report.add("error", METADATA_FILES[group], _message(error))
+                    self.broken_metadata.add(group)
             self.metadata[group] = ids
         return self.metadata[group]
 
@@ -197,45 +204,35 @@ class _Verifier:
                 if propensities is not None and longest > len(propensities):
                     self.report.add("error", relative, f"an impression shows {longest} papers but "
                                     f"propensity_scores.json has only {len(propensities)} positions")
-        self.finish("recomm", RECOMM_FILES, "recomm", errors_before)
+        self.finish("recomm", RECOMM_FILES + [METADATA_FILES["recomm"]], "recomm", errors_before)
 
     def impressions(self, split: str, relative: str) -> int:
-        """Check one recomm csv row by row (every problem, not the first); returns the longest shown list."""
-        path = self.suite.path(relative)
-        rows, ids, first_line = 0, [], {}
-        longest = 0
-        try:
-            for line, row in csv_rows(path):
-                where = f"{relative}:{line}"
-                if len(row) != 3:
-                    self.report.add("error", where, f'expected 3 columns query_id,clicked_id,"id1,...", got {len(row)}')
-                    continue
-                query_id, clicked_id, shown_field = row
-                shown = [s.strip() for s in shown_field.split(",") if s.strip()]
-                if not shown:
-                    self.report.add("error", where, f"query {query_id!r}: the shown list is empty")
-                elif clicked_id not in shown:
-                    self.report.add("error", where, f"query {query_id!r}: clicked paper {clicked_id!r} is not in "
-                                    "the shown list")
-                key = (query_id, clicked_id, tuple(shown))
-                if key in first_line:
-                    self.report.add("warning", where, f"repeats line {first_line[key]}")
-                first_line.setdefault(key, line)
-                rows += 1
-                longest = max(longest, len(shown))
-                ids += [query_id, clicked_id, *shown]
-        except InputError as error:
-            self.report.add("error", relative, _message(error))
-            return longest
-        self.report.counts.setdefault("recomm", {})[split] = {"impressions": rows,
+        """Check one recomm csv row by row (every problem, not the first; the reader `run` uses); returns the
+        longest shown list."""
+        problems: list[InputError] = []
+        impressions = self.parse(relative, read_impressions, self.suite.path(relative), problems)
+        for problem in problems:
+            self.report.add("error", f"{relative}:{problem.line}", _message(problem))
+        if impressions is None:
+            return 0
+        first_line: dict[tuple, int] = {}
+        for impression in impressions:
+            key = (impression.query_id, impression.clicked_id, impression.shown)
+            if key in first_line:
+                self.report.add("warning", f"{relative}:{impression.line}", f"repeats line {first_line[key]}")
+            first_line.setdefault(key, impression.line)
+        self.report.counts.setdefault("recomm", {})[split] = {"impressions": len(impressions) + len(problems),
                                                              "queries": len({k[0] for k in first_line})}
-        self.check_ids(relative, ids, "recomm")
-        return longest
+        self.check_ids(relative, [i for imp in impressions for i in (imp.query_id, imp.clicked_id, *imp.shown)],
+                       "recomm")
+        return max((len(impression.shown) for impression in impressions), default=0)
 
     def finish(self, task: str, files: list[str], group: str, errors_before: int) -> None:
-        """The task is complete when all its files exist, parse, and its metadata file parses."""
+        """The task is complete when all its files exist and parse and its metadata file, if any, parses (what
+        `run` requires: it reads the metadata file through the same reader when there is one)."""
+        self.known_ids(group)
         if (all(self.suite.has(f) for f in files) and len(self.report.errors) == errors_before
-                and self.known_ids(group) is not None):
+                and group not in self.broken_metadata):
             self.report.complete.append(task)
 
 
