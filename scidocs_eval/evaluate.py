@@ -14,8 +14,8 @@ import numpy as np
 from scidocs_eval.embeddings import EmbeddingStore
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.results import RunResult
-from scidocs_eval.suite import METADATA_FILES, Suite, resolve_suite
-from scidocs_eval.task import EMBEDDING_GROUPS, METADATA_OF_GROUP, MissingPolicy, get_task, task_names
+from scidocs_eval.suite import Suite, resolve_suite
+from scidocs_eval.task import EMBEDDING_GROUPS, MissingPolicy, get_task, task_names
 
 log = logging.getLogger("scidocs_eval")
 
@@ -54,16 +54,6 @@ class _Stores:
                               "dim": store.dim, "empty": int(store.empty.sum()), "repeated_ids": store.duplicates,
                               "ids_with_whitespace": len(store.padded_ids)}
         return out
-
-
-def _check_metadata(suite: Suite, group: str) -> list[str]:
-    """The metadata file of an embeddings group, read (so checked) through the reader `data verify` uses; [] when
-    the suite has none."""
-    relative = METADATA_FILES[METADATA_OF_GROUP[group]]
-    if not suite.has(relative):
-        return []
-    suite.metadata(METADATA_OF_GROUP[group])
-    return [relative]
 
 
 def _as_sources(embeddings: EmbeddingsSource | Mapping[str, EmbeddingsSource]) -> dict[str, EmbeddingsSource]:
@@ -133,7 +123,7 @@ def evaluate(
         if task.embedding_group not in sources:
             skipped[name] = f"no {task.embedding_group!r} embeddings given"
             continue
-        files += required + _check_metadata(suite, task.embedding_group)
+        files += required
         store = stores.get(task.embedding_group)
         log.info("running %s", name)
         results[name] = task.evaluate(suite, store, split=split, missing=missing)

@@ -17,6 +17,7 @@ from typing import Any, Literal, TypeVar
 
 from scidocs_eval.errors import InputError
 from scidocs_eval.suite import METADATA_FILES, SPLITS, Suite, read_impressions
+from scidocs_eval.task import get_task, task_names
 
 CLASSIFICATION_TASKS = ("mag", "mesh")
 RANKING_TASKS = ("coview", "coread", "cite", "cocite")
@@ -99,19 +100,23 @@ class _Verifier:
         self.broken_metadata: set[str] = set()
 
     def known_ids(self, group: str) -> set[str] | None:
-        """Ids of a metadata file; None when it is absent or broken (an error, once, when broken; a warning,
-        once, when absent: only recomm reads it in `run`, through the same reader, and recomm requires it)."""
+        """Ids of a metadata file; None (and a problem, once) when it is absent or broken.
+
+        The problem is an error when a task reads the file in `run` (through this same reader: recomm), a
+        warning otherwise (the ranking and classification tasks score without it; `baseline` needs it).
+        """
         if group not in self.metadata:
             ids = None
-            if not self.suite.has(METADATA_FILES[group]):
-                self.report.add("warning", METADATA_FILES[group], "file not found: the ids of the tasks that use "
-                                "it cannot be checked, and `baseline` cannot embed their papers")
-            else:
-                try:
-                    ids = set(self.suite.metadata(group))
-                    self.report.metadata[group] = len(ids)
-                except InputError as error:
-                    self.report.add("error", METADATA_FILES[group], _message(error))
+            relative = METADATA_FILES[group]
+            severity: Literal["error", "warning"] = "error" if relative in _read_by_run() else "warning"
+            consequence = "" if severity == "error" else (" (`run` does not read it; the ids of the tasks that "
+                                                         "use it cannot be checked and `baseline` cannot embed them)")
+            try:
+                ids = set(self.suite.metadata(group))
+                self.report.metadata[group] = len(ids)
+            except InputError as error:
+                self.report.add(severity, relative, _message(error) + consequence)
+                if severity == "error":
                     self.broken_metadata.add(group)
             self.metadata[group] = ids
         return self.metadata[group]
@@ -204,7 +209,7 @@ class _Verifier:
                 if propensities is not None and longest > len(propensities):
                     self.report.add("error", relative, f"an impression shows {longest} papers but "
                                     f"propensity_scores.json has only {len(propensities)} positions")
-        self.finish("recomm", RECOMM_FILES + [METADATA_FILES["recomm"]], "recomm", errors_before)
+        self.finish("recomm", RECOMM_FILES, "recomm", errors_before)
 
     def impressions(self, split: str, relative: str) -> int:
         """Check one recomm csv row by row (every problem, not the first; the reader `run` uses); returns the
@@ -234,6 +239,12 @@ class _Verifier:
         if (all(self.suite.has(f) for f in files) and len(self.report.errors) == errors_before
                 and group not in self.broken_metadata):
             self.report.complete.append(task)
+
+
+def _read_by_run() -> set[str]:
+    """The metadata files some registered task reads when it runs (those among its required files)."""
+    return {relative for name in task_names() for relative in get_task(name).required_files("test")
+            if relative in METADATA_FILES.values()}
 
 
 def _extra_tasks(root: Path, extension: str, known: tuple[str, ...]) -> list[str]:

@@ -108,8 +108,9 @@ def test_missing_metadata_and_partial_tasks(suite_copy: Path) -> None:
     report = verify_suite(suite_copy)
     assert [str(p) for p in report.problems] == [
         "WARNING mesh: missing mesh/val.csv",
-        "WARNING paper_metadata_view_cite_read.json: file not found: the ids of the tasks that use it cannot be "
-        "checked, and `baseline` cannot embed their papers",
+        "WARNING paper_metadata_view_cite_read.json: file not found (expected a JSON object "
+        "{paper_id: {paper_id, title, abstract, ...}}) (`run` does not read it; the ids of the tasks that use it "
+        "cannot be checked and `baseline` cannot embed them)",
     ]
     assert report.absent == ["coread", "recomm"]
     # `run` scores the ranking tasks without their metadata file (only recomm reads its metadata)
