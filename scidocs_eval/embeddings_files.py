@@ -44,9 +44,9 @@ def check_embeddings_file(path: Path) -> None:
         if head.startswith(magic):
             raise InputError(path, f"appears to be {kind}; {EXPECTED}")
     text = head.lstrip()
+    line = head[: len(head) - len(text)].count(b"\n") + 1  # of the first non-blank line, where the problem shows
     if text.startswith(b"["):
-        raise InputError(path, f"appears to be one JSON array, not JSON lines; {EXPECTED}")
-    first_line = text.split(b"\n", 1)[0].strip()
-    if first_line == b"{":
-        raise InputError(path, "appears to be a pretty-printed JSON document (its first line is '{'); "
-                         f"{EXPECTED}")
+        raise InputError(path, f"appears to be one JSON array, not JSON lines; {EXPECTED}", line)
+    if text.split(b"\n", 1)[0].strip() == b"{":
+        raise InputError(path, f"appears to be a pretty-printed JSON document (this line is only '{{'); {EXPECTED}",
+                         line)

@@ -87,10 +87,11 @@ WRONG_KINDS = {
     "npz": (_npz, "appears to be a zip archive (for example a NumPy .npz file)"),
     "json_array": (lambda p: p.write_bytes(orjson.dumps([{"paper_id": "a", "embedding": [1.0]}])),
                    "appears to be one JSON array, not JSON lines"),
-    "pretty_json": (lambda p: p.write_text('{\n  "a": [1.0, 2.0]\n}\n'),
-                    "appears to be a pretty-printed JSON document (its first line is '{')"),
+    "pretty_json": (lambda p: p.write_text('\n{\n  "a": [1.0, 2.0]\n}\n'),
+                    "appears to be a pretty-printed JSON document (this line is only '{')"),
     "directory": (lambda p: p.mkdir(), "is a directory, not a file"),
 }
+LINE = {"json_array": ":1", "pretty_json": ":2"}
 
 
 @pytest.mark.parametrize("kind", sorted(WRONG_KINDS))
@@ -100,7 +101,7 @@ def test_a_file_of_another_kind_says_what_it_appears_to_be(tmp_path: Path, kind:
     make(path)
     with pytest.raises(InputError) as raised:
         EmbeddingStore.load(path)
-    assert str(raised.value) == (f"{path}: {message}; expected JSON lines, one "
+    assert str(raised.value) == (f"{path}{LINE.get(kind, '')}: {message}; expected JSON lines, one "
                                  '{"paper_id": ..., "embedding": [...]} object per line'
                                  if kind != "directory" else f"{path}: {message} (expected JSON lines, one "
                                  '{"paper_id": ..., "embedding": [...]} object per line)')

@@ -15,7 +15,7 @@ from unittest import mock
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import scidocs_eval.embeddings as embeddings_module
@@ -121,6 +121,7 @@ CORRUPTIONS = {
 @SETTINGS
 @given(file=embeddings_files(), corruption=st.sampled_from(sorted(CORRUPTIONS)), pick=st.integers(0, 10**6),
        chunk_bytes=st.sampled_from([64, 1 << 24]))
+@example(file=(b'{"embedding": [0.0], "paper_id": "0"}', [1]), corruption="not_an_object", pick=0, chunk_bytes=64)
 def test_a_corrupt_line_is_reported_with_its_number(tmp_path: Path, file: tuple[bytes, list[int]], corruption: str,
                                                     pick: int, chunk_bytes: int) -> None:
     data, record_lines = file
