@@ -1,4 +1,4 @@
 """The built-in model adapters, one module each; each registers itself with `@register_adapter`.
 
-`scidocs_eval.adapter.adapter_names()` imports every module here.
+`scidocs_eval.models.adapter.adapter_names()` imports every module here.
 """

@@ -1,6 +1,6 @@
 """Citeomatic (SPEC §8): a 75-d L2-normalised weighted sum of learnt title and abstract word embeddings.
 
-Trained on CPU on citation triplets with SPECTER's sampler (`scidocs_eval.triplets`) and loss (triplet margin,
+Trained on CPU on citation triplets with SPECTER's sampler (`scidocs_eval.training.triplets`) and loss (triplet margin,
 L2, margin 1). Each word has a vector and a learnt scalar weight per field (title, abstract); the document
 vector is the L2-normalised sum of the two fields' weighted sums. This is the Citeomatic document encoder
 without its later re-ranking stage, which Table 1 does not use.
@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from scidocs_eval.adapter import Adapter, register_adapter
 from scidocs_eval.errors import ScidocsEvalError
-from scidocs_eval.suite import Paper, Suite
+from scidocs_eval.formats.suite import Paper, Suite
+from scidocs_eval.models.adapter import Adapter, register_adapter
 
 
 @register_adapter
@@ -51,7 +51,7 @@ class CiteomaticAdapter(Adapter):
         import torch
         from sklearn.feature_extraction.text import CountVectorizer
 
-        from scidocs_eval.triplets import TrainingData, TripletSampler
+        from scidocs_eval.training.triplets import TrainingData, TripletSampler
 
         if not self.training_data:
             raise ScidocsEvalError("citeomatic is trained on citation triplets: give the SPECTER training "

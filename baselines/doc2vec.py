@@ -13,20 +13,24 @@ training epochs).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import asdict
 from typing import Any
 
 import numpy as np
 
-from scidocs_eval.adapter import Adapter, register_adapter
-from scidocs_eval.baselines.gensim_training import epochs_within_budget, train_with_progress
-from scidocs_eval.model_cache import cached_model, corpus_fingerprint
-from scidocs_eval.suite import Paper, Suite
-from scidocs_eval.text import analyzer, paper_text, tokenize_papers
-from scidocs_eval.tuning import ValScorer, parameter_grid
+from scidocs_eval.formats.corpus import paper_text
+from scidocs_eval.formats.suite import Paper, Suite
+from scidocs_eval.models.adapter import Adapter, register_adapter
+from scidocs_eval.models.gensim_training import EpochSchedule, scheduled_epochs, train_with_progress
+from scidocs_eval.models.model_cache import cached_model, corpus_fingerprint
+from scidocs_eval.models.text import analyzer, tokenize_papers
+from scidocs_eval.models.tuning import ValScorer, parameter_grid
 
 PAPER_GRID: dict[str, tuple] = {"window": (5, 10, 15), "sample": (0, 1e-6, 1e-5), "epochs": (50, 100, 200)}
 MAX_TRAINED_TOKENS = 120_000_000
 """Default cap on corpus tokens × epochs for the default setting (PV-DBOW reads ~0.26M tokens/s on one core)."""
+SCHEDULE = EpochSchedule(target_passes=8_000_000, min_epochs=10, max_epochs=50)
+"""Default epochs: 8M token passes, clamped to 10-50 (docs/baselines.md has the measurements behind it)."""
 FIXED = {"min_count": 3, "alpha": 0.025, "min_alpha": 1e-4, "negative": 5, "dm": 0}
 
 
@@ -48,7 +52,7 @@ class Doc2VecAdapter(Adapter):
     paper_row = "Doc2vec"
 
     def __init__(self, seed: int = 0, tune: bool = False, dim: int = 300, window: int = 5, sample: float = 0.0,
-                 epochs: int = 10, dbow_words: bool = False, workers: int = 1,
+                 epochs: int | None = None, dbow_words: bool = False, workers: int = 1,
                  max_trained_tokens: int | None = MAX_TRAINED_TOKENS):
         self.seed, self.tune, self.dim = seed, tune, dim
         self.window, self.sample, self.epochs = window, sample, epochs
@@ -57,8 +61,8 @@ class Doc2VecAdapter(Adapter):
     def _train(self, papers: Sequence[Paper], setting: dict[str, Any], max_trained_tokens: int | None = None) -> Any:
         """A gensim Doc2Vec for `setting` (window, sample, epochs), from the cache or trained now.
 
-        Its epochs are lowered where corpus tokens × epochs exceeds `max_trained_tokens` (`model.epochs` says
-        how many were trained)."""
+        Epochs None: `SCHEDULE` picks them from the corpus size. They are lowered where corpus tokens × epochs
+        exceeds `max_trained_tokens` (`model.epochs` says how many were trained)."""
         params = {**FIXED, **setting, "vector_size": self.dim, "dbow_words": int(self.dbow_words),
                   "seed": self.seed, "workers": self.workers}
 
@@ -66,12 +70,15 @@ class Doc2VecAdapter(Adapter):
             from gensim.models.doc2vec import Doc2Vec, TaggedDocument
 
             tokens = tokenize_papers(papers)
-            epochs = epochs_within_budget(params["epochs"], sum(map(len, tokens)), max_trained_tokens, "doc2vec")
+            epochs = scheduled_epochs(params["epochs"], SCHEDULE, sum(map(len, tokens)), max_trained_tokens,
+                                      "doc2vec")
             documents = [TaggedDocument(doc, [row]) for row, doc in enumerate(tokens)]
             return train_with_progress(Doc2Vec(**{**params, "epochs": epochs}), f"training doc2vec {setting}",
                                        corpus_iterable=documents)
 
         key = {**params, "max_trained_tokens": max_trained_tokens} if max_trained_tokens else params
+        if params["epochs"] is None:
+            key["schedule"] = asdict(SCHEDULE)
         return cached_model("doc2vec", self.fingerprint_, key, train)
 
     def fit(self, papers: Sequence[Paper], suite: Suite | None = None) -> Doc2VecAdapter:

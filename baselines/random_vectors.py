@@ -7,8 +7,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from scidocs_eval.adapter import Adapter, register_adapter
-from scidocs_eval.suite import Paper
+from scidocs_eval.formats.suite import Paper
+from scidocs_eval.models.adapter import Adapter, register_adapter
 
 
 @register_adapter

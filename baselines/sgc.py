@@ -9,45 +9,34 @@ Leakage guard, as in the paper, applied before anything is propagated: every edg
 and one of its candidates is removed (qrels of every ranking task, val and test; recomm impressions, every
 split), and so is every incoming citation of a val/test query (ranking queries and recomm queries).
 With `tune`, k is picked on val in 1..8 (SIF's `a` stays as given).
+
+Rows after propagation (`row_norm`): "none" (default) leaves S^k X as it is; a row of S averages a paper with
+its neighbours, weighted by degree, so a well-linked paper's vector shrinks. "sif" rescales each propagated
+row to the norm of the paper's SIF vector, "l2" to unit length (cosine ranking under the official L2
+distance). docs/baselines.md has what each does on Cora and CiteSeer.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 
 import numpy as np
 from scipy import sparse
 
-from scidocs_eval.adapter import register_adapter
-from scidocs_eval.baselines.fasttext_sum import MAX_TRAINED_TOKENS
+from scidocs_eval.baselines.fasttext_sum import MAX_TRAINED_TOKENS, TUNE_MAX_TOKENS, WordVectors
 from scidocs_eval.baselines.sif import SifAdapter
-from scidocs_eval.errors import InputError
-from scidocs_eval.suite import METADATA_FILES, Paper, Suite
-from scidocs_eval.tuning import RANKING_TASKS, ValScorer, parameter_grid
+from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.evaluation.task import task_names
+from scidocs_eval.formats.corpus import read_citations
+from scidocs_eval.formats.suite import METADATA_FILES, Paper, Suite
+from scidocs_eval.models.adapter import register_adapter
+from scidocs_eval.models.tuning import ValScorer, parameter_grid
 
 Edge = tuple[str, str]
 """(citing paper id, cited paper id)."""
 K_GRID = tuple(range(1, 9))
+ROW_NORMS = ("none", "sif", "l2")
 EVALUATED_SPLITS = ("val", "test")
-
-
-def read_citations(path: str | os.PathLike[str]) -> list[Edge]:
-    """Edges from a TSV file of `citing<TAB>cited` lines (blank lines skipped)."""
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(path, "citations file not found (expected TSV lines citing<TAB>cited)")
-    edges = []
-    with open(path, encoding="utf-8") as handle:
-        for line, text in enumerate(handle, start=1):
-            if not text.strip():
-                continue
-            fields = text.rstrip("\n").split("\t")
-            if len(fields) != 2 or not all(f.strip() for f in fields):
-                raise InputError(path, f"expected 'citing<TAB>cited', got {len(fields)} field(s)", line)
-            edges.append((fields[0].strip(), fields[1].strip()))
-    return edges
 
 
 def metadata_citations(suite: Suite) -> list[Edge]:
@@ -65,7 +54,7 @@ def guard_edges(edges: Iterable[Edge], suite: Suite) -> list[Edge]:
     """`edges` without query–candidate edges (either direction) and without citations of val/test queries."""
     pairs: set[frozenset[str]] = set()
     queries: set[str] = set()
-    for task in RANKING_TASKS:
+    for task in task_names("ranking"):
         for split in EVALUATED_SPLITS:
             if suite.has(f"{task}/{split}.qrel"):
                 for query, candidates in suite.qrels(task, split).candidates.items():
@@ -98,43 +87,52 @@ class SgcAdapter(SifAdapter):
     """SGC embeddings, (n, dim) float32.
 
     Args: those of `SifAdapter`, plus k: propagation steps (used unless `tune`); citations: extra edges
-    (TSV citing<TAB>cited) added to the recomm metadata's.
+    (TSV citing<TAB>cited) added to the recomm metadata's; row_norm: "none", "sif" or "l2" (module docstring).
     """
 
     name = "sgc"
     paper_row = "SGC"
 
     def __init__(self, seed: int = 0, tune: bool = False, vectors: str | None = None, dim: int = 300,
-                 min_count: int = 25, epochs: int = 5, model: str = "cbow", bucket: int = 200_000,
+                 min_count: int = 25, epochs: int | None = None, model: str = "cbow", bucket: int = 200_000,
                  threads: int = 1, lr: float = 0.05, max_trained_tokens: int | None = MAX_TRAINED_TOKENS,
-                 a: float = 1e-3, k: int = 2, citations: str | None = None):
+                 tune_max_tokens: int = TUNE_MAX_TOKENS, a: float = 1e-3, k: int = 2, citations: str | None = None,
+                 row_norm: str = "none"):
         super().__init__(seed, tune, vectors, dim, min_count, epochs, model, bucket, threads, lr, max_trained_tokens,
-                         a)
-        self.k, self.citations = k, citations
+                         tune_max_tokens, a)
+        if row_norm not in ROW_NORMS:
+            raise ScidocsEvalError(f"sgc row_norm must be one of {', '.join(ROW_NORMS)}, not {row_norm!r}")
+        self.k, self.citations, self.row_norm = k, citations, row_norm
 
-    def fit(self, papers: Sequence[Paper], suite: Suite | None = None) -> SgcAdapter:
-        edges = read_citations(self.citations) if self.citations else []
+    def fit_vectors(self, papers: Sequence[Paper], suite: Suite | None, word_vectors: WordVectors) -> float | None:
+        known = {paper.paper_id for paper in papers}
+        links = read_citations(self.citations, known) if self.citations else []
+        edges = [(citing, cited) for _, citing, cited in links]
         if suite is not None:
             edges = guard_edges(edges + metadata_citations(suite), suite)
         self.edges_ = edges
-        self.fit_sif(papers, suite, tune_a=False)
-        if self.tune:
-            scorer = ValScorer(suite)
-            nodes = [p for p in suite.papers() if p.has_text]
-            rows = {p.paper_id: row for row, p in enumerate(nodes)}
-            val_rows = [rows[p.paper_id] for p in scorer.papers]
-            steps = self.propagate_steps(nodes, max(K_GRID))
-            self.k = scorer.search(parameter_grid(k=K_GRID), lambda s: steps[s["k"]][val_rows],
-                                   desc="tuning sgc k").best["k"]
-        return self
+        self.fit_sif(papers, suite, word_vectors, tune_a=False)
+        if not self.tune:
+            return None
+        scorer = ValScorer(suite)
+        nodes = [p for p in suite.papers() if p.has_text]
+        rows = {p.paper_id: row for row, p in enumerate(nodes)}
+        val_rows = [rows[p.paper_id] for p in scorer.papers]
+        steps = self.propagate_steps(nodes, max(K_GRID))
+        search = scorer.search(parameter_grid(k=K_GRID), lambda s: steps[s["k"]][val_rows], desc="tuning sgc k")
+        self.k = search.best["k"]
+        return search.best_score
 
     def propagate_steps(self, papers: Sequence[Paper], k: int) -> list[np.ndarray]:
-        """[X, S X, S² X, …, S^k X] for `papers`, each (n, dim) float64."""
+        """[X, S X, S² X, …, S^k X] for `papers`, each (n, dim) float64, rows rescaled as `row_norm` says."""
         propagation = propagation_matrix([p.paper_id for p in papers], self.edges_)
         steps = [super().transform(papers).astype(np.float64)]
         for _ in range(k):
             steps.append(propagation @ steps[-1])
-        return steps
+        if self.row_norm == "none":
+            return steps
+        target = np.linalg.norm(steps[0], axis=1, keepdims=True) if self.row_norm == "sif" else 1.0
+        return [step * target / np.maximum(np.linalg.norm(step, axis=1, keepdims=True), 1e-12) for step in steps]
 
     def transform(self, papers: Sequence[Paper]) -> np.ndarray:
         return self.propagate_steps(papers, self.k)[-1].astype(np.float32)

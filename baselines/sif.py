@@ -16,11 +16,12 @@ from scipy import sparse
 from sklearn.decomposition import TruncatedSVD
 from sklearn.feature_extraction.text import CountVectorizer
 
-from scidocs_eval.adapter import register_adapter
-from scidocs_eval.baselines.fasttext_sum import MAX_TRAINED_TOKENS, WordVectorAdapter
-from scidocs_eval.suite import Paper, Suite
-from scidocs_eval.text import analyzer, paper_text
-from scidocs_eval.tuning import ValScorer, parameter_grid
+from scidocs_eval.baselines.fasttext_sum import MAX_TRAINED_TOKENS, TUNE_MAX_TOKENS, WordVectorAdapter, WordVectors
+from scidocs_eval.formats.corpus import paper_text
+from scidocs_eval.formats.suite import Paper, Suite
+from scidocs_eval.models.adapter import register_adapter
+from scidocs_eval.models.text import analyzer
+from scidocs_eval.models.tuning import ValScorer, parameter_grid
 
 A_GRID = (1e-5, 3e-5, 1e-4, 3e-4, 1e-3)
 """The log grid of `a` searched with `tune` (the paper: a log grid in [1e-5, 1e-3])."""
@@ -48,18 +49,21 @@ class SifAdapter(WordVectorAdapter):
     paper_row = "SIF"
 
     def __init__(self, seed: int = 0, tune: bool = False, vectors: str | None = None, dim: int = 300,
-                 min_count: int = 25, epochs: int = 5, model: str = "cbow", bucket: int = 200_000,
+                 min_count: int = 25, epochs: int | None = None, model: str = "cbow", bucket: int = 200_000,
                  threads: int = 1, lr: float = 0.05, max_trained_tokens: int | None = MAX_TRAINED_TOKENS,
-                 a: float = 1e-3):
-        super().__init__(seed, tune, vectors, dim, min_count, epochs, model, bucket, threads, lr, max_trained_tokens)
+                 tune_max_tokens: int = TUNE_MAX_TOKENS, a: float = 1e-3):
+        super().__init__(seed, tune, vectors, dim, min_count, epochs, model, bucket, threads, lr, max_trained_tokens,
+                         tune_max_tokens)
         self.a = a
 
-    def fit(self, papers: Sequence[Paper], suite: Suite | None = None) -> SifAdapter:
-        return self.fit_sif(papers, suite, tune_a=self.tune)
+    def fit_vectors(self, papers: Sequence[Paper], suite: Suite | None, word_vectors: WordVectors) -> float | None:
+        return self.fit_sif(papers, suite, word_vectors, tune_a=self.tune)
 
-    def fit_sif(self, papers: Sequence[Paper], suite: Suite | None, tune_a: bool) -> SifAdapter:
-        """Word vectors, word frequencies and the principal component; `a` tuned on val if `tune_a`."""
-        word_vectors = self.word_vectors(papers)
+    def fit_sif(self, papers: Sequence[Paper], suite: Suite | None, word_vectors: WordVectors,
+                tune_a: bool) -> float | None:
+        """Word frequencies and the principal component; `a` tuned on val if `tune_a` (then its best mean val
+        MAP is returned, else None)."""
+        score = None
         self.counter_ = CountVectorizer(analyzer=analyzer())
         corpus_counts = self.counter_.fit_transform([paper_text(p) for p in papers])
         totals = np.asarray(corpus_counts.sum(axis=0)).ravel()
@@ -73,9 +77,10 @@ class SifAdapter(WordVectorAdapter):
                 component = first_component(self._average(corpus_counts, setting["a"]), self.seed)
                 return remove_component(self._average(val_counts, setting["a"]), component)
 
-            self.a = scorer.search(parameter_grid(a=A_GRID), embed, desc=f"tuning {self.name} a").best["a"]
+            search = scorer.search(parameter_grid(a=A_GRID), embed, desc=f"tuning {self.name} a")
+            self.a, score = search.best["a"], search.best_score
         self.component_ = first_component(self._average(corpus_counts, self.a), self.seed)
-        return self
+        return score
 
     def _average(self, counts: sparse.csr_matrix, a: float) -> np.ndarray:
         """(n, dim) float64: per paper, the mean over its tokens of a/(a + p(w)) · vec(w)."""

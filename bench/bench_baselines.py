@@ -2,7 +2,7 @@
 
 Each baseline runs in its own subprocess (fresh cache, so training is not skipped); peak memory is that
 subprocess's own max RSS (`resource.getrusage(RUSAGE_SELF)`, gensim's native buffers included). The corpus
-is synthetic text from `scidocs_eval.demo` (made-up topical words), `--papers` papers of about `--tokens`
+is synthetic text from `scidocs_eval.data.demo` (made-up topical words), `--papers` papers of about `--tokens`
 tokens; SciDocs scale is about 130K papers of ~200 tokens. Times at a smaller scale can be extrapolated
 linearly in corpus size (every step is linear in tokens); label such figures as extrapolated.
 
@@ -22,9 +22,9 @@ from pathlib import Path
 
 CHILD = """
 import json, resource, sys, time
-from scidocs_eval.adapter import get_adapter
-from scidocs_eval.baseline import read_corpus
-papers = read_corpus(sys.argv[1])
+from scidocs_eval.models.adapter import get_adapter
+from scidocs_eval.formats.corpus import read_papers
+papers = read_papers(sys.argv[1])
 adapter = get_adapter(sys.argv[2], **json.loads(sys.argv[3]))
 start = time.perf_counter()
 adapter.fit(papers, None)
@@ -37,7 +37,7 @@ print(json.dumps({"fit_s": fitted - start, "embed_s": time.perf_counter() - fitt
 
 def write_corpus(path: Path, papers: int, tokens: int, seed: int) -> list[str]:
     """`papers` synthetic papers (JSON lines) of about `tokens` tokens each, from the demo text generator."""
-    from scidocs_eval.demo import DemoConfig, _Generator
+    from scidocs_eval.data.demo import DemoConfig, _Generator
 
     generator = _Generator(DemoConfig(seed=seed, topics=200))
     ids = []

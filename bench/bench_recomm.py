@@ -22,10 +22,10 @@ from pathlib import Path
 
 import numpy as np
 
-from scidocs_eval.demo import DemoConfig, build_demo_suite
-from scidocs_eval.embeddings import EmbeddingStore
-from scidocs_eval.recomm_rankers import impression_metrics
-from scidocs_eval.task import get_task
+from scidocs_eval.data.demo import DemoConfig, build_demo_suite
+from scidocs_eval.evaluation.task import get_task
+from scidocs_eval.evaluators.recomm_rankers import impression_metrics
+from scidocs_eval.formats.embeddings import EmbeddingStore
 
 RANKERS = {"mlp": {"ranker": "mlp"}, "mlp-projection": {"ranker": "mlp", "query_projection": True},
            "lgbm": {"ranker": "lgbm"}}

@@ -23,9 +23,9 @@ from pathlib import Path
 import numpy as np
 from sklearn.feature_extraction.text import HashingVectorizer, TfidfTransformer
 
-from scidocs_eval.demo import DemoConfig, build_demo_suite
-from scidocs_eval.embeddings import format_embedding_line
-from scidocs_eval.suite import Suite
+from scidocs_eval.data.demo import DemoConfig, build_demo_suite
+from scidocs_eval.formats.embeddings import format_embedding_line
+from scidocs_eval.formats.suite import Suite
 
 OUT = Path(__file__).resolve().parent / "out"
 TASKS = "mag,mesh,coview,coread,cite,cocite"

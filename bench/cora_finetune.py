@@ -2,7 +2,7 @@
 
     python bench/cora_finetune.py [--queries 300] [--epochs 1] [--max-length 128] [--lr 5e-5]
 
-Builds the Cora suite (`scidocs_eval.corpus_builder.build_suite`, seed 0) from ../shared/data/cora, keeps the
+Builds the Cora suite (`scidocs_eval.data.build.build_suite`, seed 0) from ../shared/data/cora, keeps the
 first `--queries` training and a quarter as many validation queries of its SPECTER training files (the
 builder's leakage-free graph: no evaluation query, no query-candidate link), trains with `train_specter` (the
 GPU when there is one), and scores the `specter` adapter (CLS pooling) with the base checkpoint and with the
@@ -18,9 +18,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from scidocs_eval.baseline import run_baseline
-from scidocs_eval.corpus_builder import build_suite
-from scidocs_eval.specter_training import train_specter
+from scidocs_eval.data.build import build_suite
+from scidocs_eval.models.baseline import run_baseline
+from scidocs_eval.training.specter import train_specter
 
 REPO = Path(__file__).resolve().parents[1]
 TASKS = ["mag", "cite", "cocite"]

@@ -16,16 +16,19 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-from scidocs_eval.baseline import read_corpus
-from scidocs_eval.encoder import PRECISIONS, TransformerEncoder, choose_device, paper_text, pool, resolve_model
-from scidocs_eval.specter_training import BERT_BASE_SIZE, build_small_bert
-from scidocs_eval.suite import Paper
+from scidocs_eval.formats.corpus import paper_text, read_papers
+from scidocs_eval.formats.suite import Paper
+from scidocs_eval.models.encoder import PRECISIONS, TransformerEncoder, choose_device, pool, resolve_model
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from builders import BERT_BASE_SIZE, build_small_bert  # noqa: E402  (test-only model builder)
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 DEFAULT_CORPUS = SHARED_DATA / "cora" / "papers.jsonl"
@@ -34,7 +37,7 @@ DEFAULT_CORPUS = SHARED_DATA / "cora" / "papers.jsonl"
 def load_papers(corpus: str) -> list[Paper]:
     """Papers of a JSON lines corpus, or of the SciDocs metadata samples for "scidocs"."""
     if corpus != "scidocs":
-        return read_corpus(corpus)
+        return read_papers(corpus)
     import pandas as pd
 
     samples = sorted((SHARED_DATA / "scidocs-metadata-sample").glob("*.tsv"))

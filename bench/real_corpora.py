@@ -2,8 +2,9 @@
 
     python bench/real_corpora.py                       # every registered adapter, both corpora
     python bench/real_corpora.py --models random,sif   # a subset
+    python bench/real_corpora.py --keep sent-bert      # every other adapter; sent-bert's rows from the last table
 
-Builds each suite with `scidocs_eval.corpus_builder.build_suite` (seed 0) under --work-dir, runs each adapter
+Builds each suite with `scidocs_eval.data.build.build_suite` (seed 0) under --work-dir, runs each adapter
 with `run_baseline` on the mag (the corpus labels), cite and cocite tasks (test split), and writes
 docs/real_corpora.md. An adapter that cannot run here (a missing package, weights that are not on disk) is
 skipped with the reason printed and listed under the table (the Hugging Face hub is set offline, so a model
@@ -25,10 +26,11 @@ from pathlib import Path
 
 import orjson
 
-from scidocs_eval.adapter import ADAPTERS, adapter_names
-from scidocs_eval.baseline import run_baseline
-from scidocs_eval.corpus_builder import build_suite
-from scidocs_eval.results import RunResult
+from scidocs_eval.data.build import build_suite
+from scidocs_eval.evaluation.results import RunResult
+from scidocs_eval.leaderboard import table1_row
+from scidocs_eval.models.adapter import ADAPTERS, adapter_names
+from scidocs_eval.models.baseline import run_baseline
 
 REPO = Path(__file__).resolve().parents[1]
 TASKS = ["mag", "cite", "cocite"]
@@ -57,7 +59,23 @@ def run_model(name: str, suite_root: Path, results_dir: Path, seed: int) -> RunR
     return run_baseline(name, suite_root, out_dir=results_dir, params=params, tasks=TASKS, progress=False)
 
 
-def render(rows: list[tuple[str, str, RunResult, float]], skipped: dict[str, str], builds: dict[str, dict]) -> str:
+def kept_rows(path: Path, models: list[str]) -> list[str]:
+    """The table lines of `models` in a table this script wrote before (`path`), marked as kept."""
+    if not models:
+        return []
+    if not path.is_file():
+        raise SystemExit(f"{path}: no earlier table to keep rows of {', '.join(models)} from")
+    lines = [line for line in path.read_text(encoding="utf-8").splitlines()
+             if line.startswith("| ") and line.split(" | ")[1].split(" ")[0] in models]
+    missing = sorted(set(models) - {line.split(" | ")[1].split(" ")[0] for line in lines})
+    if missing:
+        raise SystemExit(f"{path}: no rows of {', '.join(missing)} to keep")
+    return [line.replace(f"| {line.split(' | ')[1]} |", f"| {line.split(' | ')[1]} (kept from the previous run) |", 1)
+            if "(kept from" not in line else line for line in lines]
+
+
+def render(rows: list[tuple[str, str, RunResult, float]], skipped: dict[str, str], builds: dict[str, dict],
+           kept: list[str]) -> str:
     lines = ["# Results on real corpora", "",
              f"SciDocs-style suites built with `scidocs-eval data build` (seed 0) from the corpora in "
              f"`../shared/data`; test split; measured {date.today().isoformat()} on {platform.machine()} "
@@ -72,11 +90,15 @@ def render(rows: list[tuple[str, str, RunResult, float]], skipped: dict[str, str
                      f"{ranking['cocite']['test']['queries']} test queries.")
     lines += ["", "| corpus | model | " + " | ".join(title for _, _, title in COLUMNS) + " | seconds |",
               "|---|---|" + "---:|" * (len(COLUMNS) + 1)]
-    for corpus, model, result, seconds in rows:
-        values = [result.tasks[task].metrics.get(metric) if task in result.tasks else None
-                  for task, metric, _ in COLUMNS]
-        cells = " | ".join("–" if v is None else f"{v:.2f}" for v in values)
-        lines.append(f"| {corpus} | {model} | {cells} | {seconds:.0f} |")
+    for corpus in builds:
+        for _, model, result, seconds in (row for row in rows if row[0] == corpus):
+            values = [result.tasks[task].metrics.get(metric) if task in result.tasks else None
+                      for task, metric, _ in COLUMNS]
+            cells = " | ".join("–" if v is None else f"{v:.2f}" for v in values)
+            detail = result.settings.get("adapter", {}).get("row_detail")
+            label = f"{model} [{detail}]" if detail else model
+            lines.append(f"| {corpus} | {label} | {cells} | {seconds:.0f} |")
+        lines += [line for line in kept if line.startswith(f"| {corpus} |")]
     if skipped:
         lines += ["", "Not run here:", ""] + [f"- {model}: {why}" for model, why in sorted(skipped.items())]
     return "\n".join(lines) + "\n"
@@ -90,9 +112,13 @@ def main() -> None:
     parser.add_argument("--work-dir", help="where suites and embeddings go (default: a temporary directory)")
     parser.add_argument("--output", default=str(REPO / "docs" / "real_corpora.md"))
     parser.add_argument("--seed", type=int, default=0, help="the adapters' seed (the suites always use 0)")
+    parser.add_argument("--keep", default="", help="comma-separated adapters not rerun: their rows are copied from "
+                        "the existing --output table (only sound when their code has not changed)")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    models = args.models.split(",") if args.models else adapter_names()
+    keep = [name for name in args.keep.split(",") if name]
+    kept = kept_rows(Path(args.output), keep)
+    models = [name for name in (args.models.split(",") if args.models else adapter_names()) if name not in keep]
     unknown = sorted(set(models) - set(adapter_names()))
     if unknown:
         parser.error(f"unknown models {unknown}; known: {', '.join(adapter_names())}")
@@ -116,8 +142,8 @@ def main() -> None:
                 continue
             seconds = time.perf_counter() - started
             rows.append((corpus, model, result, seconds))
-            print(f"{corpus} {model}: {result.table1_row()} ({seconds:.0f} s)", flush=True)
-    Path(args.output).write_text(render(rows, skipped, builds), encoding="utf-8")
+            print(f"{corpus} {model}: {table1_row(result)} ({seconds:.0f} s)", flush=True)
+    Path(args.output).write_text(render(rows, skipped, builds, kept), encoding="utf-8")
     print(f"table written to {args.output} (suites and embeddings in {work})")
 
 

@@ -11,14 +11,18 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 import orjson
 
-from scidocs_eval.specter_training import BERT_BASE_SIZE, build_small_bert, train_specter
-from scidocs_eval.triplets import TrainingData, TripletSampler
+from scidocs_eval.training.specter import train_specter
+from scidocs_eval.training.triplets import TrainingData, TripletSampler
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from builders import BERT_BASE_SIZE, build_small_bert  # noqa: E402  (test-only model builder)
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "specter-sample"
 SIZES = {"tiny": dict(vocab_size=4000, hidden_size=64, layers=2, heads=2), "base": BERT_BASE_SIZE}

@@ -1,5 +1,5 @@
 """Table 1 of the SPECTER paper as markdown, from saved results, beside the paper's own rows."""
 
-from scidocs_eval.leaderboard.table1 import COLUMNS, PaperRow, paper_rows, render_table1
+from scidocs_eval.leaderboard.table1 import COLUMNS, PaperRow, paper_rows, render_table1, table1_row
 
-__all__ = ["COLUMNS", "PaperRow", "paper_rows", "render_table1"]
+__all__ = ["COLUMNS", "PaperRow", "paper_rows", "render_table1", "table1_row"]

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import csv
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 
-from scidocs_eval.results import RunResult
-from scidocs_eval.task import TASKS, task_names
+from scidocs_eval.evaluation.results import RunResult
+from scidocs_eval.evaluation.task import TASKS, TaskResult
 
 COLUMNS: dict[str, str] = {
     "mag_f1": "MAG F1", "mesh_f1": "MeSH F1",
@@ -47,41 +47,79 @@ def _cell(value: float | None) -> str:
     return "—" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.2f}"
 
 
+def _by_column(result: RunResult, values_of: Callable[[TaskResult], Mapping[str, float]]) -> dict[str, float]:
+    """Column key -> value, from each task's `values_of(task_result)` (metric -> value) through its spec's table1."""
+    row = {}
+    for name, task_result in result.tasks.items():
+        table1 = TASKS[name].spec.table1
+        for metric, value in values_of(task_result).items():
+            if metric in table1:
+                row[table1[metric]] = value
+    return row
+
+
+def table1_row(result: RunResult) -> dict[str, float]:
+    """Table 1 column key -> value, for the columns this run filled."""
+    return _by_column(result, lambda task_result: task_result.metrics)
+
+
+def _result_ci(result: RunResult) -> dict[str, list[float]]:
+    """Column -> 95% bootstrap interval [low, high], where the results file holds one."""
+    return _by_column(result, lambda task_result: task_result.ci)
+
+
 def _result_std(result: RunResult) -> dict[str, float]:
     """Column -> standard deviation over seeds, where a task reports one (recommendation)."""
-    task_names()
-    stds = {}
-    for name, task_result in result.tasks.items():
-        for metric, std in task_result.details.get("std", {}).items():
-            column = TASKS[name].table1_columns.get(metric)
-            if column:
-                stds[column] = std
-    return stds
+    return _by_column(result, lambda task_result: task_result.details.get("std", {}))
+
+
+def _label(name: str, result: RunResult) -> tuple[str, str | None]:
+    """Our row's label and footnote: "(ours)", the adapter's detail (e.g. a checkpoint that is not the paper's),
+    "not a paper baseline" for an adapter that reproduces no paper row, "synthetic demo suite" for demo runs."""
+    adapter = result.settings.get("adapter") or {}
+    detail = adapter.get("row_detail")
+    kinds = ["ours"]
+    if adapter and not adapter.get("paper_row"):
+        kinds.append("not a paper baseline")
+    if result.synthetic:
+        kinds.append("synthetic demo suite")
+    return f"{name}{f' [{detail}]' if detail else ''} ({', '.join(kinds)})", adapter.get("row_note")
 
 
 def render_table1(results: Sequence[RunResult], names: Sequence[str] | None = None,
-                  include_paper: bool = True) -> str:
+                  include_paper: bool = True, ci: bool = False) -> str:
     """Markdown Table 1: our rows (named by `names` or each result's model) then the paper's.
 
     Avg is the plain mean of the 12 columns; a row missing a column gets "—" for Avg and a note saying which
-    columns are missing, never an average of fewer numbers.
+    columns are missing, never an average of fewer numbers. With `ci`, each value is followed by its 95%
+    bootstrap interval (in place of the recommendation's ± standard deviation over seeds).
     """
     names = list(names) if names is not None else [r.model for r in results]
     header = "| Model | " + " | ".join(COLUMNS.values()) + " | Avg |"
     lines = [header, "|" + "---|" * (len(COLUMNS) + 2)]
     notes = []
     for name, result in zip(names, results):
-        row = result.table1_row()
-        label = f"{name} (ours{', synthetic demo suite' if result.synthetic else ''})"
+        row = table1_row(result)
+        label, note = _label(name, result)
+        if note:
+            notes.append(f"{label}: {note}")
         missing = [COLUMNS[c] for c in COLUMNS if c not in row]
         avg = None if missing else sum(row[c] for c in COLUMNS) / len(COLUMNS)
-        stds = _result_std(result)
-        cells = [_cell(row.get(c)) + (f" ± {stds[c]:.2f}" if c in stds else "") for c in COLUMNS]
+        stds = {} if ci else _result_std(result)
+        intervals = _result_ci(result) if ci else {}
+        cells = [_cell(row.get(c)) + (f" ± {stds[c]:.2f}" if c in stds else "")
+                 + (f" [{intervals[c][0]:.2f}, {intervals[c][1]:.2f}]" if c in intervals else "") for c in COLUMNS]
         lines.append(f"| {label} | " + " | ".join(cells) + f" | {_cell(avg)} |")
         if missing:
             notes.append(f"{label}: no Avg, missing {', '.join(missing)}.")
         if stds:
             notes.append(f"{label}: ± is the standard deviation over the ranker's seeds.")
+        if ci and len(intervals) < len(row):
+            notes.append(f"{label}: no interval where the results file has none (written before scidocs-eval "
+                         "kept per-item results).")
+    if ci:
+        notes.append("[low, high]: 95% bootstrap interval over the task's queries, test papers or impressions "
+                     "(recommendation: the ranker's seeds resampled too); see docs/significance.md.")
     if include_paper:
         lines += [f"| {row.model} (paper) | " + " | ".join(_cell(row.values[c]) for c in COLUMNS)
                   + f" | {_cell(row.avg)} |" for row in paper_rows()]

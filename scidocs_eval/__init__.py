@@ -1,18 +1,22 @@
 """scidocs-eval: evaluate scientific-document embeddings the way SciDocs does."""
 
-from scidocs_eval.adapter import Adapter, get_adapter, register_adapter
-from scidocs_eval.baseline import run_baseline, write_embeddings
-from scidocs_eval.embeddings import EmbeddingStore
-from scidocs_eval.errors import InputError, MissingEmbeddingsError, ScidocsEvalError, SuiteNotFoundError
-from scidocs_eval.evaluate import evaluate
-from scidocs_eval.results import RunResult
-from scidocs_eval.suite import Paper, Suite
-from scidocs_eval.task import Task, TaskResult, get_task, register_task
+from importlib import metadata
 
-__version__ = "0.1.0"
+from scidocs_eval.errors import InputError, MissingEmbeddingsError, ScidocsEvalError, SuiteNotFoundError
+from scidocs_eval.evaluation.comparison import Comparison, compare
+from scidocs_eval.evaluation.results import RunResult
+from scidocs_eval.evaluation.runner import evaluate
+from scidocs_eval.evaluation.task import Task, TaskResult, get_task, register_task
+from scidocs_eval.formats.embeddings import EmbeddingStore
+from scidocs_eval.formats.suite import Paper, Suite
+from scidocs_eval.models.adapter import Adapter, get_adapter, register_adapter
+from scidocs_eval.models.baseline import run_baseline, write_embeddings
+from scidocs_eval.training.specter import train_specter
+
+__version__ = metadata.version("scidocs-eval")
 
 __all__ = [
-    "Adapter", "EmbeddingStore", "InputError", "MissingEmbeddingsError", "Paper", "RunResult",
-    "ScidocsEvalError", "Suite", "SuiteNotFoundError", "Task", "TaskResult", "evaluate", "get_adapter",
-    "get_task", "register_adapter", "register_task", "run_baseline", "write_embeddings",
+    "Adapter", "Comparison", "EmbeddingStore", "InputError", "MissingEmbeddingsError", "Paper", "RunResult",
+    "ScidocsEvalError", "Suite", "SuiteNotFoundError", "Task", "TaskResult", "compare", "evaluate", "get_adapter",
+    "get_task", "register_adapter", "register_task", "run_baseline", "train_specter", "write_embeddings",
 ]

@@ -32,3 +32,15 @@ class MissingEmbeddingsError(ScidocsEvalError):
         listed = ", ".join(missing_ids[:shown])
         more = f" (and {total - shown} more)" if total > shown else ""
         super().__init__(f"task {task}: {total} {role} have no embedding: {listed}{more}")
+
+
+
+def describe_error(error: Exception) -> str:
+    """One line for the user: our own errors as they are; an OSError as "PATH: reason" (e.g. permission denied,
+    is a directory), naming the file the system call failed on."""
+    if isinstance(error, OSError) and error.filename is not None:
+        reason = error.strerror or str(error)
+        if error.filename2 is not None:
+            return f"{error.filename} -> {error.filename2}: {reason}"
+        return f"{error.filename}: {reason}"
+    return str(error)

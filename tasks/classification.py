@@ -7,16 +7,13 @@ shuffle) on the train split, scored by accuracy, ties to the smallest C; then re
 
 from __future__ import annotations
 
-import time
-from typing import ClassVar
-
 import numpy as np
 
-from scidocs_eval.embeddings import EMPTY, MISSING, EmbeddingStore
-from scidocs_eval.linear_svm import LinearSVMGrid
-from scidocs_eval.metrics import macro_f1
-from scidocs_eval.suite import LabelledPapers, Suite
-from scidocs_eval.task import MissingPolicy, Task, TaskResult, check_missing, register_task
+from scidocs_eval.evaluation.metrics import macro_f1
+from scidocs_eval.evaluation.task import MissingPolicy, Task, TaskResult, TaskSpec, check_missing, register_task
+from scidocs_eval.evaluators.linear_svm import LinearSVMGrid
+from scidocs_eval.formats.embeddings import EMPTY, MISSING, EmbeddingStore
+from scidocs_eval.formats.suite import METADATA_FILES, LabelledPapers, Suite
 
 OFFICIAL_C_GRID = (1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0)
 
@@ -28,9 +25,6 @@ class ClassificationTask(Task):
         c_grid: candidate values of C (the official grid by default).
         folds: number of stratified CV folds on train.
     """
-
-    embedding_group = "cls"
-    metrics = ("f1",)
 
     def __init__(self, c_grid: tuple[float, ...] = OFFICIAL_C_GRID, folds: int = 3):
         self.c_grid = tuple(c_grid)
@@ -50,7 +44,6 @@ class ClassificationTask(Task):
 
     def evaluate(self, suite: Suite, embeddings: EmbeddingStore, split: str = "test",
                  missing: MissingPolicy = "official") -> TaskResult:
-        start = time.perf_counter()
         train, scored = suite.labels(self.name, "train"), suite.labels(self.name, split)
         coverage: dict[str, int] = {}
         x_train = self._features(train, embeddings, "train", coverage, missing)
@@ -58,19 +51,18 @@ class ClassificationTask(Task):
         grid = LinearSVMGrid(c_grid=self.c_grid, folds=self.folds).fit(x_train, train.labels)
         predicted = grid.predict(x_scored)
         details = {"C": grid.best_c_, "cv_accuracy": dict(zip(map(str, self.c_grid), grid.cv_accuracy_))}
-        return TaskResult(self.name, {"f1": macro_f1(scored.labels, predicted)}, coverage, details,
-                          seconds=time.perf_counter() - start)
+        items = {"unit": "paper", "ids": scored.ids, "gold": scored.labels.tolist(),
+                 "predicted": np.asarray(predicted).tolist()}
+        return TaskResult(self.name, {"f1": macro_f1(scored.labels, predicted)}, coverage, details, items=items)
 
 
 @register_task
 class MagTask(ClassificationTask):
-    name = "mag"
-    description = "MAG: 19 fields of study"
-    table1_columns: ClassVar[dict[str, str]] = {"f1": "mag_f1"}
+    spec = TaskSpec("mag", "MAG: 19 fields of study", "classification", ("f1",), "f1", "cls",
+                    METADATA_FILES["mag_mesh"], {"f1": "mag_f1"})
 
 
 @register_task
 class MeshTask(ClassificationTask):
-    name = "mesh"
-    description = "MeSH: 11 disease classes"
-    table1_columns: ClassVar[dict[str, str]] = {"f1": "mesh_f1"}
+    spec = TaskSpec("mesh", "MeSH: 11 disease classes", "classification", ("f1",), "f1", "cls",
+                    METADATA_FILES["mag_mesh"], {"f1": "mesh_f1"})

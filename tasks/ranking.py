@@ -8,15 +8,12 @@ scores −inf. MAP and nDCG at full depth by pytrec_eval, averaged over the quer
 
 from __future__ import annotations
 
-import time
-from typing import ClassVar
-
 import numpy as np
 
-from scidocs_eval.embeddings import EMPTY, MISSING, PRESENT, EmbeddingStore
-from scidocs_eval.metrics import mean_measures, trec_measures
-from scidocs_eval.suite import Qrels, Suite
-from scidocs_eval.task import MissingPolicy, Task, TaskResult, check_missing, register_task
+from scidocs_eval.evaluation.metrics import mean_measures, trec_measures
+from scidocs_eval.evaluation.task import MissingPolicy, Task, TaskResult, TaskSpec, check_missing, register_task
+from scidocs_eval.formats.embeddings import EMPTY, MISSING, PRESENT, EmbeddingStore
+from scidocs_eval.formats.suite import METADATA_FILES, Qrels, Suite
 
 
 def build_run(qrels: Qrels, embeddings: EmbeddingStore) -> tuple[dict[str, dict[str, float]], dict[str, int]]:
@@ -48,54 +45,49 @@ def build_run(qrels: Qrels, embeddings: EmbeddingStore) -> tuple[dict[str, dict[
     return run, coverage
 
 
-class RankingTask(Task):
-    """A qrel-based ranking task; subclasses name the folder."""
+def ranking_spec(name: str, description: str, embedding_group: str = "user-citation",
+                 metadata_file: str = METADATA_FILES["view_cite_read"], table1: bool = True) -> TaskSpec:
+    """The spec of a ranking task whose qrels are in the folder `name` (Table 1 columns NAME_map, NAME_ndcg)."""
+    columns = {"map": f"{name}_map", "ndcg": f"{name}_ndcg"} if table1 else {}
+    return TaskSpec(name, description, "ranking", ("map", "ndcg"), "map", embedding_group, metadata_file, columns)
 
-    embedding_group = "user-citation"
-    metrics = ("map", "ndcg")
-    measures: ClassVar[tuple[str, ...]] = ("map", "ndcg")
+
+class RankingTask(Task):
+    """A qrel-based ranking task (MAP and nDCG); a subclass's spec names the folder of its qrels."""
 
     def required_files(self, split: str) -> list[str]:
         return [f"{self.name}/{split}.qrel"]
 
     def evaluate(self, suite: Suite, embeddings: EmbeddingStore, split: str = "test",
                  missing: MissingPolicy = "official") -> TaskResult:
-        start = time.perf_counter()
         qrels = suite.qrels(self.name, split)
         queries = list(qrels.candidates)
         check_missing(self.name, "queries", queries, embeddings.status(queries), missing)
         candidates = sorted({c for cs in qrels.candidates.values() for c in cs})
         check_missing(self.name, "candidates", candidates, embeddings.status(candidates), missing)
         run, coverage = build_run(qrels, embeddings)
-        per_query = trec_measures(qrels.relevance, run, self.measures)
+        per_query = trec_measures(qrels.relevance, run, self.metrics)
         coverage["queries_scored"] = len(per_query)
-        return TaskResult(self.name, mean_measures(per_query, self.measures), coverage,
-                          seconds=time.perf_counter() - start)
+        items = {"unit": "query", "ids": list(per_query),
+                 **{m: [values[m] for values in per_query.values()] for m in self.metrics}}
+        return TaskResult(self.name, mean_measures(per_query, self.metrics), coverage, items=items)
 
 
 @register_task
 class CoviewTask(RankingTask):
-    name = "coview"
-    description = "co-view: papers viewed in the same browsing session"
-    table1_columns: ClassVar[dict[str, str]] = {"map": "coview_map", "ndcg": "coview_ndcg"}
+    spec = ranking_spec("coview", "co-view: papers viewed in the same browsing session")
 
 
 @register_task
 class CoreadTask(RankingTask):
-    name = "coread"
-    description = "co-read: papers whose PDFs were opened in the same session"
-    table1_columns: ClassVar[dict[str, str]] = {"map": "coread_map", "ndcg": "coread_ndcg"}
+    spec = ranking_spec("coread", "co-read: papers whose PDFs were opened in the same session")
 
 
 @register_task
 class CiteTask(RankingTask):
-    name = "cite"
-    description = "cite: papers the query cites"
-    table1_columns: ClassVar[dict[str, str]] = {"map": "cite_map", "ndcg": "cite_ndcg"}
+    spec = ranking_spec("cite", "cite: papers the query cites")
 
 
 @register_task
 class CociteTask(RankingTask):
-    name = "cocite"
-    description = "co-cite: papers cited together with the query"
-    table1_columns: ClassVar[dict[str, str]] = {"map": "cocite_map", "ndcg": "cocite_ndcg"}
+    spec = ranking_spec("cocite", "co-cite: papers cited together with the query")

@@ -1,27 +1,26 @@
 """Recommendation: a ranker trained on clickthrough data, scored by propensity-adjusted nDCG and P@1 (SPEC §5).
 
-The embedding enters as one of eleven features (`scidocs_eval.recomm_features`). A ranker
-(`scidocs_eval.recomm_rankers`: the feed-forward network by default, LightGBM LambdaRank with ranker="lgbm") is
-trained on recomm/train.csv, tuned and stopped on recomm/val.csv by adj-nDCG, and scored on the split asked
-for. This repeats for `seeds` seeds; the metrics are the mean over seeds and `details` keeps each seed's
+The embedding enters as one of eleven features (`scidocs_eval.evaluators.recomm_features`). A ranker
+(`scidocs_eval.evaluators.recomm_rankers`: the feed-forward network by default, LightGBM LambdaRank with
+ranker="lgbm") is trained on recomm/train.csv, tuned and stopped on recomm/val.csv by adj-nDCG, and scored on the split
+asked for. This repeats for `seeds` seeds; the metrics are the mean over seeds and `details` keeps each seed's
 numbers and the standard deviation. The same seed gives the same numbers, bit for bit, on CPU.
 """
 
 from __future__ import annotations
 
 import inspect
-import time
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
-from scidocs_eval.embeddings import EmbeddingStore
 from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.evaluation.task import MissingPolicy, Task, TaskResult, TaskSpec, check_missing, register_task
+from scidocs_eval.evaluators.recomm_features import RecommFeaturizer, ShownPapers
+from scidocs_eval.evaluators.recomm_rankers import RANKERS, impression_metrics, impression_terms
+from scidocs_eval.formats.embeddings import EmbeddingStore
+from scidocs_eval.formats.suite import METADATA_FILES, Suite
 from scidocs_eval.progress import progress_bar
-from scidocs_eval.recomm_features import RecommFeaturizer, ShownPapers
-from scidocs_eval.recomm_rankers import RANKERS, impression_metrics
-from scidocs_eval.suite import METADATA_FILES, Suite
-from scidocs_eval.task import MissingPolicy, Task, TaskResult, check_missing, register_task
 
 METRICS = ("adj-NDCG", "adj-P@1")
 
@@ -37,19 +36,18 @@ class RecommTask(Task):
         query_projection: (mlp only) learn a linear map on the query embedding before the cosine feature.
         propensity_weights: weight training impressions by 1 / propensity of the clicked position.
         threads: CPU threads per ranker.
-        ranker_params: further constructor parameters of the ranker class (see `scidocs_eval.recomm_rankers`).
+        ranker_params: further constructor parameters of the ranker class (see
+            `scidocs_eval.evaluators.recomm_rankers`).
     """
 
-    name = "recomm"
-    description = "recommendations: clicks on similar-paper lists, propensity-adjusted"
-    embedding_group = "recomm"
-    metrics = METRICS
-    table1_columns: ClassVar[dict[str, str]] = {"adj-NDCG": "recomm_ndcg", "adj-P@1": "recomm_p1"}
+    spec = TaskSpec("recomm", "recommendations: clicks on similar-paper lists, propensity-adjusted", "recomm",
+                    METRICS, "adj-NDCG", "recomm", METADATA_FILES["recomm"],
+                    {"adj-NDCG": "recomm_ndcg", "adj-P@1": "recomm_p1"})
 
     def __init__(self, seeds: int = 5, seed: int = 0, ranker: str = "mlp", query_projection: bool = False,
                  propensity_weights: bool = True, threads: int = 1, ranker_params: dict[str, Any] | None = None):
         if ranker not in RANKERS:
-            raise ScidocsEvalError(f"recomm: unknown ranker {ranker!r}; choose one of {', '.join(RANKERS)}")
+            raise ScidocsEvalError(f"recomm: {RANKERS.unknown(ranker)}")
         if query_projection and ranker != "mlp":
             raise ScidocsEvalError("recomm: query_projection needs ranker='mlp' (a tree model has no embedding "
                                    "input to project)")
@@ -101,13 +99,13 @@ class RecommTask(Task):
 
     def evaluate(self, suite: Suite, embeddings: EmbeddingStore, split: str = "test",
                  missing: MissingPolicy = "official") -> TaskResult:
-        start = time.perf_counter()
         shown, coverage = self.load(suite, embeddings, split, missing)
-        runs = []
+        runs, terms = [], []
         with progress_bar(total=self.seeds, desc=f"recomm ({self.ranker})", unit="seed") as bar:
             for seed in range(self.seed, self.seed + self.seeds):
                 ranker = self.make_ranker(seed).fit(shown["train"], shown["val"])
                 scores = ranker.score(shown[split])
+                terms.append(impression_terms(shown[split], scores))
                 runs.append({"seed": seed, **impression_metrics(shown[split], scores),
                              "unadjusted": impression_metrics(shown[split], scores, adjusted=False),
                              "val_adj_ndcg": {str(k): v for k, v in ranker.val_adj_ndcg_.items()},
@@ -116,7 +114,10 @@ class RecommTask(Task):
         means, stds = summarise(runs)
         details = {"ranker": self.ranker, "seeds": runs, "std": stds,
                    "unadjusted": summarise([r["unadjusted"] for r in runs], ("NDCG", "P@1"))[0]}
-        return TaskResult(self.name, means, coverage, details, seconds=time.perf_counter() - start)
+        items = {"unit": "impression", "ids": [f"{i.line}:{i.query_id}" for i in suite.impressions(split)],
+                 "weight": shown[split].weights.tolist(), "seeds": [r["seed"] for r in runs],
+                 **{m: [t[m].tolist() for t in terms] for m in METRICS}}
+        return TaskResult(self.name, means, coverage, details, items=items)
 
 
 def summarise(runs: list[dict[str, Any]], metrics: tuple[str, ...] = METRICS

@@ -3,15 +3,24 @@
 from __future__ import annotations
 
 import os
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
+import orjson
 import pytest
+from sklearn.decomposition import TruncatedSVD
+from sklearn.feature_extraction.text import TfidfVectorizer
 
-from scidocs_eval.demo import DemoConfig, build_demo_suite
-from scidocs_eval.suite import Suite
+from scidocs_eval.data.demo import DemoConfig, build_demo_suite
+from scidocs_eval.formats.suite import Suite
+from scidocs_eval.models.baseline import run_baseline
+from scidocs_eval.models.text import analyzer
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("SCIDOCS_EVAL_SHARED_DATA", REPO.parent / "shared" / "data"))
+sys.path.insert(0, str(REPO / "tests"))  # test-only helpers (`import builders`)
 
 
 @pytest.fixture(autouse=True)
@@ -29,6 +38,18 @@ def demo_suite(tmp_path_factory: pytest.TempPathFactory) -> Suite:
     return build_demo_suite(tmp_path_factory.mktemp("demo") / "suite", config)
 
 
+@pytest.fixture()
+def cite_suite(tmp_path: Path) -> tuple[Path, Path]:
+    """A suite with one cite split and a matching embeddings file: MAP 50 (relevant paper ranked 2nd)."""
+    root = tmp_path / "suite"
+    (root / "cite").mkdir(parents=True)
+    (root / "cite" / "test.qrel").write_text("q 0 a 1\nq 0 b 0\n", encoding="utf-8")
+    embeddings = tmp_path / "mine.jsonl"
+    embeddings.write_text('{"paper_id": "q", "embedding": [0, 0]}\n{"paper_id": "a", "embedding": [2, 0]}\n'
+                          '{"paper_id": "b", "embedding": [0, 1]}\n', encoding="utf-8")
+    return root, embeddings
+
+
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     """../shared/data (real corpora); tests that need it skip with the reason when it is absent."""
@@ -41,6 +62,72 @@ def shared_data() -> Path:
 def sample_dir(shared_data: Path) -> Path:
     """The SPECTER training-format sample (data.json, metadata.json, train/val/test ids)."""
     return shared_data / "specter-sample"
+
+
+@pytest.fixture(scope="session")
+def demo_vectors(demo_suite: Suite, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A .vec file of seeded random 20-d vectors for every demo word (fast stand-in for trained vectors)."""
+    analyze = analyzer()
+    words = sorted({w for p in demo_suite.papers() for w in analyze(f"{p.title} {p.abstract}")})
+    vectors = np.random.default_rng(0).standard_normal((len(words), 20))
+    path = tmp_path_factory.mktemp("vectors") / "demo.vec"
+    lines = [f"{len(words)} 20"] + [w + " " + " ".join(f"{x:.5f}" for x in v) for w, v in zip(words, vectors)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="session")
+def figure_suite(tmp_path_factory: pytest.TempPathFactory) -> Suite:
+    """A demo suite with `--data demo`'s 1500 MAG papers (300 test papers, ~16 per class: enough for DBSCAN's
+    default min_samples, which the shared fixture's 80 test papers are not); smaller other tasks."""
+    config = DemoConfig(mag_papers=1500, mesh_papers=300, ranking_queries=25, recomm_impressions=(300, 80, 80),
+                        recomm_papers=600)
+    return build_demo_suite(tmp_path_factory.mktemp("figure-demo") / "suite", config)
+
+
+@pytest.fixture(scope="session")
+def word_vectors(figure_suite: Suite, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """30-d LSA word vectors of the demo papers (TF-IDF, truncated SVD) as a .vec file: topical like trained
+    fastText vectors, so `sif` separates the classes, but fitted in about a second."""
+    tfidf = TfidfVectorizer(analyzer=analyzer())
+    counts = tfidf.fit_transform([f"{p.title} {p.abstract}" for p in figure_suite.papers()])
+    svd = TruncatedSVD(30, random_state=0).fit(counts)
+    vectors = svd.components_.T * svd.singular_values_
+    words = tfidf.get_feature_names_out()
+    path = tmp_path_factory.mktemp("vectors") / "demo-lsa.vec"
+    lines = [f"{len(words)} 30"] + [w + " " + " ".join(f"{x:.5f}" for x in v) for w, v in zip(words, vectors)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="session")
+def baseline_runs(figure_suite: Suite, word_vectors: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """random and sif on the demo suite's mag, mesh and cite tasks: embeddings and results files in one folder."""
+    out = tmp_path_factory.mktemp("runs")
+    run_baseline("random", figure_suite, out_dir=out, tasks=["mag", "mesh", "cite"], progress=False)
+    run_baseline("sif", figure_suite, out_dir=out, params={"vectors": str(word_vectors)},
+                 tasks=["mag", "mesh", "cite"], progress=False)
+    return out
+
+
+@pytest.fixture(scope="session")
+def add_intervals() -> Callable[..., Path]:
+    """`add_intervals(source, dest, model=None)`: a copy of a results file with intervals as branch `compare`
+    writes them (`ci` {metric: [low, high]} and per-item `items` in each task), optionally another model name;
+    each interval is [value - 2.5, min(100, value + 1.5)]."""
+
+    def copy(source: Path, dest: Path, model: str | None = None) -> Path:
+        data = orjson.loads(source.read_bytes())
+        for entry in data["tasks"].values():
+            entry["ci"] = {metric: [value - 2.5, min(100.0, value + 1.5)]
+                           for metric, value in entry["metrics"].items()}
+            entry["items"] = {"ids": ["a"], "values": [1.0]}
+        if model:
+            data["model"] = model
+        dest.write_bytes(orjson.dumps(data))
+        return dest
+
+    return copy
 
 
 def _cuda_available() -> bool:

@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from scidocs_eval.adapter import get_adapter
-from scidocs_eval.baseline import read_corpus
 from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.formats.corpus import read_papers
+from scidocs_eval.models.adapter import get_adapter
 
 pytest.importorskip("torch")
 
@@ -20,7 +20,7 @@ def test_training_lowers_the_loss_and_gives_unit_vectors(shared_data: Path) -> N
     adapter.fit([])
     assert len(adapter.loss_history_) == 4
     assert adapter.loss_history_[-1] < adapter.loss_history_[0] - 0.1
-    papers = read_corpus(sample / "sample-metadata.json")
+    papers = read_papers(sample / "sample-metadata.json")
     vectors = adapter.transform(papers)
     assert vectors.shape == (55, 75) and vectors.dtype == np.float32
     known = np.linalg.norm(vectors, axis=1) > 0

@@ -11,11 +11,11 @@ from sklearn.metrics import f1_score
 from sklearn.model_selection import GridSearchCV
 from sklearn.svm import LinearSVC
 
-from scidocs_eval.embeddings import EmbeddingStore
 from scidocs_eval.errors import InputError, MissingEmbeddingsError
-from scidocs_eval.linear_svm import LinearSVMGrid
-from scidocs_eval.suite import Suite
-from scidocs_eval.task import get_task
+from scidocs_eval.evaluation.task import get_task
+from scidocs_eval.evaluators.linear_svm import LinearSVMGrid
+from scidocs_eval.formats.embeddings import EmbeddingStore
+from scidocs_eval.formats.suite import Suite
 from scidocs_eval.tasks.classification import OFFICIAL_C_GRID
 
 

@@ -7,22 +7,10 @@ from pathlib import Path
 import orjson
 import pytest
 
-from scidocs_eval.cli import main
-from scidocs_eval.evaluate import evaluate
-from scidocs_eval.results import RunResult
-from scidocs_eval.suite import Suite
-
-
-@pytest.fixture()
-def cite_suite(tmp_path: Path) -> tuple[Path, Path]:
-    """A suite with one cite split and a matching embeddings file: MAP 50 (relevant paper ranked 2nd)."""
-    root = tmp_path / "suite"
-    (root / "cite").mkdir(parents=True)
-    (root / "cite" / "test.qrel").write_text("q 0 a 1\nq 0 b 0\n", encoding="utf-8")
-    embeddings = tmp_path / "mine.jsonl"
-    embeddings.write_text('{"paper_id": "q", "embedding": [0, 0]}\n{"paper_id": "a", "embedding": [2, 0]}\n'
-                          '{"paper_id": "b", "embedding": [0, 1]}\n', encoding="utf-8")
-    return root, embeddings
+from scidocs_eval.cli.main import main
+from scidocs_eval.evaluation.results import RunResult
+from scidocs_eval.evaluation.runner import evaluate
+from scidocs_eval.formats.suite import Suite
 
 
 def test_run_prints_table_and_writes_json(cite_suite: tuple[Path, Path], tmp_path: Path,

@@ -11,14 +11,15 @@ import numpy as np
 import orjson
 import pytest
 
-from scidocs_eval.baseline import run_baseline
-from scidocs_eval.cli import main
-from scidocs_eval.corpus_builder import REPORT_FILE, build_suite, read_citation_corpus
-from scidocs_eval.embeddings import EmbeddingStore
+from scidocs_eval.cli.main import main
+from scidocs_eval.data.build import REPORT_FILE, build_suite, read_citation_corpus
 from scidocs_eval.errors import InputError, ScidocsEvalError
-from scidocs_eval.evaluate import evaluate
-from scidocs_eval.suite import Suite
-from scidocs_eval.verify import verify_suite
+from scidocs_eval.evaluation.runner import evaluate
+from scidocs_eval.evaluation.verify import verify_suite
+from scidocs_eval.formats.embeddings import EmbeddingStore
+from scidocs_eval.formats.safe_output import MANIFEST
+from scidocs_eval.formats.suite import Suite
+from scidocs_eval.models.baseline import run_baseline
 
 CORA_LABELS = ["Case_Based", "Genetic_Algorithms", "Neural_Networks", "Probabilistic_Methods",
                "Reinforcement_Learning", "Rule_Learning", "Theory"]
@@ -149,7 +150,7 @@ def test_same_seed_same_bytes_other_seed_other_suite(shared_data: Path, tmp_path
     for name, seed in (("a", 3), ("b", 3), ("c", 4)):
         build_suite(papers, edges, tmp_path / name, seed=seed, queries_per_split=50)
     files = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*") if p.is_file())
-    assert len(files) == 15
+    assert len(files) == 17 and Path("mag/class_names.json") in files   # 16 suite files and the manifest
     for relative in files:
         if relative.name != REPORT_FILE:
             assert (tmp_path / "a" / relative).read_bytes() == (tmp_path / "b" / relative).read_bytes(), relative
@@ -226,23 +227,75 @@ def test_unlabelled_corpus_without_cocitations(tmp_path: Path) -> None:
     report = build_suite(papers, edges, tmp_path / "out", seed=1)
     assert report.corpus["papers"] == 40 and report.corpus["papers_without_text"] == 1
     assert report.label_task is None
-    assert "mag: fewer than 2 classes with labels; no classification task built" in report.notes
+    assert report.not_supported["mag"] == "fewer than 2 classes with at least 3 labelled papers"
+    assert not (tmp_path / "out" / "paper_metadata_mag_mesh.json").exists()
     assert report.not_supported["cocite"] == "no paper in the corpus qualifies as a query"
     assert report.ranking["cite"]["test"]["queries"] == 3
     assert verify_suite(tmp_path / "out").complete == ["cite"]
 
 
-def test_rebuilding_replaces_an_earlier_build_only(tmp_path: Path) -> None:
+def test_rebuilding_replaces_only_the_builds_own_files(tmp_path: Path) -> None:
     papers, edges = _tiny(tmp_path, ["a", "b"] * 6)
     build_suite(papers, edges, tmp_path / "out")
-    (tmp_path / "out" / "stale.txt").write_text("left over")
-    build_suite(papers, edges, tmp_path / "out")
-    assert not (tmp_path / "out" / "stale.txt").exists()
+    (tmp_path / "out" / "my_results.json").write_text("{}")
+    (tmp_path / "out" / "scidocs-results").mkdir()
+    (tmp_path / "out" / "scidocs-results" / "random.jsonl").write_text("mine")
+    (tmp_path / "out" / "cite" / "test.qrel").write_text("edited")   # the build's own file: replaced
+    build_suite(papers, edges, tmp_path / "out", seed=1)
+    assert (tmp_path / "out" / "my_results.json").read_text() == "{}"
+    assert (tmp_path / "out" / "scidocs-results" / "random.jsonl").read_text() == "mine"
+    assert (tmp_path / "out" / "cite" / "test.qrel").read_text() != "edited"
+    assert verify_suite(tmp_path / "out").complete == ["mag", "cite"]
+
+
+def test_build_refuses_a_folder_it_did_not_write_and_a_file(tmp_path: Path) -> None:
+    papers, edges = _tiny(tmp_path, ["a", "b"] * 6)
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "thesis.tex").write_text("precious")
-    with pytest.raises(ScidocsEvalError, match=r"mine exists and is not an earlier build \(no build_report.json\)"):
+    with pytest.raises(ScidocsEvalError, match=r"mine is not empty and was not written by scidocs-eval data build"):
         build_suite(papers, edges, tmp_path / "mine")
-    assert (tmp_path / "mine" / "thesis.tex").read_text() == "precious"
+    assert [p.name for p in (tmp_path / "mine").iterdir()] == ["thesis.tex"]
+    with pytest.raises(ScidocsEvalError, match=r"papers.jsonl is a file; give a folder"):
+        build_suite(papers, edges, papers)
+
+
+def test_a_users_file_where_the_build_writes_one_is_never_replaced(tmp_path: Path) -> None:
+    papers, edges = _tiny(tmp_path, ["a", "b"] * 6)
+    build_suite(papers, edges, tmp_path / "out")
+    (tmp_path / "out" / "cocite").mkdir()
+    (tmp_path / "out" / "cocite" / "test.qrel").write_text("my own qrels")
+    (tmp_path / "out" / "cite" / "val.qrel").unlink()
+    manifest = orjson.loads((tmp_path / "out" / MANIFEST).read_bytes())
+    manifest["files"].remove("cite/val.qrel")
+    (tmp_path / "out" / MANIFEST).write_bytes(orjson.dumps(manifest))
+    (tmp_path / "out" / "cite" / "val.qrel").write_text("mine too")
+    with pytest.raises(ScidocsEvalError, match=r"cite/val.qrel is in the way and was not written by"):
+        build_suite(papers, edges, tmp_path / "out")
+    assert (tmp_path / "out" / "cite" / "val.qrel").read_text() == "mine too"
+
+
+def test_a_task_too_small_to_build_is_left_out_and_reported(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    papers, edges = _tiny(tmp_path, [1, 2] * 6)
+    edges.write_text("p0\tp1\np0\tp2\np3\tp4\n")   # one paper citing two: one eligible cite query
+    assert main(["data", "build", "--papers", str(papers), "--citations", str(edges), "--out",
+                 str(tmp_path / "out")]) == 0
+    out = capsys.readouterr().out
+    assert "tasks built: mag\n" in out
+    assert "not built: cite (1 paper(s) qualify as a query, too few for one query per split" in out
+    assert not (tmp_path / "out" / "cite").exists()
+    assert not (tmp_path / "out" / "paper_metadata_view_cite_read.json").exists()
+    assert verify_suite(tmp_path / "out").complete == ["mag"]
+
+
+def test_a_corpus_too_small_for_any_task_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    papers, edges = _tiny(tmp_path, [1, 1, 1, 1])
+    edges.write_text("p0\tp1\np0\tp2\n")
+    assert main(["data", "build", "--papers", str(papers), "--citations", str(edges), "--out",
+                 str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "papers.jsonl: the corpus is too small for any task, nothing written: mag: fewer than 2 classes" in err
+    assert "suite written" not in err
+    assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.parametrize(("papers_text", "edges_text", "message"), [
@@ -251,6 +304,9 @@ def test_rebuilding_replaces_an_earlier_build_only(tmp_path: Path) -> None:
     ('{"paper_id": "a", "title": "x"}\n{"paper_id": "a", "title": "y"}\n', "",
      r"papers.jsonl:2: paper 'a' repeats line 1"),
     ('{"paper_id": "a", "title": ""}\n', "", r"papers.jsonl: no papers with a title or an abstract"),
+    ('{"paper_id": "a", "title": ["x"]}\n', "", r"papers.jsonl:1: paper 'a': 'title' must be a string, got list"),
+    ('{"paper_id": "a", "title": "x", "abstract": 3}\n', "",
+     r"papers.jsonl:1: paper 'a': 'abstract' must be a string, got int"),
     ('{"paper_id": "a", "title": "x"}\n', "a\tb\nb\ta\tc\n", r"edges.tsv:2: expected 2 tab-separated fields"),
 ])
 def test_bad_inputs_name_file_and_line(tmp_path: Path, papers_text: str, edges_text: str, message: str) -> None:

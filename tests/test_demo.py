@@ -8,10 +8,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from scidocs_eval.demo import DemoConfig, build_demo_suite, propensity_curve
-from scidocs_eval.suite import SPLITS, Suite
+from scidocs_eval.data.demo import DemoConfig, build_demo_suite, propensity_curve
+from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.evaluation.task import task_names
+from scidocs_eval.formats.suite import SPLITS, Suite
 
-RANKING_TASKS = ("coview", "coread", "cite", "cocite")
+RANKING_TASKS = task_names("ranking")
 
 
 def tiny(seed: int) -> DemoConfig:
@@ -33,11 +35,25 @@ def test_same_seed_same_bytes_other_seed_differs(tmp_path: Path) -> None:
     assert differing >= {"paper_metadata_mag_mesh.json", "cite/test.qrel", "recomm/train.csv"}
 
 
-def test_rebuilding_replaces_the_folder(tmp_path: Path) -> None:
-    (tmp_path / "s").mkdir()
-    (tmp_path / "s" / "stale.txt").write_text("old", encoding="utf-8")
+def test_demo_never_deletes_a_users_folder(tmp_path: Path) -> None:
+    thesis = tmp_path / "s" / "thesis.tex"
+    thesis.parent.mkdir()
+    thesis.write_text("precious", encoding="utf-8")
+    with pytest.raises(ScidocsEvalError, match=r"s is not empty and was not written by scidocs-eval demo"):
+        build_demo_suite(tmp_path / "s", tiny(1))
+    assert thesis.read_text(encoding="utf-8") == "precious"
+    assert sorted(p.name for p in thesis.parent.iterdir()) == ["thesis.tex"]
+
+
+def test_rebuilding_replaces_only_the_demos_own_files(tmp_path: Path) -> None:
     build_demo_suite(tmp_path / "s", tiny(1))
-    assert not (tmp_path / "s" / "stale.txt").exists()
+    (tmp_path / "s" / "my_results.json").write_text("{}", encoding="utf-8")
+    (tmp_path / "s" / "cite" / "notes.txt").write_text("mine", encoding="utf-8")
+    rebuilt = file_bytes(build_demo_suite(tmp_path / "s", tiny(2)).root)
+    assert rebuilt["my_results.json"] == b"{}" and rebuilt["cite/notes.txt"] == b"mine"
+    fresh = file_bytes(build_demo_suite(tmp_path / "fresh", tiny(2)).root)
+    assert {k: v for k, v in rebuilt.items() if k not in ("my_results.json", "cite/notes.txt")} == fresh
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []   # no staging folder left
 
 
 def test_marked_synthetic(demo_suite: Suite) -> None:

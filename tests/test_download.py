@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from scidocs_eval.cli import main
-from scidocs_eval.demo import DemoConfig, build_demo_suite
-from scidocs_eval.download import (
+from scidocs_eval.cli.main import main
+from scidocs_eval.data.demo import DemoConfig, build_demo_suite
+from scidocs_eval.data.download import (
     ENDPOINT_ENV,
     PART_SUFFIX,
     DownloadError,
@@ -28,7 +28,7 @@ from scidocs_eval.download import (
     default_endpoint,
     download_release,
 )
-from scidocs_eval.suite import Suite
+from scidocs_eval.formats.suite import Suite
 
 BUCKET = "ai2-s2-research-public"
 PREFIX = "specter/scidocs/"

@@ -10,8 +10,9 @@ import numpy as np
 import orjson
 import pytest
 
-import scidocs_eval.embeddings as embeddings_module
-from scidocs_eval.embeddings import (
+import scidocs_eval.formats.embeddings as embeddings_module
+from scidocs_eval.errors import InputError
+from scidocs_eval.formats.embeddings import (
     EMPTY,
     MISSING,
     PRESENT,
@@ -19,7 +20,6 @@ from scidocs_eval.embeddings import (
     format_embedding_line,
     wait_for_cache_writes,
 )
-from scidocs_eval.errors import InputError
 
 
 def write_lines(path: Path, lines: list[str]) -> Path:
@@ -305,7 +305,7 @@ def test_fast_float32_parse_equals_exact_float64_parse(tmp_path):
 
 def test_chunked_parallel_parse_keeps_order_line_numbers_and_repeats(tmp_path, monkeypatch):
     """Many small chunks decoded in worker processes give the same store, and errors keep true line numbers."""
-    import scidocs_eval.embeddings as embeddings_module
+    import scidocs_eval.formats.embeddings as embeddings_module
 
     monkeypatch.setattr(embeddings_module, "_CHUNK_BYTES", 2048)
     monkeypatch.setattr(embeddings_module, "_PARALLEL_BYTES", 0)

@@ -11,9 +11,9 @@ import numpy as np
 import orjson
 import pytest
 
-from scidocs_eval.cli import main
-from scidocs_eval.embeddings import EmbeddingStore, format_embedding_line
+from scidocs_eval.cli.main import main
 from scidocs_eval.errors import InputError
+from scidocs_eval.formats.embeddings import EmbeddingStore, format_embedding_line
 
 
 def write_lines(path: Path, lines: list[str]) -> Path:

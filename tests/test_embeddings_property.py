@@ -18,9 +18,9 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-import scidocs_eval.embeddings as embeddings_module
-from scidocs_eval.embeddings import EmbeddingStore
+import scidocs_eval.formats.embeddings as embeddings_module
 from scidocs_eval.errors import InputError
+from scidocs_eval.formats.embeddings import EmbeddingStore
 
 EXAMPLES = int(os.environ.get("SCIDOCS_EVAL_HYPOTHESIS_EXAMPLES", "40"))
 """examples per property (40 keeps the default suite fast; set more for a deeper search)."""

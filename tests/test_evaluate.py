@@ -9,11 +9,12 @@ import numpy as np
 import pytest
 
 from scidocs_eval import evaluate as package_evaluate
-from scidocs_eval.embeddings import format_embedding_line
 from scidocs_eval.errors import InputError, ScidocsEvalError
-from scidocs_eval.evaluate import evaluate
-from scidocs_eval.results import RunResult
-from scidocs_eval.suite import Suite
+from scidocs_eval.evaluation.results import RunResult
+from scidocs_eval.evaluation.runner import evaluate
+from scidocs_eval.formats.embeddings import format_embedding_line
+from scidocs_eval.formats.suite import Suite
+from scidocs_eval.leaderboard import table1_row
 
 TASKS = ["mag", "cite"]
 
@@ -72,7 +73,7 @@ def test_result_contents(demo_suite: Suite, embedding_files: dict[str, Path], on
     assert {"mag", "cite", "loading_embeddings", "total"} <= set(result.timings)
     assert result.timings["total"] >= result.timings["mag"] > 0
     assert {"numpy", "scikit-learn", "pytrec-eval-terrier", "scidocs-eval"} <= set(result.versions)
-    assert result.table1_row() == {"mag_f1": result.tasks["mag"].metrics["f1"],
+    assert table1_row(result) == {"mag_f1": result.tasks["mag"].metrics["f1"],
                                    "cite_map": result.tasks["cite"].metrics["map"],
                                    "cite_ndcg": result.tasks["cite"].metrics["ndcg"]}
     assert result.format_table().splitlines()[0] == "model (synthetic demo suite)"
@@ -124,7 +125,7 @@ def test_unknown_or_absent_group(demo_suite: Suite, embedding_files: dict[str, P
 
 def test_results_file_records_path_parameters_as_text(tmp_path):
     """Adapter parameters given as paths (Python API users) are saved as strings, not a crash."""
-    from scidocs_eval.results import RunResult
+    from scidocs_eval.evaluation.results import RunResult
 
     result = RunResult(model="m", tasks={}, settings={"adapter": {"params": {"vectors": tmp_path / "v.vec"}}})
     saved = RunResult.load(result.save(tmp_path / "r.json"))

@@ -17,16 +17,17 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from scidocs_eval.corpus_builder import build_suite  # noqa: E402
-from scidocs_eval.encoder import TransformerEncoder, resolve_model  # noqa: E402
-from scidocs_eval.specter_training import (  # noqa: E402
+from builders import build_small_bert  # noqa: E402
+
+from scidocs_eval.data.build import build_suite  # noqa: E402
+from scidocs_eval.models.encoder import TransformerEncoder, resolve_model  # noqa: E402
+from scidocs_eval.training.specter import (  # noqa: E402
     _training_dtype,
     _TripletLoss,
-    build_small_bert,
     latest_checkpoint,
     train_specter,
 )
-from scidocs_eval.triplets import TrainingData, sample_triplets  # noqa: E402
+from scidocs_eval.training.triplets import TrainingData, sample_triplets  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 
@@ -152,7 +153,7 @@ def test_train_specter_on_the_cora_suite_on_gpu(shared_data: Path, tmp_path: Pat
 
     $SCIDOCS_EVAL_GPU_BASE_MODEL names another local checkpoint (the GPU machine gets MiniLM as a folder).
     """
-    from scidocs_eval.cli import main
+    from scidocs_eval.cli.main import main
 
     base_model = resolve_model(os.environ.get("SCIDOCS_EVAL_GPU_BASE_MODEL", "all-MiniLM-L6-v2"))
     if not Path(base_model).is_dir():

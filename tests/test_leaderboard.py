@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from scidocs_eval.evaluation.results import RunResult
+from scidocs_eval.evaluation.task import TaskResult
 from scidocs_eval.leaderboard import COLUMNS, paper_rows, render_table1
-from scidocs_eval.results import RunResult
-from scidocs_eval.task import TaskResult
 
 HEADER = ("| Model | MAG F1 | MeSH F1 | Co-View MAP | Co-View nDCG | Co-Read MAP | Co-Read nDCG | Cite MAP | Cite nDCG "
           "| Co-Cite MAP | Co-Cite nDCG | Recomm nDCG | Recomm P@1 | Avg |")

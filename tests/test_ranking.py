@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 import pytrec_eval
 
-from scidocs_eval.embeddings import EmbeddingStore
 from scidocs_eval.errors import MissingEmbeddingsError
-from scidocs_eval.suite import Suite
-from scidocs_eval.task import get_task
+from scidocs_eval.evaluation.task import get_task
+from scidocs_eval.formats.embeddings import EmbeddingStore
+from scidocs_eval.formats.suite import Suite
 from scidocs_eval.tasks.ranking import build_run
 
 

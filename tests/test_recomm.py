@@ -10,14 +10,14 @@ import numpy as np
 import orjson
 import pytest
 
-from scidocs_eval.cli import main
-from scidocs_eval.embeddings import EmbeddingStore
+from scidocs_eval.cli.main import main
 from scidocs_eval.errors import InputError, MissingEmbeddingsError, ScidocsEvalError
-from scidocs_eval.evaluate import evaluate
+from scidocs_eval.evaluation.runner import evaluate
+from scidocs_eval.evaluation.task import get_task
+from scidocs_eval.evaluators.recomm_rankers import impression_metrics
+from scidocs_eval.formats.embeddings import EmbeddingStore
+from scidocs_eval.formats.suite import Suite
 from scidocs_eval.leaderboard import render_table1
-from scidocs_eval.recomm_rankers import impression_metrics
-from scidocs_eval.suite import Suite
-from scidocs_eval.task import get_task
 
 FAST_MLP = {"max_epochs": 3, "dropout_grid": [0.4]}
 FAST_LGBM = {"max_rounds": 20, "num_leaves_grid": [7]}
@@ -138,7 +138,8 @@ def test_evaluate_fills_table1_recomm_columns(demo_suite: Suite, store: Embeddin
 
 
 @pytest.mark.parametrize(("params", "message"), [
-    ({"ranker": "svm"}, "unknown ranker 'svm'; choose one of mlp, lgbm"),
+    ({"ranker": "svm"}, "unknown ranker 'svm'; known rankers: mlp, lgbm"),
+    ({"ranker": "lgbn"}, "unknown ranker 'lgbn'; did you mean 'lgbm'\\?"),
     ({"ranker": "lgbm", "query_projection": True}, "query_projection needs ranker='mlp'"),
     ({"seeds": 0}, "seeds must be at least 1, got 0"),
     ({"ranker_params": {"epochs": 3}}, "ranker 'mlp' has no parameter\\(s\\) epochs"),

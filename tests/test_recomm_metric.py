@@ -7,12 +7,12 @@ import math
 import numpy as np
 import pytest
 
-from scidocs_eval.embeddings import EmbeddingStore
 from scidocs_eval.errors import InputError
-from scidocs_eval.metrics import propensity_adjusted
-from scidocs_eval.recomm_features import FEATURE_NAMES, RecommFeaturizer
-from scidocs_eval.recomm_rankers import impression_metrics
-from scidocs_eval.suite import Impression
+from scidocs_eval.evaluation.metrics import propensity_adjusted
+from scidocs_eval.evaluators.recomm_features import FEATURE_NAMES, RecommFeaturizer
+from scidocs_eval.evaluators.recomm_rankers import impression_metrics
+from scidocs_eval.formats.embeddings import EmbeddingStore
+from scidocs_eval.formats.suite import Impression
 
 
 def test_clicked_on_top_and_a_tie_below_weighted_by_inverse_propensity():

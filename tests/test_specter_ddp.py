@@ -15,7 +15,9 @@ from scidocs_eval.errors import ScidocsEvalError
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from scidocs_eval.specter_training import build_small_bert, train_specter  # noqa: E402
+from builders import build_small_bert  # noqa: E402
+
+from scidocs_eval.training.specter import train_specter  # noqa: E402
 
 # 59 training triplets in 29-triplet steps: the last step of each epoch has 1, so the second process has none.
 SETTINGS = dict(epochs=2, learning_rate=1e-3, batch_size=8, effective_batch_size=29, max_length=48,
@@ -106,7 +108,7 @@ def test_training_joins_the_gloo_threads_before_it_returns(sample_dir: Path, dro
     script = tmp_path / "train.py"
     script.write_text(
         "import os\n"
-        "from scidocs_eval.specter_training import train_specter\n"
+        "from scidocs_eval.training.specter import train_specter\n"
         f"train_specter({str(sample_dir)!r}, {str(tmp_path / 'out')!r}, base_model={str(dropout_free_bert)!r},\n"
         f"              device='cpu', progress=False, **{ {**SETTINGS, 'epochs': 1}!r})\n"
         "names = [open(f'/proc/self/task/{task}/comm').read() for task in os.listdir('/proc/self/task')]\n"

@@ -9,14 +9,16 @@ from pathlib import Path
 import orjson
 import pytest
 
-from scidocs_eval.cli import main
-from scidocs_eval.demo import DemoConfig, build_demo_suite
+from scidocs_eval.cli.main import main
+from scidocs_eval.data.demo import DemoConfig, build_demo_suite
 from scidocs_eval.errors import ScidocsEvalError
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from scidocs_eval.specter_training import build_small_bert, latest_checkpoint, train_specter  # noqa: E402
+from builders import build_small_bert  # noqa: E402
+
+from scidocs_eval.training.specter import latest_checkpoint, train_specter  # noqa: E402
 
 SETTINGS = dict(epochs=3, learning_rate=2e-2, batch_size=8, effective_batch_size=16, max_length=48,
                 checkpoint_every=3, keep_checkpoints=None, progress=False)

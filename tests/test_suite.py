@@ -7,10 +7,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from scidocs_eval.embeddings import EmbeddingStore
+from scidocs_eval.data.resolve import resolve_suite
 from scidocs_eval.errors import InputError, SuiteNotFoundError
-from scidocs_eval.evaluate import evaluate
-from scidocs_eval.suite import Suite, resolve_suite
+from scidocs_eval.evaluation.runner import evaluate
+from scidocs_eval.formats.embeddings import EmbeddingStore
+from scidocs_eval.formats.suite import Suite
 
 
 def write(path: Path, text: str) -> Path:

@@ -10,37 +10,28 @@ import numpy as np
 import pytest
 from sklearn.feature_extraction.text import TfidfVectorizer
 
-from scidocs_eval.adapter import get_adapter
-from scidocs_eval.baseline import run_baseline
 from scidocs_eval.baselines.fasttext_sum import FasttextSettings, check_converged, load_word_vectors, train_fasttext
-from scidocs_eval.baselines.gensim_training import epochs_within_budget
-from scidocs_eval.baselines.sgc import guard_edges, read_citations
+from scidocs_eval.baselines.sgc import guard_edges
 from scidocs_eval.errors import InputError, ScidocsEvalError
-from scidocs_eval.model_cache import cached_model
-from scidocs_eval.suite import Paper, Suite
-from scidocs_eval.text import TFIDF_SETTINGS, TfidfWeighting, analyzer, count_vectorizer, tokenize_papers
-from scidocs_eval.tuning import RANKING_TASKS, ValScorer
+from scidocs_eval.evaluation.task import task_names
+from scidocs_eval.formats.corpus import read_citations
+from scidocs_eval.formats.suite import Paper, Suite
+from scidocs_eval.models.adapter import get_adapter
+from scidocs_eval.models.baseline import run_baseline
+from scidocs_eval.models.gensim_training import epochs_within_budget
+from scidocs_eval.models.model_cache import cached_model
+from scidocs_eval.models.text import TFIDF_SETTINGS, TfidfWeighting, analyzer, count_vectorizer, tokenize_papers
+from scidocs_eval.models.tuning import ValScorer
 
 FAST_FASTTEXT = {"dim": 50, "epochs": 20, "min_count": 5, "model": "cbow"}
 """Small fastText settings so the tests train in seconds (the defaults are the paper's 300-d)."""
 TINY_FASTTEXT = FasttextSettings(dim=10, min_count=1, epochs=2, bucket=10_000)
 
 
-@pytest.fixture(scope="module")
-def demo_vectors(demo_suite: Suite, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A .vec file of seeded random 20-d vectors for every demo word (fast stand-in for trained vectors)."""
-    analyze = analyzer()
-    words = sorted({w for p in demo_suite.papers() for w in analyze(f"{p.title} {p.abstract}")})
-    vectors = np.random.default_rng(0).standard_normal((len(words), 20))
-    path = tmp_path_factory.mktemp("vectors") / "demo.vec"
-    lines = [f"{len(words)} 20"] + [w + " " + " ".join(f"{x:.5f}" for x in v) for w, v in zip(words, vectors)]
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
-
-
 def ranking_maps(name: str, suite: Suite, out_dir: Path, **params: object) -> dict[str, float]:
-    result = run_baseline(name, suite, out_dir=out_dir, params=params, tasks=list(RANKING_TASKS), progress=False)
-    return {task: result.tasks[task].metrics["map"] for task in RANKING_TASKS}
+    result = run_baseline(name, suite, out_dir=out_dir, params=params, tasks=task_names("ranking"),
+                          progress=False)
+    return {task: result.tasks[task].metrics["map"] for task in task_names("ranking")}
 
 
 def test_shared_tokeniser_lowercases_and_folds_accents() -> None:
@@ -128,7 +119,7 @@ def test_word_vector_baselines_beat_random_on_every_ranking_task(demo_suite: Sui
     chance = ranking_maps("random", demo_suite, tmp_path)
     for name in ("fasttext-sum", "sif", "sgc"):  # one test: the three share one cached fastText model
         maps = ranking_maps(name, demo_suite, tmp_path, **FAST_FASTTEXT)
-        for task in RANKING_TASKS:
+        for task in task_names("ranking"):
             assert maps[task] > chance[task] + 20, (name, task, maps[task], chance[task])
 
 
@@ -136,7 +127,7 @@ def test_word_vector_baselines_beat_random_on_every_ranking_task(demo_suite: Sui
 def test_doc2vec_beats_random_on_every_ranking_task(demo_suite: Suite, tmp_path: Path) -> None:
     chance = ranking_maps("random", demo_suite, tmp_path)
     maps = ranking_maps("doc2vec", demo_suite, tmp_path, dim=50, epochs=25)
-    for task in RANKING_TASKS:
+    for task in task_names("ranking"):
         assert maps[task] > chance[task] + 20, (task, maps[task], chance[task])
 
 
@@ -226,7 +217,7 @@ def test_sgc_leakage_guard_keeps_evaluated_edges_out_of_the_features(demo_suite:
 def test_citations_file_errors_name_file_and_line(tmp_path: Path) -> None:
     path = tmp_path / "edges.tsv"
     path.write_text("a\tb\n\nc d\n", encoding="utf-8")
-    with pytest.raises(InputError, match=r"edges.tsv:3: expected 'citing<TAB>cited', got 1 field"):
+    with pytest.raises(InputError, match=r"edges.tsv:3: expected 2 tab-separated fields citing<TAB>cited, got 1"):
         read_citations(path)
     with pytest.raises(InputError, match="citations file not found"):
         read_citations(tmp_path / "absent.tsv")

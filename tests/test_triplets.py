@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from scidocs_eval.errors import InputError, ScidocsEvalError
-from scidocs_eval.triplets import TrainingData, TripletSampler, sample_triplets
+from scidocs_eval.training.triplets import TrainingData, TripletSampler, sample_triplets
 
 
 def _write(folder: Path, counts: dict, papers: dict, train: list[str], val: list[str] = ()) -> Path:

@@ -8,10 +8,10 @@ from pathlib import Path
 import orjson
 import pytest
 
-from scidocs_eval.cli import main
+from scidocs_eval.cli.main import main
 from scidocs_eval.errors import InputError
-from scidocs_eval.suite import Suite
-from scidocs_eval.verify import verify_suite
+from scidocs_eval.evaluation.verify import verify_suite
+from scidocs_eval.formats.suite import Suite
 
 
 @pytest.fixture

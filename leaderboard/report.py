@@ -1,0 +1,265 @@
+"""A static HTML leaderboard (`scidocs-eval report`): Table 1 with our rows and the paper's, sortable, with each
+row's provenance, the result chart and any Figure 2 images, in one folder that works offline from file://.
+
+Every string from a results file reaches the page through Jinja2's autoescaping (a model named `<script>` is
+text), and the page's Content-Security-Policy allows only its own inline script (by hash), so nothing injected
+could run even if escaping failed. The folder gets a marker file listing what `report` wrote; `report` refuses to
+write into a folder holding anything else, and replaces only the files its marker lists.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import math
+import os
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from scidocs_eval.errors import InputError, ScidocsEvalError
+from scidocs_eval.leaderboard.figures import draw_results, save_figure
+from scidocs_eval.leaderboard.runs import LoadedRun
+from scidocs_eval.leaderboard.table1 import COLUMNS, paper_rows, table1_row
+
+MARKER = ".scidocs-eval-report.json"
+"""Lists the files `report` wrote into the site folder (relative paths)."""
+PAGE = "index.html"
+CHART = "results.png"
+FIGURES = "figures"
+AVG = "avg"
+
+
+@dataclass
+class Cell:
+    """One table cell: `value` (None when the row has no such column), the interval, and whether it is the best
+    of its group in its column."""
+
+    value: float | None
+    ci: tuple[float, float] | None = None
+    best: bool = False
+
+    @property
+    def sort_key(self) -> str:
+        return "" if self.value is None else repr(self.value)
+
+
+@dataclass
+class Row:
+    """A table row: ours (with provenance) or the paper's."""
+
+    label: str
+    ours: bool
+    cells: dict[str, Cell]
+    provenance: list[tuple[str, str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    synthetic: bool = False
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    return None if any(v is None for v in values) else round(sum(values) / len(values), 2)  # type: ignore[arg-type]
+
+
+def _short(items: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in items.items()) or "none"
+
+
+def _coverage_warnings(run: LoadedRun) -> list[str]:
+    result = run.result
+    warnings = [f"{task}: {key}={count}" for task, task_result in result.tasks.items()
+                for key, count in task_result.coverage.items()
+                if count and ("missing" in key or "empty" in key)]
+    warnings += [f"{task} skipped: {why}" for task, why in result.skipped.items()]
+    return warnings
+
+
+def provenance(run: LoadedRun) -> list[tuple[str, str]]:
+    """(field, text) pairs that say where a row's numbers came from."""
+    result = run.result
+    adapter = result.settings.get("adapter") or {}
+    embeddings = result.fingerprints.get("embeddings", {})
+    suite_files = result.fingerprints.get("data", {})
+    suite_digest = hashlib.sha256(orjson.dumps(suite_files, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
+    modified = datetime.fromtimestamp(run.path.stat().st_mtime, tz=timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    items = [
+        ("model", result.model),
+        ("results file", f"{run.path.name} (written {modified})"),
+        ("adapter", f"{adapter.get('name')} ({_short(adapter.get('params') or {})})" if adapter else
+         "not recorded (scored with `scidocs-eval run`)"),
+        ("suite", str(result.settings.get("data", "not recorded")) + (" (SYNTHETIC demo suite)"
+                                                                        if result.synthetic else "")),
+        ("suite fingerprint", f"{suite_digest} over {len(suite_files)} files: "
+         + ", ".join(f"{name} {digest[:12]}" for name, digest in sorted(suite_files.items()))),
+        ("split", str(result.settings.get("split", "not recorded"))),
+        ("tasks", ", ".join(result.tasks) + (f"; skipped: {', '.join(result.skipped)}" if result.skipped else "")),
+        ("embeddings", "; ".join(f"{group}: {info.get('path')} sha256 {str(info.get('sha256'))[:12]}, "
+                                 f"{info.get('papers')} papers, dim {info.get('dim')}"
+                                 for group, info in embeddings.items()) or "not recorded"),
+        ("package versions", _short(result.versions)),
+        ("coverage warnings", "; ".join(_coverage_warnings(run)) or "none"),
+    ]
+    if adapter.get("train_corpus"):
+        items.insert(3, ("training corpus", str(adapter["train_corpus"])))
+    return items
+
+
+def _our_row(run: LoadedRun) -> Row:
+    values = table1_row(run.result)
+    ci = run.column_ci()
+    cells = {c: Cell(values.get(c), ci.get(c)) for c in COLUMNS}
+    missing = [COLUMNS[c] for c in COLUMNS if c not in values]
+    cells[AVG] = Cell(None if missing else _mean([values[c] for c in COLUMNS]))
+    notes = []
+    if missing:
+        notes.append(f"no {', '.join(missing)} in this results file"
+                     + (", so no Avg" if len(missing) < len(COLUMNS) else ""))
+    return Row(run.label, True, cells, provenance(run), notes, run.result.synthetic)
+
+
+def _paper_rows() -> list[Row]:
+    return [Row(f"{row.model} (paper)", False, {**{c: Cell(v) for c, v in row.values.items()}, AVG: Cell(row.avg)})
+            for row in paper_rows()]
+
+
+def _mark_best(rows: Sequence[Row]) -> None:
+    """Mark the highest value of each column, separately among our rows and among the paper's (theirs are the
+    SciDocs test set; ours are on whatever suite each file names)."""
+    for ours in (True, False):
+        group = [row for row in rows if row.ours == ours]
+        for column in [*COLUMNS, AVG]:
+            values = [row.cells[column].value for row in group if row.cells[column].value is not None]
+            if values:
+                best = max(values)
+                for row in group:
+                    row.cells[column].best = row.cells[column].value == best
+
+
+def build_rows(runs: Sequence[LoadedRun], include_paper: bool = True) -> list[Row]:
+    """Our rows (in the given order), then the paper's; best values marked."""
+    rows = [_our_row(run) for run in runs] + (_paper_rows() if include_paper else [])
+    _mark_best(rows)
+    return rows
+
+
+class SiteFolder:
+    """The output folder, under the never-overwrite rule: new or empty, or holding only what a previous
+    `report` wrote (listed in its marker file)."""
+
+    def __init__(self, root: str | os.PathLike[str]):
+        self.root = Path(root)
+
+    def _previous(self) -> list[str]:
+        marker = self.root / MARKER
+        try:
+            listed = orjson.loads(marker.read_bytes())["files"]
+            return [str(name) for name in listed]
+        except (orjson.JSONDecodeError, KeyError, TypeError) as error:
+            raise InputError(marker, f"unreadable report marker ({error}); remove the folder yourself to "
+                             "write a new report there") from None
+
+    def claim(self) -> None:
+        """Check the folder may be written and remove the previous report's files; raise otherwise."""
+        if self.root.exists() and not self.root.is_dir():
+            raise ScidocsEvalError(f"{self.root} exists and is not a folder; choose another --out")
+        present = sorted(str(p.relative_to(self.root)) for p in self.root.rglob("*") if p.is_file()) \
+            if self.root.is_dir() else []
+        if not present:
+            return
+        if not (self.root / MARKER).is_file():
+            raise ScidocsEvalError(f"{self.root} is not empty and was not written by `scidocs-eval report` "
+                                   f"(it holds {present[0]}); choose a new folder for --out")
+        ours = set(self._previous()) | {MARKER}
+        foreign = [name for name in present if name not in ours]
+        if foreign:
+            raise ScidocsEvalError(f"{self.root / foreign[0]} was not written by `scidocs-eval report`; "
+                                   "move it away or choose a new folder for --out")
+        for name in present:
+            (self.root / name).unlink()
+
+    def record(self, written: Sequence[str]) -> None:
+        (self.root / MARKER).write_bytes(orjson.dumps({"files": sorted(written)}, option=orjson.OPT_INDENT_2))
+
+
+PAGE_IMAGES = (".png", ".svg")
+
+
+def _check_figures(figures: Sequence[str | os.PathLike[str]]) -> None:
+    for figure in figures:
+        if not Path(figure).is_file():
+            raise InputError(figure, "figure not found")
+        if Path(figure).suffix.lower() not in PAGE_IMAGES:
+            raise InputError(figure, "a figure for the page must be a .png or .svg image")
+
+
+def _copy_figures(figures: Sequence[str | os.PathLike[str]], root: Path) -> list[str]:
+    """Copy each image into root/figures/ (numbered, so names never collide); their site-relative paths."""
+    copied = []
+    for index, figure in enumerate(figures):
+        name = f"{FIGURES}/{index + 1:02d}-{Path(figure).name}"
+        (root / FIGURES).mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(figure, root / name)
+        copied.append(name)
+    return copied
+
+
+def _template() -> tuple[str, str]:
+    """The page template and its script (the script's hash goes into the page's Content-Security-Policy)."""
+    folder = resources.files("scidocs_eval.leaderboard").joinpath("templates")
+    return (folder.joinpath("report.html.j2").read_text(encoding="utf-8"),
+            folder.joinpath("report.js").read_text(encoding="utf-8"))
+
+
+def _format(value: float | None) -> str:
+    return "—" if value is None or math.isnan(value) else f"{value:.2f}"
+
+
+def render_page(rows: Sequence[Row], chart: str | None, figures: Sequence[str], title: str) -> str:
+    """The page's HTML (autoescaped; every string from a results file is text)."""
+    try:
+        import jinja2
+    except ImportError:
+        raise ScidocsEvalError("the report page needs jinja2: pip install 'scidocs-eval[plot]'") from None
+    template_text, script = _template()
+    environment = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True,
+                                     lstrip_blocks=True)
+    environment.filters["num"] = _format
+    script_hash = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
+    filled = [c for c in COLUMNS if any(row.cells[c].value is not None for row in rows)]
+    return environment.from_string(template_text).render(
+        title=title, rows=rows, columns=[(c, COLUMNS[c]) for c in filled] + [(AVG, "Avg")],
+        absent=[COLUMNS[c] for c in COLUMNS if c not in filled], chart=chart, figures=figures, script=script,
+        script_hash=script_hash, synthetic=any(row.synthetic for row in rows),
+        has_paper=any(not row.ours for row in rows), has_ci=any(cell.ci for row in rows
+                                                                 for cell in row.cells.values()),
+        generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
+
+
+def write_report(runs: Sequence[LoadedRun], out: str | os.PathLike[str], *, include_paper: bool = True,
+                 figures: Sequence[str | os.PathLike[str]] = (), chart: bool = True,
+                 title: str = "SciDocs leaderboard") -> Path:
+    """Write `out/index.html` with the result chart (`out/results.png`) and copies of `figures`; returns the
+    page's path. Refuses a folder holding files `report` did not write."""
+    if not runs:
+        raise ScidocsEvalError("no results files given")
+    _check_figures(figures)
+    site = SiteFolder(out)
+    site.claim()
+    site.root.mkdir(parents=True, exist_ok=True)
+    written = []
+    if chart:
+        save_figure(draw_results(runs), site.root / CHART)
+        written.append(CHART)
+    copied = _copy_figures(figures, site.root)
+    written += copied
+    page = site.root / PAGE
+    page.write_text(render_page(build_rows(runs, include_paper), CHART if chart else None, copied, title),
+                    encoding="utf-8")
+    written.append(PAGE)
+    site.record(written)
+    return page

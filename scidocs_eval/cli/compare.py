@@ -1,0 +1,41 @@
+"""compare: is model B really better than model A? Paired significance tests between results files."""
+
+from __future__ import annotations
+
+import argparse
+
+from scidocs_eval.cli.options import COMMANDS, CommandGroup
+from scidocs_eval.evaluation.comparison import ALPHA, compare, write_json
+from scidocs_eval.evaluation.significance import RESAMPLES
+
+
+def _compare(args: argparse.Namespace) -> int:
+    comparison = compare(*args.results, resamples=args.resamples, seed=args.seed, alpha=args.alpha,
+                         progress=not args.quiet)
+    print(comparison.format_markdown() if args.markdown else comparison.format_table())
+    if args.json:
+        print(f"comparison written to {write_json(comparison, args.json)}")
+    return 0
+
+
+def add_commands(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "compare", help="paired significance tests: is B better than A, per task and metric?",
+        description="Compare results files (from `run --output` or `baseline`) scored on the same suite files and "
+                    "split: per task and metric, B - A, its 95% paired-bootstrap interval, a paired test's p-value "
+                    "(randomization; recomm: bootstrap), Holm-corrected over the metrics, and a verdict. With more "
+                    "than two files, each is compared with the first. See docs/significance.md.")
+    parser.add_argument("results", nargs="+", metavar="RESULTS.json",
+                        help="the baseline A, then B (and C, ...), each compared with A")
+    parser.add_argument("--resamples", type=int, default=RESAMPLES,
+                        help="bootstrap resamples and random permutations per metric (default: %(default)s)")
+    parser.add_argument("--seed", type=int, default=0, help="seeds the resampling (default: %(default)s)")
+    parser.add_argument("--alpha", type=float, default=ALPHA,
+                        help="significance level of the verdicts, on Holm-corrected p-values (default: %(default)s)")
+    parser.add_argument("--json", metavar="OUT", help="also write the comparison as JSON here")
+    parser.add_argument("--markdown", action="store_true", help="print markdown tables instead of plain text")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.set_defaults(func=_compare)
+
+
+COMMANDS.register(CommandGroup("compare", add_commands))

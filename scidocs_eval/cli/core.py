@@ -1,0 +1,210 @@
+"""run, table, baseline, demo, tasks: the evaluation commands."""
+
+from __future__ import annotations
+
+import argparse
+import glob
+from pathlib import Path
+
+from scidocs_eval.cli.options import (
+    COMMANDS,
+    MODEL_OPTIONS,
+    CommandGroup,
+    adapter_params,
+    add_model_options,
+    parse_params,
+)
+from scidocs_eval.data.demo import DemoConfig, build_demo_suite
+from scidocs_eval.errors import InputError, ScidocsEvalError
+from scidocs_eval.evaluation.results import RunResult
+from scidocs_eval.evaluation.runner import evaluate
+from scidocs_eval.evaluation.task import TASKS, embedding_groups, task_names
+from scidocs_eval.formats.safe_output import check_output_file, refuse_replacing_foreign, write_bytes_atomically
+from scidocs_eval.leaderboard import render_table1
+from scidocs_eval.models.adapter import adapter_names
+from scidocs_eval.models.baseline import run_baseline
+
+DEFAULT_RESULTS_DIR = "scidocs-results"
+TABLE_HEADER = b"| Model |"
+
+
+def _add_evaluation_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--data", help="suite directory in the official layout, or 'demo' for the synthetic "
+                        "demo suite (default: $SCIDOCS_EVAL_DATA or the per-user data directory)")
+    parser.add_argument("--tasks", help=f"comma-separated subset of: {','.join(task_names())}")
+    parser.add_argument("--split", choices=("test", "val"), default="test")
+    parser.add_argument("--missing", choices=("official", "error"), default="official",
+                        help="papers without an embedding: the official rules (default) or stop with a list")
+    parser.add_argument("--task-param", action="append", metavar="TASK.KEY=VALUE", default=[],
+                        help="a task constructor parameter, e.g. recomm.seeds=3 (repeatable)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
+def _task_params(pairs: list[str]) -> dict[str, dict[str, object]]:
+    params: dict[str, dict[str, object]] = {}
+    for pair in pairs:
+        task, dot, rest = pair.partition(".")
+        if not dot or task not in task_names():
+            raise ScidocsEvalError(f"--task-param wants TASK.KEY=VALUE with a known task, got {pair!r}")
+        params.setdefault(task, {}).update(parse_params([rest]))
+    return params
+
+
+def _tasks(text: str | None) -> list[str] | None:
+    return [t.strip() for t in text.split(",") if t.strip()] if text else None
+
+
+def _print_result(result: RunResult, output: Path | None, ci: bool = False) -> None:
+    print(result.format_table(ci=ci))
+    print()
+    print(render_table1([result], include_paper=False))
+    if output:
+        print(f"results written to {output}")
+
+
+def _is_results_file(path: Path) -> bool:
+    try:
+        RunResult.load(path)
+    except InputError:
+        return False
+    return True
+
+
+def _is_table(path: Path) -> bool:
+    with open(path, "rb") as handle:
+        return handle.read(len(TABLE_HEADER)) == TABLE_HEADER
+def _embeddings(values: list[str]) -> str | dict[str, str]:
+    """One FILE for every task, or {group: FILE} from GROUP=FILE values (a group is a registered task's)."""
+    groups = embedding_groups()
+    files: dict[str, str] = {}
+    single = []
+    for value in values:
+        group, sep, path = value.partition("=")
+        if sep and group in groups:
+            if group in files:
+                raise ScidocsEvalError(f"embeddings for group {group!r} given twice ({files[group]}, {path})")
+            files[group] = path
+        else:
+            single.append(value)
+    if single and (files or len(single) > 1):
+        raise ScidocsEvalError(f"give either --embeddings or the three-file form (--cls, --user-citation, --recomm; "
+                               f"in general --embeddings GROUP=FILE per group: {', '.join(groups)}), not both; "
+                               f"got {', '.join(values)}")
+    if not single and not files:
+        raise ScidocsEvalError("no embeddings: give --embeddings FILE, or --embeddings GROUP=FILE per group "
+                               "(the official three-file form: --cls, --user-citation, --recomm)")
+    return single[0] if single else files
+
+
+def _run(args: argparse.Namespace) -> int:
+    aliases = [f"{group}={path}" for group, path in (("cls", args.cls), ("user-citation", args.user_citation),
+                                                     ("recomm", args.recomm)) if path]
+    embeddings = _embeddings(list(args.embeddings or []) + aliases)
+    output = Path(args.output) if args.output else None
+    if output is not None:
+        refuse_replacing_foreign(output, "--output", _is_results_file, "a scidocs-eval results file")
+    result = evaluate(embeddings, args.data, tasks=_tasks(args.tasks), split=args.split, missing=args.missing,
+                      task_params=_task_params(args.task_param), model=args.name, output=output,
+                      cache=not args.no_cache, dtype=args.dtype, progress=not args.quiet)
+    _print_result(result, output, ci=args.ci)
+    return 0
+
+
+def _table(args: argparse.Namespace) -> int:
+    paths: list[str] = []
+    for pattern in args.results or [f"{DEFAULT_RESULTS_DIR}/*.results.json"]:
+        found = sorted(glob.glob(str(Path(pattern) / "*.results.json"))) if Path(pattern).is_dir() else \
+            sorted(glob.glob(pattern)) or [pattern]
+        paths += found
+    if not paths:
+        raise ScidocsEvalError("no results files given or found")
+    results = [RunResult.load(p) for p in paths]
+    markdown = render_table1(results, include_paper=not args.no_paper, ci=args.ci)
+    if args.output:
+        refuse_replacing_foreign(args.output, "--output", _is_table, "a table written by scidocs-eval table")
+        write_bytes_atomically(args.output, markdown.encode("utf-8"), "--output")
+        print(f"table written to {args.output}")
+    else:
+        print(markdown, end="")
+    return 0
+
+
+def _baseline(args: argparse.Namespace) -> int:
+    check_output_file(Path(args.out_dir) / f"{args.name}.results.json", "--out-dir")
+    params = adapter_params(args, ("seed", "tune", "vectors", "citations", *MODEL_OPTIONS))
+    result = run_baseline(args.name, args.data, out_dir=args.out_dir, params=params,
+                          train_corpus=args.train_corpus, tasks=_tasks(args.tasks), split=args.split,
+                          task_params=_task_params(args.task_param), resume=args.resume,
+                          progress=not args.quiet)
+    _print_result(result, Path(args.out_dir) / f"{args.name}.results.json")
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    config = DemoConfig.scidocs(args.seed) if args.scale == "scidocs" else DemoConfig.small(args.seed)
+    suite = build_demo_suite(args.dest, config)
+    print(f"synthetic demo suite ({args.scale}, seed {args.seed}) written to {suite.root}")
+    return 0
+
+
+def _list_tasks(args: argparse.Namespace) -> int:
+    for name in task_names():
+        task = TASKS[name]
+        print(f"{name:<8} {task.embedding_group:<14} {','.join(task.metrics):<16} {task.description}")
+    return 0
+
+
+def add_commands(subparsers: argparse._SubParsersAction) -> None:
+    run = subparsers.add_parser("run", help="score an embeddings file on the SciDocs tasks",
+                                description="Score embeddings (JSON lines {paper_id, embedding}) on SciDocs.")
+    run.add_argument("--embeddings", action="append", metavar="[GROUP=]FILE",
+                     help="one embeddings file for every task, or GROUP=FILE (repeatable) for the tasks reading "
+                     f"that group ({', '.join(embedding_groups())}; `scidocs-eval tasks` lists each task's)")
+    run.add_argument("--cls", help="same as --embeddings cls=FILE: embeddings of paper_metadata_mag_mesh.json")
+    run.add_argument("--user-citation", help="same as --embeddings user-citation=FILE (view_cite_read metadata)")
+    run.add_argument("--recomm", help="same as --embeddings recomm=FILE (paper_metadata_recomm.json)")
+    _add_evaluation_options(run)
+    run.add_argument("--output", "-o", help="write the results JSON here")
+    run.add_argument("--name", help="model name shown in results and tables (default: the file's stem)")
+    run.add_argument("--dtype", choices=("float32", "float64"), default="float32",
+                     help="matrix precision (float64 keeps every digit of the file)")
+    run.add_argument("--no-cache", action="store_true", help="do not read or write the parsed-embeddings cache")
+    run.add_argument("--ci", action="store_true", help="print each metric's 95%% bootstrap interval (the results "
+                     "file always holds them)")
+    run.set_defaults(func=_run)
+
+    table = subparsers.add_parser("table", help="render Table 1 as markdown from results files")
+    table.add_argument("results", nargs="*", help=f"results files, globs or folders "
+                       f"(default: {DEFAULT_RESULTS_DIR}/*.results.json)")
+    table.add_argument("--no-paper", action="store_true", help="leave out the paper's published rows")
+    table.add_argument("--ci", action="store_true", help="show each value's 95%% bootstrap interval")
+    table.add_argument("--output", "-o", help="write the markdown here instead of printing it")
+    table.set_defaults(func=_table)
+
+    baseline = subparsers.add_parser("baseline", help="embed a suite with a model adapter and score it")
+    baseline.add_argument("name", choices=adapter_names(), metavar="NAME",
+                          help=f"one of: {', '.join(adapter_names())}")
+    _add_evaluation_options(baseline)
+    baseline.add_argument("--out-dir", default=DEFAULT_RESULTS_DIR,
+                          help="where NAME.jsonl and NAME.results.json go (default: %(default)s)")
+    baseline.add_argument("--train-corpus", help="fit on this corpus (JSON lines {paper_id,title,abstract}) "
+                          "instead of the suite's papers")
+    baseline.add_argument("--seed", type=int)
+    baseline.add_argument("--tune", action="store_true", help="tune the adapter's settings on the val split")
+    baseline.add_argument("--vectors", help="word vectors for fasttext-sum/sif (.vec/.bin file, or 'glove')")
+    baseline.add_argument("--citations", help="citation edges (TSV citing<TAB>cited) for sgc")
+    add_model_options(baseline)
+    baseline.add_argument("--resume", action="store_true", help="keep papers already in NAME.jsonl")
+    baseline.set_defaults(func=_baseline)
+
+    demo = subparsers.add_parser("demo", help="write a SYNTHETIC demo suite in the official layout")
+    demo.add_argument("dest")
+    demo.add_argument("--scale", choices=("small", "scidocs"), default="small")
+    demo.add_argument("--seed", type=int, default=0)
+    demo.set_defaults(func=_demo)
+
+    tasks = subparsers.add_parser("tasks", help="list the registered tasks")
+    tasks.set_defaults(func=_list_tasks)
+
+
+COMMANDS.register(CommandGroup("core", add_commands))

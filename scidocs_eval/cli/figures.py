@@ -1,0 +1,123 @@
+"""plot (figure2, results, training) and report: pictures of results and a static HTML leaderboard.
+
+`plot --embeddings ...` is `plot figure2 --embeddings ...` (the paper's Figure 2), so the short form works too.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import orjson
+
+from scidocs_eval.cli.options import COMMANDS, CommandGroup
+from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.formats.safe_output import write_bytes_atomically
+
+FIGURE2_REQUIRED = ("embeddings", "task", "out")
+
+
+def _figure2(args: argparse.Namespace) -> int:
+    from scidocs_eval.data.resolve import resolve_suite
+    from scidocs_eval.leaderboard.figures import ProjectionClusters, draw_figure2, figure2, save_figure
+
+    absent = [f"--{name}" for name in FIGURE2_REQUIRED if not getattr(args, name)]
+    if absent:
+        raise ScidocsEvalError(f"plot figure2 needs {', '.join(absent)} (or use `plot results` / `plot training`)")
+    clusters = ProjectionClusters(perplexity=args.perplexity, metric=args.metric, eps_scale=args.eps_scale,
+                                  min_samples=args.min_samples, seed=args.seed)
+    result = figure2(args.embeddings, resolve_suite(args.data), args.task, names=args.name, split=args.split,
+                     sample=args.sample, seed=args.seed, clusters=clusters, progress=not args.quiet)
+    out = save_figure(draw_figure2(result), args.out)
+    print("\n".join(result.lines()))
+    print(f"figure written to {out}")
+    if args.json:
+        write_bytes_atomically(args.json, orjson.dumps(result.summary(), option=orjson.OPT_INDENT_2), "--json")
+        print(f"numbers written to {args.json}")
+    return 0
+
+
+def _results_chart(args: argparse.Namespace) -> int:
+    from scidocs_eval.leaderboard.figures import draw_results, save_figure
+    from scidocs_eval.leaderboard.runs import load_runs
+
+    out = save_figure(draw_results(load_runs(args.results)), args.out)
+    print(f"chart of {len(args.results)} results file(s) written to {out}")
+    return 0
+
+
+def _training(args: argparse.Namespace) -> int:
+    from scidocs_eval.leaderboard.figures import draw_training, save_figure
+
+    out = save_figure(draw_training(args.run_dir), args.out)
+    print(f"training curves written to {out}")
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    from scidocs_eval.leaderboard.report import write_report
+    from scidocs_eval.leaderboard.runs import load_runs
+
+    page = write_report(load_runs(args.results), args.out, include_paper=args.paper_rows, figures=args.figures,
+                        title=args.title)
+    print(f"leaderboard written to {page} (open it in a browser: file://{page.resolve()})")
+    return 0
+
+
+def _add_figure2_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--embeddings", action="append", metavar="FILE",
+                        help="an embeddings file (JSON lines); repeat for one panel each, side by side")
+    parser.add_argument("--name", action="append", help="panel title per --embeddings (default: the file's stem)")
+    parser.add_argument("--data", help="suite directory, or 'demo' (default: $SCIDOCS_EVAL_DATA or the data dir)")
+    parser.add_argument("--task", help="classification task whose papers and classes are shown: mag, mesh, ...")
+    parser.add_argument("--split", choices=("train", "val", "test"), default="test")
+    parser.add_argument("--sample", type=int, default=3000, help="papers drawn at random (default: %(default)s)")
+    parser.add_argument("--seed", type=int, default=0, help="seeds the sample and t-SNE (default: %(default)s)")
+    parser.add_argument("--perplexity", type=float, default=30.0, help="t-SNE perplexity (default: %(default)s)")
+    parser.add_argument("--metric", choices=("euclidean", "cosine"), default="euclidean",
+                        help="t-SNE's distance between embeddings (default: %(default)s)")
+    parser.add_argument("--eps-scale", type=float, default=1.0,
+                        help="DBSCAN eps as a multiple of the median distance to the MIN_SAMPLES-th nearest "
+                             "neighbour in the projection (default: %(default)s; see docs/figures.md)")
+    parser.add_argument("--min-samples", type=int, default=10, help="DBSCAN min_samples (default: %(default)s)")
+    parser.add_argument("--out", "-o", help="image to write: .png, .svg or .pdf")
+    parser.add_argument("--json", help="also write the numbers (homogeneity, completeness, settings) here")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
+def add_commands(subparsers: argparse._SubParsersAction) -> None:
+    plot = subparsers.add_parser(
+        "plot", help="draw Figure 2 of the paper, result charts or training curves",
+        description="plot figure2 (also plain `plot --embeddings ...`): t-SNE of a classification task's papers, "
+                    "one panel per embeddings file, DBSCAN homogeneity/completeness. plot results: grouped bars "
+                    "per task. plot training: loss curves of a `train specter` run.")
+    _add_figure2_options(plot)
+    plot.set_defaults(func=_figure2)
+    kinds = plot.add_subparsers(dest="plot_kind", metavar="{figure2,results,training}")
+
+    figure = kinds.add_parser("figure2", help="the paper's Figure 2 (t-SNE + DBSCAN scores)",
+                              description="The paper's Figure 2 for each embeddings file over the same sample.")
+    _add_figure2_options(figure)
+    figure.set_defaults(func=_figure2)
+
+    results = kinds.add_parser("results", help="grouped bars per task for several results files")
+    results.add_argument("results", nargs="+", help="results files (*.results.json)")
+    training = kinds.add_parser("training", help="training and validation loss of a `train specter` run")
+    training.add_argument("run_dir", help="the --out folder of `scidocs-eval train specter`")
+    for parser, func in ((results, _results_chart), (training, _training)):
+        parser.add_argument("--out", "-o", required=True, help="image to write: .png, .svg or .pdf")
+        parser.set_defaults(func=func)
+
+    report = subparsers.add_parser(
+        "report", help="write a static HTML leaderboard (SITE/index.html) from results files",
+        description="Table 1 with our rows and the paper's (sortable, best marked, provenance per row), the result "
+                    "chart and Figure 2 images, in a folder that works offline from file://.")
+    report.add_argument("results", nargs="+", help="results files (*.results.json)")
+    report.add_argument("--out", "-o", required=True, help="site folder (new, empty, or a previous report's)")
+    report.add_argument("--paper-rows", action=argparse.BooleanOptionalAction, default=True,
+                        help="include the paper's published rows (default: yes)")
+    report.add_argument("--figures", nargs="+", default=[], metavar="IMAGE", help="images (.png, .svg) to show")
+    report.add_argument("--title", default="SciDocs leaderboard", help="the page's title")
+    report.set_defaults(func=_report)
+
+
+COMMANDS.register(CommandGroup("figures", add_commands))

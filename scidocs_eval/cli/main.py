@@ -1,0 +1,43 @@
+"""The `scidocs-eval` command: a thin layer over the Python API; its commands come from the COMMANDS registry."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+from scidocs_eval.cli.options import COMMANDS
+from scidocs_eval.cli.quiet import quiet_mode
+from scidocs_eval.errors import ScidocsEvalError, describe_error
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="scidocs-eval", description="Evaluate scientific-document embeddings on the SciDocs benchmark.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log what is being done")
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for _, group in COMMANDS.items():
+        group.add_commands(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; every error of the user's input or files is one line on stderr and exit status 2."""
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                            format="%(levelname)s %(message)s")
+        with quiet_mode(getattr(args, "quiet", False)):
+            return int(args.func(args) or 0)
+    except (ScidocsEvalError, OSError) as error:
+        print(f"scidocs-eval: error: {describe_error(error)}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("scidocs-eval: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,84 @@
+"""embed, train: embed papers outside a suite with a transformer adapter; train SPECTER on citation triplets."""
+
+from __future__ import annotations
+
+import argparse
+
+from scidocs_eval.cli.options import COMMANDS, CommandGroup, adapter_params, add_model_options
+from scidocs_eval.formats.corpus import read_papers
+from scidocs_eval.formats.safe_output import check_output_file, refuse_existing
+from scidocs_eval.models.adapter import adapter_names, get_adapter
+from scidocs_eval.models.baseline import write_embeddings
+
+
+def _embed(args: argparse.Namespace) -> int:
+    check_output_file(args.out, "--out")
+    if not (args.resume or args.overwrite):
+        refuse_existing(args.out, "--out", "give --overwrite to replace it, or --resume to add the papers it lacks")
+    adapter = get_adapter(args.adapter, **adapter_params(args))
+    papers = read_papers(args.metadata)
+    path = write_embeddings(adapter, papers, args.out, resume=args.resume, progress=not args.quiet)
+    print(f"{len(papers)} papers embedded with {args.adapter} into {path}")
+    return 0
+
+
+def _train_specter(args: argparse.Namespace) -> int:
+    from scidocs_eval.training.specter import is_main_process, train_specter
+
+    history = train_specter(args.data_dir, args.out, base_model=args.base_model, epochs=args.epochs,
+                            learning_rate=args.lr, weight_decay=args.weight_decay, warmup_fraction=args.warmup,
+                            max_length=args.max_length, batch_size=args.batch_size,
+                            effective_batch_size=args.effective_batch_size, checkpoint_every=args.checkpoint_every,
+                            seed=args.seed, device=args.device, resume=args.resume, progress=not args.quiet)
+    if not is_main_process():
+        return 0
+    for epoch, loss in sorted(history.val_loss.items()):
+        print(f"epoch {epoch}: validation loss {loss:.4f}")
+    if history.step_seconds:
+        print(f"{history.step_triplets} triplets trained at {history.step_triplets / history.step_seconds:.2f} "
+              "triplets/s")
+    print(f"model written to {args.out} (use: scidocs-eval baseline specter --model {args.out})")
+    return 0
+
+
+def add_commands(subparsers: argparse._SubParsersAction) -> None:
+    embed = subparsers.add_parser("embed", help="embed papers from a metadata file into JSON lines",
+                                  description="Embed papers (official metadata {id: {title, abstract}} or JSON "
+                                  "lines {paper_id, title, abstract}) into the official embeddings format.")
+    embed.add_argument("--metadata", required=True, help="the papers to embed")
+    embed.add_argument("--out", required=True, help="embeddings file to write (JSON lines)")
+    embed.add_argument("--adapter", default="specter", choices=adapter_names(), metavar="NAME",
+                       help="model adapter (default: %(default)s; 'transformer' for any checkpoint)")
+    add_model_options(embed)
+    embed.add_argument("--resume", action="store_true", help="keep papers already in --out")
+    embed.add_argument("--overwrite", action="store_true", help="replace --out if it exists (without this or "
+                       "--resume, an existing non-empty --out is an error)")
+    embed.add_argument("--quiet", action="store_true", help="no progress bar")
+    embed.set_defaults(func=_embed)
+
+    train = subparsers.add_parser("train", help="train a model (specter: citation-triplet fine-tuning)")
+    models = train.add_subparsers(dest="model_kind", required=True, metavar="MODEL")
+    specter = models.add_parser("specter", help="fine-tune a transformer with SPECTER's triplet objective",
+                                description="Train SPECTER from the official training files (data.json, "
+                                "metadata.json, train.txt, val.txt). Several GPUs: torchrun --nproc-per-node N "
+                                "-m scidocs_eval.cli train specter ...")
+    specter.add_argument("--data-dir", required=True, help="folder with data.json, metadata.json, train.txt, val.txt")
+    specter.add_argument("--out", required=True, help="output folder (a transformers checkpoint, plus checkpoints/)")
+    specter.add_argument("--base-model", default="allenai/scibert_scivocab_uncased",
+                         help="checkpoint to start from (default: %(default)s)")
+    specter.add_argument("--epochs", type=int, default=2)
+    specter.add_argument("--lr", type=float, default=2e-5)
+    specter.add_argument("--weight-decay", type=float, default=0.01)
+    specter.add_argument("--warmup", type=float, default=0.1, help="fraction of steps of linear warm-up")
+    specter.add_argument("--max-length", type=int, default=256)
+    specter.add_argument("--batch-size", type=int, default=4, help="triplets per forward pass and device")
+    specter.add_argument("--effective-batch-size", type=int, default=32, help="triplets per optimizer step")
+    specter.add_argument("--checkpoint-every", type=int, default=500, help="optimizer steps between checkpoints")
+    specter.add_argument("--seed", type=int, default=0)
+    specter.add_argument("--device")
+    specter.add_argument("--resume", action="store_true", help="continue from the latest checkpoint in --out")
+    specter.add_argument("--quiet", action="store_true", help="no progress bar")
+    specter.set_defaults(func=_train_specter)
+
+
+COMMANDS.register(CommandGroup("transformers", add_commands))

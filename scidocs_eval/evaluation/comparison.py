@@ -1,0 +1,299 @@
+"""`compare(a, b, ...)`: is model B really better than model A on SciDocs?
+
+For every task and metric both results scored, on the items both share (queries, test papers, impressions;
+they must be the same items): the difference B − A of the printed metrics, its 95% paired-bootstrap interval,
+the p-value of a paired randomization test (recommendation: a two-level bootstrap test over impressions and
+seeds), the p-value after Holm's correction over all the metrics of the
+comparison, and a verdict. The statistics are `scidocs_eval.evaluation.significance`'s; docs/significance.md says which
+test and resampling unit each metric uses.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+
+from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.evaluation.results import RunResult
+from scidocs_eval.evaluation.significance import CONFIDENCE, RESAMPLES, ItemMetric, holm, task_metrics
+from scidocs_eval.formats.safe_output import write_bytes_atomically
+from scidocs_eval.progress import progress_bar
+
+ALPHA = 0.05
+COMPARISON_FORMAT = "scidocs-eval-compare/1"
+UNIT_NAMES = {"query": "queries", "paper": "papers", "impression": "impressions"}
+ResultSource = RunResult | str | os.PathLike[str]
+
+
+@dataclass(frozen=True)
+class MetricComparison:
+    """One task's metric, B against A: values ×100 as printed; `n` shared items of `unit`."""
+
+    task: str
+    metric: str
+    value_a: float
+    value_b: float
+    delta: float
+    ci_low: float
+    ci_high: float
+    p_value: float
+    p_holm: float
+    n: int
+    unit: str
+    verdict: str
+
+
+@dataclass
+class PairComparison:
+    """Every metric of one result (`model`) against the baseline; `skipped`: task -> why not compared."""
+
+    baseline: str
+    model: str
+    rows: list[MetricComparison]
+    skipped: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Comparison:
+    """What `compare` returns: one PairComparison per result after the first (each against the first)."""
+
+    pairs: list[PairComparison]
+    split: str
+    resamples: int
+    seed: int
+    alpha: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: settings, and per pair `results[task][metric]` = delta, ci_low, ci_high, p_value, p_holm,
+        n, ... (see MetricComparison)."""
+        return {"format": COMPARISON_FORMAT, "split": self.split, "resamples": self.resamples, "seed": self.seed,
+                "alpha": self.alpha, "confidence": CONFIDENCE, "correction": "holm",
+                "comparisons": [{"baseline": pair.baseline, "model": pair.model, "skipped": pair.skipped,
+                                 "results": _nested(pair.rows)} for pair in self.pairs]}
+
+    def format_table(self) -> str:
+        """Plain text for the terminal: one block per pair, one line per metric."""
+        blocks = []
+        for pair in self.pairs:
+            header = (f"A = {pair.baseline}\nB = {pair.model}\nsplit {self.split}; {self.resamples} resamples, "
+                      f"seed {self.seed}; Holm correction over {len(pair.rows)} metrics, alpha {self.alpha}")
+            lines = [header, f"{'task':<8} {'metric':<9} {'A':>7} {'B':>7} {'B-A':>7}  {'95% CI of B-A':<18} "
+                             f"{'p':>7} {'p Holm':>7}  {'shared items':<17} verdict"]
+            for row in pair.rows:
+                shared = f"{row.n} {UNIT_NAMES.get(row.unit, row.unit)}"
+                lines.append(f"{row.task:<8} {row.metric:<9} {row.value_a:>7.2f} {row.value_b:>7.2f} "
+                             f"{row.delta:>+7.2f}  {_interval(row):<18} {_p(row.p_value):>7} "
+                             f"{_p(row.p_holm):>7}  {shared:<17} {row.verdict}")
+            lines += [f"{task:<8} not compared: {why}" for task, why in pair.skipped.items()]
+            blocks.append("\n".join(lines))
+        return "\n\n".join(blocks)
+
+    def format_markdown(self) -> str:
+        """Markdown: one table per pair; with several pairs, a summary table of every model's values with
+        ▲ / ▼ where it is significantly better / worse than the baseline (after Holm)."""
+        blocks = []
+        for pair in self.pairs:
+            lines = [f"**{pair.model}** vs **{pair.baseline}** (split {self.split}, {self.resamples} resamples, "
+                     f"Holm over {len(pair.rows)} metrics, alpha {self.alpha})", "",
+                     "| Task | Metric | A | B | B − A | 95% CI | p | p (Holm) | Shared items | Verdict |",
+                     "|---|---|---|---|---|---|---|---|---|---|"]
+            lines += [f"| {r.task} | {r.metric} | {r.value_a:.2f} | {r.value_b:.2f} | {r.delta:+.2f} | "
+                      f"{_interval(r)} | {_p(r.p_value)} | {_p(r.p_holm)} | {r.n} {UNIT_NAMES.get(r.unit, r.unit)}"
+                      f" | {r.verdict} |" for r in pair.rows]
+            lines += [f"- {task}: not compared ({why})" for task, why in pair.skipped.items()]
+            blocks.append("\n".join(lines))
+        if len(self.pairs) > 1:
+            blocks.append(self._summary_markdown())
+        return "\n\n".join(blocks) + "\n"
+
+    def _summary_markdown(self) -> str:
+        columns = list(dict.fromkeys((r.task, r.metric) for pair in self.pairs for r in pair.rows))
+        lines = ["| Model | " + " | ".join(f"{task} {metric}" for task, metric in columns) + " |",
+                 "|---|" + "---|" * len(columns)]
+        baseline_values = {(r.task, r.metric): r.value_a for pair in self.pairs for r in pair.rows}
+        lines.append(f"| {self.pairs[0].baseline} (baseline) | "
+                     + " | ".join(f"{baseline_values[c]:.2f}" for c in columns) + " |")
+        marks = {"better": " ▲", "worse": " ▼"}
+        for pair in self.pairs:
+            rows = {(r.task, r.metric): r for r in pair.rows}
+            cells = [f"{rows[c].value_b:.2f}{marks.get(rows[c].verdict, '')}" if c in rows else "—" for c in columns]
+            lines.append(f"| {pair.model} | " + " | ".join(cells) + " |")
+        lines += ["", f"▲ / ▼: significantly better / worse than {self.pairs[0].baseline} (paired test, "
+                      f"Holm-corrected p < {self.alpha}; docs/significance.md)."]
+        return "\n".join(lines)
+
+
+def _nested(rows: list[MetricComparison]) -> dict[str, dict[str, dict[str, Any]]]:
+    nested: dict[str, dict[str, dict[str, Any]]] = {}
+    for row in rows:
+        values = {k: v for k, v in asdict(row).items() if k not in ("task", "metric")}
+        nested.setdefault(row.task, {})[row.metric] = values
+    return nested
+
+
+def _interval(row: MetricComparison) -> str:
+    return f"[{row.ci_low:+.2f}, {row.ci_high:+.2f}]"
+
+
+def _p(value: float) -> str:
+    return "<0.0001" if value < 1e-4 else f"{value:.4f}"
+
+
+def _load(source: ResultSource) -> tuple[str, RunResult]:
+    """(label naming the result in messages and tables, the result)."""
+    if isinstance(source, RunResult):
+        return source.model, source
+    result = RunResult.load(source)
+    return f"{result.model} ({source})", result
+
+
+def check_comparable(a: RunResult, label_a: str, b: RunResult, label_b: str) -> None:
+    """Refuse results computed on different splits or different suite files."""
+    split_a, split_b = a.settings.get("split", "test"), b.settings.get("split", "test")
+    if split_a != split_b:
+        raise ScidocsEvalError(f"cannot compare: different splits ({label_a}: {split_a}, {label_b}: {split_b})")
+    files_a, files_b = a.fingerprints.get("data", {}), b.fingerprints.get("data", {})
+    differing = sorted(f for f in set(files_a) & set(files_b) if files_a[f] != files_b[f])
+    if differing:
+        shown = ", ".join(f"{f} (sha256 {files_a[f][:12]}… vs {files_b[f][:12]}…)" for f in differing[:3])
+        more = f" and {len(differing) - 3} more" if len(differing) > 3 else ""
+        raise ScidocsEvalError(f"cannot compare: {label_a} and {label_b} were computed on different suite files: "
+                               f"{shown}{more} differ")
+
+
+def aligned_metrics(task: str, a: RunResult, label_a: str, b: RunResult, label_b: str
+                    ) -> dict[str, tuple[ItemMetric, ItemMetric]]:
+    """metric -> (A's estimator, B's estimator on A's item order), for the metrics both report.
+
+    Raises when a result has no per-item data, when a recomputed metric differs from the printed one, or when
+    the two results' items are not the same.
+    """
+    metrics = [m for m in a.tasks[task].metrics if m in b.tasks[task].metrics]
+    estimators = []
+    for label, result in ((label_a, a), (label_b, b)):
+        items = result.tasks[task].items
+        if not items:
+            raise ScidocsEvalError(f"{label}: task {task} has no per-item results (written by an older "
+                                   "scidocs-eval); run the evaluation again to compare it")
+        per_metric = task_metrics(items, metrics)
+        for metric, estimator in per_metric.items():
+            printed = result.tasks[task].metrics[metric]
+            if estimator.value() != printed:
+                raise ScidocsEvalError(f"{label}: task {task}: {metric} recomputed from the per-item results is "
+                                       f"{estimator.value():.2f}, but the file says {printed:.2f}; the file is "
+                                       "inconsistent (edited?)")
+        estimators.append((items["unit"], per_metric))
+    (unit_a, mine), (unit_b, theirs) = estimators
+    if unit_a != unit_b:
+        raise ScidocsEvalError(f"cannot compare task {task}: {label_a} has per-{unit_a} results, {label_b} "
+                               f"per-{unit_b}")
+    ids_a, ids_b = a.tasks[task].items["ids"], b.tasks[task].items["ids"]
+    order = _alignment(task, UNIT_NAMES.get(unit_a, unit_a), ids_a, label_a, ids_b, label_b)
+    if len(order) < 2:
+        raise ScidocsEvalError(f"cannot compare task {task}: {len(order)} {UNIT_NAMES.get(unit_a, unit_a)} "
+                               "shared; a paired test needs at least 2")
+    return {m: (mine[m], theirs[m].reordered(order)) for m in metrics}
+
+
+def _alignment(task: str, unit: str, ids_a: list[str], label_a: str, ids_b: list[str], label_b: str
+               ) -> np.ndarray:
+    """Indices into `ids_b` that put B's items in A's order."""
+    if ids_a == ids_b:
+        return np.arange(len(ids_b))
+    shared = set(ids_a) & set(ids_b)
+    if len(shared) == len(ids_a) == len(ids_b) == len(set(ids_a)) == len(set(ids_b)):
+        position = {item: i for i, item in enumerate(ids_b)}
+        return np.array([position[item] for item in ids_a], dtype=np.int64)
+    only_a = next((i for i in ids_a if i not in shared), None)
+    example = f"e.g. {only_a!r} only in A" if only_a is not None else "repeated ids in a different order"
+    raise ScidocsEvalError(f"cannot compare task {task}: the {unit} differ ({label_a}: {len(ids_a)}, {label_b}: "
+                           f"{len(ids_b)}, {len(shared)} shared; {example}); both must be scored on the same "
+                           f"{unit} (a query without an embedding is left out of the run)")
+
+
+def _verdict(delta: float, ci: tuple[float, float], p_holm: float, alpha: float) -> str:
+    if p_holm >= alpha:
+        return "no significant difference"
+    direction = delta if delta != 0 else ci[0] + ci[1]
+    return "better" if direction > 0 else "worse"
+
+
+def compare_pair(a: RunResult, label_a: str, b: RunResult, label_b: str, resamples: int = RESAMPLES,
+                 seed: int = 0, alpha: float = ALPHA, progress: bool = True) -> PairComparison:
+    """Every metric of `b` against `a` (see `compare`)."""
+    check_comparable(a, label_a, b, label_b)
+    shared = [t for t in a.tasks if t in b.tasks]
+    skipped = {t: f"only in {label_a if t in a.tasks else label_b}"
+               for t in list(a.tasks) + list(b.tasks) if t not in shared}
+    if not shared:
+        raise ScidocsEvalError(f"cannot compare: {label_a} and {label_b} have no task in common")
+    pairs = {(task, metric): estimators for task in shared
+             for metric, estimators in aligned_metrics(task, a, label_a, b, label_b).items()}
+    raw = []
+    with progress_bar(enabled=progress, total=len(pairs), desc="compare", unit="metric") as bar:
+        for (task, metric), (mine, theirs) in pairs.items():
+            try:
+                raw.append((task, metric, mine, *mine.paired_test(theirs, resamples, seed)))
+            except ScidocsEvalError as error:
+                raise ScidocsEvalError(f"cannot compare task {task} of {label_a} and {label_b}: {error}") from None
+            bar.update(1)
+    adjusted = holm(np.array([r[-1] for r in raw]))
+    rows = []
+    for (task, metric, mine, ci, p_value), p_holm in zip(raw, adjusted):
+        value_a, value_b = a.tasks[task].metrics[metric], b.tasks[task].metrics[metric]
+        delta = round(value_b - value_a, 2)
+        rows.append(MetricComparison(task, metric, value_a, value_b, delta, round(ci[0], 2), round(ci[1], 2),
+                                     p_value, float(p_holm), len(mine.ids), mine.unit,
+                                     _verdict(delta, ci, float(p_holm), alpha)))
+    return PairComparison(label_a, label_b, rows, skipped)
+
+
+def compare(baseline: ResultSource, *others: ResultSource, resamples: int = RESAMPLES, seed: int = 0,
+            alpha: float = ALPHA, progress: bool = True) -> Comparison:
+    """Compare results against a baseline: each of `others` (B, C, ...) against `baseline` (A).
+
+    Args:
+        baseline, others: RunResults or paths of results JSON files, scored on the same suite files and split.
+        resamples: bootstrap resamples and random permutations per metric.
+        seed: seeds the resampling (the same seed gives the same intervals and p-values).
+        alpha: significance level of the verdicts, applied to Holm-corrected p-values.
+
+    Returns:
+        a Comparison; `comparison.pairs[i].rows` holds per task and metric delta (×100), ci_low, ci_high,
+        p_value, p_holm, n (shared items) and verdict.
+
+    Raises:
+        ScidocsEvalError: different splits or suite files, items that do not match, results without per-item
+            data, or fewer than two results.
+    """
+    if not others:
+        raise ScidocsEvalError("compare needs at least two results (a baseline and one to compare with it)")
+    if resamples < 1:
+        raise ScidocsEvalError(f"resamples must be at least 1, got {resamples}")
+    label_a, a = _load(baseline)
+    pairs = []
+    for source in others:
+        label_b, b = _load(source)
+        pairs.append(compare_pair(a, label_a, b, label_b, resamples, seed, alpha, progress))
+    return Comparison(pairs, a.settings.get("split", "test"), resamples, seed, alpha)
+
+
+def write_json(comparison: Comparison, path: str | os.PathLike[str]) -> Path:
+    """Write `comparison.to_dict()` as JSON to `path`; an existing file is replaced only if compare wrote it."""
+    path = Path(path)
+    if path.exists():
+        try:
+            written_by_us = orjson.loads(path.read_bytes()).get("format") == COMPARISON_FORMAT
+        except (orjson.JSONDecodeError, AttributeError, OSError):
+            written_by_us = False
+        if not written_by_us:
+            raise ScidocsEvalError(f"{path} exists and was not written by scidocs-eval compare; not overwriting "
+                                   "it (give another path, or move it away)")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_bytes_atomically(path, orjson.dumps(comparison.to_dict(), option=orjson.OPT_INDENT_2), "--json")
+    return path

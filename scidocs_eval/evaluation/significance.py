@@ -1,0 +1,434 @@
+"""Confidence intervals and paired significance tests from the per-item results each task keeps.
+
+Each task's `TaskResult.items` holds what its metrics average (see docs/significance.md):
+
+- ranking, unit "query": per query the value of each metric (`{"ids", "map": [...], "ndcg": [...]}`); the
+  metric is their mean ×100.
+- classification, unit "paper": per test paper the gold label and the prediction (`{"ids", "gold",
+  "predicted"}`); the metric is macro F1 ×100, recomputed on every resample.
+- recommendation, unit "impression": per test impression its propensity weight and, per ranker seed, its nDCG
+  and P@1 terms (`{"ids", "weight", "seeds", "adj-NDCG": [[...] per seed], "adj-P@1": [...]}`); per seed the
+  metric is the weighted mean of the terms, and the reported metric is the mean over seeds.
+
+`ItemMetric.from_items` builds the right estimator; it recomputes the printed metric (`value`), a bootstrap
+interval (`interval`), and against another run on the same items a paired-bootstrap interval of the difference
+(`paired_interval`) and a paired test (`paired_p_value`: randomization; recomm: two-level bootstrap).
+All values are ×100 like the metrics.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.evaluation.metrics import macro_f1, percent
+
+CONFIDENCE = 0.95
+RESAMPLES = 10_000
+"""Default number of bootstrap resamples and of random permutations."""
+BATCH = 500
+"""Resamples processed at once: bounds memory at BATCH × n_items values per array."""
+
+
+def _percentile_interval(samples: np.ndarray, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    tail = 50 * (1 - confidence)
+    low, high = np.percentile(samples, [tail, 100 - tail])
+    return float(low), float(high)
+
+
+def _two_sided_p(null: np.ndarray, observed: float, exact: bool = False) -> float:
+    """Share of the null distribution at least as extreme as `observed` (absolute value); Monte Carlo
+    p-values count the observed arrangement too, (1 + hits) / (1 + resamples), so they are never 0."""
+    tolerance = 1e-12 * max(1.0, abs(observed))
+    hits = int(np.sum(np.abs(null) >= abs(observed) - tolerance))
+    return hits / len(null) if exact else (1 + hits) / (1 + len(null))
+
+
+def _coin_flips(rng: np.random.Generator, resamples: int, n: int) -> np.ndarray:
+    """(resamples, n) float64 of 0/1, each entry independent with probability 1/2 (8 per random byte)."""
+    random_bytes = rng.integers(0, 256, size=(resamples, (n + 7) // 8), dtype=np.uint8)
+    return np.unpackbits(random_bytes, axis=1, count=n).astype(np.float64)
+
+
+def _sign_flips(rng: np.random.Generator, resamples: int, n: int) -> np.ndarray:
+    """(resamples, n) float64 of ±1, each entry independent with probability 1/2."""
+    return 2 * _coin_flips(rng, resamples, n) - 1
+
+
+def _batches(resamples: int) -> list[int]:
+    return [min(BATCH, resamples - start) for start in range(0, resamples, BATCH)]
+
+
+class ItemMetric(ABC):
+    """One metric of one task as a function of its items (`ids`, in a fixed order)."""
+
+    unit: str
+
+    def __init__(self, ids: list[str]):
+        self.ids = list(ids)
+
+    @classmethod
+    def from_items(cls, items: Mapping[str, Any], metric: str) -> ItemMetric:
+        """The estimator of `metric` for a task's `items` (dispatch on `items["unit"]`)."""
+        kinds: dict[str, type[ItemMetric]] = {"query": MeanItems, "paper": MacroF1Items,
+                                              "impression": PropensityItems}
+        unit = items.get("unit")
+        if unit not in kinds:
+            raise ScidocsEvalError(f"per-item results of unknown unit {unit!r}")
+        return kinds[unit].build(items, metric)
+
+    @classmethod
+    @abstractmethod
+    def build(cls, items: Mapping[str, Any], metric: str) -> ItemMetric:
+        """The estimator of `metric` from `items`."""
+
+    @abstractmethod
+    def reordered(self, order: np.ndarray) -> ItemMetric:
+        """The same metric on the items taken in `order` (indices into `ids`)."""
+
+    @abstractmethod
+    def value(self) -> float:
+        """The metric as the task prints it (×100, rounded to 2 decimals)."""
+
+    @abstractmethod
+    def interval(self, resamples: int = RESAMPLES, seed: int = 0) -> tuple[float, float]:
+        """95% bootstrap interval of the metric (×100)."""
+
+    @abstractmethod
+    def paired_interval(self, other: ItemMetric, resamples: int = RESAMPLES, seed: int = 0
+                        ) -> tuple[float, float]:
+        """95% paired-bootstrap interval of other − self (×100); both on the same items, same order."""
+
+    @abstractmethod
+    def paired_p_value(self, other: ItemMetric, resamples: int = RESAMPLES, seed: int = 0) -> float:
+        """Two-sided p-value of a paired test of other − self = 0 (see each class)."""
+
+    def paired_test(self, other: ItemMetric, resamples: int = RESAMPLES, seed: int = 0
+                    ) -> tuple[tuple[float, float], float]:
+        """(`paired_interval`, `paired_p_value`) of other against self."""
+        return self.paired_interval(other, resamples, seed), self.paired_p_value(other, resamples, seed)
+
+
+class MeanItems(ItemMetric):
+    """A metric that is the mean of per-item values (ranking MAP and nDCG per query).
+
+    Args:
+        ids: (n,) item ids.
+        values: (n,) per-item values in [0, 1].
+    """
+
+    unit = "query"
+
+    def __init__(self, ids: list[str], values: np.ndarray):
+        super().__init__(ids)
+        self.values = np.asarray(values, dtype=np.float64)
+
+    @classmethod
+    def build(cls, items: Mapping[str, Any], metric: str) -> MeanItems:
+        return cls(items["ids"], items[metric])
+
+    def reordered(self, order: np.ndarray) -> MeanItems:
+        return MeanItems([self.ids[i] for i in order], self.values[order])
+
+    def value(self) -> float:
+        return percent(float(np.mean(self.values))) if len(self.values) else 0.0
+
+    def interval(self, resamples: int = RESAMPLES, seed: int = 0) -> tuple[float, float]:
+        return _scipy_bootstrap((100 * self.values,), _mean, resamples, seed)
+
+    def paired_interval(self, other: ItemMetric, resamples: int = RESAMPLES, seed: int = 0
+                        ) -> tuple[float, float]:
+        return _scipy_bootstrap((100 * self._differences(other),), _mean, resamples, seed)
+
+    def paired_p_value(self, other: ItemMetric, resamples: int = RESAMPLES, seed: int = 0) -> float:
+        """Sign-flip test of the mean per-item difference: exact (all 2^n flips, by scipy) when 2^n ≤
+        `resamples`, else `resamples` random flips (vectorised numpy)."""
+        differences = self._differences(other)
+        n = len(differences)
+        if n < 63 and 2 ** n <= resamples:
+            return float(stats.permutation_test((differences,), _mean, permutation_type="samples",
+                                                n_resamples=resamples, vectorized=True).pvalue)
+        rng = np.random.default_rng(seed)
+        # Σ sᵢdᵢ with sᵢ = 2bᵢ − 1: one matrix product with the coin flips b
+        null = np.concatenate([2 * (_coin_flips(rng, size, n) @ differences) - differences.sum()
+                               for size in _batches(resamples)])
+        return _two_sided_p(null, float(differences.sum()))
+
+    def _differences(self, other: ItemMetric) -> np.ndarray:
+        assert isinstance(other, MeanItems)
+        return other.values - self.values
+
+
+def _mean(values: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.mean(values, axis=axis)
+
+
+def _scipy_bootstrap(data: tuple[np.ndarray, ...], statistic: Callable[..., np.ndarray], resamples: int,
+                     seed: int) -> tuple[float, float]:
+    """Percentile bootstrap interval by `scipy.stats.bootstrap`, items resampled jointly across `data`."""
+    result = stats.bootstrap(data, statistic, n_resamples=resamples, confidence_level=CONFIDENCE,
+                             method="percentile", paired=len(data) > 1, vectorized=True, batch=BATCH,
+                             rng=np.random.default_rng(seed))
+    interval = result.confidence_interval
+    return float(interval.low), float(interval.high)
+
+
+class MacroF1Items(ItemMetric):
+    """Macro F1 over per-paper gold labels and predictions (MAG, MeSH).
+
+    Like scikit-learn's `f1_score(average="macro")`, the classes averaged are those present (in the gold
+    labels or the predictions) in the sample at hand; F1 of a class = 2·TP / (n_gold + n_predicted).
+
+    Resampling works on patterns: papers with the same (gold, prediction[, other prediction]) are
+    interchangeable for F1, so resampling n papers with replacement is drawing the pattern counts from a
+    multinomial. Per-class counts are then one matrix product per batch.
+
+    Args:
+        ids: (n,) paper ids.
+        gold: (n,) int class labels.
+        predicted: (n,) int predicted labels.
+    """
+
+    unit = "paper"
+
+    def __init__(self, ids: list[str], gold: np.ndarray, predicted: np.ndarray):
+        super().__init__(ids)
+        self.gold = np.asarray(gold, dtype=np.int64)
+        self.predicted = np.asarray(predicted, dtype=np.int64)
+
+    @classmethod
+    def build(cls, items: Mapping[str, Any], metric: str) -> MacroF1Items:
+        if metric != "f1":
+            raise ScidocsEvalError(f"per-paper results give macro F1, not {metric!r}")
+        return cls(items["ids"], items["gold"], items["predicted"])
+
+    def reordered(self, order: np.ndarray) -> MacroF1Items:
+        return MacroF1Items([self.ids[i] for i in order], self.gold[order], self.predicted[order])
+
+    def value(self) -> float:
+        return macro_f1(self.gold, self.predicted)
+
+    def interval(self, resamples: int = RESAMPLES, seed: int = 0) -> tuple[float, float]:
+        patterns, counts, k = _patterns(self.gold, self.predicted)
+        gold, predicted = _class_indicators(patterns[:, 0], k), _class_indicators(patterns[:, 1], k)
+        rng = np.random.default_rng(seed)
+        samples = []
+        for size in _batches(resamples):
+            drawn = rng.multinomial(len(self.gold), counts / counts.sum(), size=size).astype(np.float64)
+            samples.append(100 * _macro_from_counts(drawn @ (gold * predicted), drawn @ gold, drawn @ predicted))
+        return _percentile_interval(np.concatenate(samples))
+
+    def paired_interval(self, other: ItemMetric, resamples: int = RESAMPLES, seed: int = 0
+                        ) -> tuple[float, float]:
+        patterns, counts, k = _patterns(self.gold, self.predicted, self._check(other).predicted)
+        gold, mine, theirs = (_class_indicators(patterns[:, column], k) for column in range(3))
+        rng = np.random.default_rng(seed)
+        samples = []
+        for size in _batches(resamples):
+            drawn = rng.multinomial(len(self.gold), counts / counts.sum(), size=size).astype(np.float64)
+            n_gold = drawn @ gold
+            samples.append(100 * (_macro_from_counts(drawn @ (gold * theirs), n_gold, drawn @ theirs)
+                                  - _macro_from_counts(drawn @ (gold * mine), n_gold, drawn @ mine)))
+        return _percentile_interval(np.concatenate(samples))
+
+    def paired_p_value(self, other: ItemMetric, resamples: int = RESAMPLES, seed: int = 0) -> float:
+        """Approximate randomization test: each paper's two predictions are swapped with probability 1/2 and
+        the F1 difference recomputed; exact (every swap pattern, by scipy) when 2^n ≤ `resamples`."""
+        theirs_predicted = self._check(other).predicted
+        n = len(self.gold)
+        patterns, counts, k = _patterns(self.gold, self.predicted, theirs_predicted)
+        classes = np.unique(np.concatenate([self.gold, self.predicted, theirs_predicted]))
+        if n < 63 and 2 ** n <= resamples:
+            def statistic(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
+                gold = np.broadcast_to(np.searchsorted(classes, self.gold), a.shape)
+                return batched_macro_f1(gold, b, k) - batched_macro_f1(gold, a, k)
+            return float(stats.permutation_test(
+                (np.searchsorted(classes, self.predicted), np.searchsorted(classes, theirs_predicted)), statistic,
+                permutation_type="samples", n_resamples=resamples, vectorized=True).pvalue)
+        gold, mine, theirs = (_class_indicators(patterns[:, column], k) for column in range(3))
+        n_gold = counts @ gold
+        hits_a, predicted_a = counts @ (gold * mine), counts @ mine
+        hits_b, predicted_b = counts @ (gold * theirs), counts @ theirs
+        # swapping a paper moves A's counts by (B's indicators − A's) and B's the other way; only papers whose
+        # two predictions differ move anything
+        differs = self.predicted != theirs_predicted
+        gold_d, mine_d, theirs_d = (_class_indicators(np.searchsorted(classes, labels[differs]), k)
+                                    for labels in (self.gold, self.predicted, theirs_predicted))
+        change = np.hstack([gold_d * (theirs_d - mine_d), theirs_d - mine_d])
+        rng = np.random.default_rng(seed)
+        null = []
+        for size in _batches(resamples):
+            moved = _coin_flips(rng, size, len(change)) @ change
+            null.append(_macro_from_counts(hits_b - moved[:, :k], n_gold, predicted_b - moved[:, k:])
+                        - _macro_from_counts(hits_a + moved[:, :k], n_gold, predicted_a + moved[:, k:]))
+        observed = float(_macro_from_counts(hits_b, n_gold, predicted_b) - _macro_from_counts(hits_a, n_gold,
+                                                                                              predicted_a))
+        return _two_sided_p(np.concatenate(null), observed)
+
+    def _check(self, other: ItemMetric) -> MacroF1Items:
+        assert isinstance(other, MacroF1Items)
+        if not np.array_equal(self.gold, other.gold):
+            raise ScidocsEvalError("the two results have different gold labels for the same papers")
+        return other
+
+
+def _patterns(*columns: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """(distinct rows of the label columns as class indices (m, n_columns), their counts (m,) float64, number
+    of classes k)."""
+    classes, coded = np.unique(np.concatenate(columns), return_inverse=True)
+    patterns, counts = np.unique(coded.reshape(len(columns), -1).T, axis=0, return_counts=True)
+    return patterns, counts.astype(np.float64), len(classes)
+
+
+def _class_indicators(labels: np.ndarray, k: int) -> np.ndarray:
+    """(m, k) one-hot float64 of class indices (m,)."""
+    return np.eye(k)[labels]
+
+
+def _macro_from_counts(hits: np.ndarray, n_gold: np.ndarray, predicted: np.ndarray) -> np.ndarray:
+    denominator = n_gold + predicted
+    present = denominator > 0
+    f1 = np.divide(2 * hits, denominator, out=np.zeros_like(denominator, dtype=np.float64), where=present)
+    return f1.sum(-1) / present.sum(-1)
+
+
+def batched_macro_f1(gold: np.ndarray, predicted: np.ndarray, k: int) -> np.ndarray:
+    """Macro F1 (fraction) of each row of (..., n) class indices in [0, k); shape (...)."""
+    gold, predicted = np.broadcast_arrays(np.asarray(gold), np.asarray(predicted))
+    leading = gold.shape[:-1]
+    gold2, predicted2 = gold.reshape(-1, gold.shape[-1]), predicted.reshape(-1, gold.shape[-1])
+    rows = len(gold2)
+    offsets = (np.arange(rows) * k * k)[:, None]
+    confusion = np.bincount((offsets + gold2 * k + predicted2).ravel(), minlength=rows * k * k)
+    confusion = confusion.reshape(rows, k, k)
+    hits = np.diagonal(confusion, axis1=1, axis2=2)
+    return _macro_from_counts(hits, confusion.sum(2), confusion.sum(1)).reshape(leading)
+
+
+class PropensityItems(ItemMetric):
+    """Propensity-adjusted nDCG or P@1 of the recommendation task, averaged over the ranker's seeds.
+
+    Per seed s the metric is Σᵢ wᵢ·xₛᵢ / Σᵢ wᵢ (×100, rounded to 2 decimals, as the task prints each seed);
+    the reported metric is their mean, rounded to 2 decimals.
+
+    Its noise has two sources, the impressions and the rankers' seeds, and intervals resample both: the
+    impressions with replacement (one draw shared by both runs of a paired interval) and the seeds with
+    replacement (one draw for both runs when they used the same seeds, else one each). Before the seeds are
+    resampled, each seed's deviation from the seed mean is scaled by √(S / (S − 1)), so that the resampled
+    seed variance is unbiased (a plain bootstrap of S values has (S − 1)/S of it). The paired p-value is the
+    two-level bootstrap test of the same draws: the share of resampled differences at least as far from the
+    observed difference as the observed difference is from 0 (see docs/significance.md for why not a
+    randomization test here).
+
+    Args:
+        ids: (n,) impression ids ("line:query_id" of the split's CSV).
+        weights: (n,) inverse propensity of each impression's clicked position.
+        terms: (n_seeds, n) per seed and impression the metric's term (nDCG: 1 / log2(2 + rank − 1); P@1: 0/1).
+        seeds: (n_seeds,) the rankers' seeds (default 0, 1, ...).
+    """
+
+    unit = "impression"
+
+    def __init__(self, ids: list[str], weights: np.ndarray, terms: np.ndarray, seeds: list[int] | None = None):
+        super().__init__(ids)
+        self.weights = np.asarray(weights, dtype=np.float64)
+        self.terms = np.atleast_2d(np.asarray(terms, dtype=np.float64))
+        self.seeds = list(seeds) if seeds is not None else list(range(len(self.terms)))
+        n_seeds = len(self.terms)
+        seed_mean = self.terms.mean(0)
+        scale = np.sqrt(n_seeds / (n_seeds - 1)) if n_seeds > 1 else 1.0
+        self._resampling_terms = seed_mean + scale * (self.terms - seed_mean)
+
+    @classmethod
+    def build(cls, items: Mapping[str, Any], metric: str) -> PropensityItems:
+        return cls(items["ids"], items["weight"], items[metric], items.get("seeds"))
+
+    def reordered(self, order: np.ndarray) -> PropensityItems:
+        return PropensityItems([self.ids[i] for i in order], self.weights[order], self.terms[:, order], self.seeds)
+
+    def value(self) -> float:
+        per_seed = [percent(float(self.weights @ terms / self.weights.sum())) for terms in self.terms]
+        return float(np.round(np.mean(per_seed), 2))
+
+    def _resampled_metric(self, counts: np.ndarray, seed_counts: np.ndarray) -> np.ndarray:
+        """(batch,) metric ×100 on each resample: impression counts (batch, n), seed counts (batch, n_seeds)."""
+        weighted = counts * self.weights
+        per_seed = (weighted @ self._resampling_terms.T) / weighted.sum(1, keepdims=True)
+        return 100 * np.mean(per_seed * seed_counts, axis=1)
+
+    def _seed_counts(self, rng: np.random.Generator, size: int) -> np.ndarray:
+        """(size, n_seeds) how often each seed is drawn in each resample of the seeds (with replacement)."""
+        n_seeds = len(self.terms)
+        return rng.multinomial(n_seeds, np.full(n_seeds, 1 / n_seeds), size=size)
+
+    def _resampled(self, rng: np.random.Generator, size: int) -> np.ndarray:
+        """(size, n) float64: how often each impression is drawn in each of `size` resamples of n."""
+        n = len(self.weights)
+        drawn = rng.integers(0, n, size=(size, n)) + (np.arange(size) * n)[:, None]
+        return np.bincount(drawn.ravel(), minlength=size * n).reshape(size, n).astype(np.float64)
+
+    def interval(self, resamples: int = RESAMPLES, seed: int = 0) -> tuple[float, float]:
+        rng = np.random.default_rng(seed)
+        samples = [self._resampled_metric(self._resampled(rng, size), self._seed_counts(rng, size))
+                   for size in _batches(resamples)]
+        return _percentile_interval(np.concatenate(samples))
+
+    def _paired_differences(self, other: ItemMetric, resamples: int, seed: int) -> np.ndarray:
+        """(resamples,) other − self (×100) on two-level paired resamples."""
+        assert isinstance(other, PropensityItems)
+        if not np.allclose(self.weights, other.weights, rtol=1e-12, atol=0):
+            raise ScidocsEvalError("the two results have different propensity weights for the same impressions")
+        rng = np.random.default_rng(seed)
+        samples = []
+        for size in _batches(resamples):
+            counts = self._resampled(rng, size)
+            mine = self._seed_counts(rng, size)
+            theirs = mine if other.seeds == self.seeds else other._seed_counts(rng, size)
+            samples.append(other._resampled_metric(counts, theirs) - self._resampled_metric(counts, mine))
+        return np.concatenate(samples)
+
+    def paired_interval(self, other: ItemMetric, resamples: int = RESAMPLES, seed: int = 0
+                        ) -> tuple[float, float]:
+        return _percentile_interval(self._paired_differences(other, resamples, seed))
+
+    def paired_p_value(self, other: ItemMetric, resamples: int = RESAMPLES, seed: int = 0) -> float:
+        return self.paired_test(other, resamples, seed)[1]
+
+    def paired_test(self, other: ItemMetric, resamples: int = RESAMPLES, seed: int = 0
+                    ) -> tuple[tuple[float, float], float]:
+        """Interval and p-value from one set of two-level resamples."""
+        assert isinstance(other, PropensityItems)
+        differences = self._paired_differences(other, resamples, seed)
+        observed = 100 * float((other.terms.mean(0) - self.terms.mean(0)) @ self.weights / self.weights.sum())
+        return _percentile_interval(differences), _two_sided_p(differences - observed, observed)
+
+
+def holm(p_values: np.ndarray) -> np.ndarray:
+    """Holm–Bonferroni adjusted p-values (same order as `p_values`), capped at 1."""
+    p_values = np.asarray(p_values, dtype=np.float64)
+    m = len(p_values)
+    order = np.argsort(p_values, kind="stable")
+    adjusted = np.maximum.accumulate((m - np.arange(m)) * p_values[order])
+    out = np.empty(m)
+    out[order] = np.minimum(adjusted, 1.0)
+    return out
+
+
+def task_metrics(items: Mapping[str, Any], metrics: list[str]) -> dict[str, ItemMetric]:
+    """metric name -> its estimator, for the metrics of `metrics` that `items` covers."""
+    if not items:
+        return {}
+    return {metric: ItemMetric.from_items(items, metric) for metric in metrics}
+
+
+def confidence_intervals(items: Mapping[str, Any], metrics: list[str], resamples: int = RESAMPLES,
+                         seed: int = 0) -> dict[str, list[float]]:
+    """metric -> [low, high], the 95% bootstrap interval (×100, rounded to 2 decimals); {} without items, and no
+    interval for a metric over fewer than 2 items (a resample of one item is that item)."""
+    return {metric: [round(bound, 2) for bound in estimator.interval(resamples, seed)]
+            for metric, estimator in task_metrics(items, metrics).items() if len(estimator.ids) >= 2}

@@ -1,0 +1,174 @@
+"""The task plugin interface: a `TaskSpec` that declares everything about a task, and the task registry.
+
+A task is one small class: a validated `spec` (its name, metrics and main score, the Table 1 column each metric
+fills, the embeddings group it reads and the metadata file that group covers) and an `evaluate` that scores an
+`EmbeddingStore` on a `Suite`. Register it with `@register_task`; `scidocs_eval.tasks` holds the built-in ones.
+The runner (`scidocs_eval.evaluation.runner`) times every task; tasks only compute.
+"""
+
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, ClassVar, Literal
+
+from scidocs_eval.errors import MissingEmbeddingsError
+from scidocs_eval.formats.embeddings import MISSING, EmbeddingStore
+from scidocs_eval.formats.suite import Suite
+from scidocs_eval.registry import Registry, check_params
+
+MissingPolicy = Literal["official", "error"]
+FAMILIES = ("classification", "ranking", "recomm")
+"""What a task's files look like: label CSVs, qrels, or clickthrough impressions. `data verify` checks a task's
+files by its family; `--tune` and SGC's leakage guard read the val/test qrels of every "ranking" task."""
+_NAME = re.compile(r"[a-z][a-z0-9_-]*")
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """Everything a task declares about itself, checked when it is built.
+
+    Args:
+        name: registry name, lowercase (`--tasks NAME`, the folder of its files in a suite).
+        description: one line for `scidocs-eval tasks`.
+        family: one of FAMILIES.
+        metrics: the metric names its TaskResult holds, in order (values ×100).
+        main_score: the metric that ranks settings (`--tune`) and models; one of `metrics`.
+        table1: metric -> Table 1 column key (see `scidocs_eval.leaderboard.COLUMNS`) for the metrics that
+            fill a column of the paper's table; others are left out.
+        embedding_group: the embeddings file it reads (`run --embeddings GROUP=FILE`; the official groups are
+            "cls", "user-citation", "recomm").
+        metadata_file: the suite's metadata file whose papers that group covers.
+    """
+
+    name: str
+    description: str
+    family: str
+    metrics: tuple[str, ...]
+    main_score: str
+    embedding_group: str
+    metadata_file: str
+    table1: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "metrics", tuple(self.metrics))
+        object.__setattr__(self, "table1", MappingProxyType(dict(self.table1)))
+        problems = []
+        if not _NAME.fullmatch(self.name):
+            problems.append(f"name {self.name!r} must be lowercase letters, digits, '-' or '_'")
+        if self.family not in FAMILIES:
+            problems.append(f"family {self.family!r} must be one of {', '.join(FAMILIES)}")
+        if not self.metrics or len(set(self.metrics)) != len(self.metrics):
+            problems.append(f"metrics {self.metrics!r} must be a non-empty tuple without repeats")
+        if self.main_score not in self.metrics:
+            problems.append(f"main_score {self.main_score!r} is not one of its metrics {self.metrics!r}")
+        unknown = sorted(set(self.table1) - set(self.metrics))
+        if unknown:
+            problems.append(f"table1 maps {unknown} which are not among its metrics {self.metrics!r}")
+        if len(set(self.table1.values())) != len(self.table1):
+            problems.append("table1 gives one column to two metrics")
+        if not _NAME.fullmatch(self.embedding_group):
+            problems.append(f"embedding_group {self.embedding_group!r} must be lowercase letters, digits, '-', '_'")
+        if not self.metadata_file.endswith(".json"):
+            problems.append(f"metadata_file {self.metadata_file!r} must be a suite-relative .json file")
+        if problems:
+            raise ValueError(f"task spec {self.name!r}: " + "; ".join(problems))
+
+
+@dataclass
+class TaskResult:
+    """What one task reports: metrics (×100, rounded to 2 decimals), coverage counts and extra details.
+
+    `items` holds what the metrics average, per query, test paper or impression (compact: ids once, values as
+    arrays; `scidocs_eval.evaluation.significance` reads it); `ci` maps each metric to its 95% bootstrap interval
+    [low, high] (×100, 2 decimals), set by the runner. Both are empty in results written before they existed.
+    """
+
+    task: str
+    metrics: dict[str, float]
+    coverage: dict[str, int]
+    details: dict[str, Any] = field(default_factory=dict)
+    seconds: float = 0.0
+    """set by the runner, which times every task."""
+    ci: dict[str, list[float]] = field(default_factory=dict)
+    items: dict[str, Any] = field(default_factory=dict)
+
+
+class Task(ABC):
+    """Base class of every task plugin; a concrete subclass sets `spec` (the rest is read from it)."""
+
+    spec: ClassVar[TaskSpec]
+    name: ClassVar[str]
+    description: ClassVar[str]
+    embedding_group: ClassVar[str]
+    metrics: ClassVar[tuple[str, ...]]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        spec = cls.__dict__.get("spec")
+        if spec is not None:
+            if not isinstance(spec, TaskSpec):
+                raise TypeError(f"{cls.__name__}.spec must be a TaskSpec, got {spec!r}")
+            cls.name, cls.description = spec.name, spec.description
+            cls.embedding_group, cls.metrics = spec.embedding_group, spec.metrics
+
+    @abstractmethod
+    def required_files(self, split: str) -> list[str]:
+        """Suite-relative files the task reads for `split`; absent ones make the run skip the task."""
+
+    @abstractmethod
+    def evaluate(self, suite: Suite, embeddings: EmbeddingStore, split: str = "test",
+                 missing: MissingPolicy = "official") -> TaskResult:
+        """Score `embeddings` on `split` ("val" or "test")."""
+
+
+def check_missing(task: str, role: str, ids: list[str], codes: Any, missing: MissingPolicy) -> None:
+    """Under the "error" policy, stop with the ids (in `ids`, status `codes`) that have no embedding."""
+    if missing == "error":
+        absent = [paper_id for paper_id, code in zip(ids, codes) if code == MISSING]
+        if absent:
+            raise MissingEmbeddingsError(task, role, absent, len(absent))
+
+
+TASKS: Registry[type[Task]] = Registry("task", Task, plugins="scidocs_eval.tasks",
+                                      key=lambda cls: cls.spec.name)
+"""Every task by name; the built-in ones in module order (classification, ranking, recomm: Table 1's order)."""
+
+
+def register_task(cls: type[Task]) -> type[Task]:
+    """Class decorator: make a task available by its spec's name (a taken name is an error)."""
+    if not isinstance(getattr(cls, "spec", None), TaskSpec):
+        raise TypeError(f"{cls.__name__} has no TaskSpec `spec`")
+    for other in TASKS.registered():
+        if other.spec.embedding_group == cls.spec.embedding_group and other.spec.name != cls.spec.name \
+                and other.spec.metadata_file != cls.spec.metadata_file:
+            raise ValueError(f"task {cls.spec.name!r} reads embeddings group {cls.spec.embedding_group!r} as the "
+                             f"papers of {cls.spec.metadata_file}, but task {other.spec.name!r} reads that group "
+                             f"as {other.spec.metadata_file}; give it an embeddings group of its own")
+    return TASKS.register(cls)
+
+
+def task_names(family: str | None = None) -> list[str]:
+    """Names of the registered tasks (of one family, if given), in the registry's order."""
+    return [name for name, cls in TASKS.items() if family is None or cls.spec.family == family]
+
+
+def get_task(name: str, **params: Any) -> Task:
+    """An instance of the task registered as `name`, built with `params` (checked: `registry.check_params`)."""
+    return TASKS[name](**check_params(TASKS[name], params, f"task {name!r}"))
+
+
+def metadata_file_of_group(group: str) -> str:
+    """The metadata file whose papers the embeddings group `group` covers (from the registered tasks)."""
+    files = {cls.spec.metadata_file for _, cls in TASKS.items() if cls.spec.embedding_group == group}
+    if len(files) != 1:
+        raise ValueError(f"embeddings group {group!r} is read by tasks with metadata files {sorted(files)}")
+    return files.pop()
+
+
+def embedding_groups() -> list[str]:
+    """The embeddings groups the registered tasks read, in registration order."""
+    return list(dict.fromkeys(cls.spec.embedding_group for _, cls in TASKS.items()))

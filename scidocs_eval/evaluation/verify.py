@@ -1,0 +1,272 @@
+"""Check a suite directory: parse every file, count what is there, and list every problem, not just the first.
+
+Errors make a task unable to run (a file that does not parse, a clicked paper that was not shown, too few
+propensities); warnings are things the official rules tolerate but a user should know about (ids without
+metadata, which count as missing embeddings; repeated rows; queries without a positive, which score 0; papers
+in two splits of one task). A suite is usable when it has no errors and at least one task has all its files.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from scidocs_eval.errors import InputError
+from scidocs_eval.evaluation.task import TASKS, get_task, task_names
+from scidocs_eval.formats.suite import METADATA_FILES, SPLITS, Suite, read_impressions
+
+RANKING_SPLITS = ("val", "test")
+RECOMM_FILES = [f"recomm/{split}.csv" for split in SPLITS] + ["recomm/propensity_scores.json"]
+T = TypeVar("T")
+SHOWN_IDS = 10
+"""how many ids a problem lists before saying how many more there are."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One finding: `where` is a suite-relative file, with ":line" when one line is at fault."""
+
+    severity: Literal["error", "warning"]
+    where: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.severity.upper()} {self.where}: {self.message}"
+
+
+@dataclass
+class VerifyReport:
+    """Counts per task and split (`counts[task][split] = {"rows": ..}`), metadata sizes, problems, and which
+    tasks have all their files (`complete`) or none (`absent`)."""
+
+    root: Path
+    synthetic: bool = False
+    metadata: dict[str, int] = field(default_factory=dict)
+    counts: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
+    complete: list[str] = field(default_factory=list)
+    absent: list[str] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+
+    def add(self, severity: Literal["error", "warning"], where: str, message: str) -> None:
+        self.problems.append(Problem(severity, where, message))
+
+    @property
+    def errors(self) -> list[Problem]:
+        return [p for p in self.problems if p.severity == "error"]
+
+    def usable(self, strict: bool = False) -> bool:
+        """No errors (no problems at all when `strict`) and at least one task with all its files."""
+        return bool(self.complete) and not (self.problems if strict else self.errors)
+
+    def format(self) -> str:
+        lines = [f"suite {self.root}" + (" (SYNTHETIC demo suite)" if self.synthetic else "")]
+        lines += [f"  metadata {group}: {count} papers" for group, count in self.metadata.items()]
+        lines.append(f"  {'task':<8} {'split':<6} counts")
+        for task, splits in self.counts.items():
+            for split, numbers in splits.items():
+                lines.append(f"  {task:<8} {split:<6} " + " ".join(f"{k}={v}" for k, v in numbers.items()))
+        if self.absent:
+            lines.append(f"  not in this suite: {', '.join(self.absent)}")
+        lines.append(f"{len(self.errors)} error(s), {len(self.problems) - len(self.errors)} warning(s)")
+        lines += [f"  {problem}" for problem in self.problems]
+        verdict = "usable" if self.usable() else "NOT usable"
+        lines.append(f"{verdict}: tasks with all their files: {', '.join(self.complete) or 'none'}")
+        return "\n".join(lines)
+
+
+def _message(error: InputError) -> str:
+    """The error's message without the file:line prefix (the report names the suite-relative file itself)."""
+    where = error.path if error.line is None else f"{error.path}:{error.line}"
+    return str(error).removeprefix(f"{where}: ")
+
+
+def _listed(ids: Iterable[str]) -> str:
+    ids = list(ids)
+    more = f" (and {len(ids) - SHOWN_IDS} more)" if len(ids) > SHOWN_IDS else ""
+    return ", ".join(ids[:SHOWN_IDS]) + more
+
+
+class _Verifier:
+    def __init__(self, suite: Suite):
+        self.suite = suite
+        self.report = VerifyReport(suite.root, synthetic=suite.is_synthetic)
+        self.metadata: dict[str, set[str] | None] = {}
+        self.broken_metadata: set[str] = set()
+
+    def known_ids(self, group: str) -> set[str] | None:
+        """Ids of a metadata file; None (and a problem, once) when it is absent or broken.
+
+        The problem is an error when a task reads the file in `run` (through this same reader: recomm), a
+        warning otherwise (the ranking and classification tasks score without it; `baseline` needs it).
+        """
+        if group not in self.metadata:
+            ids = None
+            relative = METADATA_FILES.get(group, group)
+            severity: Literal["error", "warning"] = "error" if relative in _read_by_run() else "warning"
+            consequence = "" if severity == "error" else (" (`run` does not read it; the ids of the tasks that "
+                                                         "use it cannot be checked and `baseline` cannot embed them)")
+            try:
+                ids = set(self.suite.metadata(group))
+                self.report.metadata[group] = len(ids)
+            except InputError as error:
+                self.report.add(severity, relative, _message(error) + consequence)
+                if severity == "error":
+                    self.broken_metadata.add(group)
+            self.metadata[group] = ids
+        return self.metadata[group]
+
+    def check_ids(self, relative: str, ids: Iterable[str], group: str) -> None:
+        known = self.known_ids(group)
+        if known is None:
+            return
+        unknown = sorted({i for i in ids if i not in known})
+        if unknown:
+            self.report.add("warning", relative, f"{len(unknown)} id(s) have no metadata in "
+                            f"{METADATA_FILES.get(group, group)}: {_listed(unknown)}")
+
+    def parse(self, relative: str, parser: Callable[..., T], *args: Any) -> T | None:
+        """`parser(*args)` if `relative` exists and parses; else None, with the parse error recorded."""
+        if not self.suite.has(relative):
+            return None
+        try:
+            return parser(*args)
+        except InputError as error:
+            where = relative if error.line is None else f"{relative}:{error.line}"
+            self.report.add("error", where, _message(error))
+            return None
+
+    def task_files(self, task: str, files: list[str]) -> bool:
+        """Record whether the task is complete, absent or partial; True when any of its files exist."""
+        present = [f for f in files if self.suite.has(f)]
+        if not present:
+            self.report.absent.append(task)
+        elif len(present) < len(files):
+            self.report.add("warning", task, f"missing {', '.join(sorted(set(files) - set(present)))}")
+        return bool(present)
+
+    def classification(self, task: str) -> None:
+        files = [f"{task}/{split}.csv" for split in SPLITS]
+        if not self.task_files(task, files):
+            return
+        errors_before = len(self.report.errors)
+        seen_in: dict[str, str] = {}
+        for split, relative in zip(SPLITS, files):
+            labelled = self.parse(relative, self.suite.labels, task, split)
+            if labelled is None:
+                continue
+            self.report.counts.setdefault(task, {})[split] = {"papers": len(labelled.ids),
+                                                              "classes": len(set(labelled.labels.tolist()))}
+            self.check_ids(relative, labelled.ids, _metadata_of(task, "mag_mesh"))
+            repeated = sorted(i for i, n in Counter(labelled.ids).items() if n > 1)
+            if repeated:
+                self.report.add("warning", relative, f"{len(repeated)} paper(s) listed more than once: "
+                                f"{_listed(repeated)}")
+            shared = sorted({i for i in labelled.ids if seen_in.get(i, split) != split})
+            if shared:
+                self.report.add("warning", relative, f"{len(shared)} paper(s) also in another split: "
+                                f"{_listed(shared)}")
+            seen_in.update(dict.fromkeys(labelled.ids, split))
+        self.finish(task, files, _metadata_of(task, "mag_mesh"), errors_before)
+
+    def ranking(self, task: str) -> None:
+        files = [f"{task}/{split}.qrel" for split in RANKING_SPLITS]
+        if not self.task_files(task, files):
+            return
+        errors_before = len(self.report.errors)
+        for split, relative in zip(RANKING_SPLITS, files):
+            qrels = self.parse(relative, self.suite.qrels, task, split)
+            if qrels is None:
+                continue
+            positives = {q: sum(1 for grade in grades.values() if grade > 0) for q, grades in qrels.relevance.items()}
+            self.report.counts.setdefault(task, {})[split] = {
+                "queries": len(qrels.candidates), "pairs": sum(map(len, qrels.candidates.values())),
+                "positives": sum(positives.values())}
+            self.check_ids(relative, list(qrels.candidates) + [c for cs in qrels.candidates.values() for c in cs],
+                           _metadata_of(task, "view_cite_read"))
+            if qrels.repeated:
+                self.report.add("warning", relative, f"{qrels.repeated} repeated (query, candidate) line(s); "
+                                "the later grade wins")
+            without = [q for q, n in positives.items() if n == 0]
+            if without:
+                self.report.add("warning", relative, f"{len(without)} query(ies) without a positive (they score "
+                                f"0): {_listed(without)}")
+        self.finish(task, files, _metadata_of(task, "view_cite_read"), errors_before)
+
+    def recomm(self) -> None:
+        if not self.task_files("recomm", RECOMM_FILES):
+            return
+        errors_before = len(self.report.errors)
+        propensities = self.parse(RECOMM_FILES[-1], lambda: self.suite.propensities)
+        for split, relative in zip(SPLITS, RECOMM_FILES):
+            if self.suite.has(relative):
+                longest = self.impressions(split, relative)
+                if propensities is not None and longest > len(propensities):
+                    self.report.add("error", relative, f"an impression shows {longest} papers but "
+                                    f"propensity_scores.json has only {len(propensities)} positions")
+        self.finish("recomm", RECOMM_FILES, "recomm", errors_before)
+
+    def impressions(self, split: str, relative: str) -> int:
+        """Check one recomm csv row by row (every problem, not the first; the reader `run` uses); returns the
+        longest shown list."""
+        problems: list[InputError] = []
+        impressions = self.parse(relative, read_impressions, self.suite.path(relative), problems)
+        for problem in problems:
+            self.report.add("error", f"{relative}:{problem.line}", _message(problem))
+        if impressions is None:
+            return 0
+        first_line: dict[tuple, int] = {}
+        for impression in impressions:
+            key = (impression.query_id, impression.clicked_id, impression.shown)
+            if key in first_line:
+                self.report.add("warning", f"{relative}:{impression.line}", f"repeats line {first_line[key]}")
+            first_line.setdefault(key, impression.line)
+        self.report.counts.setdefault("recomm", {})[split] = {"impressions": len(impressions) + len(problems),
+                                                             "queries": len({k[0] for k in first_line})}
+        self.check_ids(relative, [i for imp in impressions for i in (imp.query_id, imp.clicked_id, *imp.shown)],
+                       "recomm")
+        return max((len(impression.shown) for impression in impressions), default=0)
+
+    def finish(self, task: str, files: list[str], group: str, errors_before: int) -> None:
+        """The task is complete when all its files exist and parse and its metadata file, if any, parses (what
+        `run` requires: it reads the metadata file through the same reader when there is one)."""
+        self.known_ids(group)
+        if (all(self.suite.has(f) for f in files) and len(self.report.errors) == errors_before
+                and group not in self.broken_metadata):
+            self.report.complete.append(task)
+
+
+def _read_by_run() -> set[str]:
+    """The metadata files some registered task reads when it runs (those among its required files)."""
+    declared = {TASKS[name].spec.metadata_file for name in task_names()}
+    return {relative for name in task_names() for relative in get_task(name).required_files("test")
+            if relative in declared}
+
+
+def _metadata_of(task: str, default: str) -> str:
+    """The metadata file a registered task declares; `default` for a folder no registered task reads."""
+    return TASKS[task].spec.metadata_file if task in TASKS else default
+
+
+def _extra_tasks(root: Path, extension: str, known: list[str]) -> list[str]:
+    """Task folders beyond the official ones (e.g. a label task a built suite names itself)."""
+    return sorted(p.parent.name for p in root.glob(f"*/test.{extension}")
+                  if p.parent.name not in known and p.parent.name != "recomm")
+
+
+def verify_suite(root: str | os.PathLike[str]) -> VerifyReport:
+    """Parse every file of the suite at `root` and report counts and every problem found."""
+    root = Path(root)
+    if not root.is_dir():
+        raise InputError(root, "not a directory (expected a suite in the official layout)")
+    verifier = _Verifier(Suite(root))
+    classification, ranking = task_names("classification"), task_names("ranking")
+    for task in classification + _extra_tasks(root, "csv", classification):
+        verifier.classification(task)
+    for task in ranking + _extra_tasks(root, "qrel", ranking):
+        verifier.ranking(task)
+    verifier.recomm()
+    return verifier.report

@@ -1,0 +1,127 @@
+"""Paper corpora and citation lists outside a suite: one reader per format, and the one `paper_text`.
+
+- Papers: JSON lines, one ``{"paper_id", "title", "abstract", ...}`` object a line (blank lines skipped), or an
+  official metadata file ``{paper_id: {title, abstract, ...}}`` (one JSON object without a "paper_id" key).
+  A paper id given twice is an error naming both lines.
+- Citations: TSV lines ``citing<TAB>cited`` (blank lines skipped). A first line whose two fields are both
+  unknown paper ids (when the caller knows the ids) is a header and is skipped.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Container
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from scidocs_eval.errors import InputError
+from scidocs_eval.formats.suite import Paper
+
+CitationLink = tuple[int, str, str]
+"""(line number, citing paper id, cited paper id)."""
+
+
+def paper_text(paper: Paper, separator: str = " ") -> str:
+    """Title + separator + abstract, each stripped; a missing part is left out with its separator.
+
+    The text every model reads: the word-based baselines with a space, transformers with their [SEP] token.
+    """
+    return separator.join(part for part in (paper.title.strip(), paper.abstract.strip()) if part)
+
+
+def text_field(record: dict, key: str, path: str | os.PathLike[str], line: int | None = None,
+               paper_id: str | None = None) -> str:
+    """`record[key]` as text: a string, or "" when absent or null; anything else is an InputError naming the
+    file, line or paper."""
+    value = record.get(key)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        where = f"paper {paper_id!r}: " if paper_id is not None else ""
+        raise InputError(path, f"{where}{key!r} must be a string, got {type(value).__name__} {str(value)[:40]!r}",
+                         line)
+    return value
+
+
+def metadata_record(path: str | os.PathLike[str], key: str, value: object) -> dict:
+    """One entry of the official metadata {id: {title, abstract, ...}}: an object (null: no text) whose
+    `paper_id`, if it has one, is its key."""
+    if value is None:
+        value = {}
+    if not isinstance(value, dict):
+        raise InputError(path, f"paper {key!r}: expected an object {{title, abstract}}, got {type(value).__name__} "
+                         f"{str(value)[:40]!r}")
+    inner = value.get("paper_id", key)
+    if str(inner) != key:
+        raise InputError(path, f"paper {key!r}: its 'paper_id' is {inner!r}; the key and the paper_id must agree")
+    return {**value, "paper_id": key}
+
+
+def read_paper_records(path: str | os.PathLike[str], expected: str = "{paper_id, title, abstract}"
+                       ) -> list[tuple[int | None, dict[str, Any]]]:
+    """(line, record) of every paper in a JSON lines corpus (line None: an official metadata file), `paper_id`
+    set, `title` and `abstract` strings ("" when absent or null; another type is an error naming the paper).
+
+    `expected` describes the format in the error for an absent file.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(path, f"papers file not found (expected JSON lines {expected})")
+    text = path.read_bytes()
+    try:
+        whole = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        whole = None
+    if isinstance(whole, dict) and "paper_id" not in whole:
+        records = [(None, metadata_record(path, key, value)) for key, value in whole.items()]
+    else:
+        records = []
+        for line, raw in enumerate(text.splitlines(), start=1):
+            if not raw.strip():
+                continue
+            try:
+                records.append((line, orjson.loads(raw)))
+            except orjson.JSONDecodeError as error:
+                raise InputError(path, f"malformed JSON ({error})", line) from None
+    first_line: dict[str, int | None] = {}
+    for line, record in records:
+        if not isinstance(record, dict) or record.get("paper_id") in (None, ""):
+            raise InputError(path, "expected an object with a 'paper_id' (and 'title', 'abstract')", line)
+        paper_id = record["paper_id"] = str(record["paper_id"])
+        for key in ("title", "abstract"):
+            record[key] = text_field(record, key, path, line, paper_id)
+        if paper_id in first_line:
+            raise InputError(path, f"paper {paper_id!r} repeats line {first_line[paper_id]}", line)
+        first_line[paper_id] = line
+    return records
+
+
+def read_papers(path: str | os.PathLike[str]) -> list[Paper]:
+    """The papers of a corpus file (see the module docstring), in file order; none at all is an error."""
+    papers = [Paper(record["paper_id"], record.get("title") or "", record.get("abstract") or "")
+              for _, record in read_paper_records(path)]
+    if not papers:
+        raise InputError(path, "no papers in corpus")
+    return papers
+
+
+def read_citations(path: str | os.PathLike[str], known: Container[str] | None = None) -> list[CitationLink]:
+    """Every citation link of a TSV file, in file order (see the module docstring for the header rule)."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(path, "citations file not found (expected TSV lines citing<TAB>cited)")
+    links = []
+    with open(path, encoding="utf-8") as handle:
+        for line, text in enumerate(handle, start=1):
+            if not text.strip():
+                continue
+            fields = [field.strip() for field in text.rstrip("\n").split("\t")]
+            if len(fields) != 2 or not all(fields):
+                raise InputError(path, f"expected 2 tab-separated fields citing<TAB>cited, got {len(fields)}", line)
+            citing, cited = fields
+            if line == 1 and known is not None and citing not in known and cited not in known:
+                continue
+            links.append((line, citing, cited))
+    return links

@@ -1,0 +1,302 @@
+"""A SciDocs data directory in the official layout, read lazily (each file on first use, then kept).
+
+Layout (see the README's "Data layout"):
+
+    paper_metadata_{mag_mesh,view_cite_read,recomm}.json   {paper_id: {paper_id, title, abstract, ...}}
+    {mag,mesh}/{train,val,test}.csv                         header, then paper_id,class_label
+    {mag,mesh}/class_names.json                             optional {class_label: name} (figures use it)
+    {coview,coread,cite,cocite}/{val,test}.qrel             "query_id 0 candidate_id relevance"
+    recomm/{train,val,test}.csv                             header, then query_id,clicked_id,"id1,id2,..."
+    recomm/propensity_scores.json                           {"scores": [p_1, p_2, ...]}
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+import orjson
+
+from scidocs_eval.errors import InputError
+
+METADATA_FILES = {
+    "mag_mesh": "paper_metadata_mag_mesh.json",
+    "view_cite_read": "paper_metadata_view_cite_read.json",
+    "recomm": "paper_metadata_recomm.json",
+}
+SYNTHETIC_MARKER = "SYNTHETIC.md"
+CLASS_NAMES_FILE = "class_names.json"
+SPLITS = ("train", "val", "test")
+TEXT_FIELDS = ("title", "abstract")
+LIST_FIELDS = ("authors", "references", "cited_by")
+"""Metadata fields that must be a string (text) or a list (lists) wherever a record has them (null: absent)."""
+LABELS_HEADER = "paper_id,class_label"
+IMPRESSIONS_HEADER = "query_id,clicked_id,shown"
+
+
+@dataclass(frozen=True)
+class Paper:
+    """A paper as the adapters see it."""
+
+    paper_id: str
+    title: str
+    abstract: str
+
+    @property
+    def has_text(self) -> bool:
+        return bool(self.title.strip() or self.abstract.strip())
+
+
+@dataclass(frozen=True)
+class LabelledPapers:
+    """One split of a classification task: `ids[i]` has class `labels[i]` (int64, shape (n,))."""
+
+    ids: list[str]
+    labels: np.ndarray
+
+
+@dataclass(frozen=True)
+class Qrels:
+    """One split of a ranking task.
+
+    `candidates[q]` lists the query's candidates in file order, each once; `relevance[q][c]` is the grade
+    (a repeated line's later grade wins, as pytrec_eval's parser does); `repeated` counts repeated lines.
+    """
+
+    candidates: dict[str, list[str]]
+    relevance: dict[str, dict[str, int]]
+    repeated: int
+
+
+@dataclass(frozen=True)
+class Impression:
+    """One recommendation impression: the papers shown for `query_id`, in display order, and the click."""
+
+    query_id: str
+    clicked_id: str
+    shown: tuple[str, ...]
+    line: int
+
+    @property
+    def clicked_position(self) -> int:
+        """1-based display position of the clicked paper."""
+        return self.shown.index(self.clicked_id) + 1
+
+
+class Suite:
+    """A SciDocs data directory. Nothing is read until asked for; every parse error names file and line."""
+
+    def __init__(self, root: str | os.PathLike[str]):
+        self.root = Path(root)
+        self._metadata: dict[str, dict[str, dict]] = {}
+
+    def __repr__(self) -> str:
+        return f"Suite({str(self.root)!r})"
+
+    @property
+    def is_synthetic(self) -> bool:
+        """True for a generated demo suite (it carries a SYNTHETIC.md marker)."""
+        return (self.root / SYNTHETIC_MARKER).exists()
+
+    def path(self, relative: str) -> Path:
+        return self.root / relative
+
+    def has(self, relative: str) -> bool:
+        return self.path(relative).is_file()
+
+    def require(self, relative: str, expected: str) -> Path:
+        path = self.path(relative)
+        if not path.is_file():
+            raise InputError(path, f"file not found (expected {expected})")
+        return path
+
+    def metadata(self, group: str) -> dict[str, dict]:
+        """``{paper_id: record}`` of one metadata file (`group`: a key of METADATA_FILES or a suite-relative file)."""
+        relative = METADATA_FILES.get(group, group)
+        if relative not in self._metadata:
+            path = self.require(relative, "a JSON object {paper_id: {paper_id, title, abstract, ...}}")
+            try:
+                data = orjson.loads(path.read_bytes())
+            except orjson.JSONDecodeError as error:
+                raise InputError(path, f"malformed JSON ({error})") from None
+            if not isinstance(data, dict):
+                raise InputError(path, f"expected a JSON object keyed by paper id, got {type(data).__name__}")
+            for paper_id, record in data.items():
+                check_metadata_record(path, paper_id, record)
+            self._metadata[relative] = data
+        return self._metadata[relative]
+
+    def papers(self, groups: tuple[str, ...] | None = None) -> list[Paper]:
+        """Every paper of the given metadata groups (all present ones by default), each id once."""
+        groups = groups or tuple(g for g, name in METADATA_FILES.items() if self.has(name))
+        seen: dict[str, Paper] = {}
+        for group in groups:
+            for paper_id, record in self.metadata(group).items():
+                if paper_id not in seen:
+                    seen[paper_id] = Paper(str(paper_id), record.get("title") or "", record.get("abstract") or "")
+        return list(seen.values())
+
+    def labels(self, task: str, split: str) -> LabelledPapers:
+        """`{task}/{split}.csv` of a classification task."""
+        path = self.require(f"{task}/{split}.csv", "a header row, then paper_id,class_label")
+        ids: list[str] = []
+        labels: list[int] = []
+        for line, row in csv_rows(path, LABELS_HEADER, _is_labelled_row):
+            if len(row) != 2:
+                raise InputError(path, f"expected 2 columns (paper_id,class_label), got {len(row)}", line)
+            try:
+                labels.append(int(row[1]))
+            except ValueError:
+                raise InputError(path, f"class label {row[1]!r} is not an integer", line) from None
+            ids.append(row[0])
+        if not ids:
+            raise InputError(path, "no rows after the header")
+        return LabelledPapers(ids, np.asarray(labels, dtype=np.int64))
+
+    def qrels(self, task: str, split: str) -> Qrels:
+        """`{task}/{split}.qrel` of a ranking task."""
+        path = self.require(f"{task}/{split}.qrel", 'lines "query_id 0 candidate_id relevance"')
+        candidates: dict[str, list[str]] = {}
+        relevance: dict[str, dict[str, int]] = {}
+        repeated = 0
+        with open(path, encoding="utf-8") as handle:
+            for line, text in enumerate(handle, start=1):
+                fields = text.split()
+                if not fields:
+                    continue
+                if len(fields) != 4:
+                    raise InputError(path, f"expected 4 fields 'query_id 0 candidate_id relevance', "
+                                     f"got {len(fields)}", line)
+                query, _, candidate, grade = fields
+                try:
+                    grade_value = int(grade)
+                except ValueError:
+                    raise InputError(path, f"relevance {grade!r} is not an integer", line) from None
+                grades = relevance.setdefault(query, {})
+                if candidate in grades:
+                    repeated += 1
+                else:
+                    candidates.setdefault(query, []).append(candidate)
+                grades[candidate] = grade_value
+        if not candidates:
+            raise InputError(path, "no qrel lines")
+        return Qrels(candidates, relevance, repeated)
+
+    def impressions(self, split: str) -> list[Impression]:
+        """`recomm/{split}.csv`: one impression per row; the clicked id must be among those shown."""
+        path = self.require(f"recomm/{split}.csv", 'a header row, then query_id,clicked_id,"id1,id2,..."')
+        impressions = read_impressions(path)
+        if not impressions:
+            raise InputError(path, "no rows after the header")
+        return impressions
+
+    @cached_property
+    def propensities(self) -> np.ndarray:
+        """`recomm/propensity_scores.json`: propensity of each display position (float64, shape (n_positions,))."""
+        path = self.require("recomm/propensity_scores.json", '{"scores": [p_1, p_2, ...]}')
+        try:
+            scores = orjson.loads(path.read_bytes())["scores"]
+            values = np.asarray(scores, dtype=np.float64)
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as error:
+            raise InputError(path, f'expected {{"scores": [numbers]}} ({error})') from None
+        if values.ndim != 1 or not values.size or not (np.isfinite(values) & (values > 0)).all():
+            raise InputError(path, "scores must be a non-empty list of positive numbers")
+        return values
+
+    def fingerprint(self, relatives: list[str]) -> dict[str, str]:
+        """sha256 of each given file that exists (for the results file)."""
+        return {relative: _sha256(self.path(relative)) for relative in relatives if self.has(relative)}
+
+
+def check_metadata_record(path: Path, paper_id: str, record: object) -> None:
+    """An error naming the paper when a metadata record is not an object or a field has the wrong type."""
+    if not isinstance(record, dict):
+        raise InputError(path, f"paper {paper_id!r}: expected an object with title and abstract")
+    for name in TEXT_FIELDS:
+        value = record.get(name)
+        if value is not None and not isinstance(value, str):
+            raise InputError(path, f"paper {paper_id!r}: {name!r} must be a string, got {type(value).__name__}")
+    for name in LIST_FIELDS:
+        value = record.get(name)
+        if value is not None and not isinstance(value, list):
+            raise InputError(path, f"paper {paper_id!r}: {name!r} must be a list, got {type(value).__name__}")
+
+
+def csv_rows(path: Path, header: str, is_data: Callable[[list[str]], bool]) -> Iterator[tuple[int, list[str]]]:
+    """Rows after the header, with their 1-based line numbers; blank lines are skipped.
+
+    A first line that `is_data` takes for a data row means the header is missing (its row would be lost): an
+    error saying so, with `header` as the expected shape.
+    """
+    with open(path, newline="", encoding="utf-8") as handle:
+        reader = csv.reader(handle)
+        first = next(reader, None)
+        if first is None:
+            raise InputError(path, "file is empty (expected a header row)")
+        if is_data([cell.strip() for cell in first]):
+            raise InputError(path, f"the first line is a data row, not a header: the header row (such as "
+                             f"{header}) is missing, and without it this row would be skipped", reader.line_num)
+        for row in reader:
+            if row:
+                yield reader.line_num, [cell.strip() for cell in row]
+
+
+def _is_labelled_row(row: list[str]) -> bool:
+    """A classification row: two cells, the second an integer (a header names the column instead)."""
+    if len(row) != 2:
+        return False
+    try:
+        int(row[1])
+    except ValueError:
+        return False
+    return True
+
+
+def _shown_ids(field: str) -> tuple[str, ...]:
+    return tuple(s.strip() for s in field.split(",") if s.strip())
+
+
+def _is_impression_row(row: list[str]) -> bool:
+    """A recomm row: three cells, the clicked id among the shown ones (a header's column names are not)."""
+    return len(row) == 3 and row[1] in _shown_ids(row[2])
+
+
+def read_impressions(path: Path, problems: list[InputError] | None = None) -> list[Impression]:
+    """The impressions of a recomm csv, one per row, in file order.
+
+    A bad row raises an `InputError` naming its line, or, when `problems` is given, is appended to it and left
+    out (`data verify` lists every bad row; `run` stops at the first). A missing header is always raised.
+    """
+    impressions = []
+    for line, row in csv_rows(path, IMPRESSIONS_HEADER, _is_impression_row):
+        problem = None
+        if len(row) != 3:
+            problem = f'expected 3 columns query_id,clicked_id,"id1,...", got {len(row)}'
+        else:
+            query_id, clicked_id, shown_field = row
+            shown = _shown_ids(shown_field)
+            if not shown:
+                problem = f"query {query_id!r}: the shown list is empty"
+            elif clicked_id not in shown:
+                problem = f"query {query_id!r}: clicked paper {clicked_id!r} is not in the shown list"
+        if problem is None:
+            impressions.append(Impression(query_id, clicked_id, shown, line))
+        elif problems is None:
+            raise InputError(path, problem, line)
+        else:
+            problems.append(InputError(path, problem, line))
+    return impressions
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 22):
+            digest.update(chunk)
+    return digest.hexdigest()

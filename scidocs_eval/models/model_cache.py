@@ -1,0 +1,57 @@
+"""Trained models cached by corpus fingerprint + parameters, so a rerun skips training.
+
+Entries live under `scidocs_eval.paths.cache_dir("models")` as `{kind}-{key}.joblib`, where `key` hashes the
+corpus fingerprint and the parameters that change the model; a JSON sidecar records both for humans.
+Writes are atomic (temporary file, then rename), so an interrupted run never leaves a torn entry.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import joblib
+import orjson
+
+from scidocs_eval.formats.suite import Paper
+from scidocs_eval.paths import cache_dir
+
+log = logging.getLogger("scidocs_eval")
+Model = TypeVar("Model")
+
+
+def corpus_fingerprint(papers: Sequence[Paper]) -> str:
+    """sha256 over every paper's id, title and abstract, in order (hex)."""
+    digest = hashlib.sha256()
+    for paper in papers:
+        digest.update(f"{paper.paper_id}\0{paper.title}\0{paper.abstract}\1".encode())
+    return digest.hexdigest()
+
+
+def cache_path(kind: str, fingerprint: str, params: Mapping[str, Any]) -> Path:
+    """Where the model `kind` trained on the corpus `fingerprint` with `params` is (or would be) cached."""
+    key = orjson.dumps({"corpus": fingerprint, "params": dict(params)}, option=orjson.OPT_SORT_KEYS)
+    return cache_dir("models") / f"{kind}-{hashlib.sha256(key).hexdigest()[:20]}.joblib"
+
+
+def cached_model(kind: str, fingerprint: str, params: Mapping[str, Any], train: Callable[[], Model]) -> Model:
+    """The cached model for (`kind`, corpus, `params`), or `train()`'s result, cached for next time.
+
+    `params` must be JSON-serialisable and hold everything that changes the model.
+    """
+    path = cache_path(kind, fingerprint, params)
+    if path.is_file():
+        log.info("loading cached %s model from %s", kind, path)
+        return joblib.load(path)
+    model = train()
+    temporary = path.with_name(f"{path.name}.tmp{os.getpid()}")
+    joblib.dump(model, temporary)
+    os.replace(temporary, path)
+    path.with_suffix(".json").write_bytes(orjson.dumps({"kind": kind, "corpus": fingerprint, "params": dict(params)},
+                                                       option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS))
+    log.info("cached %s model at %s", kind, path)
+    return model

@@ -1,0 +1,168 @@
+"""Imports run one way: no cycle between the package's modules, and no import from a lower layer into a higher one.
+
+Every import statement counts, also those inside functions (a lazy import is still a dependency). The layers are
+those of docs/architecture.md; modules of one layer may import each other (without cycles), except the sibling
+layers listed in SIBLINGS, which must stay independent.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+LAYERS: dict[str, int] = {
+    "scidocs_eval.errors": 0, "scidocs_eval.paths": 0, "scidocs_eval.progress": 0, "scidocs_eval.registry": 0,
+    "scidocs_eval.formats": 1,
+    "scidocs_eval.data": 2,
+    "scidocs_eval.evaluation": 3,
+    "scidocs_eval.evaluators": 4, "scidocs_eval.models": 4,
+    "scidocs_eval.training": 5,
+    "scidocs_eval.tasks": 6, "scidocs_eval.baselines": 6,
+    "scidocs_eval.leaderboard": 7,
+    "scidocs_eval.cli": 8,
+    "scidocs_eval": 9, "scidocs_eval.specter_training": 9,
+}
+"""Module prefix -> layer (the longest matching prefix wins); `scidocs_eval` itself is the public API on top, with
+the one re-export kept for a documented import path that moved (`scidocs_eval.specter_training`)."""
+SIBLINGS = [("scidocs_eval.evaluators", "scidocs_eval.models"), ("scidocs_eval.tasks", "scidocs_eval.baselines")]
+MAX_TOP_LEVEL_MODULES = 12
+
+
+def package_modules() -> dict[str, Path]:
+    """Every module of the installed package (tasks/, baselines/, leaderboard/ included) -> its file."""
+    modules: dict[str, Path] = {}
+    for package in ("scidocs_eval", "scidocs_eval.tasks", "scidocs_eval.baselines", "scidocs_eval.leaderboard"):
+        root = Path(importlib.util.find_spec(package).submodule_search_locations[0])
+        for path in root.rglob("*.py"):
+            relative = path.relative_to(root).with_suffix("").parts
+            if package == "scidocs_eval" and relative[0] in ("tasks", "baselines", "leaderboard"):
+                continue
+            parts = relative[:-1] if relative[-1] == "__init__" else relative
+            modules[".".join((package, *parts))] = path
+    return modules
+
+
+def imports_of(name: str, path: Path, known: set[str]) -> set[str]:
+    """The package modules that module `name` (file `path`) imports, anywhere in its body."""
+    is_package = path.name == "__init__.py"
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = name.split(".") if is_package else name.split(".")[:-1]
+                anchor = anchor[:len(anchor) - node.level + 1]
+                base = ".".join(anchor + ([base] if base else []))
+            targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base for alias in node.names]
+        else:
+            continue
+        found.update(t for t in targets if t in known and t != name)
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    modules = package_modules()
+    return {name: imports_of(name, path, set(modules)) for name, path in modules.items()}
+
+
+def layer_of(module: str) -> tuple[str, int]:
+    prefix = max((p for p in LAYERS if module == p or module.startswith(p + ".")), key=len)
+    return prefix, LAYERS[prefix]
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """'a -> b' for every import into a higher layer or across sibling layers."""
+    bad = []
+    for module, targets in graph.items():
+        own_prefix, own = layer_of(module)
+        for target in sorted(targets):
+            prefix, layer = layer_of(target)
+            if layer > own or {own_prefix, prefix} in [set(pair) for pair in SIBLINGS]:
+                bad.append(f"{module} (layer {own}) -> {target} (layer {layer})")
+    return bad
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in graph.get(node, ()):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_the_checks_catch_a_cycle_and_an_upward_import() -> None:
+    graph = {"scidocs_eval.formats.suite": {"scidocs_eval.data.demo"}, "scidocs_eval.data.demo":
+             {"scidocs_eval.formats.suite"}, "scidocs_eval.models.tuning": {"scidocs_eval.evaluators.linear_svm"},
+             "scidocs_eval.evaluators.linear_svm": set()}
+    assert cycles(graph) == [["scidocs_eval.data.demo", "scidocs_eval.formats.suite"]]
+    assert upward_imports(graph) == [
+        "scidocs_eval.formats.suite (layer 1) -> scidocs_eval.data.demo (layer 2)",
+        "scidocs_eval.models.tuning (layer 4) -> scidocs_eval.evaluators.linear_svm (layer 4)"]
+
+
+def test_the_graph_sees_lazy_and_relative_imports() -> None:
+    graph = import_graph()
+    assert "scidocs_eval.formats.suite" in graph["scidocs_eval.evaluation.task"]
+    assert "scidocs_eval.cli.main" in graph["scidocs_eval.cli.__main__"]
+    assert len(graph) > 40
+
+
+def test_no_import_cycle() -> None:
+    assert cycles(import_graph()) == []
+
+
+def test_no_import_from_a_lower_layer_into_a_higher_one() -> None:
+    assert upward_imports(import_graph()) == []
+
+
+def test_every_module_has_a_layer() -> None:
+    unplaced = [m for m in import_graph() if layer_of(m)[0] == "scidocs_eval" and m != "scidocs_eval"]
+    assert unplaced == [], "give these modules a subpackage (see docs/architecture.md)"
+
+
+def test_top_level_stays_small_and_each_subpackage_says_its_job_in_two_lines() -> None:
+    root = Path(importlib.util.find_spec("scidocs_eval").submodule_search_locations[0])
+    assert len([p for p in root.glob("*.py") if p.name != "__init__.py"]) <= MAX_TOP_LEVEL_MODULES
+    for init in root.glob("*/__init__.py"):
+        docstring = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8")))
+        assert docstring and len(docstring.splitlines()) == 2, init
+
+
+@pytest.mark.parametrize("package", ["scidocs_eval.tasks", "scidocs_eval.baselines"])
+def test_plugins_are_loaded_by_name_never_imported_by_the_core(package: str) -> None:
+    graph = import_graph()
+    importers = sorted(m for m, targets in graph.items() for t in targets
+                       if t.startswith(package) and not m.startswith(package) and layer_of(m)[1] < 6)
+    assert importers == []

@@ -1,0 +1,144 @@
+"""Contract tests over everything registered (as scikit-learn's `parametrize_with_checks`): every task, adapter,
+ranker and command group keeps the promises of its interface, so a new one is checked by adding it, not by
+writing tests for it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from scidocs_eval.cli.options import COMMANDS
+from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.evaluation.runner import evaluate
+from scidocs_eval.evaluation.task import TASKS, Task, TaskSpec, task_names
+from scidocs_eval.evaluators.recomm_rankers import RANKERS, Ranker
+from scidocs_eval.formats.embeddings import EmbeddingStore
+from scidocs_eval.formats.suite import Suite
+from scidocs_eval.leaderboard import COLUMNS
+from scidocs_eval.models.adapter import ADAPTERS, Adapter, get_adapter
+from scidocs_eval.registry import Registry
+
+OFFLINE_ADAPTERS = {
+    "random": {},
+    "sif": {"dim": 20, "epochs": 2, "min_count": 2},
+    "sgc": {"dim": 20, "epochs": 2, "min_count": 2, "k": 1},
+    "fasttext-sum": {"dim": 20, "epochs": 2, "min_count": 2},
+    "doc2vec": {"dim": 20, "epochs": 2},
+    "sent-bert": {"batch_size": 8},
+}
+"""Adapters that fit and embed offline in seconds with these settings; the others need hub checkpoints
+(specter, scibert, transformer) or train for minutes (citeomatic, see test_citeomatic)."""
+REQUIRED_PARAMS = {"transformer": {"model": "all-MiniLM-L6-v2"}}
+"""Constructor parameters without a default."""
+HEAVY_MODULES = ("torch", "gensim", "transformers", "sentence_transformers", "lightgbm")
+
+
+@pytest.fixture(scope="module")
+def demo_result(demo_suite: Suite) -> dict:
+    rng = np.random.default_rng(0)
+    store = EmbeddingStore.from_mapping({p.paper_id: rng.standard_normal(8) for p in demo_suite.papers()})
+    return evaluate(store, demo_suite, task_params={"recomm": {"seeds": 1}}, progress=False).tasks
+
+
+def test_registries_refuse_duplicates_wrong_types_and_suggest_close_names() -> None:
+    registry: Registry[type[Adapter]] = Registry("widget", Adapter)
+
+    class Widget(Adapter):
+        name = "widget"
+
+        def transform(self, papers: list) -> np.ndarray:
+            return np.zeros((len(papers), 1), np.float32)
+
+    class Other(Widget):
+        pass
+
+    registry.register(Widget)
+    registry.register(Widget)  # the same class again (a module imported twice) is no duplicate
+    with pytest.raises(ValueError, match="widget 'widget' is already registered"):
+        registry.register(Other)
+    with pytest.raises(TypeError, match="a widget must be a Adapter subclass"):
+        registry.register(int)
+    with pytest.raises(ScidocsEvalError, match="unknown widget 'widgte'; did you mean 'widget'\\?; known widgets: "):
+        registry["widgte"]
+    with pytest.raises(ScidocsEvalError, match="unknown baseline 'sfi'; did you mean 'sif'"):
+        get_adapter("sfi")
+
+
+def test_task_specs_are_checked_when_built() -> None:
+    with pytest.raises(ValueError, match="main_score 'f1' is not one of its metrics"):
+        TaskSpec("x", "x", "ranking", ("map",), "f1", "cls", "paper_metadata_mag_mesh.json")
+    with pytest.raises(ValueError, match="family 'clustering' must be one of"):
+        TaskSpec("x", "x", "clustering", ("map",), "map", "cls", "paper_metadata_mag_mesh.json")
+    with pytest.raises(ValueError, match=r"table1 maps \['p@5'\] which are not among its metrics"):
+        TaskSpec("x", "x", "ranking", ("map",), "map", "cls", "paper_metadata_mag_mesh.json", {"p@5": "cite_map"})
+
+
+@pytest.mark.parametrize("name", task_names())
+def test_task_declares_a_valid_spec(name: str) -> None:
+    cls = TASKS[name]
+    assert issubclass(cls, Task) and isinstance(cls.spec, TaskSpec) and cls.spec.name == name
+    assert set(cls.spec.table1.values()) <= set(COLUMNS)
+    assert (cls.name, cls.metrics, cls.embedding_group) == (name, cls.spec.metrics, cls.spec.embedding_group)
+
+
+def test_table1_columns_are_filled_once_and_all() -> None:
+    filled = [column for name in task_names() for column in TASKS[name].spec.table1.values()]
+    assert sorted(filled) == sorted(COLUMNS)
+
+
+@pytest.mark.parametrize("name", task_names())
+def test_task_yields_exactly_its_declared_metrics_on_the_demo_suite(name: str, demo_result: dict) -> None:
+    result = demo_result[name]
+    assert tuple(result.metrics) == TASKS[name].spec.metrics
+    assert all(isinstance(v, float) and 0 <= v <= 100 for v in result.metrics.values())
+    assert result.seconds > 0
+
+
+@pytest.mark.parametrize("name", sorted(ADAPTERS.names()))
+def test_adapter_round_trips_its_parameters(name: str) -> None:
+    adapter = get_adapter(name, **REQUIRED_PARAMS.get(name, {}))
+    params = adapter.get_params()
+    assert type(adapter)(**params).get_params() == params
+    assert isinstance(adapter, Adapter) and adapter.name == name
+
+
+@pytest.mark.parametrize("name", sorted(OFFLINE_ADAPTERS))
+def test_adapter_transform_gives_float32_rows(name: str, demo_suite: Suite) -> None:
+    if name == "sent-bert":
+        pytest.importorskip("transformers")
+    papers = [p for p in demo_suite.papers() if p.has_text][:300]
+    adapter = get_adapter(name, **OFFLINE_ADAPTERS[name]).fit(papers, None)
+    vectors = adapter.transform(papers[:7])
+    assert vectors.dtype == np.float32 and vectors.ndim == 2 and vectors.shape[0] == 7 and vectors.shape[1] > 0
+    assert np.isfinite(vectors).all()
+
+
+@pytest.mark.parametrize("name", RANKERS.names())
+def test_rankers_are_registered_rankers(name: str) -> None:
+    assert issubclass(RANKERS[name], Ranker) and RANKERS[name].name == name
+
+
+def test_the_package_imports_and_registers_without_torch_gensim_or_transformers() -> None:
+    blocker = (
+        "import sys\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        f"        if name.split('.')[0] in {HEAVY_MODULES!r}:\n"
+        "            raise ImportError(f'blocked {name}')\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "from scidocs_eval.cli.main import build_parser\n"
+        "from scidocs_eval.evaluation.task import TASKS\n"
+        "from scidocs_eval.models.adapter import ADAPTERS\n"
+        "build_parser()\n"
+        "print(len(TASKS.names()), len(ADAPTERS.names()))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", blocker], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [str(len(TASKS.names())), str(len(ADAPTERS.names()))]
+
+
+def test_command_groups_are_registered() -> None:
+    assert COMMANDS.names() == ["compare", "core", "data", "figures", "transformers"]
