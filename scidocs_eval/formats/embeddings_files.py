@@ -37,7 +37,7 @@ def check_embeddings_file(path: Path) -> None:
         with open(path, "rb") as handle:
             head = handle.read(_PEEK_BYTES)
     except OSError as error:
-        raise InputError(path, f"cannot be read ({error.strerror})") from None
+        raise InputError(path, str(error.strerror)) from None
     if head.startswith(GZIP_MAGIC):
         return
     for magic, kind in _MAGIC.items():
