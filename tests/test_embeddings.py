@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import numpy as np
 import orjson
 import pytest
 
+import scidocs_eval.formats.embeddings as embeddings_module
 from scidocs_eval.errors import InputError
 from scidocs_eval.formats.embeddings import (
     EMPTY,
@@ -122,27 +124,35 @@ def assert_same_store(first: EmbeddingStore, second: EmbeddingStore) -> None:
     assert first.matrix.dtype == second.matrix.dtype
 
 
-def test_cache_is_reused_and_invalidated_by_changes(tmp_path: Path) -> None:
+@pytest.fixture
+def parses(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """The files `EmbeddingStore.load` parsed (not served from the cache), in order."""
+    parsed: list[Path] = []
+    real_parse = embeddings_module._parse_file
+
+    def counting_parse(path: Path, *args: object) -> EmbeddingStore:
+        parsed.append(path)
+        return real_parse(path, *args)
+
+    monkeypatch.setattr(embeddings_module, "_parse_file", counting_parse)
+    return parsed
+
+
+def test_cache_is_reused_and_invalidated_by_changes(tmp_path: Path, parses: list[Path]) -> None:
     path = write_lines(tmp_path / "e.jsonl", ['{"paper_id": "a", "embedding": [1, 2]}',
                                               '{"paper_id": "b", "embedding": []}',
                                               '{"paper_id": "a", "embedding": [3, 4]}'])
     assert cache_files() == []
     first = EmbeddingStore.load(path)
     wait_for_cache_writes()
-    written = cache_files()
-    assert len(written) == 1
-    # The second load reads the cache, not the file: a cache entry we alter shows through.
-    tampered = np.load(written[0])
-    tampered[0, 0] = 99
-    np.save(written[0], tampered)
+    assert len(cache_files()) == 1 and len(parses) == 1
     second = EmbeddingStore.load(path)
-    assert second.matrix[0, 0] == 99 and second.empty.tolist() == [False, True] and second.duplicates == 1
-    second.matrix[0, 0] = 3
+    assert len(parses) == 1 and second.repeated == ["a"]
     assert_same_store(first, second)
     # Rewriting the file (new size and mtime) makes a new entry and the new content is parsed.
     write_lines(path, ['{"paper_id": "a", "embedding": [5, 6]}', '{"paper_id": "c", "embedding": [7, 8]}'])
     third = EmbeddingStore.load(path)
-    assert third.ids == ["a", "c"] and third.matrix.tolist() == [[5, 6], [7, 8]]
+    assert third.ids == ["a", "c"] and third.matrix.tolist() == [[5, 6], [7, 8]] and len(parses) == 2
     wait_for_cache_writes()
     assert len(cache_files()) == 2
     # Touching alone (same bytes, new mtime) also invalidates.
@@ -150,7 +160,89 @@ def test_cache_is_reused_and_invalidated_by_changes(tmp_path: Path) -> None:
     os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
     assert_same_store(third, EmbeddingStore.load(path))
     wait_for_cache_writes()
-    assert len(cache_files()) == 3
+    assert len(cache_files()) == 3 and len(parses) == 3
+
+
+@pytest.mark.parametrize("replace", ["in_place", "rename"])
+def test_same_size_and_mtime_rewrite_is_parsed_again(tmp_path: Path, replace: str) -> None:
+    """`cp -p`, `rsync -a`, `touch -d`: new bytes, same size and mtime. The old matrix and sha256 must not come
+    back (the old key was path + size + mtime)."""
+    path = write_lines(tmp_path / "e.jsonl", ['{"paper_id": "a", "embedding": [1, 2]}'])
+    old = EmbeddingStore.load(path)
+    wait_for_cache_writes()
+    stat = path.stat()
+    new_bytes = b'{"paper_id": "a", "embedding": [7, 2]}\n'
+    if replace == "in_place":
+        path.write_bytes(new_bytes)
+    else:
+        (tmp_path / "tmp").write_bytes(new_bytes)
+        os.replace(tmp_path / "tmp", path)
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert path.stat().st_size == stat.st_size and path.stat().st_mtime_ns == stat.st_mtime_ns
+    new = EmbeddingStore.load(path)
+    assert new.matrix.tolist() == [[7, 2]]
+    assert new.sha256 == hashlib.sha256(new_bytes).hexdigest() != old.sha256
+
+
+def only_entry() -> tuple[Path, Path]:
+    wait_for_cache_writes()
+    (matrix_file,) = cache_files()
+    return matrix_file, matrix_file.with_suffix(".json")
+
+
+def edit_meta(meta_file: Path, **changes: object) -> None:
+    meta_file.write_bytes(orjson.dumps({**orjson.loads(meta_file.read_bytes()), **changes}))
+
+
+CORRUPTIONS = {
+    "empty_npy": lambda matrix_file, meta_file: matrix_file.write_bytes(b""),
+    "meta_object_empty": lambda matrix_file, meta_file: meta_file.write_bytes(b"{}"),
+    "meta_list": lambda matrix_file, meta_file: meta_file.write_bytes(b"[]"),
+    "meta_not_json": lambda matrix_file, meta_file: meta_file.write_bytes(b"{not json"),
+    "wrong_shape_npy": lambda matrix_file, meta_file: np.save(matrix_file, np.zeros((2, 5), dtype=np.float32)),
+    "wrong_dtype_npy": lambda matrix_file, meta_file: np.save(matrix_file, np.zeros((3, 2), dtype=np.float64)),
+    "matrix_values": lambda matrix_file, meta_file: np.save(matrix_file, np.load(matrix_file) + 1),
+    "empty_rows_string": lambda matrix_file, meta_file: edit_meta(meta_file, empty_rows="x"),
+    "empty_rows_out_of_range": lambda matrix_file, meta_file: edit_meta(meta_file, empty_rows=[99]),
+    "empty_rows_not_zero": lambda matrix_file, meta_file: edit_meta(meta_file, empty_rows=[0]),
+    "ids_rotated": lambda matrix_file, meta_file: edit_meta(
+        meta_file, ids=(lambda ids: ids[1:] + ids[:1])(orjson.loads(meta_file.read_bytes())["ids"])),
+    "ids_missing": lambda matrix_file, meta_file: edit_meta(meta_file, ids=None),
+    "sha256_missing": lambda matrix_file, meta_file: edit_meta(meta_file, sha256=None),
+    "matrix_gone": lambda matrix_file, meta_file: matrix_file.unlink(),
+}
+
+
+@pytest.mark.parametrize("corruption", sorted(CORRUPTIONS))
+def test_a_corrupt_cache_entry_is_a_warning_then_reparsed_and_replaced(
+        tmp_path: Path, corruption: str, parses: list[Path], caplog: pytest.LogCaptureFixture) -> None:
+    path = write_lines(tmp_path / "e.jsonl", ['{"paper_id": "a", "embedding": [1, 2]}',
+                                              '{"paper_id": "b", "embedding": []}',
+                                              '{"paper_id": "c", "embedding": [3, 4]}'])
+    first = EmbeddingStore.load(path)
+    matrix_file, meta_file = only_entry()
+    CORRUPTIONS[corruption](matrix_file, meta_file)
+    with caplog.at_level("WARNING"):
+        second = EmbeddingStore.load(path)
+    assert_same_store(first, second)
+    assert len(parses) == 2
+    assert f"embeddings parse cache entry {meta_file} is unusable" in caplog.text
+    assert "parsing" in caplog.text and "again and replacing it" in caplog.text
+    # the entry was replaced: the next load uses it, without a warning
+    only_entry()
+    caplog.clear()
+    assert_same_store(first, EmbeddingStore.load(path))
+    assert len(parses) == 2 and "unusable" not in caplog.text
+
+
+def test_a_cache_entry_for_other_bytes_is_rejected(tmp_path: Path, parses: list[Path]) -> None:
+    """An entry whose key matches but whose recorded file edges do not (the file changed under a stale key)."""
+    path = write_lines(tmp_path / "e.jsonl", ['{"paper_id": "a", "embedding": [1, 2]}'])
+    EmbeddingStore.load(path)
+    _, meta_file = only_entry()
+    edit_meta(meta_file, edges_sha256="0" * 64)
+    assert EmbeddingStore.load(path).matrix.tolist() == [[1, 2]]
+    assert len(parses) == 2
 
 
 def test_an_unusable_cache_folder_is_a_warning_not_a_failure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

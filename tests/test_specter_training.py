@@ -98,14 +98,39 @@ def test_baseline_specter_runs_on_a_trained_checkpoint(trained: tuple[Path, obje
     assert '"cite"' in text and '"cocite"' in text
 
 
+SAME_AS_TRAINED = ["--epochs", "3", "--lr", "2e-2", "--effective-batch-size", "16", "--batch-size", "8",
+                   "--max-length", "48"]
+"""`SETTINGS` as options of the command."""
+
+
+def test_resume_with_other_training_settings_is_refused(trained: tuple[Path, object], sample_dir: Path,
+                                                        tiny_bert: Path, tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture) -> None:
+    """It used to continue a finished run, ignoring the new --epochs and --lr."""
+    out, _ = trained
+    shutil.copytree(out / "checkpoints" / "step-12", tmp_path / "checkpoints" / "step-12")
+    command = ["train", "specter", "--data-dir", str(sample_dir), "--out", str(tmp_path), "--base-model",
+               str(tiny_bert), *SAME_AS_TRAINED, "--resume", "--quiet"]
+    assert main([*command, "--epochs", "2", "--lr", "1e-3"]) == 2
+    assert capsys.readouterr().err == (
+        f"scidocs-eval: error: --resume: {tmp_path / 'checkpoints' / 'step-12'} was produced with other settings "
+        "(epochs: written with 3, this run has 2); resume with the same settings, or write a new output without "
+        "--resume\n")
+    assert main([*command, "--lr", "1e-3"]) == 2
+    assert "(learning_rate: written with 0.02, this run has 0.001)" in capsys.readouterr().err
+    assert not (tmp_path / "model.safetensors").exists()
+    (tmp_path / "checkpoints" / "step-12" / "training_settings.json").unlink()
+    assert main(command) == 2
+    assert "has no record of its training settings (training_settings.json)" in capsys.readouterr().err
+
+
 def test_train_command_prints_the_validation_losses(trained: tuple[Path, object], sample_dir: Path,
                                                     tiny_bert: Path, tmp_path: Path,
                                                     capsys: pytest.CaptureFixture) -> None:
     out, history = trained
     shutil.copytree(out / "checkpoints" / "step-8", tmp_path / "checkpoints" / "step-8")
     assert main(["train", "specter", "--data-dir", str(sample_dir), "--out", str(tmp_path), "--base-model",
-                 str(tiny_bert), "--epochs", "2", "--effective-batch-size", "16", "--batch-size", "8",
-                 "--resume", "--quiet"]) == 0
+                 str(tiny_bert), *SAME_AS_TRAINED, "--resume", "--quiet"]) == 0
     printed = capsys.readouterr().out
     assert f"epoch 2: validation loss {history.val_loss[2]:.4f}" in printed
     # 3 epochs of 59 triplets: the resumed run counts the steps before its checkpoint too

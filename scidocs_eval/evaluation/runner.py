@@ -54,7 +54,8 @@ class _Stores:
             store = source if isinstance(source, EmbeddingStore) else self.loaded.get(str(Path(source).resolve()))
             if store is not None:
                 out[group] = {"path": store.source, "sha256": store.sha256, "papers": len(store),
-                              "dim": store.dim, "empty": int(store.empty.sum()), "repeated_ids": store.duplicates}
+                              "dim": store.dim, "empty": int(store.empty.sum()), "repeated_ids": store.duplicates,
+                              "ids_with_whitespace": len(store.padded_ids)}
         return out
 
 

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from scidocs_eval.errors import InputError
-from scidocs_eval.evaluation.task import TASKS, task_names
-from scidocs_eval.formats.suite import METADATA_FILES, SPLITS, Suite, csv_rows
+from scidocs_eval.evaluation.task import TASKS, get_task, task_names
+from scidocs_eval.formats.suite import METADATA_FILES, SPLITS, Suite, read_impressions
 
 RANKING_SPLITS = ("val", "test")
 RECOMM_FILES = [f"recomm/{split}.csv" for split in SPLITS] + ["recomm/propensity_scores.json"]
@@ -95,16 +95,27 @@ class _Verifier:
         self.suite = suite
         self.report = VerifyReport(suite.root, synthetic=suite.is_synthetic)
         self.metadata: dict[str, set[str] | None] = {}
+        self.broken_metadata: set[str] = set()
 
     def known_ids(self, group: str) -> set[str] | None:
-        """Ids of a metadata file; None (and an error, once) when it is absent or broken."""
+        """Ids of a metadata file; None (and a problem, once) when it is absent or broken.
+
+        The problem is an error when a task reads the file in `run` (through this same reader: recomm), a
+        warning otherwise (the ranking and classification tasks score without it; `baseline` needs it).
+        """
         if group not in self.metadata:
+            ids = None
+            relative = METADATA_FILES.get(group, group)
+            severity: Literal["error", "warning"] = "error" if relative in _read_by_run() else "warning"
+            consequence = "" if severity == "error" else (" (`run` does not read it; the ids of the tasks that "
+                                                         "use it cannot be checked and `baseline` cannot embed them)")
             try:
                 ids = set(self.suite.metadata(group))
                 self.report.metadata[group] = len(ids)
             except InputError as error:
-                self.report.add("error", METADATA_FILES.get(group, group), _message(error))
-                ids = None
+                self.report.add(severity, relative, _message(error) + consequence)
+                if severity == "error":
+                    self.broken_metadata.add(group)
             self.metadata[group] = ids
         return self.metadata[group]
 
@@ -199,43 +210,40 @@ class _Verifier:
         self.finish("recomm", RECOMM_FILES, "recomm", errors_before)
 
     def impressions(self, split: str, relative: str) -> int:
-        """Check one recomm csv row by row (every problem, not the first); returns the longest shown list."""
-        path = self.suite.path(relative)
-        rows, ids, first_line = 0, [], {}
-        longest = 0
-        try:
-            for line, row in csv_rows(path):
-                where = f"{relative}:{line}"
-                if len(row) != 3:
-                    self.report.add("error", where, f'expected 3 columns query_id,clicked_id,"id1,...", got {len(row)}')
-                    continue
-                query_id, clicked_id, shown_field = row
-                shown = [s.strip() for s in shown_field.split(",") if s.strip()]
-                if not shown:
-                    self.report.add("error", where, f"query {query_id!r}: the shown list is empty")
-                elif clicked_id not in shown:
-                    self.report.add("error", where, f"query {query_id!r}: clicked paper {clicked_id!r} is not in "
-                                    "the shown list")
-                key = (query_id, clicked_id, tuple(shown))
-                if key in first_line:
-                    self.report.add("warning", where, f"repeats line {first_line[key]}")
-                first_line.setdefault(key, line)
-                rows += 1
-                longest = max(longest, len(shown))
-                ids += [query_id, clicked_id, *shown]
-        except InputError as error:
-            self.report.add("error", relative, _message(error))
-            return longest
-        self.report.counts.setdefault("recomm", {})[split] = {"impressions": rows,
+        """Check one recomm csv row by row (every problem, not the first; the reader `run` uses); returns the
+        longest shown list."""
+        problems: list[InputError] = []
+        impressions = self.parse(relative, read_impressions, self.suite.path(relative), problems)
+        for problem in problems:
+            self.report.add("error", f"{relative}:{problem.line}", _message(problem))
+        if impressions is None:
+            return 0
+        first_line: dict[tuple, int] = {}
+        for impression in impressions:
+            key = (impression.query_id, impression.clicked_id, impression.shown)
+            if key in first_line:
+                self.report.add("warning", f"{relative}:{impression.line}", f"repeats line {first_line[key]}")
+            first_line.setdefault(key, impression.line)
+        self.report.counts.setdefault("recomm", {})[split] = {"impressions": len(impressions) + len(problems),
                                                              "queries": len({k[0] for k in first_line})}
-        self.check_ids(relative, ids, "recomm")
-        return longest
+        self.check_ids(relative, [i for imp in impressions for i in (imp.query_id, imp.clicked_id, *imp.shown)],
+                       "recomm")
+        return max((len(impression.shown) for impression in impressions), default=0)
 
     def finish(self, task: str, files: list[str], group: str, errors_before: int) -> None:
-        """The task is complete when all its files exist, parse, and its metadata file parses."""
+        """The task is complete when all its files exist and parse and its metadata file, if any, parses (what
+        `run` requires: it reads the metadata file through the same reader when there is one)."""
+        self.known_ids(group)
         if (all(self.suite.has(f) for f in files) and len(self.report.errors) == errors_before
-                and self.known_ids(group) is not None):
+                and group not in self.broken_metadata):
             self.report.complete.append(task)
+
+
+def _read_by_run() -> set[str]:
+    """The metadata files some registered task reads when it runs (those among its required files)."""
+    declared = {TASKS[name].spec.metadata_file for name in task_names()}
+    return {relative for name in task_names() for relative in get_task(name).required_files("test")
+            if relative in declared}
 
 
 def _metadata_of(task: str, default: str) -> str:

@@ -9,19 +9,24 @@ earlier one, as in the official code; the number of such repeats is kept. ``"emb
 "no embedding" (the reference embedder writes it for papers without a title): the row stays zero and is
 flagged, and each task applies the official rule for it.
 
-Parsing a SciDocs-sized file takes seconds, so the parsed matrix is cached (keyed by the file's absolute path,
-size and modification time) and a second run on the same file loads it with `numpy.load`.
+A value that does not fit the matrix's dtype (above 3.4e38 for float32) is an error naming file, line and
+paper, never an infinity. A gzip-compressed file (``.jsonl.gz``) is read as is. Ids repeated in the file and ids
+with surrounding whitespace (which match no suite id) are reported as warnings.
+
+Parsing a SciDocs-sized file takes seconds, so the parsed matrix is cached (`scidocs_eval.formats.embeddings_cache`:
+keyed by the file's path, inode, size, modification and status-change times, checked on every hit) and a second
+run on the same file loads it with `numpy.load`.
 """
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import io
 import json
 import logging
 import os
-import threading
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -32,19 +37,19 @@ import orjson
 import pandas as pd
 
 from scidocs_eval.errors import InputError
-from scidocs_eval.paths import cache_dir
+from scidocs_eval.formats.embeddings_cache import CacheEntry, ParsedEmbeddings, wait_for_cache_writes
+from scidocs_eval.formats.embeddings_files import check_embeddings_file, is_gzip
 from scidocs_eval.progress import progress_bar
 
 PRESENT, EMPTY, MISSING = 0, 1, 2
 """Status codes returned by `EmbeddingStore.status`."""
 
 _CHUNK_BYTES = 1 << 24
-_CACHE_FORMAT = 1
 _PARALLEL_BYTES = 64 << 20
 _MAX_WORKERS = 4
 _NUMBER_BYTES = b"0123456789.eE+-, \t\r\n"
-_PENDING_WRITES: dict[Path, threading.Thread] = {}
-"""Parse-cache entries still being written by a background thread, by cache base path."""
+SHOWN_IDS = 5
+"""how many ids a warning lists."""
 
 log = logging.getLogger("scidocs_eval")
 
@@ -60,6 +65,7 @@ class EmbeddingStore:
         source: the file the store was read from, or None when built in memory.
         duplicates: how many lines repeated an id seen before (the later line won).
         sha256: hex digest of the file's bytes, or None when built in memory.
+        repeated: the ids that more than one line gave.
     """
 
     ids: list[str]
@@ -68,6 +74,7 @@ class EmbeddingStore:
     source: str | None = None
     duplicates: int = 0
     sha256: str | None = None
+    repeated: list[str] = field(default_factory=list)
     index: dict[str, int] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -79,6 +86,22 @@ class EmbeddingStore:
 
     def __len__(self) -> int:
         return len(self.ids)
+
+    @property
+    def padded_ids(self) -> list[str]:
+        """Ids with leading or trailing whitespace (a suite's ids have none, so these match nothing)."""
+        return [paper_id for paper_id in self.ids if paper_id != paper_id.strip()]
+
+    def warn_about_ids(self) -> None:
+        """Log a warning for repeated ids and for ids with surrounding whitespace, with examples."""
+        where = self.source or "<memory>"
+        if self.duplicates:
+            log.warning("%s: %d line(s) repeat the id of an earlier line (the later line is used, as in the "
+                        "official code): %s", where, self.duplicates, _examples(self.repeated))
+        padded = self.padded_ids
+        if padded:
+            log.warning("%s: %d id(s) have leading or trailing whitespace and match no suite id: %s", where,
+                        len(padded), _examples(padded))
 
     def __contains__(self, paper_id: object) -> bool:
         return paper_id in self.index
@@ -118,26 +141,24 @@ class EmbeddingStore:
              dtype: np.dtype | type = np.float32, progress: bool = True) -> EmbeddingStore:
         """Read a JSON lines embeddings file (see the module docstring), using the parse cache if allowed."""
         path = Path(path)
-        if not path.is_file():
-            raise InputError(path, "embeddings file not found")
+        check_embeddings_file(path)
         dtype = np.dtype(dtype)
-        cache_base = None
+        entry = None
         if cache:
             try:
-                cache_base = _cache_base(path, dtype)
+                entry = CacheEntry(path, dtype)
             except OSError as error:
                 log.warning("embeddings parse cache unusable (%s); parsing without it", error)
-        if cache_base is not None:
-            cached = _read_cache(cache_base, path)
-            if cached is not None:
-                return cached
-        store = _parse_file(path, dtype, progress)
-        if cache_base is not None:
-            # written while the caller goes on (saving a SciDocs-size matrix takes seconds); a later read of the
-            # same cache entry waits for it, and the interpreter waits for it at exit
-            writer = threading.Thread(target=_write_cache, args=(cache_base, store), name="embeddings-cache-writer")
-            _PENDING_WRITES[cache_base] = writer
-            writer.start()
+        cached = entry.read() if entry is not None else None
+        if cached is not None:
+            store = cls(cached.ids, cached.matrix, cached.empty, source=str(path), duplicates=cached.duplicates,
+                        sha256=cached.sha256, repeated=cached.repeated)
+        else:
+            store = _parse_file(path, dtype, progress)
+            if entry is not None:
+                entry.write_in_background(ParsedEmbeddings(store.ids, store.matrix, store.empty, store.repeated,
+                                                           store.duplicates, str(store.sha256)))
+        store.warn_about_ids()
         return store
 
 
@@ -164,6 +185,7 @@ class _StoreBuilder:
                 bad = int(np.flatnonzero(~np.isfinite(vector))[0])
                 raise InputError(self.source, f"paper {paper_id!r}: embedding value {bad} is {vector[bad]} "
                                  "(NaN and infinity are not allowed)", line_number)
+            _check_fits(self.source, paper_id, vector, self.dtype, line_number)
             if self.dim is None:
                 self.dim, self.dim_line = vector.size, line_number
             elif vector.size != self.dim:
@@ -218,8 +240,26 @@ class _StoreBuilder:
         every_line = np.concatenate(self.blocks) if len(self.blocks) > 1 else self.blocks[0]
         matrix = every_line if len(rows) == len(every_line) else every_line[rows]
         empty = np.concatenate(self.empty)[rows]
+        repeated = [] if len(rows) == len(self.ids) else \
+            [paper_id for paper_id, count in Counter(self.ids).items() if count > 1]
         return EmbeddingStore(list(last_line_of), matrix, empty, source=source,
-                              duplicates=len(self.ids) - len(rows), sha256=sha256)
+                              duplicates=len(self.ids) - len(rows), sha256=sha256, repeated=repeated)
+
+
+def _check_fits(source: str, paper_id: str, vector: np.ndarray, dtype: np.dtype, line_number: int) -> None:
+    """An error when a finite float64 value of `vector` would become infinite in `dtype`."""
+    with np.errstate(over="ignore"):
+        overflows = ~np.isfinite(vector.astype(dtype))
+    if overflows.any():
+        bad = int(np.flatnonzero(overflows)[0])
+        raise InputError(source, f"paper {paper_id!r}: embedding value {bad} is {vector[bad]}, beyond the largest "
+                         f"{dtype.name} ({float(np.finfo(dtype).max):.7g}); scale the vectors, or read them with "
+                         "--dtype float64", line_number)
+
+
+def _examples(ids: list[str]) -> str:
+    more = f" (and {len(ids) - SHOWN_IDS} more)" if len(ids) > SHOWN_IDS else ""
+    return ", ".join(repr(paper_id) for paper_id in ids[:SHOWN_IDS]) + more
 
 
 def _record_id(path: Path, record: object, line_number: int) -> tuple[str, object]:
@@ -301,10 +341,13 @@ def _decode_block(path: Path, chunk: bytes) -> tuple[int, _DecodedBlock | None]:
             values = pd.read_csv(io.BytesIO(joined), header=None, dtype=np.float64, engine="c").to_numpy()
         except (ValueError, pd.errors.ParserError):
             return len(pieces), None
-        if values.shape[0] != len(filled) or not np.isfinite(values).all():
+        if values.shape[0] != len(filled):
             return len(pieces), None
     matrix = np.zeros((len(lines), values.shape[1]), dtype=np.float32)
-    matrix[~empty] = values
+    with np.errstate(over="ignore"):
+        matrix[~empty] = values
+    if not np.isfinite(matrix).all():  # a non-finite value, or one beyond float32's range
+        return len(pieces), None
     try:
         ids = [_record_id(path, orjson.loads(skeleton), line)[0] for (line, _), skeleton in zip(lines, skeletons)]
     except (orjson.JSONDecodeError, InputError):
@@ -328,16 +371,39 @@ def _split_lines(chunk: bytes) -> list[bytes]:
     return lines
 
 
+class _HashingReader:
+    """A binary file that feeds every byte read from it to `digest` and counts them."""
+
+    def __init__(self, handle: io.BufferedReader, digest: hashlib._Hash):
+        self.handle, self.digest, self.position = handle, digest, 0
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.handle.read(size)
+        self.digest.update(data)
+        self.position += len(data)
+        return data
+
+
 def _read_chunks(path: Path, digest: hashlib._Hash, progress: bool) -> Iterator[bytes]:
-    """Yield whole lines in pieces of about 16 MB, hashing the file."""
-    with open(path, "rb") as handle, progress_bar(total=path.stat().st_size, unit="B", unit_scale=True,
-                                                  desc=f"reading {path.name}", enabled=progress) as bar:
-        while data := handle.read(_CHUNK_BYTES):
-            if not data.endswith(b"\n"):
-                data += handle.readline()
-            digest.update(data)
-            bar.update(len(data))
-            yield data
+    """Yield whole lines in pieces of about 16 MB (decompressed from gzip if need be), hashing the file's bytes."""
+    with open(path, "rb") as raw, progress_bar(total=path.stat().st_size, unit="B", unit_scale=True,
+                                               desc=f"reading {path.name}", enabled=progress) as bar:
+        hashed = _HashingReader(raw, digest)
+        handle = gzip.GzipFile(fileobj=hashed, mode="rb") if is_gzip(path) else raw
+        read_before = 0
+        try:
+            while data := handle.read(_CHUNK_BYTES):
+                if not data.endswith(b"\n"):
+                    data += handle.readline()
+                if handle is raw:
+                    digest.update(data)
+                    bar.update(len(data))
+                else:
+                    bar.update(hashed.position - read_before)
+                    read_before = hashed.position
+                yield data
+        except (OSError, EOFError) as error:  # gzip.BadGzipFile is an OSError
+            raise InputError(path, f"cannot be decompressed ({error})") from None
 
 
 def _decoded_blocks(path: Path, chunks: Iterator[bytes], parallel: bool
@@ -399,55 +465,6 @@ def _add_line_by_line(builder: _StoreBuilder, path: Path, chunk: bytes, first_li
         if raw.strip():
             builder.add(*_decode_line(path, raw, line_number), line_number)
     return len(lines)
-
-
-def _cache_base(path: Path, dtype: np.dtype) -> Path:
-    stat = path.stat()
-    key = f"{_CACHE_FORMAT}|{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}|{dtype.str}"
-    return cache_dir("embeddings") / hashlib.sha1(key.encode()).hexdigest()
-
-
-def wait_for_cache_writes() -> None:
-    """Block until every parse-cache entry started by `EmbeddingStore.load` in this process is on disk."""
-    while _PENDING_WRITES:
-        _PENDING_WRITES.popitem()[1].join()
-
-
-def _read_cache(base: Path, path: Path) -> EmbeddingStore | None:
-    writer = _PENDING_WRITES.pop(base, None)
-    if writer is not None:
-        writer.join()
-    matrix_file, meta_file = base.with_suffix(".npy"), base.with_suffix(".json")
-    if not (matrix_file.exists() and meta_file.exists()):
-        return None
-    try:
-        meta = orjson.loads(meta_file.read_bytes())
-        matrix = np.load(matrix_file)
-    except (OSError, ValueError):
-        return None
-    empty = np.zeros(len(meta["ids"]), dtype=bool)
-    empty[meta["empty_rows"]] = True
-    return EmbeddingStore(meta["ids"], matrix, empty, source=str(path), duplicates=meta["duplicates"],
-                          sha256=meta["sha256"])
-
-
-def _write_cache(base: Path, store: EmbeddingStore) -> None:
-    """Save the parsed store under `base` (.npy matrix + .json ids); a failure only costs the next run a parse."""
-    meta = {"ids": store.ids, "empty_rows": np.flatnonzero(store.empty).tolist(),
-            "duplicates": store.duplicates, "sha256": store.sha256}
-    tmp_matrix = base.with_suffix(f".{os.getpid()}.tmp.npy")
-    tmp_meta = base.with_suffix(f".{os.getpid()}.tmp.json")
-    try:
-        base.parent.mkdir(parents=True, exist_ok=True)
-        np.save(tmp_matrix, store.matrix)
-        tmp_meta.write_bytes(orjson.dumps(meta))
-        os.replace(tmp_matrix, base.with_suffix(".npy"))
-        os.replace(tmp_meta, base.with_suffix(".json"))
-    except OSError as error:
-        tmp_matrix.unlink(missing_ok=True)
-        tmp_meta.unlink(missing_ok=True)
-        log.warning("could not write the embeddings parse cache under %s (%s); the next run parses again",
-                    base.parent, error)
 
 
 def format_embedding_line(paper_id: str, vector: np.ndarray | Sequence[float] | None) -> bytes:

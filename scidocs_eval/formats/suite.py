@@ -15,7 +15,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -33,6 +33,11 @@ METADATA_FILES = {
 SYNTHETIC_MARKER = "SYNTHETIC.md"
 CLASS_NAMES_FILE = "class_names.json"
 SPLITS = ("train", "val", "test")
+TEXT_FIELDS = ("title", "abstract")
+LIST_FIELDS = ("authors", "references", "cited_by")
+"""Metadata fields that must be a string (text) or a list (lists) wherever a record has them (null: absent)."""
+LABELS_HEADER = "paper_id,class_label"
+IMPRESSIONS_HEADER = "query_id,clicked_id,shown"
 
 
 @dataclass(frozen=True)
@@ -123,8 +128,7 @@ class Suite:
             if not isinstance(data, dict):
                 raise InputError(path, f"expected a JSON object keyed by paper id, got {type(data).__name__}")
             for paper_id, record in data.items():
-                if not isinstance(record, dict):
-                    raise InputError(path, f"paper {paper_id!r}: expected an object with title and abstract")
+                check_metadata_record(path, paper_id, record)
             self._metadata[relative] = data
         return self._metadata[relative]
 
@@ -143,7 +147,7 @@ class Suite:
         path = self.require(f"{task}/{split}.csv", "a header row, then paper_id,class_label")
         ids: list[str] = []
         labels: list[int] = []
-        for line, row in csv_rows(path):
+        for line, row in csv_rows(path, LABELS_HEADER, _is_labelled_row):
             if len(row) != 2:
                 raise InputError(path, f"expected 2 columns (paper_id,class_label), got {len(row)}", line)
             try:
@@ -187,18 +191,7 @@ class Suite:
     def impressions(self, split: str) -> list[Impression]:
         """`recomm/{split}.csv`: one impression per row; the clicked id must be among those shown."""
         path = self.require(f"recomm/{split}.csv", 'a header row, then query_id,clicked_id,"id1,id2,..."')
-        impressions = []
-        for line, row in csv_rows(path):
-            if len(row) != 3:
-                raise InputError(path, f'expected 3 columns query_id,clicked_id,"id1,...", got {len(row)}', line)
-            query_id, clicked_id, shown_field = row
-            shown = tuple(s.strip() for s in shown_field.split(",") if s.strip())
-            if not shown:
-                raise InputError(path, f"query {query_id!r}: the shown list is empty", line)
-            if clicked_id not in shown:
-                raise InputError(path, f"query {query_id!r}: clicked paper {clicked_id!r} is not in the shown "
-                                 "list", line)
-            impressions.append(Impression(query_id, clicked_id, shown, line))
+        impressions = read_impressions(path)
         if not impressions:
             raise InputError(path, "no rows after the header")
         return impressions
@@ -221,16 +214,84 @@ class Suite:
         return {relative: _sha256(self.path(relative)) for relative in relatives if self.has(relative)}
 
 
-def csv_rows(path: Path) -> Iterator[tuple[int, list[str]]]:
-    """Rows after the header, with their 1-based line numbers; blank lines are skipped."""
+def check_metadata_record(path: Path, paper_id: str, record: object) -> None:
+    """An error naming the paper when a metadata record is not an object or a field has the wrong type."""
+    if not isinstance(record, dict):
+        raise InputError(path, f"paper {paper_id!r}: expected an object with title and abstract")
+    for name in TEXT_FIELDS:
+        value = record.get(name)
+        if value is not None and not isinstance(value, str):
+            raise InputError(path, f"paper {paper_id!r}: {name!r} must be a string, got {type(value).__name__}")
+    for name in LIST_FIELDS:
+        value = record.get(name)
+        if value is not None and not isinstance(value, list):
+            raise InputError(path, f"paper {paper_id!r}: {name!r} must be a list, got {type(value).__name__}")
+
+
+def csv_rows(path: Path, header: str, is_data: Callable[[list[str]], bool]) -> Iterator[tuple[int, list[str]]]:
+    """Rows after the header, with their 1-based line numbers; blank lines are skipped.
+
+    A first line that `is_data` takes for a data row means the header is missing (its row would be lost): an
+    error saying so, with `header` as the expected shape.
+    """
     with open(path, newline="", encoding="utf-8") as handle:
         reader = csv.reader(handle)
-        header = next(reader, None)
-        if header is None:
+        first = next(reader, None)
+        if first is None:
             raise InputError(path, "file is empty (expected a header row)")
+        if is_data([cell.strip() for cell in first]):
+            raise InputError(path, f"the first line is a data row, not a header: the header row (such as "
+                             f"{header}) is missing, and without it this row would be skipped", reader.line_num)
         for row in reader:
             if row:
                 yield reader.line_num, [cell.strip() for cell in row]
+
+
+def _is_labelled_row(row: list[str]) -> bool:
+    """A classification row: two cells, the second an integer (a header names the column instead)."""
+    if len(row) != 2:
+        return False
+    try:
+        int(row[1])
+    except ValueError:
+        return False
+    return True
+
+
+def _shown_ids(field: str) -> tuple[str, ...]:
+    return tuple(s.strip() for s in field.split(",") if s.strip())
+
+
+def _is_impression_row(row: list[str]) -> bool:
+    """A recomm row: three cells, the clicked id among the shown ones (a header's column names are not)."""
+    return len(row) == 3 and row[1] in _shown_ids(row[2])
+
+
+def read_impressions(path: Path, problems: list[InputError] | None = None) -> list[Impression]:
+    """The impressions of a recomm csv, one per row, in file order.
+
+    A bad row raises an `InputError` naming its line, or, when `problems` is given, is appended to it and left
+    out (`data verify` lists every bad row; `run` stops at the first). A missing header is always raised.
+    """
+    impressions = []
+    for line, row in csv_rows(path, IMPRESSIONS_HEADER, _is_impression_row):
+        problem = None
+        if len(row) != 3:
+            problem = f'expected 3 columns query_id,clicked_id,"id1,...", got {len(row)}'
+        else:
+            query_id, clicked_id, shown_field = row
+            shown = _shown_ids(shown_field)
+            if not shown:
+                problem = f"query {query_id!r}: the shown list is empty"
+            elif clicked_id not in shown:
+                problem = f"query {query_id!r}: clicked paper {clicked_id!r} is not in the shown list"
+        if problem is None:
+            impressions.append(Impression(query_id, clicked_id, shown, line))
+        elif problems is None:
+            raise InputError(path, problem, line)
+        else:
+            problems.append(InputError(path, problem, line))
+    return impressions
 
 
 def _sha256(path: Path) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import time
@@ -18,6 +19,7 @@ from scidocs_eval.evaluation.runner import evaluate
 from scidocs_eval.evaluation.task import TASKS
 from scidocs_eval.formats.corpus import read_papers
 from scidocs_eval.formats.embeddings import format_embedding_line
+from scidocs_eval.formats.provenance import check_dimension, settings_file, start_embeddings_output
 from scidocs_eval.formats.suite import METADATA_FILES, Paper, Suite
 from scidocs_eval.models.adapter import Adapter, get_adapter
 from scidocs_eval.progress import progress_bar
@@ -25,45 +27,43 @@ from scidocs_eval.progress import progress_bar
 log = logging.getLogger("scidocs_eval")
 
 
-def _done_ids(path: Path) -> set[str]:
-    """Ids already written to `path` by an interrupted run; a torn last line is cut off."""
-    if not path.exists():
-        return set()
-    data = path.read_bytes()
-    whole = data[: data.rfind(b"\n") + 1]
-    if len(whole) != len(data):
-        with open(path, "r+b") as handle:
-            handle.truncate(len(whole))
-    return {orjson.loads(line)["paper_id"] for line in whole.splitlines() if line.strip()}
 
 
 def write_embeddings(adapter: Adapter, papers: Sequence[Paper], path: str | os.PathLike[str],
-                     resume: bool = True, progress: bool = True) -> Path:
+                     resume: bool = True, progress: bool = True, settings: Mapping[str, Any] | None = None) -> Path:
     """Embed `papers` into `path` (official format), appending batch by batch.
 
     A paper with neither title nor abstract gets ``"embedding": []``, as the reference embedder writes.
-    With `resume`, papers already in the file are not embedded again.
+    `{path}.settings.json` records the adapter, its parameters and `settings` (e.g. the corpus it was fitted on).
+    With `resume`, papers already in the file are not embedded again, provided the file was written with the
+    same settings and dimension (else an error naming what differs; `scidocs_eval.formats.provenance`).
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with _removed_if_left_empty(path):
-        return _append_embeddings(adapter, papers, path, resume, progress)
+        return _append_embeddings(adapter, papers, path, resume, progress, {"adapter": adapter.name,
+                                   "params": adapter.get_params(), **(settings or {})})
 
 
 @contextmanager
 def _removed_if_left_empty(path: Path) -> Iterator[None]:
-    """No empty file at `path` after an error (e.g. a model that cannot load) if there was none before."""
+    """No empty file at `path` (nor its settings record) after an error (e.g. a model that cannot load) if there
+    was none before."""
     existed = path.exists()
+    record_existed = settings_file(path).exists()
     try:
         yield
     except BaseException:
         if not existed and path.is_file() and path.stat().st_size == 0:
             path.unlink()
+            if not record_existed:
+                settings_file(path).unlink(missing_ok=True)
         raise
 
 
-def _append_embeddings(adapter: Adapter, papers: Sequence[Paper], path: Path, resume: bool, progress: bool) -> Path:
-    done = _done_ids(path) if resume else set()
+def _append_embeddings(adapter: Adapter, papers: Sequence[Paper], path: Path, resume: bool, progress: bool,
+                       settings: Mapping[str, Any]) -> Path:
+    done, dim = start_embeddings_output(path, settings, resume)
     todo = [p for p in papers if p.paper_id not in done]
     with open(path, "ab" if resume else "wb") as out, progress_bar(
             total=len(todo), unit="paper", desc=f"embedding with {adapter.name}", enabled=progress) as bar:
@@ -73,10 +73,16 @@ def _append_embeddings(adapter: Adapter, papers: Sequence[Paper], path: Path, re
         with_text = [p for p in todo if p.has_text]
         if with_text:
             for batch, vectors in adapter.transform_batches(with_text):
+                check_dimension(path, dim, vectors.shape[1])
                 out.write(b"".join(format_embedding_line(p.paper_id, v) for p, v in zip(batch, vectors)))
                 out.flush()
                 bar.update(len(batch))
     return path
+
+
+def _digest(papers: Sequence[Paper]) -> str:
+    """sha256 of the papers' ids and texts, in order (what a fitted adapter learnt from)."""
+    return hashlib.sha256(orjson.dumps([(p.paper_id, p.title, p.abstract) for p in papers])).hexdigest()
 
 
 def _metadata_files(suite: Suite, tasks: Sequence[str] | None) -> tuple[str, ...]:
@@ -114,7 +120,9 @@ def run_baseline(
     adapter.fit(corpus, suite)
     fitted = time.perf_counter()
     out_dir = Path(out_dir)
-    embeddings = write_embeddings(adapter, papers, out_dir / f"{name}.jsonl", resume=resume, progress=progress)
+    fitted_on = {"train_corpus": str(train_corpus) if train_corpus else None, "corpus_sha256": _digest(corpus)}
+    embeddings = write_embeddings(adapter, papers, out_dir / f"{name}.jsonl", resume=resume, progress=progress,
+                                  settings=fitted_on)
     embedded = time.perf_counter()
     result = evaluate(embeddings, suite, tasks=tasks, split=split, task_params=task_params, model=name,
                       progress=progress)

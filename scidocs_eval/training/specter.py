@@ -28,6 +28,7 @@ import orjson
 
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.formats.corpus import paper_text
+from scidocs_eval.formats.provenance import check_same_settings
 from scidocs_eval.models.distributed import Distributed, init_distributed, leave_process_group
 from scidocs_eval.models.encoder import resolve_model
 from scidocs_eval.progress import progress_bar
@@ -38,6 +39,7 @@ log = logging.getLogger("scidocs_eval")
 CHECKPOINTS = "checkpoints"
 STATE_FILE = "training_state.pt"
 HISTORY_FILE = "training_history.json"
+SETTINGS_FILE = "training_settings.json"
 
 
 @dataclass
@@ -192,7 +194,8 @@ def train_specter(
         effective_batch_size: triplets per optimizer step over all processes and accumulated micro-batches.
         checkpoint_every: optimizer steps between checkpoints (also one at the end of every epoch).
         keep_checkpoints: how many checkpoints to keep (None: all).
-        resume: continue from the latest checkpoint in `out_dir` (an error if there is none).
+        resume: continue from the latest checkpoint in `out_dir` (an error if there is none, or if it was
+            written with other settings: every argument that changes the weights is recorded with it).
     Returns the history (validation loss before training and after each epoch); also in out_dir/training_history.json.
     """
     import torch
@@ -204,6 +207,12 @@ def train_specter(
     checkpoint = latest_checkpoint(out_dir) if resume else None
     if resume and checkpoint is None:
         raise ScidocsEvalError(f"--resume: no checkpoint under {out_dir / CHECKPOINTS}")
+    settings = {"base_model": base_model, "epochs": epochs, "learning_rate": learning_rate,
+                "weight_decay": weight_decay, "warmup_fraction": warmup_fraction, "max_length": max_length,
+                "batch_size": batch_size, "effective_batch_size": effective_batch_size, "margin": margin,
+                "max_grad_norm": max_grad_norm, "seed": seed}
+    if checkpoint:
+        _check_checkpoint_settings(checkpoint, settings)
     dist, device = init_distributed(device)
     random.seed(seed)
     np.random.seed(seed)
@@ -267,8 +276,8 @@ def train_specter(
                     if dist.is_main:
                         log.info("epoch %d: validation loss %.4f", epoch + 1, history.val_loss[epoch + 1])
             if epoch_done or history.steps % checkpoint_every == 0:
-                _save_checkpoint(out_dir, model, optimizer, scheduler, sampler, history, epoch_losses, dist,
-                                 keep_checkpoints)
+                _save_checkpoint(out_dir, settings, model, optimizer, scheduler, sampler, history, epoch_losses,
+                                 dist, keep_checkpoints)
 
     if dist.is_main:
         getattr(model, "module", model).save_pretrained(out_dir)
@@ -304,9 +313,18 @@ def _accumulate_gradients(model: Any, loss: _TripletLoss, step_triplets: Sequenc
     return _sum_over_processes(step_loss, dist, loss.device)
 
 
-def _save_checkpoint(out_dir: Path, model: Any, optimizer: Any, scheduler: Any, sampler: TripletSampler,
-                     history: TrainingHistory, epoch_losses: list[float], dist: Distributed,
-                     keep: int | None) -> None:
+def _check_checkpoint_settings(checkpoint: Path, settings: dict[str, Any]) -> None:
+    """An error naming the first training setting that differs from those `checkpoint` was written with."""
+    record = checkpoint / SETTINGS_FILE
+    if not record.is_file():
+        raise ScidocsEvalError(f"--resume: {checkpoint} has no record of its training settings ({SETTINGS_FILE}), "
+                               "so a resume could mix two runs; train afresh into a new --out")
+    check_same_settings(checkpoint, orjson.loads(record.read_bytes()), settings)
+
+
+def _save_checkpoint(out_dir: Path, settings: dict[str, Any], model: Any, optimizer: Any, scheduler: Any,
+                     sampler: TripletSampler, history: TrainingHistory, epoch_losses: list[float],
+                     dist: Distributed, keep: int | None) -> None:
     """Write out_dir/checkpoints/step-N (model weights, optimizer, scheduler, sampler, RNG); prune old ones."""
     import torch
 
@@ -318,6 +336,7 @@ def _save_checkpoint(out_dir: Path, model: Any, optimizer: Any, scheduler: Any, 
     if not dist.is_main:
         return
     getattr(model, "module", model).save_pretrained(folder)
+    (folder / SETTINGS_FILE).write_bytes(orjson.dumps(settings))
     torch.save({"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
                 "sampler": sampler.state_dict(), "history": asdict(history), "epoch_losses": epoch_losses},
                folder / STATE_FILE)

@@ -1,0 +1,115 @@
+"""What produced a resumable output, so that `--resume` never mixes two runs' work in one output.
+
+An output that a later run may continue (an embeddings file of `baseline`/`embed`, a checkpoint of
+`train specter`) records the settings that determine its content: adapter, its parameters (model, pooling,
+dimension, ...), the corpus it was fitted on, training hyperparameters. A resume compares the settings it has
+with the recorded ones and refuses, naming the first setting that differs, so that a resumed output is what an
+uninterrupted run with those settings would have written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from scidocs_eval.errors import ScidocsEvalError
+
+SETTINGS_SUFFIX = ".settings.json"
+
+
+def normalised(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """`settings` as JSON would give them back (tuples as lists, paths and other objects as strings), flattened
+    to dotted keys ("params.pooling") so that a difference names the setting."""
+    flat: dict[str, Any] = {}
+
+    def walk(prefix: str, value: Any) -> None:
+        if isinstance(value, Mapping) and value:
+            for key, inner in value.items():
+                walk(f"{prefix}.{key}" if prefix else str(key), inner)
+        else:
+            flat[prefix] = value
+
+    walk("", orjson.loads(orjson.dumps(settings, default=str, option=orjson.OPT_NON_STR_KEYS)))
+    return flat
+
+
+def first_difference(recorded: Mapping[str, Any], current: Mapping[str, Any]) -> str | None:
+    """"name: recorded X, now Y" for the first setting (in sorted order) that differs, or None."""
+    old, new = normalised(recorded), normalised(current)
+    for name in sorted(set(old) | set(new)):
+        if old.get(name, "(not set)") != new.get(name, "(not set)"):
+            return f"{name}: written with {old.get(name, '(not set)')!r}, this run has {new.get(name, '(not set)')!r}"
+    return None
+
+
+def check_same_settings(output: Path, recorded: Mapping[str, Any], current: Mapping[str, Any]) -> None:
+    """An error naming the first setting that differs between the recorded and the current run."""
+    difference = first_difference(recorded, current)
+    if difference is not None:
+        raise ScidocsEvalError(f"--resume: {output} was produced with other settings ({difference}); resume with "
+                               "the same settings, or write a new output without --resume")
+
+
+def settings_file(output: Path) -> Path:
+    """The record kept next to an output file: `{output}.settings.json`."""
+    return output.with_name(output.name + SETTINGS_SUFFIX)
+
+
+def read_settings(output: Path) -> dict[str, Any] | None:
+    """The settings recorded for `output`, or None when there is no record."""
+    record = settings_file(output)
+    if not record.is_file():
+        return None
+    try:
+        settings = orjson.loads(record.read_bytes())
+    except orjson.JSONDecodeError as error:
+        raise ScidocsEvalError(f"{record}: malformed settings record ({error}); write a new output without "
+                               "--resume") from None
+    if not isinstance(settings, dict):
+        raise ScidocsEvalError(f"{record}: not a settings record; write a new output without --resume")
+    return settings
+
+
+def write_settings(output: Path, settings: Mapping[str, Any]) -> None:
+    settings_file(output).write_bytes(orjson.dumps(settings, default=str, option=orjson.OPT_INDENT_2 |
+                                                   orjson.OPT_NON_STR_KEYS))
+
+
+def start_embeddings_output(path: Path, settings: Mapping[str, Any], resume: bool) -> tuple[set[str], int | None]:
+    """Prepare an embeddings file for writing by `settings`; returns (ids already in it, their dimension).
+
+    Without `resume` the file is started afresh. With it, the file's recorded settings must equal `settings`
+    (an error names the first that differs; a file without a record is refused), a torn last line left by an
+    interrupted run is cut off, and the ids and dimension of the lines already written are returned.
+    """
+    written = path.read_bytes() if resume and path.is_file() else b""
+    done: set[str] = set()
+    dim = None
+    if written.strip():
+        recorded = read_settings(path)
+        if recorded is None:
+            raise ScidocsEvalError(f"--resume: {path} has no record of the settings that produced it "
+                                   f"({settings_file(path).name}), so it cannot be continued safely; write a new "
+                                   "output without --resume")
+        check_same_settings(path, recorded, settings)
+        whole = written[: written.rfind(b"\n") + 1]
+        if len(whole) != len(written):
+            with open(path, "r+b") as handle:
+                handle.truncate(len(whole))
+        for line in whole.splitlines():
+            if line.strip():
+                record = orjson.loads(line)
+                done.add(record["paper_id"])
+                dim = dim or len(record["embedding"]) or None
+    write_settings(path, settings)
+    return done, dim
+
+
+def check_dimension(path: Path, dim: int | None, vectors_dim: int) -> None:
+    """An error when new vectors would not have the dimension of those already in `path`."""
+    if dim is not None and vectors_dim != dim:
+        raise ScidocsEvalError(f"--resume: {path} holds {dim}-d vectors, this run makes {vectors_dim}-d ones; "
+                               "write a new output without --resume")
