@@ -52,7 +52,7 @@ def test_sentence_transformer_prompt_errors(tiny_suite: Suite, tmp_path: Path, c
     assert "give --prompt or --prompt-name, not both" in capsys.readouterr().err
     assert main(["baseline", "transformer", "--model", "all-MiniLM-L6-v2", "--normalize", "--data",
                  str(tiny_suite.root)]) == 2
-    assert "baseline 'transformer' does not take normalize" in capsys.readouterr().err
+    assert "baseline 'transformer' has no parameter 'normalize'" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("side", ["left", "right"])
