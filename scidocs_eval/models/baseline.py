@@ -41,8 +41,17 @@ def write_embeddings(adapter: Adapter, papers: Sequence[Paper], path: str | os.P
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with _removed_if_left_empty(path):
-        return _append_embeddings(adapter, papers, path, resume, progress, {"adapter": adapter.name,
-                                   "params": adapter.get_params(), **(settings or {})})
+        return _append_embeddings(adapter, papers, path, resume, progress, output_settings(adapter, settings))
+
+
+def output_settings(adapter: Adapter, settings: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """What an embeddings file records of what produced it: the adapter, its parameters and `settings`."""
+    return {"adapter": adapter.name, "params": adapter.get_params(), **(settings or {})}
+
+
+def fitted_settings(corpus: Sequence[Paper], train_corpus: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+    """The `settings` of a baseline's embeddings: the corpus its adapter was fitted on."""
+    return {"train_corpus": str(train_corpus) if train_corpus else None, "corpus_sha256": _digest(corpus)}
 
 
 @contextmanager
@@ -120,9 +129,8 @@ def run_baseline(
     adapter.fit(corpus, suite)
     fitted = time.perf_counter()
     out_dir = Path(out_dir)
-    fitted_on = {"train_corpus": str(train_corpus) if train_corpus else None, "corpus_sha256": _digest(corpus)}
     embeddings = write_embeddings(adapter, papers, out_dir / f"{name}.jsonl", resume=resume, progress=progress,
-                                  settings=fitted_on)
+                                  settings=fitted_settings(corpus, train_corpus))
     embedded = time.perf_counter()
     result = evaluate(embeddings, suite, tasks=tasks, split=split, task_params=task_params, model=name,
                       progress=progress)

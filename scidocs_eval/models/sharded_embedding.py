@@ -28,9 +28,10 @@ import orjson
 from scidocs_eval.data.resolve import resolve_suite
 from scidocs_eval.errors import InputError, ScidocsEvalError
 from scidocs_eval.formats.embeddings import format_embedding_line
+from scidocs_eval.formats.provenance import write_settings
 from scidocs_eval.formats.suite import Paper
 from scidocs_eval.models.adapter import Adapter, get_adapter
-from scidocs_eval.models.baseline import _metadata_files
+from scidocs_eval.models.baseline import _metadata_files, fitted_settings, output_settings
 from scidocs_eval.models.distributed import Distributed, init_distributed, is_main_process, leave_process_group
 from scidocs_eval.models.encoder import TransformerEncoder
 from scidocs_eval.progress import progress_bar
@@ -195,13 +196,15 @@ class _ShardedRun:
 
 
 def embed_sharded(adapter: Adapter, papers: Sequence[Paper], out: str | os.PathLike[str], resume: bool = False,
-                  progress: bool = True) -> Path:
+                  progress: bool = True, settings: dict | None = None) -> Path:
     """Embed `papers` into `out` (official format) with every torchrun process; see the module docstring.
 
     Every process calls this; `out` is complete when it returns (rank 0 wrote it). `adapter` must be a
     transformer adapter ("transformer", "specter", "scibert", ...): its tokenizer gives the token counts.
-    A paper with neither title nor abstract gets ``"embedding": []``.
+    A paper with neither title nor abstract gets ``"embedding": []``. Rank 0 records next to `out` what
+    `write_embeddings` records (adapter, parameters, `settings`), so a later resume of `out` is checked alike.
     """
+    record = output_settings(adapter, settings)  # before the device is resolved: as the user gave the parameters
     if not isinstance(getattr(type(adapter), "encoder", None), property) or not hasattr(adapter, "device"):
         raise ScidocsEvalError(f"embedding on several processes needs a transformer adapter (transformer, specter, "
                                f"scibert, ...), not {adapter.name!r}; run it without torchrun")
@@ -215,6 +218,8 @@ def embed_sharded(adapter: Adapter, papers: Sequence[Paper], out: str | os.PathL
                           progress)
         for step in (run.check_start, run.plan, run.start_parts, run.embed_share, run.merge):
             _together(dist, step)
+        if dist.is_main:
+            write_settings(Path(out), record)
     finally:
         if dist.world_size > 1:
             leave_process_group()
@@ -229,5 +234,6 @@ def embed_suite_sharded(name: str, data: str | os.PathLike[str] | None, params: 
     """
     suite = resolve_suite(data)
     papers = suite.papers(_metadata_files(suite, tasks))
-    embed_sharded(get_adapter(name, **params), papers, Path(out_dir) / f"{name}.jsonl", resume, progress)
+    embed_sharded(get_adapter(name, **params), papers, Path(out_dir) / f"{name}.jsonl", resume, progress,
+                  settings=fitted_settings(papers))
     return is_main_process()
