@@ -39,3 +39,10 @@ def build_small_bert(texts: Sequence[str], out_dir: str | os.PathLike[str], *, v
     BertModel(config).save_pretrained(out_dir)
     tokenizer.save_pretrained(out_dir)
     return out_dir
+
+
+def model_weights(folder: str | os.PathLike[str]) -> dict:
+    """The state dict of the transformers checkpoint in `folder` (to compare two trained models)."""
+    from transformers import AutoModel
+
+    return AutoModel.from_pretrained(folder).state_dict()

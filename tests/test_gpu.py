@@ -19,7 +19,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from builders import build_small_bert  # noqa: E402
+from builders import build_small_bert, model_weights  # noqa: E402
 
 from scidocs_eval.data.build import build_suite  # noqa: E402
 from scidocs_eval.models.encoder import TransformerEncoder, resolve_model  # noqa: E402
@@ -59,12 +59,6 @@ def small_bert(sample_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Pa
 def gpu_run(sample_dir: Path, tiny_bert: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, object]:
     out = tmp_path_factory.mktemp("gpu-run")
     return out, train_specter(sample_dir, out, base_model=str(tiny_bert), **SETTINGS)
-
-
-def _weights(folder: Path) -> dict:
-    from transformers import AutoModel
-
-    return AutoModel.from_pretrained(folder).state_dict()
 
 
 def test_a_bf16_training_step_lowers_the_loss(sample_dir: Path, small_bert: Path) -> None:
@@ -111,7 +105,7 @@ def test_resume_on_gpu_ends_with_the_weights_of_an_uninterrupted_run(gpu_run: tu
     resumed = train_specter(sample_dir, interrupted, base_model=str(tiny_bert), resume=True, **SETTINGS)
     assert resumed.steps == history.steps
     assert resumed.val_loss == pytest.approx(history.val_loss, abs=1e-5)
-    expected, got = _weights(out), _weights(interrupted)
+    expected, got = model_weights(out), model_weights(interrupted)
     assert expected.keys() == got.keys()
     assert all(torch.equal(expected[name], got[name]) for name in expected)   # bit for bit, as on CPU
 

@@ -16,7 +16,7 @@ from scidocs_eval.errors import ScidocsEvalError
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from builders import build_small_bert  # noqa: E402
+from builders import build_small_bert, model_weights  # noqa: E402
 
 from scidocs_eval.training.specter import latest_checkpoint, train_specter  # noqa: E402
 
@@ -35,12 +35,6 @@ def tiny_bert(sample_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Pat
 def trained(sample_dir: Path, tiny_bert: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, object]:
     out = tmp_path_factory.mktemp("specter-run")
     return out, train_specter(sample_dir, out, base_model=str(tiny_bert), **SETTINGS)
-
-
-def _weights(folder: Path) -> dict:
-    from transformers import AutoModel
-
-    return AutoModel.from_pretrained(folder).state_dict()
 
 
 def test_training_lowers_the_validation_loss(trained: tuple[Path, object]) -> None:
@@ -63,7 +57,7 @@ def test_resume_gives_the_same_weights_as_an_uninterrupted_run(trained: tuple[Pa
     assert latest_checkpoint(interrupted).name == "step-3"
     resumed = train_specter(sample_dir, interrupted, base_model=str(tiny_bert), resume=True, **SETTINGS)
     assert resumed == history
-    expected, got = _weights(out), _weights(interrupted)
+    expected, got = model_weights(out), model_weights(interrupted)
     assert expected.keys() == got.keys()
     assert all(torch.equal(expected[name], got[name]) for name in expected)
 
