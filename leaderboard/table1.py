@@ -63,7 +63,7 @@ def table1_row(result: RunResult) -> dict[str, float]:
     return _by_column(result, lambda task_result: task_result.metrics)
 
 
-def _result_ci(result: RunResult) -> dict[str, list[float]]:
+def result_ci(result: RunResult) -> dict[str, list[float]]:
     """Column -> 95% bootstrap interval [low, high], where the results file holds one."""
     return _by_column(result, lambda task_result: task_result.ci)
 
@@ -106,7 +106,7 @@ def render_table1(results: Sequence[RunResult], names: Sequence[str] | None = No
         missing = [COLUMNS[c] for c in COLUMNS if c not in row]
         avg = None if missing else sum(row[c] for c in COLUMNS) / len(COLUMNS)
         stds = {} if ci else _result_std(result)
-        intervals = _result_ci(result) if ci else {}
+        intervals = result_ci(result) if ci else {}
         cells = [_cell(row.get(c)) + (f" ± {stds[c]:.2f}" if c in stds else "")
                  + (f" [{intervals[c][0]:.2f}, {intervals[c][1]:.2f}]" if c in intervals else "") for c in COLUMNS]
         lines.append(f"| {label} | " + " | ".join(cells) + f" | {_cell(avg)} |")

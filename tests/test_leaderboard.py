@@ -1,10 +1,19 @@
-"""Table 1: the paper's column order, its published rows, Avg as the plain mean of 12, missing columns said so."""
+"""Table 1: the paper's column order, its published rows, Avg as the plain mean of 12, missing columns said so;
+confidence intervals read once (by `RunResult.load`), shown per column, and a malformed one refused."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import orjson
+import pytest
+
+from scidocs_eval.cli import main
+from scidocs_eval.errors import InputError
 from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.task import TaskResult
 from scidocs_eval.leaderboard import COLUMNS, paper_rows, render_table1
+from scidocs_eval.leaderboard.runs import load_run
 
 HEADER = ("| Model | MAG F1 | MeSH F1 | Co-View MAP | Co-View nDCG | Co-Read MAP | Co-Read nDCG | Cite MAP | Cite nDCG "
           "| Co-Cite MAP | Co-Cite nDCG | Recomm nDCG | Recomm P@1 | Avg |")
@@ -70,3 +79,36 @@ def test_standard_deviation_shown_for_seeded_tasks() -> None:
     table = render_table1([result], include_paper=False)
     assert "| 53.00 ± 0.25 | 19.00 ± 1.50 | 77.77 |" in table
     assert "- mine (ours): ± is the standard deviation over the ranker's seeds." in table
+
+
+def test_intervals_come_from_the_results_reader_and_map_to_columns(tmp_path: Path) -> None:
+    result = run_result(FULL_METRICS)
+    result.tasks["cite"].ci = {"map": [83.5, 86.0], "ndcg": [92, 94]}
+    path = result.save(tmp_path / "mine.results.json")
+    assert RunResult.load(path).tasks["cite"].ci == {"map": [83.5, 86.0], "ndcg": [92, 94]}
+    run = load_run(path)
+    assert run.column_ci() == {"cite_map": (83.5, 86.0), "cite_ndcg": (92, 94)}
+    assert "| 85.00 [83.50, 86.00] | 93.00 [92.00, 94.00] |" in render_table1([run.result], ci=True)
+
+
+@pytest.mark.parametrize(("ci", "problem"), [
+    ({"f1": [90, 80]}, "task 'mag': ci of 'f1' is not an interval: [90, 80]"),
+    ({"f1": [70, "nan"]}, "task 'mag': ci of 'f1' is not an interval: [70, 'nan']"),
+    ({"f1": [70]}, "task 'mag': ci of 'f1' must be [low, high], got [70]"),
+    ({"f1": "70-80"}, "task 'mag': ci of 'f1' must be [low, high], got '70-80'"),
+    ([70, 80], "task 'mag': 'ci' must be an object {metric: [low, high]}"),
+])
+def test_a_malformed_interval_is_a_one_line_error_naming_file_and_task(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], ci: object, problem: str) -> None:
+    data = run_result(FULL_METRICS).to_dict()
+    data["tasks"]["mag"]["ci"] = ci
+    path = tmp_path / "bad.results.json"
+    path.write_bytes(orjson.dumps(data))
+    with pytest.raises(InputError) as error:
+        RunResult.load(path)
+    assert str(error.value) == f"{path}: {problem}"
+    for command in (["report", str(path), "--out", str(tmp_path / "site")], ["table", str(path)],
+                    ["plot", "results", str(path), "--out", str(tmp_path / "chart.png")]):
+        assert main(command) == 2
+        assert capsys.readouterr().err == f"scidocs-eval: error: {path}: {problem}\n"
+    assert not (tmp_path / "site").exists() and not (tmp_path / "chart.png").exists()

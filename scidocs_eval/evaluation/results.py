@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import asdict, dataclass, field
 from importlib import metadata
@@ -45,6 +46,20 @@ def _results_file_problem(data: Any) -> str | None:
     return None
 
 
+def _intervals_problem(task: str, intervals: Any) -> str | None:
+    """What makes a task's `ci` not {metric: [low, high]} with finite low <= high, or None."""
+    if not isinstance(intervals, dict):
+        return f"task {task!r}: 'ci' must be an object {{metric: [low, high]}}"
+    for metric, pair in intervals.items():
+        try:
+            low, high = (float(v) for v in pair)
+        except (TypeError, ValueError):
+            return f"task {task!r}: ci of {metric!r} must be [low, high], got {pair!r}"
+        if not (math.isfinite(low) and math.isfinite(high) and low <= high):
+            return f"task {task!r}: ci of {metric!r} is not an interval: {pair!r}"
+    return None
+
+
 @dataclass
 class RunResult:
     """Everything one evaluation produced. `tasks` maps task name to its TaskResult."""
@@ -73,6 +88,8 @@ class RunResult:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> RunResult:
+        """The results file at `path`; anything else (including a task's malformed `ci` intervals) is a one-line
+        error naming the file (and the task)."""
         path = Path(path)
         if not path.is_file():
             raise InputError(path, "is a folder, not a results file" if path.is_dir() else "results file not found")
@@ -80,6 +97,9 @@ class RunResult:
             data = orjson.loads(path.read_bytes())
             problem = _results_file_problem(data)
             if problem is None:
+                for name, task in data["tasks"].items():
+                    if (bad_ci := _intervals_problem(name, task.get("ci", {}))) is not None:
+                        raise InputError(path, bad_ci)
                 return cls.from_dict(data)
         except (orjson.JSONDecodeError, KeyError, TypeError) as error:
             problem = str(error)
