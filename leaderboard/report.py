@@ -3,8 +3,9 @@ row's provenance, the result chart and any Figure 2 images, in one folder that w
 
 Every string from a results file reaches the page through Jinja2's autoescaping (a model named `<script>` is
 text), and the page's Content-Security-Policy allows only its own inline script (by hash), so nothing injected
-could run even if escaping failed. The folder gets a marker file listing what `report` wrote; `report` refuses to
-write into a folder holding anything else, and replaces only the files its marker lists.
+could run even if escaping failed. The site is written through `owned_folder` (built beside the folder, then moved
+in, with a manifest of what `report` wrote): a folder holding files `report` did not write is refused, and a new
+report replaces only the files an earlier `report` wrote there.
 """
 
 from __future__ import annotations
@@ -24,12 +25,13 @@ from typing import Any
 import orjson
 
 from scidocs_eval.errors import InputError, ScidocsEvalError
+from scidocs_eval.formats.safe_output import owned_folder
 from scidocs_eval.leaderboard.figures import draw_results, save_figure
 from scidocs_eval.leaderboard.runs import LoadedRun
 from scidocs_eval.leaderboard.table1 import COLUMNS, paper_rows, table1_row
 
-MARKER = ".scidocs-eval-report.json"
-"""Lists the files `report` wrote into the site folder (relative paths)."""
+COMMAND = "scidocs-eval report"
+"""The command named in the site folder's manifest; `report` replaces only folders it wrote."""
 PAGE = "index.html"
 CHART = "results.png"
 FIGURES = "figures"
@@ -147,45 +149,6 @@ def build_rows(runs: Sequence[LoadedRun], include_paper: bool = True) -> list[Ro
     return rows
 
 
-class SiteFolder:
-    """The output folder, under the never-overwrite rule: new or empty, or holding only what a previous
-    `report` wrote (listed in its marker file)."""
-
-    def __init__(self, root: str | os.PathLike[str]):
-        self.root = Path(root)
-
-    def _previous(self) -> list[str]:
-        marker = self.root / MARKER
-        try:
-            listed = orjson.loads(marker.read_bytes())["files"]
-            return [str(name) for name in listed]
-        except (orjson.JSONDecodeError, KeyError, TypeError) as error:
-            raise InputError(marker, f"unreadable report marker ({error}); remove the folder yourself to "
-                             "write a new report there") from None
-
-    def claim(self) -> None:
-        """Check the folder may be written and remove the previous report's files; raise otherwise."""
-        if self.root.exists() and not self.root.is_dir():
-            raise ScidocsEvalError(f"{self.root} exists and is not a folder; choose another --out")
-        present = sorted(str(p.relative_to(self.root)) for p in self.root.rglob("*") if p.is_file()) \
-            if self.root.is_dir() else []
-        if not present:
-            return
-        if not (self.root / MARKER).is_file():
-            raise ScidocsEvalError(f"{self.root} is not empty and was not written by `scidocs-eval report` "
-                                   f"(it holds {present[0]}); choose a new folder for --out")
-        ours = set(self._previous()) | {MARKER}
-        foreign = [name for name in present if name not in ours]
-        if foreign:
-            raise ScidocsEvalError(f"{self.root / foreign[0]} was not written by `scidocs-eval report`; "
-                                   "move it away or choose a new folder for --out")
-        for name in present:
-            (self.root / name).unlink()
-
-    def record(self, written: Sequence[str]) -> None:
-        (self.root / MARKER).write_bytes(orjson.dumps({"files": sorted(written)}, option=orjson.OPT_INDENT_2))
-
-
 PAGE_IMAGES = (".png", ".svg")
 
 
@@ -244,22 +207,14 @@ def write_report(runs: Sequence[LoadedRun], out: str | os.PathLike[str], *, incl
                  figures: Sequence[str | os.PathLike[str]] = (), chart: bool = True,
                  title: str = "SciDocs leaderboard") -> Path:
     """Write `out/index.html` with the result chart (`out/results.png`) and copies of `figures`; returns the
-    page's path. Refuses a folder holding files `report` did not write."""
+    page's path. Refuses a folder holding files `report` did not write (see `owned_folder`)."""
     if not runs:
         raise ScidocsEvalError("no results files given")
     _check_figures(figures)
-    site = SiteFolder(out)
-    site.claim()
-    site.root.mkdir(parents=True, exist_ok=True)
-    written = []
-    if chart:
-        save_figure(draw_results(runs), site.root / CHART)
-        written.append(CHART)
-    copied = _copy_figures(figures, site.root)
-    written += copied
-    page = site.root / PAGE
-    page.write_text(render_page(build_rows(runs, include_paper), CHART if chart else None, copied, title),
-                    encoding="utf-8")
-    written.append(PAGE)
-    site.record(written)
-    return page
+    with owned_folder(out, COMMAND, replaces=(COMMAND,)) as site:
+        if chart:
+            save_figure(draw_results(runs), site / CHART)
+        copied = _copy_figures(figures, site)
+        (site / PAGE).write_text(render_page(build_rows(runs, include_paper), CHART if chart else None, copied,
+                                             title), encoding="utf-8")
+    return Path(out) / PAGE

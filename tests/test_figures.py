@@ -14,6 +14,7 @@ import pytest
 
 from scidocs_eval.cli import main
 from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.formats.safe_output import MANIFEST
 from scidocs_eval.formats.suite import CLASS_NAMES_FILE, Suite
 from scidocs_eval.leaderboard.figures import (
     ProjectionClusters,
@@ -23,7 +24,7 @@ from scidocs_eval.leaderboard.figures import (
     read_history,
     sample_papers,
 )
-from scidocs_eval.leaderboard.report import MARKER, build_rows, render_page, write_report
+from scidocs_eval.leaderboard.report import build_rows, render_page, write_report
 from scidocs_eval.leaderboard.runs import load_run, load_runs
 from scidocs_eval.leaderboard.table1 import table1_row
 from scidocs_eval.training.specter import HISTORY_FILE
@@ -186,28 +187,72 @@ def test_report_page_escapes_results_strings_and_says_which_columns_are_missing(
     assert rows[1].cells["mag_f1"].best and not rows[0].cells["mag_f1"].best
 
 
-def test_report_refuses_a_folder_it_did_not_write_and_replaces_its_own(
+def test_report_refuses_a_folder_it_did_not_write_and_replaces_only_its_own_files(
         baseline_runs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     results = [str(baseline_runs / "random.results.json")]
     foreign = tmp_path / "notes"
     foreign.mkdir()
     (foreign / "mine.txt").write_text("keep me", encoding="utf-8")
     assert main(["report", *results, "--out", str(foreign)]) == 2
-    assert "not written by `scidocs-eval report`" in capsys.readouterr().err
-    assert (foreign / "mine.txt").read_text(encoding="utf-8") == "keep me"
+    assert capsys.readouterr().err == (f"scidocs-eval: error: {foreign} is not empty and was not written by "
+                                       f"scidocs-eval report (no {MANIFEST} in it); nothing was changed: give a new "
+                                       "or empty folder\n")
+    assert [p.name for p in foreign.iterdir()] == ["mine.txt"] and sorted(tmp_path.iterdir()) == [foreign]
 
     site = tmp_path / "site"
     assert main(["report", *results, "--out", str(site)]) == 0
-    assert orjson.loads((site / MARKER).read_bytes())["files"] == ["index.html", "results.png"]
-    (site / "extra.txt").write_text("a person's file", encoding="utf-8")
-    assert main(["report", *results, "--out", str(site)]) == 2
-    assert "extra.txt was not written by" in capsys.readouterr().err
-    (site / "extra.txt").unlink()
     image = tmp_path / "fig.png"
     image.write_bytes((site / "results.png").read_bytes())
     assert write_report(load_runs(results), site, figures=[image]).name == "index.html"
-    assert (site / "figures" / "01-fig.png").is_file()
     assert 'src="figures/01-fig.png"' in (site / "index.html").read_text(encoding="utf-8")
+    manifest = orjson.loads((site / MANIFEST).read_bytes())
+    assert manifest == {"written_by": "scidocs-eval report",
+                        "files": ["figures/01-fig.png", "index.html", "results.png"]}
+    # a person's file in the site survives the next report, which removes only the files an earlier one wrote
+    (site / "extra.txt").write_text("a person's file", encoding="utf-8")
+    assert main(["report", *results, "--out", str(site)]) == 0
+    assert (site / "extra.txt").read_text(encoding="utf-8") == "a person's file"
+    assert not (site / "figures").exists()
+    assert orjson.loads((site / MANIFEST).read_bytes())["files"] == ["index.html", "results.png"]
+    # ... and a file of theirs where report writes one is never replaced
+    (site / MANIFEST).write_bytes(orjson.dumps({"written_by": "scidocs-eval report", "files": ["results.png"]}))
+    (site / "index.html").write_text("my own page", encoding="utf-8")
+    assert main(["report", *results, "--out", str(site)]) == 2
+    assert f"{site / 'index.html'} is in the way and was not written by scidocs-eval report" in capsys.readouterr().err
+    assert (site / "index.html").read_text(encoding="utf-8") == "my own page"
+
+
+@pytest.mark.parametrize(("manifest", "problem"), [
+    (b"{not json", "not a valid list of written files; nothing was changed: give a new or empty folder"),
+    (b'{"files": 3}', "not a valid list of written files; nothing was changed: give a new or empty folder"),
+    (b'{"written_by": "scidocs-eval report", "files": ["../../elsewhere.txt"]}',
+     "lists '../../elsewhere.txt', not a path inside"),
+])
+def test_report_on_an_unreadable_manifest_is_a_clear_error_and_changes_nothing(
+        baseline_runs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], manifest: bytes,
+        problem: str) -> None:
+    site = tmp_path / "site"
+    assert main(["report", str(baseline_runs / "random.results.json"), "--out", str(site)]) == 0
+    (site / MANIFEST).write_bytes(manifest)
+    before = {p.name: p.read_bytes() for p in site.iterdir()}
+    assert main(["report", str(baseline_runs / "sif.results.json"), "--out", str(site)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"scidocs-eval: error: {site / MANIFEST}: {problem}") and err.count("\n") == 1
+    assert {p.name: p.read_bytes() for p in site.iterdir()} == before
+
+
+def test_report_never_replaces_a_folder_another_command_wrote(
+        baseline_runs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "paper_metadata_mag_mesh.json").write_text("{}", encoding="utf-8")
+    (suite / MANIFEST).write_bytes(orjson.dumps({"written_by": "scidocs-eval demo",
+                                                 "files": ["paper_metadata_mag_mesh.json"]}))
+    assert main(["report", str(baseline_runs / "random.results.json"), "--out", str(suite)]) == 2
+    assert capsys.readouterr().err == (f"scidocs-eval: error: {suite} was written by scidocs-eval demo, not "
+                                       f"scidocs-eval report (its {MANIFEST} says so); nothing was changed: give a "
+                                       "new or empty folder\n")
+    assert sorted(p.name for p in suite.iterdir()) == [MANIFEST, "paper_metadata_mag_mesh.json"]
 
 
 def test_min_samples_above_the_class_sizes_is_a_loud_warning(

@@ -5,9 +5,10 @@
 - `atomic_write` writes through a temporary sibling renamed into place: an error or Ctrl-C leaves the old file
   (or nothing), never an empty or partial one.
 - `refuse_existing` stops before replacing a non-empty file the user did not ask us to replace.
-- `owned_folder` builds a folder (a suite) in a staging folder beside it, then moves the files in. A manifest
-  in the folder lists the files the tool wrote; a rebuild removes only those. A non-empty folder without a
-  manifest is refused, so a user's files are never deleted or overwritten.
+- `owned_folder` builds a folder (a suite, a report site) in a staging folder beside it, then moves the files
+  in. A manifest in the folder lists the files the tool wrote; a rebuild removes only those. A non-empty folder
+  without a manifest is refused, so a user's files are never deleted or overwritten; so is, where the caller
+  says which commands' folders it may replace (`replaces`), a folder another command wrote.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
@@ -81,9 +82,9 @@ def refuse_replacing_foreign(path: str | os.PathLike[str], option: str, ours: Ca
     return path
 
 
-def _owned_files(folder: Path, command: str) -> set[str]:
+def _owned_files(folder: Path, command: str, replaces: Collection[str] | None) -> set[str]:
     """The files an earlier run of the tool wrote in `folder` (none if it is new or empty); an error if `folder`
-    is a file, or holds files and no manifest."""
+    is a file, holds files and no manifest, or (with `replaces`) was written by a command not in `replaces`."""
     if not folder.exists():
         return set()
     if not folder.is_dir():
@@ -95,10 +96,17 @@ def _owned_files(folder: Path, command: str) -> set[str]:
                                    "nothing was changed: give a new or empty folder")
         return set()
     try:
-        files = orjson.loads(manifest.read_bytes())["files"]
-    except (orjson.JSONDecodeError, KeyError, TypeError):
+        recorded = orjson.loads(manifest.read_bytes())
+    except orjson.JSONDecodeError:
+        recorded = None
+    files = recorded.get("files") if isinstance(recorded, dict) else None
+    if not isinstance(files, list):
         raise ScidocsEvalError(f"{manifest}: not a valid list of written files; nothing was changed: give a new "
-                               "or empty folder") from None
+                               "or empty folder")
+    written_by = recorded.get("written_by")
+    if replaces is not None and written_by not in replaces:
+        raise ScidocsEvalError(f"{folder} was written by {written_by or 'another command'}, not {command} (its "
+                               f"{MANIFEST} says so); nothing was changed: give a new or empty folder")
     outside = [f for f in files if not isinstance(f, str) or Path(f).is_absolute() or ".." in Path(f).parts]
     if outside:
         raise ScidocsEvalError(f"{manifest}: lists {outside[0]!r}, not a path inside {folder}; nothing was changed")
@@ -150,12 +158,15 @@ def _install(staging: Path, folder: Path, command: str, owned: set[str]) -> None
 
 
 @contextmanager
-def owned_folder(folder: str | os.PathLike[str], command: str) -> Iterator[Path]:
+def owned_folder(folder: str | os.PathLike[str], command: str,
+                 replaces: Collection[str] | None = None) -> Iterator[Path]:
     """A fresh staging folder to write into; when the block succeeds, its files replace those an earlier run of
     `command` wrote in `folder` (other files there are kept). Refuses (before the block runs) a folder that
-    holds files but no manifest, and (after) any file of the user's that a new file would replace."""
+    holds files but no manifest, or whose manifest names a command not in `replaces` (None: any command of the
+    tool, as `demo` and `data build` write the same kind of folder), and (after) any file of the user's that a
+    new file would replace."""
     folder = Path(folder)
-    owned = _owned_files(folder, command)
+    owned = _owned_files(folder, command, replaces)
     folder.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".building", dir=folder.parent))
     try:

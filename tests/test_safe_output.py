@@ -1,0 +1,40 @@
+"""`owned_folder`: which earlier folders a run may replace (the manifest's `written_by` against `replaces`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+
+from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.formats.safe_output import MANIFEST, owned_folder
+
+
+def build(folder: Path, command: str, files: dict[str, str], replaces: tuple[str, ...] | None = None) -> None:
+    with owned_folder(folder, command, replaces=replaces) as staging:
+        for name, text in files.items():
+            (staging / name).parent.mkdir(parents=True, exist_ok=True)
+            (staging / name).write_text(text, encoding="utf-8")
+
+
+def test_replaces_limits_the_folders_a_run_may_replace_to_those_its_commands_wrote(tmp_path: Path) -> None:
+    folder = tmp_path / "out"
+    build(folder, "tool a", {"x.txt": "a", "sub/y.txt": "a"})
+    # without `replaces`, any command of the tool replaces an earlier run's files (suite builders share them)
+    build(folder, "tool b", {"x.txt": "b"})
+    assert orjson.loads((folder / MANIFEST).read_bytes()) == {"written_by": "tool b", "files": ["x.txt"]}
+    assert not (folder / "sub").exists()
+    # with it, a folder another command wrote is refused before the block runs, and nothing changes
+    with pytest.raises(ScidocsEvalError, match=rf"^{folder} was written by tool b, not tool c \(its {MANIFEST} "
+                       r"says so\); nothing was changed: give a new or empty folder$"):
+        build(folder, "tool c", {"x.txt": "c"}, replaces=("tool c",))
+    assert (folder / "x.txt").read_text(encoding="utf-8") == "b"
+    build(folder, "tool c", {"x.txt": "c"}, replaces=("tool c", "tool b"))
+    build(folder, "tool c", {"z.txt": "c"}, replaces=("tool c",))
+    assert sorted(p.name for p in folder.iterdir()) == [MANIFEST, "z.txt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # no staging folder left behind
+    # a manifest without `written_by` (or not naming a command) is not taken as one of ours
+    (folder / MANIFEST).write_bytes(orjson.dumps({"files": ["z.txt"]}))
+    with pytest.raises(ScidocsEvalError, match="was written by another command, not tool c"):
+        build(folder, "tool c", {"z.txt": "c"}, replaces=("tool c",))
