@@ -67,6 +67,12 @@ def shared_data() -> Path:
 
 
 @pytest.fixture(scope="session")
+def optional_shared_data() -> Path | None:
+    """../shared/data, or None where it is absent (for tests that use it when they can and say so otherwise)."""
+    return SHARED_DATA if SHARED_DATA.is_dir() else None
+
+
+@pytest.fixture(scope="session")
 def sample_dir(shared_data: Path) -> Path:
     """The SPECTER training-format sample (data.json, metadata.json, train/val/test ids)."""
     return shared_data / "specter-sample"
