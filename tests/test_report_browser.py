@@ -197,17 +197,30 @@ def checkpoint_not_here(error: str) -> bool:
     return bool(found) and not Path(resolve_model(found["model"])).is_dir()
 
 
+@contextlib.contextmanager
+def hub_offline() -> Iterator[None]:
+    """No Hugging Face download is tried (on the closed network each would wait for its timeouts): the
+    environment variable for libraries imported later, the constant for those already imported."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HF_HUB_OFFLINE", "1")
+        with contextlib.suppress(ImportError):
+            import huggingface_hub.constants
+
+            patch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+        yield
+
+
 @pytest.fixture(scope="module")
 def every_baseline(tiny_suite: Suite, optional_shared_data: Path | None,
                    tmp_path_factory: pytest.TempPathFactory) -> EveryBaseline:
-    """`scidocs-eval baseline NAME` on the demo suite (all tasks) for every registered adapter, then `report` over
-    every results file. An adapter whose checkpoint is not on this machine is set aside with its error; any other
-    failure fails the tests."""
+    """`scidocs-eval baseline NAME` on the demo suite (all tasks), offline, for every registered adapter, then
+    `report` over every results file. An adapter whose checkpoint is not on this machine is set aside with its
+    error; any other failure fails the tests."""
     runs = tmp_path_factory.mktemp("every-baseline")
     results, not_here = {}, {}
     for name in ADAPTERS.names():
         stderr = io.StringIO()
-        with contextlib.redirect_stderr(stderr):
+        with hub_offline(), contextlib.redirect_stderr(stderr):
             status = main(["baseline", name, "--data", str(tiny_suite.root), "--out-dir", str(runs), "--quiet",
                            "--task-param", "recomm.seeds=1", *baseline_options(name, optional_shared_data)])
         if status == 0:
