@@ -17,8 +17,9 @@ from pathlib import Path
 
 from real_corpora import training_citations
 
-from scidocs_eval.baselines.sgc import guard_edges, metadata_citations, read_citations
+from scidocs_eval.baselines.sgc import guard_edges, metadata_citations
 from scidocs_eval.evaluation.task import task_names
+from scidocs_eval.formats.corpus import read_citations
 from scidocs_eval.formats.suite import Suite
 from scidocs_eval.models.baseline import run_baseline
 
@@ -48,7 +49,8 @@ def main() -> None:
     for corpus in args.corpora.split(","):
         root = Path(args.work_dir) / corpus / "suite"
         suite, citations = Suite(root), training_citations(root)
-        keeping, queries = queries_keeping_an_edge(suite, read_citations(citations))
+        edges = [(citing, cited) for _, citing, cited in read_citations(citations)]
+        keeping, queries = queries_keeping_an_edge(suite, edges)
         notes.append(f"{corpus}: {keeping} of {queries} evaluation queries keep an edge after the leakage guard")
         for label, name, params in VARIANTS:
             params = dict(params)
