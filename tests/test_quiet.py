@@ -11,6 +11,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from scidocs_eval.cli.main import build_parser, leaf_parsers
 from scidocs_eval.data.demo import DemoConfig, build_demo_suite
 
 SCRIPT = Path(sys.executable).parent / "scidocs-eval"
@@ -58,3 +59,12 @@ def test_embed_and_train_specter_with_transformers_are_quiet(sample_dir: Path, t
                            str(sample_dir / "sample-metadata.json"), "--out", str(tmp_path / "e.jsonl"), cwd=tmp_path)
     assert_no_progress(embedded)
     assert "papers embedded with transformer" in embedded.stdout
+
+
+def test_every_command_takes_quiet() -> None:
+    """`--quiet` is accepted by every command, so a script can pass it everywhere (a no-op where no bar shows)."""
+    commands = leaf_parsers(build_parser())
+    assert len(commands) >= 15 and {command.prog.split(" ", 1)[1] for command in commands} >= {
+        "run", "table", "demo", "tasks", "data build", "data verify", "plot results", "plot training", "report"}
+    for command in commands:
+        assert "--quiet" in command._option_string_actions, command.prog

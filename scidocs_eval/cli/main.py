@@ -19,7 +19,20 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for _, group in COMMANDS.items():
         group.add_commands(subparsers)
+    for command in leaf_parsers(parser):
+        if "--quiet" not in command._option_string_actions:
+            command.add_argument("--quiet", action="store_true", help="no progress bars (this command shows none)")
     return parser
+
+
+def leaf_parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """The parsers of every runnable command (`run`, `data build`, `plot results`, ...), nested groups walked."""
+    children = [choice for action in parser._actions if isinstance(action, argparse._SubParsersAction)
+                for choice in dict.fromkeys(action.choices.values())]
+    if not children:
+        return [parser]
+    return ([parser] if parser.get_default("func") else []) + [leaf for child in children
+                                                               for leaf in leaf_parsers(child)]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
