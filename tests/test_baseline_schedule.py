@@ -202,6 +202,28 @@ def test_cora_defaults_rank_sif_and_fasttext_sum_above_doc2vec_as_in_the_paper(
     assert maps["sif"] > maps["doc2vec"] and maps["fasttext-sum"] > maps["doc2vec"], maps
 
 
+TUNED_ON_CORA = {
+    "sif": {"epochs": 10, "lr": 0.1, "a": 1e-3},
+    "fasttext-sum": {"epochs": 40, "lr": 0.025, "sublinear_tf": True, "binary": False, "use_idf": False,
+                     "smooth_idf": True},
+    "doc2vec": {"epochs": 100, "sample": 1e-5, "window": 5},
+}
+"""What `baseline NAME --tune --tasks mag,cite,cocite` picked on Cora's validation split, 2026-11-23 (fits of 894 s,
+46 s with sif's fastText models cached, and 504 s, on the shared 2-core machine)."""
+
+
+@pytest.mark.slow
+def test_cora_settings_picked_on_val_rank_sif_and_fasttext_sum_above_doc2vec_as_in_the_paper(
+        cora: Suite, cora_cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The paper tuned every baseline on validation; so tuned, Cora's test cite MAP keeps the paper's order:
+    sif 58.74 > fasttext-sum 57.73 > doc2vec 55.81 (measured 2026-11-23), unlike the defaults (xfail above)."""
+    monkeypatch.setenv("SCIDOCS_EVAL_CACHE", str(cora_cache))
+    maps = {name: run_baseline(name, cora, out_dir=tmp_path, params=params, tasks=["cite"], progress=False)
+            .tasks["cite"].metrics["map"] for name, params in TUNED_ON_CORA.items()}
+    assert maps == pytest.approx({"sif": 58.74, "fasttext-sum": 57.73, "doc2vec": 55.81}, abs=1.0), maps
+    assert maps["sif"] > maps["fasttext-sum"] > maps["doc2vec"], maps
+
+
 @pytest.mark.slow
 def test_cora_default_vectors_pass_the_collapse_check_and_5_epoch_vectors_fail_it(
         cora: Suite, cora_cache: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:

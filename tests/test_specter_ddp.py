@@ -68,10 +68,13 @@ def test_two_processes_train_what_one_process_trains(two_process_run: tuple[Path
                         **SETTINGS)
     two = orjson.loads((out / "training_history.json").read_bytes())
     assert two["steps"] == one.steps == 6
+    # Summation order differs between one process and an all-reduce of two; Adam turns that float noise into
+    # weight moves of about the learning rate (below), so losses after a few steps agree to ~1e-5, not better
+    # (CI once saw a relative difference of 2.3e-5 at epoch 2). A wrong gradient average is off by far more.
     assert [two["train_loss"][str(epoch)] for epoch in (1, 2)] == pytest.approx(
-        [one.train_loss[1], one.train_loss[2]], rel=1e-5)
+        [one.train_loss[1], one.train_loss[2]], rel=1e-4)
     assert [two["val_loss"][str(epoch)] for epoch in (0, 1, 2)] == pytest.approx(
-        [one.val_loss[0], one.val_loss[1], one.val_loss[2]], rel=1e-5)
+        [one.val_loss[0], one.val_loss[1], one.val_loss[2]], rel=1e-4)
     # Adam moves a weight by about the learning rate whatever its gradient's size, so the few weights whose
     # gradient is float noise (a key bias has none) may differ; every other one agrees.
     expected, got = _weights(tmp_path), _weights(out)
