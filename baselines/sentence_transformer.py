@@ -8,6 +8,7 @@ documents; `--prompt` / `--prompt-name` give instruction-tuned models their pref
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -63,6 +64,10 @@ class SentenceTransformerAdapter(Adapter):
         self.device = device
         self.separator = separator
         self._encoder: EncoderAdapter | None = None
+
+    def row_detail(self) -> str:
+        """The model's name: a generic adapter's row means nothing without it."""
+        return Path(self.model).name
 
     @property
     def encoder(self) -> EncoderAdapter:

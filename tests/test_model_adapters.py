@@ -34,6 +34,7 @@ def test_baseline_sentence_transformer_runs_end_to_end(tiny_suite: Suite, tmp_pa
     results = orjson.loads((tmp_path / "sentence-transformer.results.json").read_bytes())
     assert set(results["tasks"]) == {"mesh"}
     assert results["settings"]["adapter"]["params"]["prompt"] == "A paper: "
+    assert results["settings"]["adapter"]["row_detail"] == "all-MiniLM-L6-v2"  # Table 1 labels the row with it
     vectors = _embeddings(tmp_path / "sentence-transformer.jsonl")
     papers = tiny_suite.papers(("mag_mesh",))
     assert sorted(vectors) == sorted(p.paper_id for p in papers)
