@@ -74,8 +74,8 @@ def kept_rows(path: Path, models: list[str]) -> list[str]:
             if "(kept from" not in line else line for line in lines]
 
 
-def render(rows: list[tuple[str, str, RunResult, float]], skipped: dict[str, str], builds: dict[str, dict],
-           kept: list[str]) -> str:
+def render(rows: list[tuple[str, str, RunResult, float]], skipped: dict[str, dict[str, list[str]]],
+           builds: dict[str, dict], kept: list[str]) -> str:
     lines = ["# Results on real corpora", "",
              f"SciDocs-style suites built with `scidocs-eval data build` (seed 0) from the corpora in "
              f"`../shared/data`; test split; measured {date.today().isoformat()} on {platform.machine()} "
@@ -99,8 +99,14 @@ def render(rows: list[tuple[str, str, RunResult, float]], skipped: dict[str, str
             label = f"{model} [{detail}]" if detail else model
             lines.append(f"| {corpus} | {label} | {cells} | {seconds:.0f} |")
         lines += [line for line in kept if line.startswith(f"| {corpus} |")]
+    lines += ["", "Seconds: fit, embed and score in this process, on a shared machine (load average "
+              f"{os.getloadavg()[1]:.1f} over the last 5 minutes of the run). A model found in the model cache "
+              "is not retrained: fasttext-sum, sif and sgc share one fastText model, trained by whichever of "
+              "them runs first."]
     if skipped:
-        lines += ["", "Not run here:", ""] + [f"- {model}: {why}" for model, why in sorted(skipped.items())]
+        lines += ["", "Not run here:", ""] + [f"- {model} ({', '.join(corpora)}): {why}"
+                                              for model, reasons in sorted(skipped.items())
+                                              for why, corpora in reasons.items()]
     return "\n".join(lines) + "\n"
 
 
@@ -131,14 +137,13 @@ def main() -> None:
         builds[corpus] = orjson.loads((suite_root / "build_report.json").read_bytes())
         print(report.format(), flush=True)
         for model in models:
-            if model in skipped:
-                continue
             started = time.perf_counter()
             try:
                 result = run_model(model, suite_root, work / corpus / "results", args.seed)
             except Exception as error:  # noqa: BLE001 - any adapter failure (missing package/weights) skips it
-                skipped[model] = f"{type(error).__name__}: {error}".splitlines()[0][:300]
-                print(f"{corpus} {model}: skipped ({skipped[model]})", flush=True)
+                why = f"{type(error).__name__}: {error}".splitlines()[0][:300]
+                skipped.setdefault(model, {}).setdefault(why, []).append(corpus)
+                print(f"{corpus} {model}: skipped ({why})", flush=True)
                 continue
             seconds = time.perf_counter() - started
             rows.append((corpus, model, result, seconds))

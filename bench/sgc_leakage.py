@@ -3,10 +3,12 @@ guard, and cite / co-cite MAP (test split) of SIF and of SGC with each `row_norm
 
     python bench/sgc_leakage.py --work-dir /tmp/rc-work     # the suites bench/real_corpora.py built there
 
-Each SGC run gets the leakage-free training graph that bench/real_corpora.py gives it (the count-5 links of the
-suite's specter/data.json). "sif, rows L2-normalised" is SGC with no edges and row_norm=l2: SIF's own vectors at
-unit length, to separate what propagation adds from what normalising rows does. Uses the model cache, so run it
-after bench/real_corpora.py with the same SCIDOCS_EVAL_CACHE to skip training.
+Every model is fitted on the papers of the tasks bench/real_corpora.py runs (mag, cite, cocite), so the "sif" and
+"sgc (row_norm=none)" rows equal that table's. Each SGC run gets the leakage-free training graph that
+bench/real_corpora.py gives it (the count-5 links of the suite's specter/data.json). "sif, rows L2-normalised" is
+SGC with no edges and row_norm=l2: SIF's own vectors at unit length, to separate what propagation adds from what
+normalising rows does. Uses the model cache, so run it after bench/real_corpora.py with the same SCIDOCS_EVAL_CACHE
+to skip training.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import argparse
 import tempfile
 from pathlib import Path
 
-from real_corpora import training_citations
+from real_corpora import TASKS, training_citations
 
 from scidocs_eval.baselines.sgc import guard_edges, metadata_citations
 from scidocs_eval.evaluation.task import task_names
@@ -56,7 +58,7 @@ def main() -> None:
             params = dict(params)
             if params.pop("graph", False):
                 params["citations"] = str(citations)
-            result = run_baseline(name, suite, out_dir=out, params=params, tasks=["cite", "cocite"], progress=False)
+            result = run_baseline(name, suite, out_dir=out, params=params, tasks=TASKS, progress=False)
             print(f"| {corpus} | {label} | {result.tasks['cite'].metrics['map']:.2f} | "
                   f"{result.tasks['cocite'].metrics['map']:.2f} |", flush=True)
     print("\n" + "\n".join(f"- {note}" for note in notes))
