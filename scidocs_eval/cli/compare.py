@@ -34,7 +34,6 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
                         help="significance level of the verdicts, on Holm-corrected p-values (default: %(default)s)")
     parser.add_argument("--json", metavar="OUT", help="also write the comparison as JSON here")
     parser.add_argument("--markdown", action="store_true", help="print markdown tables instead of plain text")
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.set_defaults(func=_compare)
 
 

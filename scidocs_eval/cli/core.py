@@ -39,7 +39,6 @@ def _add_evaluation_options(parser: argparse.ArgumentParser) -> None:
                         help="papers without an embedding: the official rules (default) or stop with a list")
     parser.add_argument("--task-param", action="append", metavar="TASK.KEY=VALUE", default=[],
                         help="a task constructor parameter, e.g. recomm.seeds=3 (repeatable)")
-    parser.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
 def _task_params(pairs: list[str]) -> dict[str, dict[str, object]]:

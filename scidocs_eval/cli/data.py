@@ -57,7 +57,6 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     download.add_argument("--retries", type=int, default=5, help="retries per request (default: %(default)s)")
     download.add_argument("--timeout", type=float, default=60.0, help="seconds before a stalled request is "
                           "retried (default: %(default)s)")
-    download.add_argument("--quiet", action="store_true", help="no progress bar")
     download.set_defaults(func=_download)
 
     verify = commands.add_parser(

@@ -81,7 +81,6 @@ def _add_figure2_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--min-samples", type=int, default=10, help="DBSCAN min_samples (default: %(default)s)")
     parser.add_argument("--out", "-o", help="image to write: .png, .svg or .pdf")
     parser.add_argument("--json", help="also write the numbers (homogeneity, completeness, settings) here")
-    parser.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
 def add_commands(subparsers: argparse._SubParsersAction) -> None:

@@ -20,8 +20,7 @@ def build_parser() -> argparse.ArgumentParser:
     for _, group in COMMANDS.items():
         group.add_commands(subparsers)
     for command in leaf_parsers(parser):
-        if "--quiet" not in command._option_string_actions:
-            command.add_argument("--quiet", action="store_true", help="no progress bars (this command shows none)")
+        command.add_argument("--quiet", action="store_true", help="no progress bars")
     return parser
 
 
@@ -42,7 +41,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
         logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                             format="%(levelname)s %(message)s")
-        with quiet_mode(getattr(args, "quiet", False)):
+        with quiet_mode(args.quiet):
             return int(args.func(args) or 0)
     except (ScidocsEvalError, OSError) as error:
         print(f"scidocs-eval: error: {describe_error(error)}", file=sys.stderr)

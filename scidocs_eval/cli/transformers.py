@@ -61,7 +61,6 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     embed.add_argument("--resume", action="store_true", help="keep papers already in --out")
     embed.add_argument("--overwrite", action="store_true", help="replace --out if it exists (without this or "
                        "--resume, an existing non-empty --out is an error)")
-    embed.add_argument("--quiet", action="store_true", help="no progress bar")
     embed.set_defaults(func=_embed)
 
     train = subparsers.add_parser("train", help="train a model (specter: citation-triplet fine-tuning)")
@@ -85,7 +84,6 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     specter.add_argument("--seed", type=int, default=0)
     specter.add_argument("--device")
     specter.add_argument("--resume", action="store_true", help="continue from the latest checkpoint in --out")
-    specter.add_argument("--quiet", action="store_true", help="no progress bar")
     specter.set_defaults(func=_train_specter)
 
 
