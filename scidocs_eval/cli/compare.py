@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from scidocs_eval.cli.options import COMMANDS, CommandGroup
+from scidocs_eval.cli.options import COMMANDS, CommandGroup, add_output
 from scidocs_eval.evaluation.comparison import ALPHA, compare, write_json
 from scidocs_eval.evaluation.significance import RESAMPLES
 
@@ -32,7 +32,7 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seeds the resampling (default: %(default)s)")
     parser.add_argument("--alpha", type=float, default=ALPHA,
                         help="significance level of the verdicts, on Holm-corrected p-values (default: %(default)s)")
-    parser.add_argument("--json", metavar="OUT", help="also write the comparison as JSON here")
+    add_output(parser, "--json", kind="file", metavar="OUT", help="also write the comparison as JSON here")
     parser.add_argument("--markdown", action="store_true", help="print markdown tables instead of plain text")
     parser.set_defaults(func=_compare)
 

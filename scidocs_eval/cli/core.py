@@ -13,6 +13,7 @@ from scidocs_eval.cli.options import (
     CommandGroup,
     adapter_params,
     add_model_options,
+    add_output,
     parse_params,
 )
 from scidocs_eval.data.demo import DemoConfig, build_demo_suite
@@ -178,7 +179,7 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--user-citation", help="same as --embeddings user-citation=FILE (view_cite_read metadata)")
     run.add_argument("--recomm", help="same as --embeddings recomm=FILE (paper_metadata_recomm.json)")
     _add_evaluation_options(run)
-    run.add_argument("--output", "-o", help="write the results JSON here")
+    add_output(run, "--output", "-o", kind="file", help="write the results JSON here")
     run.add_argument("--name", help="model name shown in results and tables (default: the file's stem)")
     run.add_argument("--dtype", choices=("float32", "float64"), default="float32",
                      help="matrix precision (float64 keeps every digit of the file)")
@@ -192,14 +193,14 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
                        f"(default: {DEFAULT_RESULTS_DIR}/*.results.json)")
     table.add_argument("--no-paper", action="store_true", help="leave out the paper's published rows")
     table.add_argument("--ci", action="store_true", help="show each value's 95%% bootstrap interval")
-    table.add_argument("--output", "-o", help="write the markdown here instead of printing it")
+    add_output(table, "--output", "-o", kind="file", help="write the markdown here instead of printing it")
     table.set_defaults(func=_table)
 
     baseline = subparsers.add_parser("baseline", help="embed a suite with a model adapter and score it")
     baseline.add_argument("name", choices=adapter_names(), metavar="NAME",
                           help=f"one of: {', '.join(adapter_names())}")
     _add_evaluation_options(baseline)
-    baseline.add_argument("--out-dir", default=DEFAULT_RESULTS_DIR,
+    add_output(baseline, "--out-dir", kind="folder", default=DEFAULT_RESULTS_DIR,
                           help="where NAME.jsonl and NAME.results.json go (default: %(default)s)")
     baseline.add_argument("--train-corpus", help="fit on this corpus (JSON lines {paper_id,title,abstract}) "
                           "instead of the suite's papers")
@@ -212,7 +213,7 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     baseline.set_defaults(func=_baseline)
 
     demo = subparsers.add_parser("demo", help="write a SYNTHETIC demo suite in the official layout")
-    demo.add_argument("dest")
+    add_output(demo, "dest", kind="folder")
     demo.add_argument("--scale", choices=("small", "scidocs"), default="small")
     demo.add_argument("--seed", type=int, default=0)
     demo.set_defaults(func=_demo)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from scidocs_eval.cli.options import COMMANDS, CommandGroup
+from scidocs_eval.cli.options import COMMANDS, CommandGroup, add_output
 from scidocs_eval.data.download import DEFAULT_PREFIX, ENDPOINT_ENV
 from scidocs_eval.paths import default_data_dir
 
@@ -49,7 +49,8 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
         "download", help="fetch the official release over HTTPS (anonymous, resumable, checked)",
         description="List the official release's keys (S3 ListObjectsV2) and fetch what the tasks need, resuming "
                     "partial files, retrying failures and checking sizes and MD5s. No AWS CLI or region needed.")
-    download.add_argument("--dest", help="where to put it (default: $SCIDOCS_EVAL_DATA or the per-user data dir)")
+    add_output(download, "--dest", kind="folder",
+               help="where to put it (default: $SCIDOCS_EVAL_DATA or the per-user data dir)")
     download.add_argument("--with-embeddings", action="store_true",
                           help="also fetch the reference SPECTER embeddings (several GiB)")
     download.add_argument("--endpoint", help=f"the bucket's URL (default: ${ENDPOINT_ENV} or the public bucket)")
@@ -75,8 +76,8 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
                     "citation links as TSV citing<TAB>cited.")
     build.add_argument("--papers", required=True, help="JSON lines {paper_id, title, abstract, label?}")
     build.add_argument("--citations", required=True, help="TSV citing<TAB>cited (a header row is allowed)")
-    build.add_argument("--out", required=True, help="the suite folder to write (new or empty; a rebuild replaces "
-                       "only the files an earlier build wrote)")
+    add_output(build, "--out", kind="folder", required=True,
+               help="the suite folder to write (new or empty; a rebuild replaces only files an earlier build wrote)")
     build.add_argument("--seed", type=int, default=0)
     build.add_argument("--label-task", default="mag", help="task folder for the labels (default: %(default)s)")
     build.add_argument("--queries-per-split", type=int, default=1000,

@@ -9,7 +9,7 @@ import argparse
 
 import orjson
 
-from scidocs_eval.cli.options import COMMANDS, CommandGroup
+from scidocs_eval.cli.options import COMMANDS, CommandGroup, add_output
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.formats.safe_output import write_bytes_atomically
 
@@ -79,8 +79,8 @@ def _add_figure2_options(parser: argparse.ArgumentParser) -> None:
                         help="DBSCAN eps as a multiple of the median distance to the MIN_SAMPLES-th nearest "
                              "neighbour in the projection (default: %(default)s; see docs/figures.md)")
     parser.add_argument("--min-samples", type=int, default=10, help="DBSCAN min_samples (default: %(default)s)")
-    parser.add_argument("--out", "-o", help="image to write: .png, .svg or .pdf")
-    parser.add_argument("--json", help="also write the numbers (homogeneity, completeness, settings) here")
+    add_output(parser, "--out", "-o", kind="file", help="image to write: .png, .svg or .pdf")
+    add_output(parser, "--json", kind="file", help="also write the numbers (homogeneity, completeness, settings) here")
 
 
 def add_commands(subparsers: argparse._SubParsersAction) -> None:
@@ -103,7 +103,7 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     training = kinds.add_parser("training", help="training and validation loss of a `train specter` run")
     training.add_argument("run_dir", help="the --out folder of `scidocs-eval train specter`")
     for parser, func in ((results, _results_chart), (training, _training)):
-        parser.add_argument("--out", "-o", required=True, help="image to write: .png, .svg or .pdf")
+        add_output(parser, "--out", "-o", kind="file", required=True, help="image to write: .png, .svg or .pdf")
         parser.set_defaults(func=func)
 
     report = subparsers.add_parser(
@@ -111,7 +111,8 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
         description="Table 1 with our rows and the paper's (sortable, best marked, provenance per row), the result "
                     "chart and Figure 2 images, in a folder that works offline from file://.")
     report.add_argument("results", nargs="+", help="results files (*.results.json)")
-    report.add_argument("--out", "-o", required=True, help="site folder (new, empty, or a previous report's)")
+    add_output(report, "--out", "-o", kind="folder", required=True,
+               help="site folder (new, empty, or a previous report's)")
     report.add_argument("--paper-rows", action=argparse.BooleanOptionalAction, default=True,
                         help="include the paper's published rows (default: yes)")
     report.add_argument("--figures", nargs="+", default=[], metavar="IMAGE", help="images (.png, .svg) to show")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any, Literal
 
 import orjson
 
@@ -24,6 +25,28 @@ class CommandGroup:
 
 COMMANDS: Registry[CommandGroup] = Registry("command group", CommandGroup, plugins="scidocs_eval.cli")
 """Every command group, registered by its module in `scidocs_eval.cli` (alphabetical: the order of `--help`)."""
+
+
+OutputKind = Literal["file", "folder"]
+
+
+def add_output(parser: argparse.ArgumentParser, *flags: str, kind: OutputKind, **kwargs: Any) -> argparse.Action:
+    """Add an option (or positional) naming something the command writes: a file or a folder.
+
+    Every output of every command is declared through this helper, never with a bare `add_argument`: the action
+    carries `output_kind`, which the output layer's tests read to find every output of every command (a test
+    walks the parser), so a new output option is checked without anyone listing it.
+    """
+    if kind not in ("file", "folder"):
+        raise ValueError(f"output kind must be 'file' or 'folder', got {kind!r}")
+    action = parser.add_argument(*flags, **kwargs)
+    action.output_kind = kind  # type: ignore[attr-defined]
+    return action
+
+
+def output_actions(parser: argparse.ArgumentParser) -> list[argparse.Action]:
+    """The actions of `parser` declared with `add_output`."""
+    return [action for action in parser._actions if getattr(action, "output_kind", None)]
 
 
 def parse_value(text: str) -> object:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from scidocs_eval.cli.options import COMMANDS, CommandGroup, adapter_params, add_model_options
+from scidocs_eval.cli.options import COMMANDS, CommandGroup, adapter_params, add_model_options, add_output
 from scidocs_eval.formats.corpus import read_papers
 from scidocs_eval.formats.safe_output import check_output_file, refuse_existing
 from scidocs_eval.models.adapter import adapter_names, get_adapter
@@ -54,7 +54,7 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
                                   "lines {paper_id, title, abstract}) into the official embeddings format. "
                                   "Several processes/GPUs: torchrun --nproc-per-node N -m scidocs_eval.cli embed ...")
     embed.add_argument("--metadata", required=True, help="the papers to embed")
-    embed.add_argument("--out", required=True, help="embeddings file to write (JSON lines)")
+    add_output(embed, "--out", kind="file", required=True, help="embeddings file to write (JSON lines)")
     embed.add_argument("--adapter", default="specter", choices=adapter_names(), metavar="NAME",
                        help="model adapter (default: %(default)s; 'transformer' for any checkpoint)")
     add_model_options(embed)
@@ -70,7 +70,8 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
                                 "metadata.json, train.txt, val.txt). Several GPUs: torchrun --nproc-per-node N "
                                 "-m scidocs_eval.cli train specter ...")
     specter.add_argument("--data-dir", required=True, help="folder with data.json, metadata.json, train.txt, val.txt")
-    specter.add_argument("--out", required=True, help="output folder (a transformers checkpoint, plus checkpoints/)")
+    add_output(specter, "--out", kind="folder", required=True,
+               help="output folder (a transformers checkpoint, plus checkpoints/)")
     specter.add_argument("--base-model", default="allenai/scibert_scivocab_uncased",
                          help="checkpoint to start from (default: %(default)s)")
     specter.add_argument("--epochs", type=int, default=2)
