@@ -10,10 +10,22 @@ from __future__ import annotations
 import numpy as np
 
 from scidocs_eval.evaluation.metrics import macro_f1
-from scidocs_eval.evaluation.task import MissingPolicy, Task, TaskResult, TaskSpec, check_missing, register_task
+from scidocs_eval.evaluation.task import (
+    BENCHMARKS,
+    Benchmark,
+    MissingPolicy,
+    Task,
+    TaskResult,
+    TaskSpec,
+    check_missing,
+    register_task,
+)
 from scidocs_eval.evaluators.linear_svm import LinearSVMGrid
 from scidocs_eval.formats.embeddings import EMPTY, MISSING, EmbeddingStore
 from scidocs_eval.formats.suite import METADATA_FILES, LabelledPapers, Suite
+
+BENCHMARKS.register(Benchmark("scidocs", "the SciDocs suite of SPECTER (ACL 2020): MAG, MeSH, co-view, co-read, "
+                               "cite, co-cite, recommendation"))
 
 OFFICIAL_C_GRID = (1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0)
 

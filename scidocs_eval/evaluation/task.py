@@ -42,6 +42,7 @@ class TaskSpec:
         embedding_group: the embeddings file it reads (`run --embeddings GROUP=FILE`; the official groups are
             "cls", "user-citation", "recomm").
         metadata_file: the suite's metadata file whose papers that group covers.
+        benchmark: the named benchmark (see `BENCHMARKS`) the task belongs to; "scidocs" is the 2020 suite.
     """
 
     name: str
@@ -52,6 +53,7 @@ class TaskSpec:
     embedding_group: str
     metadata_file: str
     table1: Mapping[str, str] = field(default_factory=dict)
+    benchmark: str = "scidocs"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "metrics", tuple(self.metrics))
@@ -74,6 +76,8 @@ class TaskSpec:
             problems.append(f"embedding_group {self.embedding_group!r} must be lowercase letters, digits, '-', '_'")
         if not self.metadata_file.endswith(".json"):
             problems.append(f"metadata_file {self.metadata_file!r} must be a suite-relative .json file")
+        if not _NAME.fullmatch(self.benchmark):
+            problems.append(f"benchmark {self.benchmark!r} must be lowercase letters, digits, '-' or '_'")
         if problems:
             raise ValueError(f"task spec {self.name!r}: " + "; ".join(problems))
 
@@ -151,9 +155,26 @@ def register_task(cls: type[Task]) -> type[Task]:
     return TASKS.register(cls)
 
 
-def task_names(family: str | None = None) -> list[str]:
-    """Names of the registered tasks (of one family, if given), in the registry's order."""
-    return [name for name, cls in TASKS.items() if family is None or cls.spec.family == family]
+@dataclass(frozen=True)
+class Benchmark:
+    """A named group of tasks (`run --benchmark NAME`): its tasks are those whose spec names it."""
+
+    name: str
+    description: str
+
+    def __post_init__(self) -> None:
+        if not _NAME.fullmatch(self.name):
+            raise ValueError(f"benchmark name {self.name!r} must be lowercase letters, digits, '-' or '_'")
+
+
+BENCHMARKS: Registry[Benchmark] = Registry("benchmark", Benchmark, plugins="scidocs_eval.tasks")
+"""Every named benchmark, registered by the task plugin modules that define its tasks."""
+
+
+def task_names(family: str | None = None, benchmark: str | None = None) -> list[str]:
+    """Names of the registered tasks (of one family and/or one benchmark, if given), in the registry's order."""
+    return [name for name, cls in TASKS.items() if (family is None or cls.spec.family == family)
+            and (benchmark is None or cls.spec.benchmark == benchmark)]
 
 
 def get_task(name: str, **params: Any) -> Task:
