@@ -15,6 +15,7 @@ from scidocs_eval.cli.options import (
     add_model_options,
     add_output,
     parse_params,
+    seed_type,
 )
 from scidocs_eval.data.demo import DemoConfig, build_demo_suite
 from scidocs_eval.errors import InputError, ScidocsEvalError
@@ -204,7 +205,7 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
                           help="where NAME.jsonl and NAME.results.json go (default: %(default)s)")
     baseline.add_argument("--train-corpus", help="fit on this corpus (JSON lines {paper_id,title,abstract}) "
                           "instead of the suite's papers")
-    baseline.add_argument("--seed", type=int)
+    baseline.add_argument("--seed", type=seed_type(), help="the adapter's seed (default: the adapter's own)")
     baseline.add_argument("--tune", action="store_true", help="tune the adapter's settings on the val split")
     baseline.add_argument("--vectors", help="word vectors for fasttext-sum/sif (.vec/.bin file, or 'glove')")
     baseline.add_argument("--citations", help="citation edges (TSV citing<TAB>cited) for sgc")
@@ -215,7 +216,7 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     demo = subparsers.add_parser("demo", help="write a SYNTHETIC demo suite in the official layout")
     add_output(demo, "dest", kind="folder")
     demo.add_argument("--scale", choices=("small", "scidocs"), default="small")
-    demo.add_argument("--seed", type=int, default=0)
+    demo.add_argument("--seed", type=seed_type(), default=0, help="seeds the synthetic suite (default: %(default)s)")
     demo.set_defaults(func=_demo)
 
     tasks = subparsers.add_parser("tasks", help="list the registered tasks")

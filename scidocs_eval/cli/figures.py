@@ -9,9 +9,10 @@ import argparse
 
 import orjson
 
-from scidocs_eval.cli.options import COMMANDS, CommandGroup, add_output
+from scidocs_eval.cli.options import COMMANDS, CommandGroup, add_output, count_type, seed_type
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.formats.safe_output import write_bytes_atomically
+from scidocs_eval.params import POSITIVE, Interval, argument_type
 
 FIGURE2_REQUIRED = ("embeddings", "task", "out")
 
@@ -70,15 +71,18 @@ def _add_figure2_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", help="suite directory, or 'demo' (default: $SCIDOCS_EVAL_DATA or the data dir)")
     parser.add_argument("--task", help="classification task whose papers and classes are shown: mag, mesh, ...")
     parser.add_argument("--split", choices=("train", "val", "test"), default="test")
-    parser.add_argument("--sample", type=int, default=3000, help="papers drawn at random (default: %(default)s)")
-    parser.add_argument("--seed", type=int, default=0, help="seeds the sample and t-SNE (default: %(default)s)")
-    parser.add_argument("--perplexity", type=float, default=30.0, help="t-SNE perplexity (default: %(default)s)")
+    parser.add_argument("--sample", type=argument_type([Interval(int, 2, None)], "--sample"),
+                        default=3000, help="papers drawn at random (default: %(default)s)")
+    parser.add_argument("--seed", type=seed_type(), default=0, help="seeds the sample and t-SNE (default: %(default)s)")
+    parser.add_argument("--perplexity", type=argument_type([POSITIVE], "--perplexity", float),
+                        default=30.0, help="t-SNE perplexity (default: %(default)s)")
     parser.add_argument("--metric", choices=("euclidean", "cosine"), default="euclidean",
                         help="t-SNE's distance between embeddings (default: %(default)s)")
-    parser.add_argument("--eps-scale", type=float, default=1.0,
+    parser.add_argument("--eps-scale", type=argument_type([POSITIVE], "--eps-scale", float), default=1.0,
                         help="DBSCAN eps as a multiple of the median distance to the MIN_SAMPLES-th nearest "
                              "neighbour in the projection (default: %(default)s; see docs/figures.md)")
-    parser.add_argument("--min-samples", type=int, default=10, help="DBSCAN min_samples (default: %(default)s)")
+    parser.add_argument("--min-samples", type=count_type("--min-samples"),
+                        default=10, help="DBSCAN min_samples (default: %(default)s)")
     add_output(parser, "--out", "-o", kind="file", help="image to write: .png, .svg or .pdf")
     add_output(parser, "--json", kind="file", help="also write the numbers (homogeneity, completeness, settings) here")
 

@@ -18,6 +18,7 @@ from typing import Any, ClassVar, Literal
 from scidocs_eval.errors import MissingEmbeddingsError
 from scidocs_eval.formats.embeddings import MISSING, EmbeddingStore
 from scidocs_eval.formats.suite import Suite
+from scidocs_eval.params import Constraints
 from scidocs_eval.registry import Registry, check_params
 
 MissingPolicy = Literal["official", "error"]
@@ -109,6 +110,8 @@ class Task(ABC):
     description: ClassVar[str]
     embedding_group: ClassVar[str]
     metrics: ClassVar[tuple[str, ...]]
+    parameter_constraints: ClassVar[Constraints] = {}
+    """every constructor parameter's type and range (`scidocs_eval.params`), checked before any work starts."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
