@@ -21,12 +21,13 @@ from scidocs_eval.data.demo import DemoConfig, build_demo_suite
 from scidocs_eval.errors import InputError, ScidocsEvalError
 from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.runner import evaluate
-from scidocs_eval.evaluation.task import TASKS, embedding_groups, task_names
+from scidocs_eval.evaluation.task import DEFAULT_MIN_COVERAGE, TASKS, embedding_groups, task_names
 from scidocs_eval.formats.safe_output import check_output_file, refuse_replacing_foreign, write_bytes_atomically
 from scidocs_eval.leaderboard import render_table1
 from scidocs_eval.models.adapter import adapter_names
 from scidocs_eval.models.baseline import run_baseline
 from scidocs_eval.models.sharded_embedding import embed_suite_sharded, process_count
+from scidocs_eval.params import FRACTION, argument_type
 
 DEFAULT_RESULTS_DIR = "scidocs-results"
 TABLE_HEADER = b"| Model |"
@@ -41,6 +42,9 @@ def _add_evaluation_options(parser: argparse.ArgumentParser) -> None:
                         help="papers without an embedding: the official rules (default) or stop with a list")
     parser.add_argument("--task-param", action="append", metavar="TASK.KEY=VALUE", default=[],
                         help="a task constructor parameter, e.g. recomm.seeds=3 (repeatable)")
+    parser.add_argument("--min-coverage", type=argument_type([FRACTION], "--min-coverage", float),
+                        default=DEFAULT_MIN_COVERAGE, help="the least share (0 to 1) of each task's queries, "
+                        "candidates or papers with a usable embedding; below it the run stops (default: %(default)s)")
 
 
 def _task_params(pairs: list[str]) -> dict[str, dict[str, object]]:
@@ -108,7 +112,8 @@ def _run(args: argparse.Namespace) -> int:
         refuse_replacing_foreign(output, "--output", _is_results_file, "a scidocs-eval results file")
     result = evaluate(embeddings, args.data, tasks=_tasks(args.tasks), split=args.split, missing=args.missing,
                       task_params=_task_params(args.task_param), model=args.name, output=output,
-                      cache=not args.no_cache, dtype=args.dtype, progress=not args.quiet)
+                      cache=not args.no_cache, dtype=args.dtype, progress=not args.quiet,
+                      min_coverage=args.min_coverage)
     _print_result(result, output, ci=args.ci)
     return 0
 
@@ -151,7 +156,7 @@ def _baseline(args: argparse.Namespace) -> int:
     result = run_baseline(args.name, args.data, out_dir=args.out_dir, params=params,
                           train_corpus=args.train_corpus, tasks=_tasks(args.tasks), split=args.split,
                           task_params=_task_params(args.task_param), resume=resume,
-                          progress=not args.quiet)
+                          progress=not args.quiet, min_coverage=args.min_coverage)
     _print_result(result, Path(args.out_dir) / f"{args.name}.results.json")
     return 0
 

@@ -13,9 +13,10 @@ from scidocs_eval.cli.options import (
     count_type,
     seed_type,
 )
+from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.formats.corpus import read_papers
 from scidocs_eval.formats.safe_output import check_output_file, refuse_existing
-from scidocs_eval.models.adapter import adapter_names, get_adapter
+from scidocs_eval.models.adapter import ADAPTERS, adapter_names, get_adapter
 from scidocs_eval.models.baseline import write_embeddings
 from scidocs_eval.models.distributed import is_main_process
 from scidocs_eval.models.sharded_embedding import embed_sharded, process_count
@@ -26,6 +27,10 @@ def _embed(args: argparse.Namespace) -> int:
     check_output_file(args.out, "--out")
     if not (args.resume or args.overwrite):
         refuse_existing(args.out, "--out", "give --overwrite to replace it, or --resume to add the papers it lacks")
+    if ADAPTERS[args.adapter].needs_fitting():
+        raise ScidocsEvalError(f"--adapter {args.adapter} is trained on a corpus before it embeds, and `embed` only "
+                               f"runs pretrained models; use `scidocs-eval baseline {args.adapter} --data SUITE` "
+                               "(it fits on the suite's papers, or on --train-corpus)")
     adapter = get_adapter(args.adapter, **adapter_params(args))
     papers = read_papers(args.metadata)
     if process_count() > 1:

@@ -37,6 +37,11 @@ class Adapter(ABC):
         """Train on `papers` (the suite's metadata or a separate corpus); `suite` is there for tuning on val."""
         return self
 
+    @classmethod
+    def needs_fitting(cls) -> bool:
+        """True for an adapter trained on a corpus before it can embed (it overrides `fit`)."""
+        return cls.fit is not Adapter.fit
+
     @abstractmethod
     def transform(self, papers: Sequence[Paper]) -> np.ndarray:
         """(len(papers), dim) float32 embeddings of papers that have a title or an abstract."""

@@ -16,7 +16,7 @@ import orjson
 from scidocs_eval.data.resolve import resolve_suite
 from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.runner import evaluate
-from scidocs_eval.evaluation.task import TASKS
+from scidocs_eval.evaluation.task import DEFAULT_MIN_COVERAGE, TASKS, build_tasks
 from scidocs_eval.formats.corpus import read_papers
 from scidocs_eval.formats.embeddings import format_embedding_line
 from scidocs_eval.formats.provenance import check_dimension, settings_file, start_embeddings_output
@@ -113,6 +113,7 @@ def run_baseline(
     task_params: Mapping[str, Mapping[str, Any]] | None = None,
     resume: bool = False,
     progress: bool = True,
+    min_coverage: float = DEFAULT_MIN_COVERAGE,
 ) -> RunResult:
     """Fit the adapter `name` on the suite's papers (or `train_corpus`), embed them, score, save results.
 
@@ -120,8 +121,9 @@ def run_baseline(
 
     Writes `{out_dir}/{name}.jsonl` (embeddings) and `{out_dir}/{name}.results.json`.
     """
-    suite = resolve_suite(data)
     adapter = get_adapter(name, **(params or {}))
+    build_tasks(TASKS.check(tasks) if tasks else [], task_params)
+    suite = resolve_suite(data)
     papers = suite.papers(_metadata_files(suite, tasks))
     corpus = read_papers(train_corpus) if train_corpus else papers
     started = time.perf_counter()
@@ -133,7 +135,7 @@ def run_baseline(
                                   settings=fitted_settings(corpus, train_corpus))
     embedded = time.perf_counter()
     result = evaluate(embeddings, suite, tasks=tasks, split=split, task_params=task_params, model=name,
-                      progress=progress)
+                      progress=progress, min_coverage=min_coverage)
     result.settings["adapter"] = {"name": name, "paper_row": adapter.paper_row, "params": adapter.get_params(),
                                   "train_corpus": str(train_corpus) if train_corpus else None,
                                   "row_detail": adapter.row_detail(), "row_note": adapter.row_note()}
