@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from scidocs_eval.evaluation.integrity import classification_findings, raise_first_error
 from scidocs_eval.evaluation.metrics import macro_f1
 from scidocs_eval.evaluation.task import (
     BENCHMARKS,
@@ -61,6 +62,7 @@ class ClassificationTask(Task):
     def evaluate(self, suite: Suite, embeddings: EmbeddingStore, split: str = "test",
                  missing: MissingPolicy = "official") -> TaskResult:
         train, scored = suite.labels(self.name, "train"), suite.labels(self.name, split)
+        raise_first_error(suite, classification_findings(self.name, train, scored, split, self.folds))
         coverage: dict[str, int] = {}
         x_train = self._features(train, embeddings, "train", coverage, missing)
         x_scored = self._features(scored, embeddings, split, coverage, missing)

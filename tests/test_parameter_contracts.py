@@ -160,4 +160,4 @@ def test_help_still_works(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_the_generated_parameter_table_matches_the_declarations() -> None:
     page = DOC.read_text(encoding="utf-8")
-    assert updated_page(page) == page, "docs/errors_and_files.md is stale: run python -m scidocs_eval.cli.parameter_docs"
+    assert updated_page(page) == page, "docs/errors_and_files.md is stale: python -m scidocs_eval.cli.parameter_docs"
