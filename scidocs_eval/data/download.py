@@ -232,7 +232,23 @@ class _State:
 
     def __init__(self, dest: Path):
         self.path = dest / STATE_FILE
-        self.entries: dict[str, dict] = orjson.loads(self.path.read_bytes()) if self.path.exists() else {}
+        self.entries: dict[str, dict] = self._read()
+
+    def _read(self) -> dict[str, dict]:
+        """The recorded entries; a state file that is not a JSON object of entries (cut short by a crash, say)
+        only costs a re-check of every file: a warning, and it is rewritten as files are verified."""
+        if not self.path.exists():
+            return {}
+        try:
+            entries = orjson.loads(self.path.read_bytes())
+        except orjson.JSONDecodeError as error:
+            entries, problem = None, f"not JSON ({error})"
+        else:
+            problem = "not an object {key: {size, etag}}"
+        if isinstance(entries, dict) and all(isinstance(entry, dict) for entry in entries.values()):
+            return entries
+        log.warning("%s is %s: ignoring it, so every file already downloaded is checked again", self.path, problem)
+        return {}
 
     def is_whole(self, obj: RemoteObject, path: Path) -> bool:
         recorded = self.entries.get(obj.key)

@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.errors import InputError, ScidocsEvalError
 
 SETTINGS_SUFFIX = ".settings.json"
 
@@ -96,16 +96,32 @@ def start_embeddings_output(path: Path, settings: Mapping[str, Any], resume: boo
                                    "output without --resume")
         check_same_settings(path, recorded, settings)
         whole = written[: written.rfind(b"\n") + 1]
+        for number, line in enumerate(whole.splitlines(), start=1):
+            if line.strip():
+                paper_id, vector = _written_record(path, line, number)
+                done.add(paper_id)
+                dim = dim or len(vector) or None
         if len(whole) != len(written):
             with open(path, "r+b") as handle:
                 handle.truncate(len(whole))
-        for line in whole.splitlines():
-            if line.strip():
-                record = orjson.loads(line)
-                done.add(record["paper_id"])
-                dim = dim or len(record["embedding"]) or None
     write_settings(path, settings)
     return done, dim
+
+
+def _written_record(path: Path, line: bytes, number: int) -> tuple[str, list]:
+    """(paper_id, embedding) of a whole line of an embeddings file being resumed; anything else is an error
+    naming the line (checked before anything is cut or added, so a refusal leaves the file as it was)."""
+    try:
+        record = orjson.loads(line)
+    except orjson.JSONDecodeError as error:
+        record, problem = None, f"not JSON ({error})"
+    else:
+        problem = "not a record {paper_id, embedding}"
+    if isinstance(record, dict) and isinstance(record.get("paper_id"), str) and isinstance(
+            record.get("embedding"), list):
+        return record["paper_id"], record["embedding"]
+    raise InputError(path, f"--resume: this line is {problem}, so the file cannot be continued safely; write a "
+                     "new output without --resume", number)
 
 
 def check_dimension(path: Path, dim: int | None, vectors_dim: int) -> None:
