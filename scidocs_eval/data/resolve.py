@@ -10,7 +10,6 @@ from scidocs_eval.errors import SuiteNotFoundError
 from scidocs_eval.formats.suite import Suite
 from scidocs_eval.paths import default_data_dir
 
-
 DEMO = "demo"
 """The --data value naming the built-in synthetic demo suite."""
 
