@@ -39,7 +39,7 @@ from scidocs_eval.models.gensim_training import (
 from scidocs_eval.models.model_cache import cached_model, corpus_fingerprint
 from scidocs_eval.models.text import TFIDF_SWITCHES, TfidfWeighting, count_vectorizer, tokenize_papers
 from scidocs_eval.models.tuning import ValScorer, parameter_grid, within_budget
-from scidocs_eval.params import AT_LEAST_ONE, POSITIVE, SEED, Options
+from scidocs_eval.params import AT_LEAST_ONE, POSITIVE, SEED, Interval, Options
 
 log = logging.getLogger("scidocs_eval")
 
@@ -221,7 +221,7 @@ class WordVectorAdapter(Adapter):
     parameter_constraints = {
         "seed": [SEED], "tune": [bool], "vectors": [str, None], "dim": [AT_LEAST_ONE], "min_count": [AT_LEAST_ONE],
         "epochs": [AT_LEAST_ONE, None], "model": [Options(("cbow", "skipgram"))], "bucket": [AT_LEAST_ONE],
-        "threads": [AT_LEAST_ONE], "lr": [POSITIVE], "max_trained_tokens": [AT_LEAST_ONE, None],
+        "threads": [AT_LEAST_ONE], "lr": [POSITIVE], "max_trained_tokens": [Interval(int, 0, None), None],
         "tune_max_tokens": [AT_LEAST_ONE],
     }
 

@@ -249,7 +249,3 @@ POSITIVE = Interval(float, 0, None, closed="neither")
 FRACTION = Interval(float, 0, 1)
 """A number in [0, 1]."""
 
-
-def undeclared_parameters(constraints: Constraints, names: Sequence[str]) -> list[str]:
-    """The names among `names` that `constraints` does not declare (a contract test lists them)."""
-    return [name for name in names if name not in constraints]
