@@ -7,9 +7,13 @@ import argparse
 from scidocs_eval.cli.options import COMMANDS, CommandGroup, add_output
 from scidocs_eval.evaluation.comparison import ALPHA, compare, write_json
 from scidocs_eval.evaluation.significance import RESAMPLES
+from scidocs_eval.formats.safe_output import claim_inputs_are_not_outputs, claim_output
 
 
 def _compare(args: argparse.Namespace) -> int:
+    if args.json:
+        claim_inputs_are_not_outputs(args.results, {"--json": args.json})
+        claim_output(args.json, "--json")
     comparison = compare(*args.results, resamples=args.resamples, seed=args.seed, alpha=args.alpha,
                          progress=not args.quiet)
     print(comparison.format_markdown() if args.markdown else comparison.format_table())

@@ -6,7 +6,7 @@ import argparse
 
 from scidocs_eval.cli.options import COMMANDS, CommandGroup, adapter_params, add_model_options, add_output
 from scidocs_eval.formats.corpus import read_papers
-from scidocs_eval.formats.safe_output import check_output_file, refuse_existing
+from scidocs_eval.formats.safe_output import claim_inputs_are_not_outputs, claim_output
 from scidocs_eval.models.adapter import adapter_names, get_adapter
 from scidocs_eval.models.baseline import write_embeddings
 from scidocs_eval.models.distributed import is_main_process
@@ -14,9 +14,9 @@ from scidocs_eval.models.sharded_embedding import embed_sharded, process_count
 
 
 def _embed(args: argparse.Namespace) -> int:
-    check_output_file(args.out, "--out")
-    if not (args.resume or args.overwrite):
-        refuse_existing(args.out, "--out", "give --overwrite to replace it, or --resume to add the papers it lacks")
+    claim_inputs_are_not_outputs([args.metadata], {"--out": args.out})
+    if is_main_process():
+        claim_output(args.out, "--out")
     adapter = get_adapter(args.adapter, **adapter_params(args))
     papers = read_papers(args.metadata)
     if process_count() > 1:
@@ -59,8 +59,6 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
                        help="model adapter (default: %(default)s; 'transformer' for any checkpoint)")
     add_model_options(embed)
     embed.add_argument("--resume", action="store_true", help="keep papers already in --out")
-    embed.add_argument("--overwrite", action="store_true", help="replace --out if it exists (without this or "
-                       "--resume, an existing non-empty --out is an error)")
     embed.set_defaults(func=_embed)
 
     train = subparsers.add_parser("train", help="train a model (specter: citation-triplet fine-tuning)")

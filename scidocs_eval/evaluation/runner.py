@@ -17,7 +17,7 @@ from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.significance import confidence_intervals
 from scidocs_eval.evaluation.task import TASKS, MissingPolicy, embedding_groups, get_task, task_names
 from scidocs_eval.formats.embeddings import EmbeddingStore
-from scidocs_eval.formats.safe_output import check_output_file
+from scidocs_eval.formats.safe_output import claim_output
 from scidocs_eval.formats.suite import Suite
 
 log = logging.getLogger("scidocs_eval")
@@ -106,7 +106,7 @@ def evaluate(
     if missing not in ("official", "error"):
         raise ScidocsEvalError(f"missing must be 'official' or 'error', not {missing!r}")
     if output is not None:
-        check_output_file(output)
+        claim_output(output)
     started = time.perf_counter()
     suite = resolve_suite(data)
     names = TASKS.check(tasks) if tasks else task_names()
