@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import orjson
 
 from scidocs_eval.errors import ScidocsEvalError
-from scidocs_eval.formats.safe_output import OwnedFolder, open_owned_folder
+from scidocs_eval.formats.safe_output import MANIFEST, OwnedFolder, open_owned_folder
 from scidocs_eval.progress import progress_bar
 
 if TYPE_CHECKING:
@@ -261,6 +261,8 @@ def _local_name(prefix: str, key: str) -> str:
     relative = key[len(prefix):] if key.startswith(prefix) else key
     if Path(relative).is_absolute() or ".." in Path(relative).parts or not relative:
         raise DownloadError(f"key {key!r} would be written outside the destination folder")
+    if Path(relative).parts[0] in (MANIFEST, STATE_FILE, PARTS_FOLDER):
+        raise DownloadError(f"key {key!r} would replace the download's own record {Path(relative).parts[0]}")
     return relative
 
 
