@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import orjson
 
 from scidocs_eval.errors import ScidocsEvalError
-from scidocs_eval.formats.safe_output import MANIFEST, OwnedFolder, open_owned_folder
+from scidocs_eval.formats.safe_output import MANIFEST, OwnedFolder, disk_errors, open_owned_folder
 from scidocs_eval.progress import progress_bar
 
 if TYPE_CHECKING:
@@ -191,13 +191,17 @@ class S3Downloader:
                 if have and response.status != 206:
                     meter.rewind(have)
                     have = 0
-                with open(part, "ab" if have else "wb") as out:
-                    try:
-                        while chunk := response.read(_CHUNK):
-                            out.write(chunk)
-                            meter.advance(len(chunk))
-                    except (TimeoutError, ConnectionError, HTTPException) as error:
-                        raise _RetryableError(f"transfer broken ({type(error).__name__}: {error})") from None
+                try:
+                    with disk_errors(part, "--dest"), open(part, "ab" if have else "wb") as out:
+                        try:
+                            while chunk := response.read(_CHUNK):
+                                out.write(chunk)
+                                meter.advance(len(chunk))
+                        except (TimeoutError, ConnectionError, HTTPException) as error:
+                            raise _RetryableError(f"transfer broken ({type(error).__name__}: {error})") from None
+                except ScidocsEvalError:  # a full disk or a read-only folder: no partial file is left behind
+                    part.unlink(missing_ok=True)
+                    raise
         size = part.stat().st_size
         if size != obj.size:
             raise _RetryableError(f"got {size} bytes, the listing says {obj.size}")

@@ -219,6 +219,7 @@ def train_specter(
         owned = outputs.enter_context(open_owned_folder(out_dir, COMMAND, "--out", replaces=(COMMAND,))) \
             if dist.is_main else None
         if owned is not None and not resume:
+            owned.refuse_in_the_way(list(owned.files))
             owned.remove(list(owned.files))  # a fresh run keeps nothing of an earlier one: no mixed checkpoint
         random.seed(seed)
         np.random.seed(seed)
