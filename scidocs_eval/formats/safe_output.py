@@ -419,6 +419,8 @@ class OwnedFolder:
         try:
             with disk_errors(self.folder, self.option):
                 yield staging
+        except ScidocsEvalError as error:  # name the file where it was to go, not its staging copy
+            raise ScidocsEvalError(str(error).replace(str(staging), str(self.folder))) from None
         finally:
             shutil.rmtree(staging, ignore_errors=True)
 
