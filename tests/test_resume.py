@@ -71,7 +71,8 @@ def test_resume_onto_vectors_of_another_dimension_is_refused(tmp_path: Path) -> 
     out = tmp_path / "e.jsonl"
     write_embeddings(get_adapter("random", dim=4), papers(3), out, resume=False, progress=False)
     out.write_bytes(b'{"paper_id": "p1", "embedding": [1.0, 2.0]}\n')  # same settings record, other vectors
-    with output_session(overwrite=True), pytest.raises(ScidocsEvalError, match=r"holds 2-d vectors, this run makes 4-d ones"):
+    with output_session(overwrite=True), pytest.raises(ScidocsEvalError,
+                                                       match=r"holds 2-d vectors, this run makes 4-d ones"):
         write_embeddings(get_adapter("random", dim=4), papers(3), out, resume=True, progress=False)
 
 
