@@ -474,6 +474,8 @@ def owned_folder(folder: str | os.PathLike[str], command: str, replaces: Collect
                  option: str = "output") -> Iterator[Path]:
     """A fresh staging folder to write into; when the block succeeds, its files replace those an earlier run of
     the tool wrote in `folder` (other files there are kept; see `open_owned_folder` for what is refused)."""
-    with open_owned_folder(folder, command, option, replaces) as owned, owned.staging() as staging:
-        yield staging
-        owned.install(staging, replace_all=True)
+    with open_owned_folder(folder, command, option, replaces) as owned:
+        owned.refuse_in_the_way(list(owned.files))  # a file of the tool's that you changed: refused before the work
+        with owned.staging() as staging:
+            yield staging
+            owned.install(staging, replace_all=True)
