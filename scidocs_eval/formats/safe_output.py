@@ -302,18 +302,6 @@ def discard(path: str | os.PathLike[str]) -> None:
         path.unlink()
 
 
-def install_file(source: Path, path: str | os.PathLike[str], option: str = "output") -> Path:
-    """Move the finished file `source` (in the same file system) to `path`, as `atomic_write` would write it."""
-    path = claim_output(path, option)
-    with disk_errors(path, option):
-        mode = _mode_for(path)
-        os.chmod(source, mode)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(source, path)
-        record_written(path)
-    return path
-
-
 # -- folders the tool builds -------------------------------------------------------------------------------------
 
 def _inside(folder: Path, target: Path) -> bool:
