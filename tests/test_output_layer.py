@@ -227,9 +227,8 @@ def test_every_option_naming_an_output_is_declared_with_add_output() -> None:
         declared = set(output_actions(leaf))
         for action in leaf._actions:
             words = set(action.dest.replace("-", "_").split("_"))
-            if action not in declared and words & set(OUTPUT_WORDS) and not isinstance(
-                    action, (argparse._StoreTrueAction, argparse._HelpAction)) and action.dest not in (
-                    "data_dir", "run_dir", "metadata"):
+            takes_a_path = action.nargs != 0 and action.choices is None and action.type in (None, str, Path)
+            if action not in declared and words & set(OUTPUT_WORDS) and takes_a_path:
                 pytest.fail(f"{leaf.prog} {action.option_strings or action.dest}: looks like an output; declare it "
                             "with scidocs_eval.cli.options.add_output")
 
