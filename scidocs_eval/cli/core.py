@@ -154,7 +154,7 @@ def _claim_baseline_outputs(args: argparse.Namespace) -> None:
     out_dir = Path(args.out_dir)
     if out_dir.exists() and not out_dir.is_dir():
         raise ScidocsEvalError(f"--out-dir {out_dir} is a file, not a folder")
-    groups = parse_group_adapters(args.task_adapter or "") if args.name == "specter2" else {}
+    groups = (parse_group_adapters(args.task_adapter or "") if args.name == "specter2" else None) or {}
     stems = [f"specter2-{group}" for group in groups] or [args.name]
     inputs = [args.train_corpus, args.vectors, args.citations]
     for stem in stems:
