@@ -292,7 +292,7 @@ def test_compare_cli_json_markdown_and_several_files(random_run: RunResult, tmp_
     foreign = tmp_path / "notes.json"
     foreign.write_text("{}", encoding="utf-8")
     assert main(["compare", str(a), str(b), "--resamples", "100", "--json", str(foreign), "--quiet"]) == 2
-    assert "not written by scidocs-eval compare" in capsys.readouterr().err
+    assert "already exists and was not written by scidocs-eval" in capsys.readouterr().err
     assert foreign.read_text(encoding="utf-8") == "{}"
     assert main(["compare", str(a)]) == 2
 

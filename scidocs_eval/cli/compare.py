@@ -8,6 +8,7 @@ import sys
 from scidocs_eval.cli.options import COMMANDS, CommandGroup, add_output, seed_type
 from scidocs_eval.evaluation.comparison import ALPHA, compare, write_json
 from scidocs_eval.evaluation.significance import RESAMPLES
+from scidocs_eval.formats.safe_output import claim_inputs_are_not_outputs, claim_output
 from scidocs_eval.params import Interval, argument_type
 
 MIN_RESAMPLES = 40
@@ -17,6 +18,9 @@ FEW_RESAMPLES = 1000
 
 
 def _compare(args: argparse.Namespace) -> int:
+    if args.json:
+        claim_inputs_are_not_outputs(args.results, {"--json": args.json})
+        claim_output(args.json, "--json")
     if args.resamples < FEW_RESAMPLES:
         print(f"scidocs-eval: warning: --resamples {args.resamples} is below {FEW_RESAMPLES}: the 95% intervals' ends "
               f"and the p-values (none below {1 / (args.resamples + 1):.3f}) are coarse; use the default "

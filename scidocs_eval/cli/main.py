@@ -8,9 +8,10 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from scidocs_eval.cli.options import COMMANDS
+from scidocs_eval.cli.options import COMMANDS, output_actions
 from scidocs_eval.cli.quiet import quiet_mode
 from scidocs_eval.errors import ScidocsEvalError, describe_error
+from scidocs_eval.formats.safe_output import output_session
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -37,6 +38,10 @@ def build_parser() -> argparse.ArgumentParser:
         group.add_commands(subparsers)
     for command in leaf_parsers(parser):
         command.add_argument("--quiet", action="store_true", help="no progress bars")
+        if output_actions(command):
+            command.add_argument("--overwrite", action="store_true",
+                                 help="replace files of yours that are in the way of this command's output (without "
+                                 "it, only files scidocs-eval wrote are replaced; see docs/errors_and_files.md)")
     return parser
 
 
@@ -57,7 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
         logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                             format="%(levelname)s %(message)s")
-        with quiet_mode(args.quiet):
+        with quiet_mode(args.quiet), output_session(overwrite=getattr(args, "overwrite", False)):
             return int(args.func(args) or 0)
     except (ScidocsEvalError, OSError) as error:
         print(f"scidocs-eval: error: {one_line(describe_error(error))}", file=sys.stderr)

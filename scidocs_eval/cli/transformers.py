@@ -15,7 +15,7 @@ from scidocs_eval.cli.options import (
 )
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.formats.corpus import read_papers
-from scidocs_eval.formats.safe_output import check_output_file, refuse_existing
+from scidocs_eval.formats.safe_output import claim_inputs_are_not_outputs, claim_output
 from scidocs_eval.models.adapter import ADAPTERS, adapter_names, get_adapter
 from scidocs_eval.models.baseline import write_embeddings
 from scidocs_eval.models.distributed import is_main_process
@@ -24,13 +24,13 @@ from scidocs_eval.params import FRACTION, POSITIVE, Interval, argument_type
 
 
 def _embed(args: argparse.Namespace) -> int:
-    check_output_file(args.out, "--out")
-    if not (args.resume or args.overwrite):
-        refuse_existing(args.out, "--out", "give --overwrite to replace it, or --resume to add the papers it lacks")
     if ADAPTERS[args.adapter].needs_fitting():
         raise ScidocsEvalError(f"--adapter {args.adapter} is trained on a corpus before it embeds, and `embed` only "
                                f"runs pretrained models; use `scidocs-eval baseline {args.adapter} --data SUITE` "
                                "(it fits on the suite's papers, or on --train-corpus)")
+    claim_inputs_are_not_outputs([args.metadata], {"--out": args.out})
+    if is_main_process():
+        claim_output(args.out, "--out")
     adapter = get_adapter(args.adapter, **adapter_params(args))
     papers = read_papers(args.metadata)
     if process_count() > 1:
@@ -73,8 +73,6 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
                        help="model adapter (default: %(default)s; 'transformer' for any checkpoint)")
     add_model_options(embed)
     embed.add_argument("--resume", action="store_true", help="keep papers already in --out")
-    embed.add_argument("--overwrite", action="store_true", help="replace --out if it exists (without this or "
-                       "--resume, an existing non-empty --out is an error)")
     embed.set_defaults(func=_embed)
 
     train = subparsers.add_parser("train", help="train a model (specter: citation-triplet fine-tuning)")

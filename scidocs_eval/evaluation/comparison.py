@@ -305,16 +305,5 @@ def compare(baseline: ResultSource, *others: ResultSource, resamples: int = RESA
 
 
 def write_json(comparison: Comparison, path: str | os.PathLike[str]) -> Path:
-    """Write `comparison.to_dict()` as JSON to `path`; an existing file is replaced only if compare wrote it."""
-    path = Path(path)
-    if path.exists():
-        try:
-            written_by_us = orjson.loads(path.read_bytes()).get("format") == COMPARISON_FORMAT
-        except (orjson.JSONDecodeError, AttributeError, OSError):
-            written_by_us = False
-        if not written_by_us:
-            raise ScidocsEvalError(f"{path} exists and was not written by scidocs-eval compare; not overwriting "
-                                   "it (give another path, or move it away)")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_bytes_atomically(path, orjson.dumps(comparison.to_dict(), option=orjson.OPT_INDENT_2), "--json")
-    return path
+    """Write `comparison.to_dict()` as JSON to `path` (through the output layer: a file of the user's is refused)."""
+    return write_bytes_atomically(path, orjson.dumps(comparison.to_dict(), option=orjson.OPT_INDENT_2), "--json")

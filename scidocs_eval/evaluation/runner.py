@@ -25,7 +25,7 @@ from scidocs_eval.evaluation.task import (
     task_names,
 )
 from scidocs_eval.formats.embeddings import EmbeddingStore
-from scidocs_eval.formats.safe_output import check_output_file
+from scidocs_eval.formats.safe_output import claim_output
 from scidocs_eval.formats.suite import Suite
 from scidocs_eval.params import FRACTION, check_value
 
@@ -122,7 +122,7 @@ def evaluate(
     params = task_params or {}
     checked = build_tasks(names, params)
     if output is not None:
-        check_output_file(output)
+        claim_output(output)
     started = time.perf_counter()
     suite = resolve_suite(data)
     sources = _as_sources(embeddings)
