@@ -5,6 +5,7 @@ Each test here failed on main before the fix (a number printed with exit 0, a tr
 
 from __future__ import annotations
 
+import hashlib
 import warnings
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.runner import evaluate
 from scidocs_eval.evaluation.task import DEFAULT_MIN_COVERAGE, CoverageError
 from scidocs_eval.evaluation.verify import verify_suite
+from scidocs_eval.formats.safe_output import OwnedFolder
 from scidocs_eval.formats.suite import Suite
 
 
@@ -216,8 +218,10 @@ def test_embed_with_an_adapter_that_must_be_fitted_is_refused(adapter: str, tmp_
 
 
 def test_a_truncated_download_state_file_only_costs_a_recheck(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    (tmp_path / STATE_FILE).write_bytes(b'{"specter/scidocs/a": {"si')
-    assert _State(tmp_path).entries == {}
+    truncated = b'{"specter/scidocs/a": {"si'
+    (tmp_path / STATE_FILE).write_bytes(truncated)
+    owned = OwnedFolder(tmp_path, "data download", "--dest", {STATE_FILE: hashlib.sha256(truncated).hexdigest()})
+    assert _State(owned).entries == {}
     assert any(STATE_FILE in r.getMessage() for r in caplog.records)
 
 
@@ -231,6 +235,9 @@ def test_baseline_resume_over_a_malformed_middle_line_is_refused_and_keeps_the_f
     lines[3] = lines[3][:20] + b"\n"
     embeddings.write_bytes(b"".join(lines))
     before = embeddings.read_bytes()
-    assert main([*argv, "--resume"]) == 2
+    assert main([*argv, "--resume"]) == 2  # an edited file is the user's now: the output layer refuses it
+    assert "random.jsonl already exists and was not written by scidocs-eval" in _one_error_line(capsys)
+    assert embeddings.read_bytes() == before
+    assert main([*argv, "--resume", "--overwrite"]) == 2  # taken on purpose: its lines are checked before any write
     assert "random.jsonl:4: --resume" in _one_error_line(capsys)
     assert embeddings.read_bytes() == before
