@@ -214,6 +214,7 @@ def train_specter(
                 "max_grad_norm": max_grad_norm, "seed": seed}
     if checkpoint:
         _check_checkpoint_settings(checkpoint, settings)
+    data = TrainingData.read(data_dir)  # bad training data is refused before the output folder is touched
     dist, device = init_distributed(device)
     with ExitStack() as outputs:
         owned = outputs.enter_context(open_owned_folder(out_dir, COMMAND, "--out", replaces=(COMMAND,))) \
@@ -225,7 +226,6 @@ def train_specter(
         np.random.seed(seed)
         torch.manual_seed(seed)
 
-        data = TrainingData.read(data_dir)
         sampler = TripletSampler(data, "train", seed=seed)
         val_triplets = sample_triplets(data, data.queries["val"], seed=seed)
         tokenizer = AutoTokenizer.from_pretrained(resolve_model(base_model))
