@@ -131,7 +131,7 @@ def test_embed_command_resumes_an_interrupted_file(papers: list[Paper], tmp_path
     whole = {r["paper_id"]: r["embedding"] for r in map(orjson.loads, out.read_bytes().splitlines())}
     lines = out.read_bytes().splitlines(keepends=True)
     out.write_bytes(b"".join(lines[:2]) + lines[2][:20])  # what a crash leaves: two lines and a torn one
-    assert main([*command, "--resume"]) == 0
+    assert main([*command, "--resume", "--overwrite"]) == 0  # the cut file no longer has the sha256 we wrote
     rows = {r["paper_id"]: r["embedding"] for r in map(orjson.loads, out.read_bytes().splitlines())}
     assert rows.keys() == whole.keys() and rows["empty"] == []
     assert {len(rows[p.paper_id]) for p in papers[:4]} == {384}

@@ -21,6 +21,7 @@ ALLOWED = {
     "scidocs_eval/data/demo.py": (4, "into a staging folder; default_demo_suite: the cache"),
     "scidocs_eval/data/build.py": (1, "BuildReport.save, into a staging folder"),
     "leaderboard/report.py": (2, "into the site's staging folder"),
+    "scidocs_eval/cli/parameter_docs.py": (1, "a developer script that regenerates the repository's own docs page"),
     "leaderboard/figures.py": (1, "savefig into an `atomic_write` handle"),
     "scidocs_eval/data/download.py": (7, "partial files in the download's own parts folder; OwnedFolder.write_bytes"),
     "scidocs_eval/formats/embeddings_cache.py": (5, "the parsed-embeddings cache (per user cache dir)"),

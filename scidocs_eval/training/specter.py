@@ -86,14 +86,18 @@ def _set_rng_state(state: dict[str, Any]) -> None:
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
-def _load_rng_state(checkpoint: Path, dist: Distributed) -> dict[str, Any]:
-    """This process's RNG state in `checkpoint`; an error when the checkpoint was written by another process count."""
-    import torch
-
+def _check_process_count(checkpoint: Path, dist: Distributed) -> None:
+    """An error when `checkpoint` was written by another number of training processes than this run has."""
     written = len(list(checkpoint.glob("rng-*.pt")))
     if written != dist.world_size:
         raise ScidocsEvalError(f"{checkpoint} was written by {written} training process(es); resume it with as many "
                                f"(this run has {dist.world_size}) to continue exactly")
+
+
+def _load_rng_state(checkpoint: Path, dist: Distributed) -> dict[str, Any]:
+    """This process's RNG state in `checkpoint` (written by as many processes: `_check_process_count`)."""
+    import torch
+
     return torch.load(checkpoint / f"rng-{dist.rank}.pt", weights_only=False)
 
 
@@ -216,6 +220,8 @@ def train_specter(
         _check_checkpoint_settings(checkpoint, settings)
     data = TrainingData.read(data_dir)  # bad training data is refused before the output folder is touched
     dist, device = init_distributed(device)
+    if checkpoint:  # refused before the output folder is touched
+        _check_process_count(checkpoint, dist)
     with ExitStack() as outputs:
         owned = outputs.enter_context(open_owned_folder(out_dir, COMMAND, "--out", replaces=(COMMAND,))) \
             if dist.is_main else None
