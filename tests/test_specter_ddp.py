@@ -89,7 +89,7 @@ def test_two_process_resume_gives_the_same_weights(two_process_run: tuple[Path, 
                                                    tmp_path: Path) -> None:
     out, _ = two_process_run
     shutil.copytree(out / "checkpoints" / "step-4", tmp_path / "checkpoints" / "step-4")
-    _torchrun(sample_dir, dropout_free_bert, tmp_path, "--resume")
+    _torchrun(sample_dir, dropout_free_bert, tmp_path, "--resume", "--overwrite")  # a copied checkpoint: not ours
     expected, got = _weights(out), _weights(tmp_path)
     assert all(torch.equal(expected[name], got[name]) for name in expected)
 

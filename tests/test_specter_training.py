@@ -12,6 +12,7 @@ import pytest
 from scidocs_eval.cli.main import main
 from scidocs_eval.data.demo import DemoConfig, build_demo_suite
 from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.formats.safe_output import output_session
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
@@ -55,7 +56,8 @@ def test_resume_gives_the_same_weights_as_an_uninterrupted_run(trained: tuple[Pa
     interrupted = tmp_path / "run"
     shutil.copytree(out / "checkpoints" / "step-3", interrupted / "checkpoints" / "step-3")
     assert latest_checkpoint(interrupted).name == "step-3"
-    resumed = train_specter(sample_dir, interrupted, base_model=str(tiny_bert), resume=True, **SETTINGS)
+    with output_session(overwrite=True):  # a copied checkpoint: the folder has no manifest of ours
+        resumed = train_specter(sample_dir, interrupted, base_model=str(tiny_bert), resume=True, **SETTINGS)
     assert resumed == history
     expected, got = model_weights(out), model_weights(interrupted)
     assert expected.keys() == got.keys()
