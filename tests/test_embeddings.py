@@ -20,6 +20,7 @@ from scidocs_eval.formats.embeddings import (
     format_embedding_line,
     wait_for_cache_writes,
 )
+from scidocs_eval.formats.embeddings_files import EmbeddingsInput
 
 
 def write_lines(path: Path, lines: list[str]) -> Path:
@@ -128,13 +129,13 @@ def assert_same_store(first: EmbeddingStore, second: EmbeddingStore) -> None:
 def parses(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     """The files `EmbeddingStore.load` parsed (not served from the cache), in order."""
     parsed: list[Path] = []
-    real_parse = embeddings_module._parse_file
+    real_parse = embeddings_module._parse_json_lines
 
-    def counting_parse(path: Path, *args: object) -> EmbeddingStore:
-        parsed.append(path)
-        return real_parse(path, *args)
+    def counting_parse(source: EmbeddingsInput, *args: object) -> EmbeddingStore:
+        parsed.append(source.path)
+        return real_parse(source, *args)
 
-    monkeypatch.setattr(embeddings_module, "_parse_file", counting_parse)
+    monkeypatch.setattr(embeddings_module, "_parse_json_lines", counting_parse)
     return parsed
 
 
