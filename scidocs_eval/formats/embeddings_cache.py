@@ -1,13 +1,13 @@
 """The parse cache of embeddings files: a parsed matrix saved once, loaded by later runs on the same bytes.
 
-An entry is two files under the cache folder, ``KEY.npy`` (the matrix) and ``KEY.json`` (ids, empty rows,
-repeats, the file's sha256 and checks). The key covers the parser's version (so an entry written by another
-parser is never served) and what identifies one version of one file: its absolute path, device, inode, size,
-modification time and status-change time (ctime, which the kernel sets on every write or rename and no user
-can set back: `cp -p`, `rsync -a` or `touch -d` over a file change it). On a hit the first and last 64 KiB of the file are read and compared with the digest recorded at parse time, so the
-sha256 an entry carries is the one of the file as it is now. An entry whose matrix and metadata disagree (a
-shape, dtype, id list or sampled rows other than those recorded) or that does not load is never used: a
-warning names it, the file is parsed again and the entry replaced.
+An entry is two files under the cache folder, ``KEY.npy`` (the matrix) and ``KEY.json`` (ids, empty rows, repeats,
+the file's sha256 and checks). The key covers the parser's version (so an entry written by another parser is never
+served) and what identifies one version of one file: its absolute path, device, inode, size, modification time and
+status-change time (ctime, which the kernel sets on every write or rename and no user can set back: `cp -p`, `rsync
+-a` or `touch -d` over a file change it). On a hit the first and last 64 KiB of the file are read and compared with
+the digest recorded at parse time, so the sha256 an entry carries is the one of the file as it is now. An entry
+whose matrix and metadata disagree (a shape, dtype, id list or sampled rows other than those recorded) or that does
+not load is never used: a warning names it, the file is parsed again and the entry replaced.
 """
 
 from __future__ import annotations
