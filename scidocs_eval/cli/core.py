@@ -12,8 +12,10 @@ from scidocs_eval.cli.options import (
     MODEL_OPTIONS,
     CommandGroup,
     adapter_params,
+    add_embeddings_read_options,
     add_model_options,
     add_output,
+    embeddings_read_options,
     parse_params,
 )
 from scidocs_eval.data.demo import DemoConfig, build_demo_suite
@@ -107,7 +109,8 @@ def _run(args: argparse.Namespace) -> int:
         refuse_replacing_foreign(output, "--output", _is_results_file, "a scidocs-eval results file")
     result = evaluate(embeddings, args.data, tasks=_tasks(args.tasks), split=args.split, missing=args.missing,
                       task_params=_task_params(args.task_param), model=args.name, output=output,
-                      cache=not args.no_cache, dtype=args.dtype, progress=not args.quiet)
+                      cache=not args.no_cache, dtype=args.dtype, progress=not args.quiet,
+                      read_options=embeddings_read_options(args))
     _print_result(result, output, ci=args.ci)
     return 0
 
@@ -174,13 +177,16 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
                                 description="Score embeddings (JSON lines {paper_id, embedding}) on SciDocs.")
     run.add_argument("--embeddings", action="append", metavar="[GROUP=]FILE",
                      help="one embeddings file for every task, or GROUP=FILE (repeatable) for the tasks reading "
-                     f"that group ({', '.join(embedding_groups())}; `scidocs-eval tasks` lists each task's)")
+                     f"that group ({', '.join(embedding_groups())}; `scidocs-eval tasks` lists each task's); JSON "
+                     "lines (or .gz), Parquet, Arrow/Feather, .npz, .npy with --ids, safetensors, a saved HF "
+                     "dataset folder, or - for standard input (docs/embeddings_formats.md)")
     run.add_argument("--cls", help="same as --embeddings cls=FILE: embeddings of paper_metadata_mag_mesh.json")
     run.add_argument("--user-citation", help="same as --embeddings user-citation=FILE (view_cite_read metadata)")
     run.add_argument("--recomm", help="same as --embeddings recomm=FILE (paper_metadata_recomm.json)")
     _add_evaluation_options(run)
     add_output(run, "--output", "-o", kind="file", help="write the results JSON here")
     run.add_argument("--name", help="model name shown in results and tables (default: the file's stem)")
+    add_embeddings_read_options(run)
     run.add_argument("--dtype", choices=("float32", "float64"), default="float32",
                      help="matrix precision (float64 keeps every digit of the file)")
     run.add_argument("--no-cache", action="store_true", help="do not read or write the parsed-embeddings cache")

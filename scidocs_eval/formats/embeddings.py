@@ -45,7 +45,7 @@ import orjson
 from scidocs_eval.errors import InputError
 from scidocs_eval.formats.embeddings_cache import CacheEntry, ParsedEmbeddings, wait_for_cache_writes
 from scidocs_eval.formats.embeddings_files import JSON_LINES, EmbeddingsInput
-from scidocs_eval.formats.embeddings_tables import Columns, ReadOptions, read_columns
+from scidocs_eval.formats.embeddings_tables import Columns, ReadOptions, iter_columns, read_columns
 from scidocs_eval.progress import progress_bar
 
 PRESENT, EMPTY, MISSING = 0, 1, 2
@@ -199,6 +199,7 @@ class _StoreBuilder:
         self.pending: list[np.ndarray | None] = []
         self.dim: int | None = None
         self.dim_at: int | None = None
+        self.taken = 0
 
     def error(self, message: str, at: int | None) -> InputError:
         return InputError(self.source, message, row=at) if self.unit == "row" else \
@@ -250,29 +251,32 @@ class _StoreBuilder:
             self.pending += [None] * len(block.ids)
         return True
 
-    def add_columns(self, columns: Columns) -> None:
-        """A table's rows (`embeddings_tables.Columns`), rows counted from 1, under the rules `add` applies."""
-        ids = [_checked_id(self, value, row) for row, value in enumerate(columns.ids, start=1)]
+    def add_columns(self, columns: Columns, first_row: int = 1) -> None:
+        """A table's rows (`embeddings_tables.Columns`), the first being row `first_row`, under the rules `add`
+        applies."""
+        ids = [_checked_id(self, value, row) for row, value in enumerate(columns.ids, start=first_row)]
         values, lengths = columns.values, columns.lengths
         ends = np.cumsum(lengths)
         if values.dtype.kind not in "iuf":
             listed = values.tolist()
             index = next((i for i, value in enumerate(listed) if type(value) not in (int, float)), 0)
             row = int(np.searchsorted(ends, index, side="right"))
-            raise self.error(f"paper {ids[row]!r}: embedding has a non-numeric value {listed[index]!r}", row + 1)
+            raise self.error(f"paper {ids[row]!r}: embedding has a non-numeric value {listed[index]!r}",
+                             first_row + row)
         filled = lengths > 0
         if not filled.any():
             self.ids += ids
             self.pending += [None] * len(ids)
             return
         for row in (int(np.argmax(filled)), *np.flatnonzero(filled & (lengths != lengths[filled][0]))[:1]):
-            self._check_dimension(ids[row], int(lengths[row]), row + 1)  # the first sets (or checks) the dimension
+            self._check_dimension(ids[row], int(lengths[row]), first_row + int(row))  # the first sets or checks
         with np.errstate(over="ignore"):
             converted = values.astype(np.float64, copy=False).astype(self.dtype, copy=False)
         bad = np.flatnonzero(~np.isfinite(converted))
         if bad.size:
             row = int(np.searchsorted(ends, bad[0], side="right"))
-            self._check_values(ids[row], values[ends[row] - lengths[row]: ends[row]].astype(np.float64), row + 1)
+            self._check_values(ids[row], values[ends[row] - lengths[row]: ends[row]].astype(np.float64),
+                               first_row + row)
         rows = converted.reshape(-1, self.dim)
         if not filled.all():
             rows = np.zeros((len(ids), self.dim), dtype=self.dtype)
@@ -300,11 +304,26 @@ class _StoreBuilder:
         self.empty.append(empty)
         self.pending = []
 
-    def finish(self, sha256: str | None, source: str | None) -> EmbeddingStore:
-        if not self.ids:
+    def take(self) -> tuple[list[str], np.ndarray, np.ndarray]:
+        """(ids, rows, empty mask) added since the last `take`, every line kept (repeats too); nothing while no
+        line has set the dimension yet."""
+        self._flush()
+        if self.dim is None or not self.blocks:
+            return [], np.zeros((0, self.dim or 0), dtype=self.dtype), np.zeros(0, dtype=bool)
+        taken = (self.ids, np.concatenate(self.blocks), np.concatenate(self.empty))
+        self.taken += len(self.ids)
+        self.ids, self.blocks, self.empty = [], [], []
+        return taken
+
+    def check_complete(self) -> None:
+        """An error when the file held no line, or no line with an embedding (so no dimension)."""
+        if not self.ids and not self.taken:
             raise InputError(self.source, "no embeddings in file (it is empty)")
         if self.dim is None:
             raise InputError(self.source, "every embedding in the file is empty, so there is no dimension")
+
+    def finish(self, sha256: str | None, source: str | None) -> EmbeddingStore:
+        self.check_complete()
         self._flush()
         last_line_of = {}
         for line, paper_id in enumerate(self.ids):
@@ -559,6 +578,34 @@ def _add_line_by_line(builder: _StoreBuilder, name: str, chunk: bytes, first_lin
         if raw.strip():
             builder.add(*_decode_line(name, raw, line_number), line_number)
     return len(lines)
+
+
+def iter_embeddings(path: str | os.PathLike[str], options: ReadOptions | None = None,
+                    dtype: np.dtype | type = np.float32, progress: bool = True
+                    ) -> Iterator[tuple[list[str], np.ndarray, np.ndarray]]:
+    """Every line (row) of an embeddings file of any kind as (ids, rows, empty mask) batches, in file order and
+    with repeats kept, under every rule `EmbeddingStore.load` applies; JSON lines and Parquet a chunk (row group)
+    at a time, so memory stays bounded by a batch."""
+    dtype = np.dtype(dtype)
+    options = options or ReadOptions()
+    with EmbeddingsInput(path) as source:
+        builder = _StoreBuilder(source.name, dtype, unit="line" if source.kind == JSON_LINES else "row")
+        if source.kind == JSON_LINES:
+            for first_line, chunk, block in _decoded_blocks(_read_chunks(source, hashlib.sha256(), progress),
+                                                            dtype, parallel=False):
+                if block is None or not builder.add_block(block):
+                    _add_line_by_line(builder, source.name, chunk, first_line)
+                if (batch := builder.take())[0]:
+                    yield batch
+        else:
+            first_row = 1
+            for columns in iter_columns(source, options):
+                builder.add_columns(columns, first_row)
+                first_row += len(columns.ids)
+                yield builder.take()
+        builder.check_complete()
+        if (batch := builder.take())[0]:
+            yield batch
 
 
 def _read_table(source: EmbeddingsInput, dtype: np.dtype, options: ReadOptions) -> EmbeddingStore:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,8 @@ ID_COLUMNS = ("paper_id", "doc_id")
 EMBEDDING_COLUMNS = ("embedding", "embeddings")
 ID_ARRAYS = ("ids", "paper_ids", "doc_ids")
 """names of the ids array in an .npz (and of the ids metadata key in safetensors)."""
+EMPTY_ARRAY = "empty"
+"""an .npz's optional (n,) bool array: True where the paper has no embedding (its row is ignored)."""
 _HASH_BLOCK = 1 << 22
 
 
@@ -80,10 +82,25 @@ def read_columns(source: EmbeddingsInput, options: ReadOptions) -> Columns:
         data = source.read_all()
         digest = hashlib.sha256(data).hexdigest()
         reader = {NPY: _npy, NPZ: _npz, SAFETENSORS: _safetensors}[source.kind]
-        ids, matrix = reader(source.name, data, options)
-        return _matrix_columns(source.name, ids, matrix, digest)
+        ids, matrix, empty = reader(source.name, data, options)
+        return _matrix_columns(source.name, ids, matrix, empty, digest)
     table, digest = _arrow_table(source)
     return _table_columns(source.name, table, options, digest)
+
+
+def iter_columns(source: EmbeddingsInput, options: ReadOptions) -> Iterator[Columns]:
+    """`read_columns` a row group at a time for a Parquet file on disk (bounded memory), at once otherwise."""
+    if source.kind != PARQUET or not source.regular:
+        yield read_columns(source, options)
+        return
+    pa, pq = _pyarrow(source.name)
+    assert source.path is not None
+    try:
+        parquet = pq.ParquetFile(str(source.path), memory_map=True)
+        for index in range(parquet.num_row_groups):
+            yield _table_columns(source.name, parquet.read_row_group(index), options, "")
+    except (pa.ArrowException, OSError, ValueError) as error:
+        raise InputError(source.name, f"cannot be read as Parquet ({error})") from None
 
 
 def _arrow_table(source: EmbeddingsInput) -> tuple[Any, str]:
@@ -203,13 +220,18 @@ def _number_columns(name: str, pa: Any, columns: list[Any], names: list[str], id
     return Columns(ids, matrix[lengths > 0].ravel(), lengths, digest)
 
 
-def _matrix_columns(name: str, ids: list[Any], matrix: np.ndarray, digest: str) -> Columns:
+def _matrix_columns(name: str, ids: list[Any], matrix: np.ndarray, empty: np.ndarray | None,
+                    digest: str) -> Columns:
     if matrix.ndim != 2:
         raise InputError(name, f"the embeddings array has shape {matrix.shape}; expected (papers, dimension)")
     if len(ids) != matrix.shape[0]:
         raise InputError(name, f"{len(ids)} ids for {matrix.shape[0]} rows of embeddings")
-    lengths = np.full(matrix.shape[0], matrix.shape[1], dtype=np.int64)
-    return Columns(ids, matrix.reshape(-1), lengths, digest)
+    if empty is None:
+        return Columns(ids, matrix.reshape(-1), np.full(matrix.shape[0], matrix.shape[1], dtype=np.int64), digest)
+    if empty.shape != (matrix.shape[0],) or empty.dtype != bool:
+        raise InputError(name, f"the 'empty' array must be one bool per row; it has shape {empty.shape} and dtype "
+                         f"{empty.dtype}")
+    return Columns(ids, matrix[~empty].reshape(-1), np.where(empty, 0, matrix.shape[1]).astype(np.int64), digest)
 
 
 def _sidecar_ids(path: str | Path) -> list[str]:
@@ -235,14 +257,18 @@ def _load_npy(name: str, data: bytes, what: str) -> Any:
         raise InputError(name, f"cannot be read as {what} ({error})") from None
 
 
-def _npy(name: str, data: bytes, options: ReadOptions) -> tuple[list[Any], np.ndarray]:
+MatrixWithIds = tuple[list[Any], np.ndarray, np.ndarray | None]
+"""ids, (n, dim) matrix, and (n,) bool "no embedding" mask (None: every row has one)."""
+
+
+def _npy(name: str, data: bytes, options: ReadOptions) -> MatrixWithIds:
     if options.ids_file is None:
         raise InputError(name, "is a NumPy .npy array, which holds no paper ids; give them with --ids FILE (one "
                          "id per line, in row order), or save an .npz with 'ids' and 'embeddings'")
-    return _sidecar_ids(options.ids_file), _load_npy(name, data, "a NumPy .npy array")
+    return _sidecar_ids(options.ids_file), _load_npy(name, data, "a NumPy .npy array"), None
 
 
-def _npz(name: str, data: bytes, options: ReadOptions) -> tuple[list[Any], np.ndarray]:
+def _npz(name: str, data: bytes, options: ReadOptions) -> MatrixWithIds:
     with _load_npy(name, data, "a NumPy .npz archive") as archive:
         keys = list(archive.keys())
         matrix_key = next((k for k in EMBEDDING_COLUMNS if k in keys), None)
@@ -250,12 +276,13 @@ def _npz(name: str, data: bytes, options: ReadOptions) -> tuple[list[Any], np.nd
         if matrix_key is None or ids_key is None:
             raise InputError(name, f"an .npz needs arrays 'ids' and 'embeddings'; it holds {keys}")
         try:
-            return _array_ids(name, archive[ids_key]), archive[matrix_key]
+            empty = archive[EMPTY_ARRAY] if EMPTY_ARRAY in keys else None
+            return _array_ids(name, archive[ids_key]), archive[matrix_key], empty
         except ValueError as error:  # an object array, which needs pickle
             raise InputError(name, f"cannot be read ({error})") from None
 
 
-def _safetensors(name: str, data: bytes, options: ReadOptions) -> tuple[list[Any], np.ndarray]:
+def _safetensors(name: str, data: bytes, options: ReadOptions) -> MatrixWithIds:
     try:
         from safetensors import SafetensorError
         from safetensors.numpy import load
@@ -279,11 +306,11 @@ def _safetensors(name: str, data: bytes, options: ReadOptions) -> tuple[list[Any
         if options.ids_file is None:
             raise InputError(name, "a safetensors file needs its ids in its metadata ('ids': a JSON list of "
                              "strings) or in a sidecar given with --ids FILE")
-        return _sidecar_ids(options.ids_file), tensors[matrix_key]
+        return _sidecar_ids(options.ids_file), tensors[matrix_key], None
     try:
         ids = json.loads(metadata[ids_key])
     except ValueError as error:
         raise InputError(name, f"metadata {ids_key!r} is not a JSON list ({error})") from None
     if not isinstance(ids, list):
         raise InputError(name, f"metadata {ids_key!r} is not a JSON list of ids")
-    return ids, tensors[matrix_key]
+    return ids, tensors[matrix_key], None
