@@ -26,7 +26,7 @@ from scidocs_eval.evaluation.task import TASKS, embedding_groups, task_names
 from scidocs_eval.formats.safe_output import check_output_file, refuse_replacing_foreign, write_bytes_atomically
 from scidocs_eval.leaderboard import render_table1
 from scidocs_eval.models.adapter import adapter_names
-from scidocs_eval.models.baseline import run_baseline
+from scidocs_eval.models.baseline import EMBEDDINGS_FORMATS, run_baseline
 from scidocs_eval.models.sharded_embedding import embed_suite_sharded, process_count
 
 DEFAULT_RESULTS_DIR = "scidocs-results"
@@ -138,6 +138,9 @@ def _baseline(args: argparse.Namespace) -> int:
     check_output_file(Path(args.out_dir) / f"{args.name}.results.json", "--out-dir")
     params = adapter_params(args, ("seed", "tune", "vectors", "citations", *MODEL_OPTIONS))
     resume = args.resume
+    if args.embeddings_format != "jsonl" and (process_count() > 1 or args.name == "specter2"):
+        raise ScidocsEvalError(f"--embeddings-format {args.embeddings_format}: specter2 and torchrun runs write JSON "
+                               "lines; leave it out, then `scidocs-eval convert` the file")
     if args.name == "specter2" and (groups := parse_group_adapters(args.task_adapter or "")):
         result = run_specter2_by_group(groups, args.data, out_dir=args.out_dir, params=params,
                                        tasks=_tasks(args.tasks), split=args.split,
@@ -153,7 +156,7 @@ def _baseline(args: argparse.Namespace) -> int:
     result = run_baseline(args.name, args.data, out_dir=args.out_dir, params=params,
                           train_corpus=args.train_corpus, tasks=_tasks(args.tasks), split=args.split,
                           task_params=_task_params(args.task_param), resume=resume,
-                          progress=not args.quiet)
+                          progress=not args.quiet, embeddings_format=args.embeddings_format)
     _print_result(result, Path(args.out_dir) / f"{args.name}.results.json")
     return 0
 
@@ -216,6 +219,9 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     baseline.add_argument("--citations", help="citation edges (TSV citing<TAB>cited) for sgc")
     add_model_options(baseline)
     baseline.add_argument("--resume", action="store_true", help="keep papers already in NAME.jsonl")
+    baseline.add_argument("--embeddings-format", choices=EMBEDDINGS_FORMATS, default="jsonl",
+                          help="write the embeddings as NAME.jsonl (the official format) or NAME.parquet "
+                          "(default: %(default)s)")
     baseline.set_defaults(func=_baseline)
 
     demo = subparsers.add_parser("demo", help="write a SYNTHETIC demo suite in the official layout")

@@ -14,7 +14,7 @@ import os
 import shutil
 import tempfile
 import zipfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, Protocol
@@ -24,6 +24,7 @@ import numpy as np
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.formats.embeddings import format_embedding_line, iter_embeddings
 from scidocs_eval.formats.embeddings_tables import ReadOptions
+from scidocs_eval.formats.provenance import settings_file
 from scidocs_eval.formats.safe_output import atomic_write
 
 TABLE_SUFFIXES = {".parquet": "parquet", ".npz": "npz", ".arrow": "arrow", ".feather": "arrow"}
@@ -159,3 +160,21 @@ def save_embeddings_as(source: Path, target: Path) -> Path:
     else:
         convert_embeddings(source, target, progress=False, option="save_embeddings")
     return target
+
+
+def write_through_json_lines(path: Path, resume: bool, write_json_lines: Callable[[Path], object]) -> Path:
+    """Write a table output (`output_kind` not "jsonl") by way of JSON lines: `write_json_lines(staging)` fills
+    ``{path}.partial.jsonl`` (resumable like any JSON lines output, settings record included), which is then
+    converted into `path` and removed. With `resume` and a finished `path` but no staging file, `path`'s rows
+    are first converted back into the staging file, so they are kept and not embedded again."""
+    staging = path.with_name(path.name + ".partial.jsonl")
+    if resume and path.is_file() and not staging.exists():
+        convert_embeddings(path, staging, progress=False)
+        if settings_file(path).is_file():
+            os.replace(settings_file(path), settings_file(staging))
+    write_json_lines(staging)
+    convert_embeddings(staging, path, progress=False)
+    if settings_file(staging).is_file():
+        os.replace(settings_file(staging), settings_file(path))
+    staging.unlink()
+    return path
