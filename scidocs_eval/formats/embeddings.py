@@ -157,12 +157,17 @@ class EmbeddingStore:
             if source.kind != JSON_LINES:
                 store = _read_table(source, dtype, options or ReadOptions())
             else:
-                if options is not None and options.ids_file is not None:
-                    raise InputError(source.name, "holds JSON lines, with their own ids; --ids is for a .npy "
-                                     "matrix or a safetensors file")
+                _refuse_options(source, options)
                 store = _load_json_lines(source, dtype, cache and source.regular, progress)
         store.warn_about_ids()
         return store
+
+
+def _refuse_options(source: EmbeddingsInput, options: ReadOptions | None) -> None:
+    """JSON lines name their own ids and vectors: an option saying where they are would be ignored."""
+    if options is not None and (options.ids_file or options.id_column or options.embedding_columns):
+        raise InputError(source.name, "holds JSON lines, with their own ids and vectors; --ids, --id-column and "
+                         "--embedding-column are for a table or array file")
 
 
 def _load_json_lines(source: EmbeddingsInput, dtype: np.dtype, cache: bool, progress: bool) -> EmbeddingStore:
@@ -342,9 +347,10 @@ def _id_problem(value: object) -> str | None:
     """Why `value` cannot be a paper id (None when it can: a string, or an integer written without quotes)."""
     if value is None:
         return "missing key 'paper_id' (or 'doc_id')"
+    if isinstance(value, _NumberLiteral):
+        return f"paper id must be a string, got {value.literal}"
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (str, int, np.integer)):
-        shown = value.literal if isinstance(value, _NumberLiteral) else repr(value)
-        return f"paper id must be a string, got {shown}"
+        return f"paper id must be a string, got {value!r}"
     return None
 
 
@@ -591,6 +597,7 @@ def iter_embeddings(path: str | os.PathLike[str], options: ReadOptions | None = 
     with EmbeddingsInput(path) as source:
         builder = _StoreBuilder(source.name, dtype, unit="line" if source.kind == JSON_LINES else "row")
         if source.kind == JSON_LINES:
+            _refuse_options(source, options)
             for first_line, chunk, block in _decoded_blocks(_read_chunks(source, hashlib.sha256(), progress),
                                                             dtype, parallel=False):
                 if block is None or not builder.add_block(block):

@@ -126,8 +126,10 @@ def embeddings_writer(path: str | os.PathLike[str], option: str = "output") -> I
             writer = _NpzWriter(handle, path.parent)
         else:
             writer = _ArrowWriter(handle, kind)
-        yield writer
-        writer.close()
+        try:
+            yield writer
+        finally:  # also on an error, so no half-made writer is left to fail when collected
+            writer.close()
 
 
 def write_batches(path: str | os.PathLike[str], batches: Iterable[Batch], option: str = "output") -> int:
