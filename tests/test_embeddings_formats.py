@@ -109,11 +109,11 @@ def options_for(kind: str, path: Path) -> list[str]:
 def suite_vectors(suite: Suite, with_empty: bool) -> Vectors:
     rng = np.random.default_rng(5)
     ids: list[object] = [p.paper_id for p in suite.papers()]
-    vectors: list[list[float] | None] = [list(rng.standard_normal(6)) for _ in ids]
+    vectors: list[list[float] | None] = [rng.standard_normal(6).tolist() for _ in ids]
     if with_empty:
         vectors[3] = []
     ids.append(ids[0])  # a repeated id: the later row wins
-    vectors.append(list(rng.standard_normal(6)))
+    vectors.append(rng.standard_normal(6).tolist())
     return ids, vectors
 
 
@@ -360,8 +360,8 @@ def test_a_23_digit_integer_id_is_read_as_written(tmp_path: Path) -> None:
         EmbeddingStore.load(path, cache=False)
 
 
-def _many_lines(count: int) -> bytes:
-    return b"".join(format_embedding_line(f"p{i}", np.arange(8, dtype=np.float32) + i) for i in range(count))
+def _many_lines(count: int, dim: int = 8) -> bytes:
+    return b"".join(format_embedding_line(f"p{i}", np.arange(dim, dtype=np.float32) + i) for i in range(count))
 
 
 def test_a_pipe_is_read_exactly_once(tmp_path: Path) -> None:
@@ -406,7 +406,7 @@ def test_a_fifo_and_stdin_are_read_exactly_once(tmp_path: Path, monkeypatch: pyt
 def test_run_reads_a_process_substitution(cite_suite: tuple[Path, Path], tmp_path: Path) -> None:
     suite, embeddings = cite_suite
     padded = tmp_path / "padded.jsonl"
-    padded.write_bytes(_many_lines(600) + embeddings.read_bytes())  # the suite's papers come after 4 KiB
+    padded.write_bytes(_many_lines(600, dim=2) + embeddings.read_bytes())  # the suite's papers come after 4 KiB
     command = (f"{sys.executable} -m scidocs_eval.cli run --data {suite} --embeddings <(cat {padded}) --quiet "
                f"--output {tmp_path / 'r.json'}")
     done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=300)
