@@ -275,8 +275,9 @@ class _StoreBuilder:
             return
         for row in (int(np.argmax(filled)), *np.flatnonzero(filled & (lengths != lengths[filled][0]))[:1]):
             self._check_dimension(ids[row], int(lengths[row]), first_row + int(row))  # the first sets or checks
-        with np.errstate(over="ignore"):
-            converted = values.astype(np.float64, copy=False).astype(self.dtype, copy=False)
+        with np.errstate(over="ignore"):  # integers round as JSON's do: to float64 first
+            converted = values.astype(self.dtype, copy=False) if values.dtype.kind == "f" else \
+                values.astype(np.float64).astype(self.dtype, copy=False)
         bad = np.flatnonzero(~np.isfinite(converted))
         if bad.size:
             row = int(np.searchsorted(ends, bad[0], side="right"))

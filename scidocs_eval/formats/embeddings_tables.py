@@ -79,8 +79,13 @@ def read_columns(source: EmbeddingsInput, options: ReadOptions) -> Columns:
         raise ScidocsEvalError(f"--ids is for a .npy matrix or a safetensors file without ids; {source.name} is "
                                f"{source.kind} and holds its own ids")
     if source.kind in (NPY, NPZ, SAFETENSORS):
-        data = source.read_all()
-        digest = hashlib.sha256(data).hexdigest()
+        if source.regular:  # read from the file (a .npy memory-mapped), not from a copy of its bytes
+            assert source.path is not None
+            data: bytes | Path = source.path
+            digest = _files_digest([source.path])
+        else:
+            data = source.read_all()
+            digest = hashlib.sha256(data).hexdigest()
         reader = {NPY: _npy, NPZ: _npz, SAFETENSORS: _safetensors}[source.kind]
         ids, matrix, empty = reader(source.name, data, options)
         return _matrix_columns(source.name, ids, matrix, empty, digest)
@@ -250,8 +255,10 @@ def _array_ids(name: str, ids: np.ndarray) -> list[Any]:
     return ids.tolist()
 
 
-def _load_npy(name: str, data: bytes, what: str) -> Any:
+def _load_npy(name: str, data: bytes | Path, what: str) -> Any:
     try:
+        if isinstance(data, Path):
+            return np.load(data, allow_pickle=False, mmap_mode="r" if what.endswith(".npy array") else None)
         return np.load(io.BytesIO(data), allow_pickle=False)
     except (ValueError, OSError, EOFError) as error:
         raise InputError(name, f"cannot be read as {what} ({error})") from None
@@ -261,14 +268,14 @@ MatrixWithIds = tuple[list[Any], np.ndarray, np.ndarray | None]
 """ids, (n, dim) matrix, and (n,) bool "no embedding" mask (None: every row has one)."""
 
 
-def _npy(name: str, data: bytes, options: ReadOptions) -> MatrixWithIds:
+def _npy(name: str, data: bytes | Path, options: ReadOptions) -> MatrixWithIds:
     if options.ids_file is None:
         raise InputError(name, "is a NumPy .npy array, which holds no paper ids; give them with --ids FILE (one "
                          "id per line, in row order), or save an .npz with 'ids' and 'embeddings'")
     return _sidecar_ids(options.ids_file), _load_npy(name, data, "a NumPy .npy array"), None
 
 
-def _npz(name: str, data: bytes, options: ReadOptions) -> MatrixWithIds:
+def _npz(name: str, data: bytes | Path, options: ReadOptions) -> MatrixWithIds:
     with _load_npy(name, data, "a NumPy .npz archive") as archive:
         keys = list(archive.keys())
         matrix_key = next((k for k in EMBEDDING_COLUMNS if k in keys), None)
@@ -282,13 +289,15 @@ def _npz(name: str, data: bytes, options: ReadOptions) -> MatrixWithIds:
             raise InputError(name, f"cannot be read ({error})") from None
 
 
-def _safetensors(name: str, data: bytes, options: ReadOptions) -> MatrixWithIds:
+def _safetensors(name: str, data: bytes | Path, options: ReadOptions) -> MatrixWithIds:
     try:
         from safetensors import SafetensorError
         from safetensors.numpy import load
     except ImportError:
         raise InputError(name, "is a safetensors file; reading it needs safetensors "
                          "(pip install 'scidocs-eval[formats]')") from None
+    if isinstance(data, Path):
+        data = data.read_bytes()
     try:
         tensors = load(data)
         header = json.loads(data[8 : 8 + int.from_bytes(data[:8], "little")])
