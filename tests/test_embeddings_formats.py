@@ -433,3 +433,44 @@ def test_the_parse_cache_key_holds_the_parser_version(tmp_path: Path, monkeypatc
     monkeypatch.setattr(embeddings_module, "PARSER_VERSION", embeddings_module.PARSER_VERSION + 1)
     EmbeddingStore.load(path, progress=False)
     assert len(parsed) == 2
+
+
+@pytest.mark.parametrize("kind", sorted(set(WRITERS) - {"hf_dataset"}))
+def test_a_truncated_file_of_every_kind_is_one_error_naming_it(tmp_path: Path, kind: str) -> None:
+    ids = [f"p{i}" for i in range(40)]
+    path = WRITERS[kind](tmp_path / f"e.{kind}", ids, [[float(i), 0.5, -1.0] for i in range(40)])
+    data = path.read_bytes()
+    options = ReadOptions(ids_file=tmp_path / "ids.txt") if kind == "npy" else None
+    for cut in (10, 24, 100, len(data) // 2, len(data) - 1):
+        short = tmp_path / f"short.{kind}"
+        short.write_bytes(data[:cut])
+        with pytest.raises(InputError) as raised:
+            EmbeddingStore.load(short, options=options, progress=False)
+        assert str(raised.value).startswith(f"{short}: ")
+
+
+def test_run_on_a_malformed_table_is_one_line_and_no_results(cite_suite: tuple[Path, Path], tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    suite, _ = cite_suite
+    path = write_parquet(tmp_path / "e.parquet", ["q", "a", "b"], [[0.0, 1.0], [1.0, float("nan")], [0.0, 1.0]])
+    out = tmp_path / "r.json"
+    assert main(["run", "--embeddings", str(path), "--data", str(suite), "--output", str(out), "--quiet"]) == 2
+    assert capsys.readouterr().err == (f"scidocs-eval: error: {path}: row 2: paper 'a': embedding value 1 is nan "
+                                       "(NaN and infinity are not allowed)\n")
+    assert not out.exists()
+
+
+def test_safetensors_ids_from_a_sidecar_and_a_dataset_dict_refused(tmp_path: Path) -> None:
+    save_file({"embeddings": np.eye(2, dtype=np.float32)}, str(tmp_path / "e.safetensors"))
+    with pytest.raises(InputError, match="needs its ids in its metadata"):
+        EmbeddingStore.load(tmp_path / "e.safetensors")
+    (tmp_path / "ids.txt").write_text("a\nb\n", encoding="utf-8")
+    store = EmbeddingStore.load(tmp_path / "e.safetensors", options=ReadOptions(ids_file=tmp_path / "ids.txt"))
+    assert store.ids == ["a", "b"] and store.matrix.tolist() == [[1.0, 0.0], [0.0, 1.0]]
+    import datasets
+
+    datasets.DatasetDict({"train": datasets.Dataset.from_dict({"paper_id": ["a"], "embedding": [[1.0]]})}
+                         ).save_to_disk(str(tmp_path / "dd"))
+    with pytest.raises(InputError, match=r"dd: is a saved HF DatasetDict; give the folder of one split"):
+        EmbeddingStore.load(tmp_path / "dd")
+    assert EmbeddingStore.load(tmp_path / "dd" / "train").ids == ["a"]

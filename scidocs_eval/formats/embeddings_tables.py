@@ -12,6 +12,8 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import zipfile
+import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +40,8 @@ ID_ARRAYS = ("ids", "paper_ids", "doc_ids")
 EMPTY_ARRAY = "empty"
 """an .npz's optional (n,) bool array: True where the paper has no embedding (its row is ignored)."""
 _HASH_BLOCK = 1 << 22
+_UNREADABLE = (ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error)
+"""what numpy raises on a damaged .npy or .npz (a zip member's CRC, a short read, a bad header)."""
 
 
 @dataclass
@@ -260,7 +264,7 @@ def _load_npy(name: str, data: bytes | Path, what: str) -> Any:
         if isinstance(data, Path):
             return np.load(data, allow_pickle=False, mmap_mode="r" if what.endswith(".npy array") else None)
         return np.load(io.BytesIO(data), allow_pickle=False)
-    except (ValueError, OSError, EOFError) as error:
+    except _UNREADABLE as error:
         raise InputError(name, f"cannot be read as {what} ({error})") from None
 
 
@@ -285,8 +289,8 @@ def _npz(name: str, data: bytes | Path, options: ReadOptions) -> MatrixWithIds:
         try:
             empty = archive[EMPTY_ARRAY] if EMPTY_ARRAY in keys else None
             return _array_ids(name, archive[ids_key]), archive[matrix_key], empty
-        except ValueError as error:  # an object array, which needs pickle
-            raise InputError(name, f"cannot be read ({error})") from None
+        except _UNREADABLE as error:  # a damaged member, or an object array (which needs pickle)
+            raise InputError(name, f"cannot be read as a NumPy .npz archive ({error})") from None
 
 
 def _safetensors(name: str, data: bytes | Path, options: ReadOptions) -> MatrixWithIds:
