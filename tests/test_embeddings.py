@@ -290,7 +290,7 @@ def test_format_embedding_line_refuses_non_finite(value: float) -> None:
 
 
 def test_fast_float32_parse_equals_exact_float64_parse(tmp_path):
-    """The batched float32 path (pandas' C parser) gives the float32 of Python's own float parsing."""
+    """The batched float32 path gives the float32 of the float64 reading of the same file."""
     rng = np.random.default_rng(7)
     vectors = rng.standard_normal((300, 17)) * 10.0 ** rng.integers(-6, 6, size=(300, 1))
     path = tmp_path / "many.jsonl"
