@@ -74,6 +74,7 @@ class EmbeddingStore:
         duplicates: how many lines repeated an id seen before (the later line won).
         sha256: hex digest of the file's bytes, or None when built in memory.
         repeated: the ids that more than one line gave.
+        unit: what the file is made of, "line" (JSON lines) or "row" (tables and arrays), for messages.
     """
 
     ids: list[str]
@@ -83,6 +84,7 @@ class EmbeddingStore:
     duplicates: int = 0
     sha256: str | None = None
     repeated: list[str] = field(default_factory=list)
+    unit: str = "line"
     index: dict[str, int] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -104,8 +106,9 @@ class EmbeddingStore:
         """Log a warning for repeated ids and for ids with surrounding whitespace, with examples."""
         where = self.source or "<memory>"
         if self.duplicates:
-            log.warning("%s: %d line(s) repeat the id of an earlier line (the later line is used, as in the "
-                        "official code): %s", where, self.duplicates, _examples(self.repeated))
+            log.warning("%s: %d %s(s) repeat the id of an earlier %s (the later %s is used, as in the official "
+                        "code): %s", where, self.duplicates, self.unit, self.unit, self.unit,
+                        _examples(self.repeated))
         padded = self.padded_ids
         if padded:
             log.warning("%s: %d id(s) have leading or trailing whitespace and match no suite id: %s", where,
@@ -341,7 +344,7 @@ class _StoreBuilder:
         repeated = [] if len(rows) == len(self.ids) else \
             [paper_id for paper_id, count in Counter(self.ids).items() if count > 1]
         return EmbeddingStore(list(last_line_of), matrix, empty, source=source,
-                              duplicates=len(self.ids) - len(rows), sha256=sha256, repeated=repeated)
+                              duplicates=len(self.ids) - len(rows), sha256=sha256, repeated=repeated, unit=self.unit)
 
 
 def _id_problem(value: object) -> str | None:
