@@ -216,7 +216,8 @@ def test_repeated_and_padded_ids_are_reported_as_for_json_lines(tmp_path: Path,
     path = write_parquet(tmp_path / "e.parquet", ["a", " b", "a"], [[1.0], [2.0], [3.0]])
     store = EmbeddingStore.load(path)
     assert store.ids == ["a", " b"] and store.matrix[0, 0] == 3.0 and store.duplicates == 1
-    assert "1 row(s) repeat the id of an earlier row (the later row is used" in caplog.text and "leading or trailing whitespace" in caplog.text
+    assert "1 row(s) repeat the id of an earlier row (the later row is used" in caplog.text
+    assert "leading or trailing whitespace" in caplog.text
 
 
 @pytest.mark.parametrize("table, message", [
