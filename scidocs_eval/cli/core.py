@@ -177,7 +177,8 @@ def _list_tasks(args: argparse.Namespace) -> int:
 
 def add_commands(subparsers: argparse._SubParsersAction) -> None:
     run = subparsers.add_parser("run", help="score an embeddings file on the SciDocs tasks",
-                                description="Score embeddings (JSON lines {paper_id, embedding}) on SciDocs.")
+                                description="Score embeddings (JSON lines {paper_id, embedding}, or Parquet, Arrow, "
+                                ".npz, .npy, safetensors, a saved HF dataset: docs/embeddings_formats.md) on SciDocs.")
     run.add_argument("--embeddings", action="append", metavar="[GROUP=]FILE",
                      help="one embeddings file for every task, or GROUP=FILE (repeatable) for the tasks reading "
                      f"that group ({', '.join(embedding_groups())}; `scidocs-eval tasks` lists each task's); JSON "
