@@ -602,8 +602,9 @@ def iter_embeddings(path: str | os.PathLike[str], options: ReadOptions | None = 
         builder = _StoreBuilder(source.name, dtype, unit="line" if source.kind == JSON_LINES else "row")
         if source.kind == JSON_LINES:
             _refuse_options(source, options)
-            for first_line, chunk, block in _decoded_blocks(_read_chunks(source, hashlib.sha256(), progress),
-                                                            dtype, parallel=False):
+            chunks = _read_chunks(source, hashlib.sha256(), progress)
+            parallel = (source.size() or 0) > _PARALLEL_BYTES  # a bounded window of chunks in flight
+            for first_line, chunk, block in _decoded_blocks(chunks, dtype, parallel):
                 if block is None or not builder.add_block(block):
                     _add_line_by_line(builder, source.name, chunk, first_line)
                 if (batch := builder.take())[0]:
