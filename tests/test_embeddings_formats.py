@@ -307,6 +307,10 @@ def test_convert_streams_json_lines_a_chunk_at_a_time(tmp_path: Path, monkeypatc
     assert len(batches) > 10 and sum(len(ids) for ids, _, _ in batches) == 200
     assert convert_embeddings(source, tmp_path / "out.parquet", progress=False) == 200
     assert pq.ParquetFile(tmp_path / "out.parquet").num_row_groups == len(batches)
+    monkeypatch.setattr(embeddings_module, "_PARALLEL_BYTES", 0)  # chunks decoded in worker processes
+    in_workers = list(embeddings_module.iter_embeddings(source, progress=False))
+    assert [ids for ids, _, _ in in_workers] == [ids for ids, _, _ in batches]
+    assert all(np.array_equal(a[1], b[1]) for a, b in zip(in_workers, batches))
 
 
 def test_evaluate_model_saves_parquet_when_asked(tiny_suite: Suite, tmp_path: Path) -> None:
