@@ -88,13 +88,13 @@ class EmbeddingsInput:
             except FileNotFoundError:
                 raise InputError(self.path, "embeddings file not found") from None
             except OSError as error:
-                raise InputError(self.path, str(error.strerror)) from None
+                raise InputError(self.path, str(error.strerror or error)) from None
             self.regular = stat.S_ISREG(os.fstat(self.handle.fileno()).st_mode)
         try:
             self.head = self.handle.read(_PEEK_BYTES)
         except OSError as error:
             self.close()
-            raise InputError(self.name, str(error.strerror)) from None
+            raise InputError(self.name, f"cannot be read ({error.strerror or error})") from None
         self.kind = _file_kind(self.name, self.head)
 
     def __enter__(self) -> EmbeddingsInput:

@@ -249,7 +249,7 @@ def _sidecar_ids(path: str | Path) -> list[str]:
     except UnicodeDecodeError as error:
         raise InputError(path, f"not UTF-8 text (byte {error.start})") from None
     except OSError as error:
-        raise InputError(path, f"cannot be read ({error.strerror})") from None
+        raise InputError(path, f"cannot be read ({error.strerror or error})") from None
     return text.split("\n")[:-1] if text.endswith("\n") else text.split("\n")
 
 
