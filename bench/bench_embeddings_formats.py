@@ -8,11 +8,12 @@ embeddings of the papers the six non-recommendation tasks score (JSON lines), co
    byte-identical to the one `EmbeddingStore.load` gives (float32): today's reader (orjson, in blocks, worker
    processes on large files), polars' NDJSON reader, pyarrow's JSON reader, and the pandas path the reader used
    before (the number lists of every line through pandas' C CSV parser);
-2. runs `scidocs-eval run --no-cache` cold, in a fresh process, once per kind, and prints its wall time, the time
+2. loads each kind in a fresh process (time and peak resident memory of the reader alone);
+3. runs `scidocs-eval run --no-cache` cold, in a fresh process, once per kind, and prints its wall time, the time
    it spent loading the embeddings (the results file's `timings.loading_embeddings`) and the process's peak
    resident memory.
 
-    python bench/bench_embeddings_formats.py [--dim 768] [--seed 0] [--skip-runs]
+    python bench/bench_embeddings_formats.py [--dim 768] [--seed 0] [--skip-parsers] [--skip-runs]
 """
 
 from __future__ import annotations
@@ -92,6 +93,20 @@ def compare_parsers(jsonl: Path) -> None:
         del matrix
 
 
+def load_only(embeddings: Path) -> tuple[float, float]:
+    """(seconds, peak resident MiB) of a fresh process that only loads `embeddings` (no parse cache)."""
+    code = ("import sys, time; from scidocs_eval.formats.embeddings import EmbeddingStore; t = time.perf_counter(); "
+            "EmbeddingStore.load(sys.argv[1], cache=False, progress=False); print(time.perf_counter() - t)")
+    with tempfile.TemporaryFile("w+") as output:
+        process = subprocess.Popen([sys.executable, "-c", code, str(embeddings)], stdout=output)
+        _, status, usage = os.wait4(process.pid, 0)
+        process.returncode = status
+        if status:
+            raise SystemExit(f"loading {embeddings} failed ({status})")
+        output.seek(0)
+        return float(output.read()), usage.ru_maxrss / 1024
+
+
 def cold_run(suite_root: Path, embeddings: Path) -> tuple[float, float, float]:
     """(wall seconds, seconds loading embeddings, peak resident MiB) of one run in a fresh process."""
     with tempfile.TemporaryDirectory() as scratch:
@@ -113,7 +128,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dim", type=int, default=768)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--skip-runs", action="store_true", help="only compare the JSON lines parsers")
+    parser.add_argument("--skip-parsers", action="store_true", help="do not compare the JSON lines parsers")
+    parser.add_argument("--skip-runs", action="store_true", help="do not time the cold runs")
     args = parser.parse_args()
     OUT.mkdir(exist_ok=True)
     suite, jsonl = build(args.dim, args.seed)
@@ -129,7 +145,13 @@ def main() -> None:
     print(f"suite: {suite.root}")
     for kind, path in files.items():
         print(f"{kind}: {path} ({path.stat().st_size / 1e6:.0f} MB)")
-    compare_parsers(jsonl)
+    if not args.skip_parsers:
+        compare_parsers(jsonl)
+    print("\nloading only (EmbeddingStore.load, no parse cache), fresh process each:")
+    print("| embeddings | load s | peak memory MiB |\n|---|---|---|")
+    for kind, path in files.items():
+        seconds, peak = load_only(path)
+        print(f"| {kind} | {seconds:.1f} | {peak:.0f} |", flush=True)
     if args.skip_runs:
         return
     print(f"\ncold `run --no-cache --tasks {TASKS}`, fresh process each:")
