@@ -479,3 +479,14 @@ def test_safetensors_ids_from_a_sidecar_and_a_dataset_dict_refused(tmp_path: Pat
     with pytest.raises(InputError, match=r"dd: is a saved HF DatasetDict; give the folder of one split"):
         EmbeddingStore.load(tmp_path / "dd")
     assert EmbeddingStore.load(tmp_path / "dd" / "train").ids == ["a"]
+
+
+@pytest.mark.parametrize("number", ["+1", ".5", "01", "1.", "1e", "-"])
+def test_a_number_json_does_not_allow_is_malformed_in_every_path(tmp_path: Path, number: str) -> None:
+    """The bulk path (pandas' CSV parser) used to read +1, .5, 01 and 1. as numbers; the strict path refused them."""
+    path = tmp_path / "e.jsonl"
+    path.write_text(f'{{"paper_id": "a", "embedding": [{number}, 2]}}\n{{"paper_id": "b", "embedding": [1, 2]}}\n',
+                    encoding="utf-8")
+    for dtype in (np.float32, np.float64):
+        with pytest.raises(InputError, match=r"e.jsonl:1: malformed JSON"):
+            EmbeddingStore.load(path, cache=False, progress=False, dtype=dtype)
