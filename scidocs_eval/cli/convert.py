@@ -12,12 +12,12 @@ from scidocs_eval.cli.options import (
     embeddings_read_options,
 )
 from scidocs_eval.formats.embeddings_writers import TABLE_SUFFIXES, convert_embeddings, output_kind
-from scidocs_eval.formats.safe_output import check_output_file, refuse_existing
+from scidocs_eval.formats.safe_output import claim_inputs_are_not_outputs, claim_output
 
 
 def _convert(args: argparse.Namespace) -> int:
-    out = check_output_file(args.out, "OUT")
-    refuse_existing(out, "OUT", "give another path, or remove it first")
+    claim_inputs_are_not_outputs([args.input, args.ids], {"OUT": args.out})
+    out = claim_output(args.out, "OUT")
     rows = convert_embeddings(args.input, out, embeddings_read_options(args), dtype=args.dtype,
                               progress=not args.quiet)
     print(f"{rows} rows written to {out} ({output_kind(out)})")
@@ -32,7 +32,8 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
                     "and write them in the kind OUT's name asks for: "
                     f"{', '.join(sorted(TABLE_SUFFIXES))}, anything else JSON lines. Every line or row is kept in "
                     "order (repeated ids too), checked by the reader's rules; JSON lines and Parquet are read a "
-                    "chunk at a time, so memory stays bounded. OUT appears only when complete.")
+                    "chunk at a time, so memory stays bounded. OUT appears only when complete; a file that scidocs-eval "
+                    "did not write is not replaced without --overwrite.")
     parser.add_argument("input", metavar="IN", help="the embeddings to read (- for standard input)")
     add_output(parser, "out", kind="file", metavar="OUT", help="the file to write; its suffix picks the kind")
     add_embeddings_read_options(parser)

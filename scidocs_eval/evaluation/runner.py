@@ -15,12 +15,21 @@ from scidocs_eval.data.resolve import resolve_suite
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.significance import confidence_intervals
-from scidocs_eval.evaluation.task import TASKS, MissingPolicy, embedding_groups, get_task, task_names
+from scidocs_eval.evaluation.task import (
+    DEFAULT_MIN_COVERAGE,
+    TASKS,
+    MissingPolicy,
+    build_tasks,
+    check_coverage,
+    embedding_groups,
+    task_names,
+)
 from scidocs_eval.formats.embeddings import EmbeddingStore
 from scidocs_eval.formats.embeddings_files import STDIN
 from scidocs_eval.formats.embeddings_tables import ReadOptions
-from scidocs_eval.formats.safe_output import check_output_file
+from scidocs_eval.formats.safe_output import claim_output
 from scidocs_eval.formats.suite import Suite
+from scidocs_eval.params import FRACTION, check_value
 
 log = logging.getLogger("scidocs_eval")
 
@@ -86,6 +95,7 @@ def evaluate(
     dtype: Any = np.float32,
     progress: bool = True,
     read_options: ReadOptions | None = None,
+    min_coverage: float = DEFAULT_MIN_COVERAGE,
 ) -> RunResult:
     """Score embeddings on the SciDocs tasks.
 
@@ -104,6 +114,8 @@ def evaluate(
         dtype: the matrix's dtype (float32; float64 keeps every digit of the file).
         read_options: where a table or array file holds its ids and vectors (`ReadOptions`: an ids sidecar for
             a .npy, the id and embedding columns of a table).
+        min_coverage: the least share (0..1) of each task's queries, candidates or papers with a usable
+            embedding; below it, or with none at all, a CoverageError (a warning line whenever any lacks one).
 
     Returns:
         a RunResult; `result.tasks[name].metrics` holds the numbers (×100, 2 decimals).
@@ -112,16 +124,17 @@ def evaluate(
         raise ScidocsEvalError(f"split must be 'test' or 'val', not {split!r}")
     if missing not in ("official", "error"):
         raise ScidocsEvalError(f"missing must be 'official' or 'error', not {missing!r}")
+    check_value("min_coverage", min_coverage, [FRACTION], "evaluate")
+    names = TASKS.check(tasks) if tasks else task_names()
+    params = task_params or {}
+    checked = build_tasks(names, params)
     if output is not None:
-        check_output_file(output)
+        claim_output(output)
     started = time.perf_counter()
     suite = resolve_suite(data)
-    names = TASKS.check(tasks) if tasks else task_names()
     sources = _as_sources(embeddings)
     stores = _Stores(sources, cache, dtype, progress, read_options)
-    params = task_params or {}
     results, skipped, files = {}, {}, []
-    checked = {name: get_task(name, **params.get(name, {})) for name in dict.fromkeys([*names, *params])}
     for name in names:
         task = checked[name]
         required = task.required_files(split)
@@ -139,6 +152,7 @@ def evaluate(
         task_started = time.perf_counter()
         result = task.evaluate(suite, store, split=split, missing=missing)
         result.seconds = time.perf_counter() - task_started
+        check_coverage(name, result.coverage, min_coverage)
         result.ci = confidence_intervals(result.items, list(result.metrics))
         results[name] = result
     if not results:
@@ -153,7 +167,8 @@ def evaluate(
     run = RunResult(
         model=model, tasks=results, skipped=skipped,
         settings={"data": str(suite.root), "tasks": names, "split": split, "missing": missing,
-                  "task_params": {k: dict(v) for k, v in params.items()}, "dtype": np.dtype(dtype).name},
+                  "task_params": {k: dict(v) for k, v in params.items()}, "dtype": np.dtype(dtype).name,
+                  "min_coverage": min_coverage},
         fingerprints={"embeddings": stores.fingerprints(), "data": suite.fingerprint(sorted(set(files)))},
         timings=timings, synthetic=suite.is_synthetic,
     )

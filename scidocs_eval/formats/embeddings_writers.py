@@ -25,7 +25,7 @@ from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.formats.embeddings import format_embedding_line, iter_embeddings
 from scidocs_eval.formats.embeddings_tables import ReadOptions
 from scidocs_eval.formats.provenance import settings_file
-from scidocs_eval.formats.safe_output import atomic_write
+from scidocs_eval.formats.safe_output import atomic_write, discard
 
 TABLE_SUFFIXES = {".parquet": "parquet", ".npz": "npz", ".arrow": "arrow", ".feather": "arrow"}
 """output suffixes written as tables or arrays; any other name gets JSON lines."""
@@ -178,5 +178,5 @@ def write_through_json_lines(path: Path, resume: bool, write_json_lines: Callabl
     convert_embeddings(staging, path, progress=False)
     if settings_file(staging).is_file():
         os.replace(settings_file(staging), settings_file(path))
-    staging.unlink()
+    discard(staging)
     return path
