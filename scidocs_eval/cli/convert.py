@@ -32,8 +32,8 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
                     "and write them in the kind OUT's name asks for: "
                     f"{', '.join(sorted(TABLE_SUFFIXES))}, anything else JSON lines. Every line or row is kept in "
                     "order (repeated ids too), checked by the reader's rules; JSON lines and Parquet are read a "
-                    "chunk at a time, so memory stays bounded. OUT appears only when complete; a file that scidocs-eval "
-                    "did not write is not replaced without --overwrite.")
+                    "chunk at a time, so memory stays bounded. OUT appears only when complete; a file that "
+                    "scidocs-eval did not write is not replaced without --overwrite.")
     parser.add_argument("input", metavar="IN", help="the embeddings to read (- for standard input)")
     add_output(parser, "out", kind="file", metavar="OUT", help="the file to write; its suffix picks the kind")
     add_embeddings_read_options(parser)
