@@ -24,6 +24,7 @@ import orjson
 
 from scidocs_eval.errors import InputError, ScidocsEvalError
 from scidocs_eval.formats.embeddings import EMPTY, MISSING, EmbeddingStore
+from scidocs_eval.formats.embeddings_tables import ReadOptions
 from scidocs_eval.formats.safe_output import atomic_write
 from scidocs_eval.formats.suite import CLASS_NAMES_FILE, Suite
 from scidocs_eval.leaderboard.runs import LoadedRun
@@ -243,8 +244,11 @@ class Figure2:
 
 def figure2(embeddings: Sequence[str | os.PathLike[str]], suite: Suite, task: str = "mag", *,
             names: Sequence[str] | None = None, split: str = "test", sample: int | None = 3000, seed: int = 0,
-            clusters: ProjectionClusters | None = None, progress: bool = True) -> Figure2:
+            clusters: ProjectionClusters | None = None, progress: bool = True,
+            read_options: ReadOptions | None = None) -> Figure2:
     """Project the same seeded sample of `task`'s papers with each embeddings file and score each projection.
+
+    Each file is of any kind `EmbeddingStore.load` reads (`read_options`: where a table or array holds its ids).
 
     `names` label the panels (default: each file's stem). Papers missing from any file are left out of every
     panel with a warning. `clusters` carries the t-SNE/DBSCAN settings; its seed defaults to `seed`.
@@ -256,7 +260,8 @@ def figure2(embeddings: Sequence[str | os.PathLike[str]], suite: Suite, task: st
         raise ScidocsEvalError(f"{len(names)} names for {len(embeddings)} embeddings files")
     clusters = clusters or ProjectionClusters(seed=seed)
     drawn = sample_papers(suite, task, split, sample, seed)
-    stores = {name: EmbeddingStore.load(path, progress=progress) for name, path in zip(names, embeddings)}
+    stores = {name: EmbeddingStore.load(path, progress=progress, options=read_options)
+              for name, path in zip(names, embeddings)}
     keep = usable_rows(drawn, stores)
     ids = [paper_id for paper_id, kept in zip(drawn.ids, keep) if kept]
     labels = drawn.labels[keep]

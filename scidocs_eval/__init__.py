@@ -8,6 +8,8 @@ from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.runner import evaluate
 from scidocs_eval.evaluation.task import Task, TaskResult, get_task, register_task
 from scidocs_eval.formats.embeddings import EmbeddingStore
+from scidocs_eval.formats.embeddings_tables import ReadOptions
+from scidocs_eval.formats.embeddings_writers import convert_embeddings
 from scidocs_eval.formats.suite import Paper, Suite
 from scidocs_eval.models.adapter import Adapter, get_adapter, register_adapter
 from scidocs_eval.models.baseline import run_baseline, write_embeddings
@@ -17,8 +19,9 @@ from scidocs_eval.training.specter import train_specter
 __version__ = metadata.version("scidocs-eval")
 
 __all__ = [
-    "Adapter", "Comparison", "EmbeddingStore", "InputError", "MissingEmbeddingsError", "Paper", "RunResult",
-    "ScidocsEvalError", "Suite", "SuiteNotFoundError", "Task", "TaskResult", "compare", "evaluate", "evaluate_model",
+    "Adapter", "Comparison", "EmbeddingStore", "InputError", "MissingEmbeddingsError", "Paper", "ReadOptions",
+    "RunResult", "ScidocsEvalError", "Suite", "SuiteNotFoundError", "Task", "TaskResult", "compare",
+    "convert_embeddings", "evaluate", "evaluate_model",
     "get_adapter", "get_task", "register_adapter", "register_task", "run_baseline", "train_specter",
     "write_embeddings",
 ]

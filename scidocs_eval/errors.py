@@ -12,10 +12,12 @@ class ScidocsEvalError(Exception):
 class InputError(ScidocsEvalError):
     """A file the user gave us is malformed; the message says where."""
 
-    def __init__(self, path: str | PathLike[str], message: str, line: int | None = None):
+    def __init__(self, path: str | PathLike[str], message: str, line: int | None = None, *, row: int | None = None):
         self.path = str(path)
         self.line = line
-        where = f"{self.path}:{line}" if line is not None else self.path
+        self.row = row
+        where = f"{self.path}:{line}" if line is not None else f"{self.path}: row {row}" if row is not None \
+            else self.path
         super().__init__(f"{where}: {message}")
 
 

@@ -20,6 +20,7 @@ from scidocs_eval.formats.embeddings import (
     format_embedding_line,
     wait_for_cache_writes,
 )
+from scidocs_eval.formats.embeddings_files import EmbeddingsInput
 
 
 def write_lines(path: Path, lines: list[str]) -> Path:
@@ -128,13 +129,13 @@ def assert_same_store(first: EmbeddingStore, second: EmbeddingStore) -> None:
 def parses(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     """The files `EmbeddingStore.load` parsed (not served from the cache), in order."""
     parsed: list[Path] = []
-    real_parse = embeddings_module._parse_file
+    real_parse = embeddings_module._parse_json_lines
 
-    def counting_parse(path: Path, *args: object) -> EmbeddingStore:
-        parsed.append(path)
-        return real_parse(path, *args)
+    def counting_parse(source: EmbeddingsInput, *args: object) -> EmbeddingStore:
+        parsed.append(source.path)
+        return real_parse(source, *args)
 
-    monkeypatch.setattr(embeddings_module, "_parse_file", counting_parse)
+    monkeypatch.setattr(embeddings_module, "_parse_json_lines", counting_parse)
     return parsed
 
 
@@ -289,7 +290,7 @@ def test_format_embedding_line_refuses_non_finite(value: float) -> None:
 
 
 def test_fast_float32_parse_equals_exact_float64_parse(tmp_path):
-    """The batched float32 path (pandas' C parser) gives the float32 of Python's own float parsing."""
+    """The batched float32 path gives the float32 of the float64 reading of the same file."""
     rng = np.random.default_rng(7)
     vectors = rng.standard_normal((300, 17)) * 10.0 ** rng.integers(-6, 6, size=(300, 1))
     path = tmp_path / "many.jsonl"

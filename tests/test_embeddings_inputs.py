@@ -82,16 +82,19 @@ def _npz(path: Path) -> None:
         np.savez(handle, x=np.zeros(3))
 
 
+EXPECTED = '; expected JSON lines, one {"paper_id": ..., "embedding": [...]} object per line'
 WRONG_KINDS = {
-    "npy": (_npy, "appears to be a NumPy .npy array (it has no paper ids)"),
-    "npz": (_npz, "appears to be a zip archive (for example a NumPy .npz file)"),
+    "npy": (_npy, ": is a NumPy .npy array, which holds no paper ids; give them with --ids FILE (one id per line, "
+            "in row order), or save an .npz with 'ids' and 'embeddings'"),
+    "npz": (_npz, ": an .npz needs arrays 'ids' and 'embeddings'; it holds ['x']"),
     "json_array": (lambda p: p.write_bytes(orjson.dumps([{"paper_id": "a", "embedding": [1.0]}])),
-                   "appears to be one JSON array, not JSON lines"),
+                   ":1: appears to be one JSON array, not JSON lines" + EXPECTED),
     "pretty_json": (lambda p: p.write_text('\n{\n  "a": [1.0, 2.0]\n}\n'),
-                    "appears to be a pretty-printed JSON document (this line is only '{')"),
-    "directory": (lambda p: p.mkdir(), "is a directory, not a file"),
+                    ":2: appears to be a pretty-printed JSON document (this line is only '{')" + EXPECTED),
+    "pickle": (lambda p: p.write_bytes(b"\x80\x04K\x01."), ": appears to be a Python pickle" + EXPECTED),
+    "directory": (lambda p: p.mkdir(), ': is a directory, not a file (expected JSON lines, one {"paper_id": ..., '
+                  '"embedding": [...]} object per line, or a folder saved by HF datasets\' save_to_disk)'),
 }
-LINE = {"json_array": ":1", "pretty_json": ":2"}
 
 
 @pytest.mark.parametrize("kind", sorted(WRONG_KINDS))
@@ -101,10 +104,7 @@ def test_a_file_of_another_kind_says_what_it_appears_to_be(tmp_path: Path, kind:
     make(path)
     with pytest.raises(InputError) as raised:
         EmbeddingStore.load(path)
-    assert str(raised.value) == (f"{path}{LINE.get(kind, '')}: {message}; expected JSON lines, one "
-                                 '{"paper_id": ..., "embedding": [...]} object per line'
-                                 if kind != "directory" else f"{path}: {message} (expected JSON lines, one "
-                                 '{"paper_id": ..., "embedding": [...]} object per line)')
+    assert str(raised.value) == f"{path}{message}"
 
 
 def test_a_gzip_file_is_read_directly(tmp_path: Path) -> None:

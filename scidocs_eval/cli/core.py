@@ -12,8 +12,10 @@ from scidocs_eval.cli.options import (
     MODEL_OPTIONS,
     CommandGroup,
     adapter_params,
+    add_embeddings_read_options,
     add_model_options,
     add_output,
+    embeddings_read_options,
     parse_params,
     seed_type,
 )
@@ -26,7 +28,7 @@ from scidocs_eval.formats.provenance import settings_file
 from scidocs_eval.formats.safe_output import claim_inputs_are_not_outputs, claim_output, write_bytes_atomically
 from scidocs_eval.leaderboard import render_table1
 from scidocs_eval.models.adapter import adapter_names
-from scidocs_eval.models.baseline import run_baseline
+from scidocs_eval.models.baseline import EMBEDDINGS_FORMATS, run_baseline
 from scidocs_eval.models.distributed import is_main_process
 from scidocs_eval.models.sharded_embedding import embed_suite_sharded, process_count
 from scidocs_eval.params import FRACTION, argument_type
@@ -105,7 +107,7 @@ def _run(args: argparse.Namespace) -> int:
     result = evaluate(embeddings, args.data, tasks=_tasks(args.tasks), split=args.split, missing=args.missing,
                       task_params=_task_params(args.task_param), model=args.name, output=output,
                       cache=not args.no_cache, dtype=args.dtype, progress=not args.quiet,
-                      min_coverage=args.min_coverage)
+                      min_coverage=args.min_coverage, read_options=embeddings_read_options(args))
     _print_result(result, output, ci=args.ci)
     return 0
 
@@ -135,6 +137,9 @@ def _baseline(args: argparse.Namespace) -> int:
     _claim_baseline_outputs(args)
     params = adapter_params(args, ("seed", "tune", "vectors", "citations", *MODEL_OPTIONS))
     resume = args.resume
+    if args.embeddings_format != "jsonl" and (process_count() > 1 or args.name == "specter2"):
+        raise ScidocsEvalError(f"--embeddings-format {args.embeddings_format}: specter2 and torchrun runs write JSON "
+                               "lines; leave it out, then `scidocs-eval convert` the file")
     if args.name == "specter2" and (groups := parse_group_adapters(args.task_adapter or "")):
         result = run_specter2_by_group(groups, args.data, out_dir=args.out_dir, params=params,
                                        tasks=_tasks(args.tasks), split=args.split,
@@ -150,7 +155,8 @@ def _baseline(args: argparse.Namespace) -> int:
     result = run_baseline(args.name, args.data, out_dir=args.out_dir, params=params,
                           train_corpus=args.train_corpus, tasks=_tasks(args.tasks), split=args.split,
                           task_params=_task_params(args.task_param), resume=resume,
-                          progress=not args.quiet, min_coverage=args.min_coverage)
+                          progress=not args.quiet, min_coverage=args.min_coverage,
+                          embeddings_format=args.embeddings_format)
     _print_result(result, Path(args.out_dir) / f"{args.name}.results.json")
     return 0
 
@@ -189,16 +195,20 @@ def _list_tasks(args: argparse.Namespace) -> int:
 
 def add_commands(subparsers: argparse._SubParsersAction) -> None:
     run = subparsers.add_parser("run", help="score an embeddings file on the SciDocs tasks",
-                                description="Score embeddings (JSON lines {paper_id, embedding}) on SciDocs.")
+                                description="Score embeddings (JSON lines {paper_id, embedding}, or Parquet, Arrow, "
+                                ".npz, .npy, safetensors, a saved HF dataset: docs/embeddings_formats.md) on SciDocs.")
     run.add_argument("--embeddings", action="append", metavar="[GROUP=]FILE",
                      help="one embeddings file for every task, or GROUP=FILE (repeatable) for the tasks reading "
-                     f"that group ({', '.join(embedding_groups())}; `scidocs-eval tasks` lists each task's)")
+                     f"that group ({', '.join(embedding_groups())}; `scidocs-eval tasks` lists each task's); JSON "
+                     "lines (or .gz), Parquet, Arrow/Feather, .npz, .npy with --ids, safetensors, a saved HF "
+                     "dataset folder, or - for standard input (docs/embeddings_formats.md)")
     run.add_argument("--cls", help="same as --embeddings cls=FILE: embeddings of paper_metadata_mag_mesh.json")
     run.add_argument("--user-citation", help="same as --embeddings user-citation=FILE (view_cite_read metadata)")
     run.add_argument("--recomm", help="same as --embeddings recomm=FILE (paper_metadata_recomm.json)")
     _add_evaluation_options(run)
     add_output(run, "--output", "-o", kind="file", help="write the results JSON here")
     run.add_argument("--name", help="model name shown in results and tables (default: the file's stem)")
+    add_embeddings_read_options(run)
     run.add_argument("--dtype", choices=("float32", "float64"), default="float32",
                      help="matrix precision (float64 keeps every digit of the file)")
     run.add_argument("--no-cache", action="store_true", help="do not read or write the parsed-embeddings cache")
@@ -228,6 +238,9 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     baseline.add_argument("--citations", help="citation edges (TSV citing<TAB>cited) for sgc")
     add_model_options(baseline)
     baseline.add_argument("--resume", action="store_true", help="keep papers already in NAME.jsonl")
+    baseline.add_argument("--embeddings-format", choices=EMBEDDINGS_FORMATS, default="jsonl",
+                          help="write the embeddings as NAME.jsonl (the official format) or NAME.parquet "
+                          "(default: %(default)s)")
     baseline.set_defaults(func=_baseline)
 
     demo = subparsers.add_parser("demo", help="write a SYNTHETIC demo suite in the official layout")

@@ -10,7 +10,15 @@ from pathlib import Path
 
 import orjson
 
-from scidocs_eval.cli.options import COMMANDS, CommandGroup, add_output, count_type, seed_type
+from scidocs_eval.cli.options import (
+    COMMANDS,
+    CommandGroup,
+    add_embeddings_read_options,
+    add_output,
+    count_type,
+    embeddings_read_options,
+    seed_type,
+)
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.formats.safe_output import claim_inputs_are_not_outputs, claim_output, write_bytes_atomically
 from scidocs_eval.params import POSITIVE, Interval, argument_type
@@ -39,7 +47,8 @@ def _figure2(args: argparse.Namespace) -> int:
     clusters = ProjectionClusters(perplexity=args.perplexity, metric=args.metric, eps_scale=args.eps_scale,
                                   min_samples=args.min_samples, seed=args.seed)
     result = figure2(args.embeddings, resolve_suite(args.data), args.task, names=args.name, split=args.split,
-                     sample=args.sample, seed=args.seed, clusters=clusters, progress=not args.quiet)
+                     sample=args.sample, seed=args.seed, clusters=clusters, progress=not args.quiet,
+                     read_options=embeddings_read_options(args))
     out = save_figure(draw_figure2(result), args.out)
     print("\n".join(result.lines()))
     print(f"figure written to {out}")
@@ -81,7 +90,8 @@ def _report(args: argparse.Namespace) -> int:
 
 def _add_figure2_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--embeddings", action="append", metavar="FILE",
-                        help="an embeddings file (JSON lines); repeat for one panel each, side by side")
+                        help="an embeddings file (any kind `run` reads); repeat for one panel each, side by side")
+    add_embeddings_read_options(parser)
     parser.add_argument("--name", action="append", help="panel title per --embeddings (default: the file's stem)")
     parser.add_argument("--data", help="suite directory, or 'demo' (default: $SCIDOCS_EVAL_DATA or the data dir)")
     parser.add_argument("--task", help="classification task whose papers and classes are shown: mag, mesh, ...")

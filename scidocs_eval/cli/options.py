@@ -10,6 +10,7 @@ from typing import Any, Literal
 import orjson
 
 from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.formats.embeddings_tables import ReadOptions
 from scidocs_eval.models.encoder import POOLINGS, PRECISIONS
 from scidocs_eval.params import AT_LEAST_ONE, SEED, argument_type
 from scidocs_eval.registry import Registry
@@ -111,3 +112,22 @@ def adapter_params(args: argparse.Namespace, options: Sequence[str] = MODEL_OPTI
         if value not in (None, False):
             params[option] = value
     return params
+
+
+def add_embeddings_read_options(parser: argparse.ArgumentParser) -> None:
+    """Where a command reading embeddings finds the ids and vectors of a table or array file."""
+    parser.add_argument("--ids", metavar="FILE", help="ids of a .npy matrix or of a safetensors file without ids "
+                        "in its metadata: one per line, in row order")
+    parser.add_argument("--id-column", metavar="NAME", help="the id column of a Parquet/Arrow table or HF dataset "
+                        "(default: paper_id, else doc_id)")
+    parser.add_argument("--embedding-column", action="append", metavar="NAME",
+                        help="the embedding column of a table (a list column), or, repeated, its numeric columns in "
+                        "order (default: embedding, else every numeric column but the id)")
+
+
+def embeddings_read_options(args: argparse.Namespace) -> ReadOptions | None:
+    """The `ReadOptions` of `add_embeddings_read_options`' options (None when none was given)."""
+    if args.ids is None and args.id_column is None and not args.embedding_column:
+        return None
+    return ReadOptions(ids_file=args.ids, id_column=args.id_column,
+                       embedding_columns=tuple(args.embedding_column or ()))

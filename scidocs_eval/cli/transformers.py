@@ -15,6 +15,7 @@ from scidocs_eval.cli.options import (
 )
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.formats.corpus import read_papers
+from scidocs_eval.formats.embeddings_writers import output_kind
 from scidocs_eval.formats.safe_output import claim_inputs_are_not_outputs, claim_output
 from scidocs_eval.models.adapter import ADAPTERS, adapter_names, get_adapter
 from scidocs_eval.models.baseline import write_embeddings
@@ -34,6 +35,9 @@ def _embed(args: argparse.Namespace) -> int:
     adapter = get_adapter(args.adapter, **adapter_params(args))
     papers = read_papers(args.metadata)
     if process_count() > 1:
+        if output_kind(args.out) != "jsonl":
+            raise ScidocsEvalError(f"--out {args.out}: embedding under torchrun writes JSON lines; give a .jsonl "
+                                   "name, then `scidocs-eval convert` it")
         path = embed_sharded(adapter, papers, args.out, resume=args.resume, progress=not args.quiet)
         if not is_main_process():
             return 0
@@ -68,7 +72,8 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
                                   "lines {paper_id, title, abstract}) into the official embeddings format. "
                                   "Several processes/GPUs: torchrun --nproc-per-node N -m scidocs_eval.cli embed ...")
     embed.add_argument("--metadata", required=True, help="the papers to embed")
-    add_output(embed, "--out", kind="file", required=True, help="embeddings file to write (JSON lines)")
+    add_output(embed, "--out", kind="file", required=True, help="embeddings file to write: JSON lines, or Parquet, "
+               ".npz, Arrow when the name ends in .parquet, .npz, .arrow")
     embed.add_argument("--adapter", default="specter", choices=adapter_names(), metavar="NAME",
                        help="model adapter (default: %(default)s; 'transformer' for any checkpoint)")
     add_model_options(embed)

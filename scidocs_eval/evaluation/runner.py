@@ -25,6 +25,8 @@ from scidocs_eval.evaluation.task import (
     task_names,
 )
 from scidocs_eval.formats.embeddings import EmbeddingStore
+from scidocs_eval.formats.embeddings_files import STDIN
+from scidocs_eval.formats.embeddings_tables import ReadOptions
 from scidocs_eval.formats.safe_output import claim_output
 from scidocs_eval.formats.suite import Suite
 from scidocs_eval.params import FRACTION, check_value
@@ -37,9 +39,10 @@ EmbeddingsSource = str | os.PathLike | EmbeddingStore
 class _Stores:
     """Loads each embeddings file once, even when several groups share it."""
 
-    def __init__(self, sources: Mapping[str, EmbeddingsSource], cache: bool, dtype: Any, progress: bool):
+    def __init__(self, sources: Mapping[str, EmbeddingsSource], cache: bool, dtype: Any, progress: bool,
+                 read_options: ReadOptions | None):
         self.sources = sources
-        self.cache, self.dtype, self.progress = cache, dtype, progress
+        self.cache, self.dtype, self.progress, self.read_options = cache, dtype, progress, read_options
         self.loaded: dict[str, EmbeddingStore] = {}
         self.seconds = 0.0
 
@@ -53,7 +56,7 @@ class _Stores:
         if key not in self.loaded:
             start = time.perf_counter()
             self.loaded[key] = EmbeddingStore.load(source, cache=self.cache, dtype=self.dtype,
-                                                   progress=self.progress)
+                                                   progress=self.progress, options=self.read_options)
             self.seconds += time.perf_counter() - start
         return self.loaded[key]
 
@@ -91,12 +94,14 @@ def evaluate(
     cache: bool = True,
     dtype: Any = np.float32,
     progress: bool = True,
+    read_options: ReadOptions | None = None,
     min_coverage: float = DEFAULT_MIN_COVERAGE,
 ) -> RunResult:
     """Score embeddings on the SciDocs tasks.
 
     Args:
-        embeddings: one JSON lines file (or EmbeddingStore) for every task, or a mapping from the official
+        embeddings: one embeddings file (any kind `EmbeddingStore.load` reads; "-" for standard input) or
+            EmbeddingStore for every task, or a mapping from the official
             groups ("cls", "user-citation", "recomm") to one file each.
         data: suite directory, "demo", a Suite, or None for the default data directory.
         tasks: task names (default: all registered ones). Tasks whose files are absent are skipped with a note.
@@ -107,6 +112,8 @@ def evaluate(
         output: where to write the results JSON (none by default).
         cache: reuse/write the parsed-embeddings cache.
         dtype: the matrix's dtype (float32; float64 keeps every digit of the file).
+        read_options: where a table or array file holds its ids and vectors (`ReadOptions`: an ids sidecar for
+            a .npy, the id and embedding columns of a table).
         min_coverage: the least share (0..1) of each task's queries, candidates or papers with a usable
             embedding; below it, or with none at all, a CoverageError (a warning line whenever any lacks one).
 
@@ -126,7 +133,7 @@ def evaluate(
     started = time.perf_counter()
     suite = resolve_suite(data)
     sources = _as_sources(embeddings)
-    stores = _Stores(sources, cache, dtype, progress)
+    stores = _Stores(sources, cache, dtype, progress, read_options)
     results, skipped, files = {}, {}, []
     for name in names:
         task = checked[name]
@@ -152,7 +159,8 @@ def evaluate(
         raise ScidocsEvalError(f"no task could run on {suite.root}: " + "; ".join(f"{k}: {v}" for k, v in
                                                                              skipped.items()))
     first_source = next(iter(sources.values()))
-    model = model or (Path(first_source).stem if not isinstance(first_source, EmbeddingStore) else "embeddings")
+    model = model or (Path(first_source).stem if not isinstance(first_source, EmbeddingStore)
+                      and str(first_source) != STDIN else "embeddings")
     timings = {name: round(result.seconds, 3) for name, result in results.items()}
     timings["loading_embeddings"] = round(stores.seconds, 3)
     timings["total"] = round(time.perf_counter() - started, 3)

@@ -1,13 +1,13 @@
 """The parse cache of embeddings files: a parsed matrix saved once, loaded by later runs on the same bytes.
 
-An entry is two files under the cache folder, ``KEY.npy`` (the matrix) and ``KEY.json`` (ids, empty rows,
-repeats, the file's sha256 and checks). The key covers what identifies one version of one file: its absolute
-path, device, inode, size, modification time and status-change time (ctime, which the kernel sets on every
-write or rename and no user can set back: `cp -p`, `rsync -a` or `touch -d` over a file change it). On a hit
-the first and last 64 KiB of the file are read and compared with the digest recorded at parse time, so the
-sha256 an entry carries is the one of the file as it is now. An entry whose matrix and metadata disagree (a
-shape, dtype, id list or sampled rows other than those recorded) or that does not load is never used: a
-warning names it, the file is parsed again and the entry replaced.
+An entry is two files under the cache folder, ``KEY.npy`` (the matrix) and ``KEY.json`` (ids, empty rows, repeats,
+the file's sha256 and checks). The key covers the parser's version (so an entry written by another parser is never
+served) and what identifies one version of one file: its absolute path, device, inode, size, modification time and
+status-change time (ctime, which the kernel sets on every write or rename and no user can set back: `cp -p`, `rsync
+-a` or `touch -d` over a file change it). On a hit the first and last 64 KiB of the file are read and compared with
+the digest recorded at parse time, so the sha256 an entry carries is the one of the file as it is now. An entry
+whose matrix and metadata disagree (a shape, dtype, id list or sampled rows other than those recorded) or that does
+not load is never used: a warning names it, the file is parsed again and the entry replaced.
 """
 
 from __future__ import annotations
@@ -81,13 +81,14 @@ def _rows_digest(matrix: np.ndarray) -> str:
 
 
 class CacheEntry:
-    """The cache entry of this version of `path` parsed to `dtype` (its key is taken when this is made)."""
+    """The cache entry of this version of `path` parsed to `dtype` by version `parser_version` of the parser (its
+    key is taken when this is made)."""
 
-    def __init__(self, path: Path, dtype: np.dtype):
+    def __init__(self, path: Path, dtype: np.dtype, parser_version: int):
         self.path = path
         self.dtype = np.dtype(dtype)
         self.file_key = _file_key(path)
-        key = f"{CACHE_FORMAT}|{self.file_key}|{self.dtype.str}"
+        key = f"{CACHE_FORMAT}|parser {parser_version}|{self.file_key}|{self.dtype.str}"
         self.base = cache_dir("embeddings") / hashlib.sha1(key.encode()).hexdigest()
 
     def read(self) -> ParsedEmbeddings | None:

@@ -13,11 +13,13 @@ from typing import Any
 import orjson
 
 from scidocs_eval.data.resolve import resolve_suite
+from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.runner import evaluate
 from scidocs_eval.evaluation.task import DEFAULT_MIN_COVERAGE, TASKS, build_tasks
 from scidocs_eval.formats.corpus import read_papers
 from scidocs_eval.formats.embeddings import format_embedding_line
+from scidocs_eval.formats.embeddings_writers import output_kind, write_through_json_lines
 from scidocs_eval.formats.provenance import check_dimension, settings_file, start_embeddings_output
 from scidocs_eval.formats.safe_output import claim_output, discard, growing_file
 from scidocs_eval.formats.suite import METADATA_FILES, Paper, Suite
@@ -25,6 +27,8 @@ from scidocs_eval.models.adapter import Adapter, get_adapter
 from scidocs_eval.progress import progress_bar
 
 log = logging.getLogger("scidocs_eval")
+EMBEDDINGS_FORMATS = ("jsonl", "parquet")
+"""what `run_baseline` can write its embeddings as (the file's suffix)."""
 
 
 
@@ -32,13 +36,17 @@ log = logging.getLogger("scidocs_eval")
 def write_embeddings(adapter: Adapter, papers: Sequence[Paper], path: str | os.PathLike[str],
                      resume: bool = True, progress: bool = True, settings: Mapping[str, Any] | None = None,
                      option: str = "output") -> Path:
-    """Embed `papers` into `path` (official format), appending batch by batch.
+    """Embed `papers` into `path` (official format; Parquet, .npz or Arrow when its name ends so), appending batch
+    by batch.
 
     A paper with neither title nor abstract gets ``"embedding": []``, as the reference embedder writes.
     `{path}.settings.json` records the adapter, its parameters and `settings` (e.g. the corpus it was fitted on).
     With `resume`, papers already in the file are not embedded again, provided the file was written with the
     same settings and dimension (else an error naming what differs; `scidocs_eval.formats.provenance`).
     """
+    if output_kind(Path(path)) != "jsonl":  # Parquet, npz, Arrow: through a resumable JSON lines staging file
+        return write_through_json_lines(claim_output(path, option), resume, lambda staging: write_embeddings(
+            adapter, papers, staging, resume=resume, progress=progress, settings=settings, option=option))
     path = claim_output(path, option)
     record_existed = settings_file(path).exists()
     try:
@@ -102,14 +110,18 @@ def run_baseline(
     task_params: Mapping[str, Mapping[str, Any]] | None = None,
     resume: bool = False,
     progress: bool = True,
+    embeddings_format: str = "jsonl",
     min_coverage: float = DEFAULT_MIN_COVERAGE,
 ) -> RunResult:
     """Fit the adapter `name` on the suite's papers (or `train_corpus`), embed them, score, save results.
 
     With `tasks`, only the papers of the metadata files those tasks read are fitted on and embedded.
 
-    Writes `{out_dir}/{name}.jsonl` (embeddings) and `{out_dir}/{name}.results.json`.
+    Writes `{out_dir}/{name}.{embeddings_format}` (embeddings: "jsonl", or "parquet") and
+    `{out_dir}/{name}.results.json`.
     """
+    if embeddings_format not in EMBEDDINGS_FORMATS:
+        raise ScidocsEvalError(f"embeddings_format must be one of {EMBEDDINGS_FORMATS}, not {embeddings_format!r}")
     adapter = get_adapter(name, **(params or {}))
     build_tasks(TASKS.check(tasks) if tasks else [], task_params)
     suite = resolve_suite(data)
@@ -120,8 +132,9 @@ def run_baseline(
     adapter.fit(corpus, suite)
     fitted = time.perf_counter()
     out_dir = Path(out_dir)
-    embeddings = write_embeddings(adapter, papers, out_dir / f"{name}.jsonl", resume=resume, progress=progress,
-                                  settings=fitted_settings(corpus, train_corpus), option="--out-dir")
+    embeddings = write_embeddings(adapter, papers, out_dir / f"{name}.{embeddings_format}", resume=resume,
+                                  progress=progress, settings=fitted_settings(corpus, train_corpus),
+                                  option="--out-dir")
     embedded = time.perf_counter()
     result = evaluate(embeddings, suite, tasks=tasks, split=split, task_params=task_params, model=name,
                       progress=progress, min_coverage=min_coverage)

@@ -29,6 +29,7 @@ from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.runner import evaluate
 from scidocs_eval.evaluation.task import MissingPolicy
 from scidocs_eval.formats.corpus import paper_text
+from scidocs_eval.formats.embeddings_writers import convert_embeddings, output_kind
 from scidocs_eval.formats.safe_output import atomic_write, claim_output
 from scidocs_eval.formats.suite import Paper, Suite
 from scidocs_eval.models.adapter import Adapter
@@ -186,7 +187,8 @@ def evaluate_model(
         batch_size: texts per call of the model.
         name: the model's name in results; with `cache`, the embeddings are cached under this name and a
             second call with the same name, papers and settings reuses them (with a warning).
-        save_embeddings: also write the embeddings here (official JSON lines); the file must not exist yet.
+        save_embeddings: also write the embeddings here (official JSON lines; Parquet, .npz or Arrow when the
+            name ends in .parquet, .npz, .arrow); the file must not exist yet.
         inputs, separator, encode_kwargs: how the model is called (see `EncoderAdapter`).
         missing, task_params, output, progress: as in `evaluate`.
 
@@ -209,8 +211,11 @@ def evaluate_model(
             embeddings = write_embeddings(adapter, papers, Path(scratch) / "embeddings.jsonl", resume=False,
                                           progress=progress)
         if save is not None:
-            with open(embeddings, "rb") as source, atomic_write(save, "save_embeddings") as target:
-                shutil.copyfileobj(source, target)
+            if output_kind(save) != "jsonl":
+                convert_embeddings(embeddings, save, progress=False, option="save_embeddings")
+            else:
+                with open(embeddings, "rb") as source, atomic_write(save, "save_embeddings") as target:
+                    shutil.copyfileobj(source, target)
             embeddings = save
         embedded = time.perf_counter()
         result = evaluate(embeddings, suite, tasks=tasks, split=split, missing=missing, task_params=task_params,

@@ -1,0 +1,329 @@
+"""Readers of embeddings held as tables or arrays: Parquet, Arrow IPC (file or stream), a saved HF dataset,
+NumPy ``.npz`` / ``.npy`` + ids sidecar, safetensors.
+
+Each reader only takes the columns out of the file: raw id values, the vectors' values laid end to end and each
+row's length (0 = no embedding: an empty list or a null). Every rule (id types, non-numeric and non-finite
+values, the dimension, repeats) is applied by the one store builder in `scidocs_eval.formats.embeddings`, so a
+Parquet file and the same vectors as JSON lines give the same store or the same error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import zipfile
+import zlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from scidocs_eval.errors import InputError, ScidocsEvalError
+from scidocs_eval.formats.embeddings_files import (
+    ARROW_FILE,
+    ARROW_STREAM,
+    HF_DATASET,
+    NPY,
+    NPZ,
+    PARQUET,
+    SAFETENSORS,
+    EmbeddingsInput,
+)
+
+ID_COLUMNS = ("paper_id", "doc_id")
+EMBEDDING_COLUMNS = ("embedding", "embeddings")
+ID_ARRAYS = ("ids", "paper_ids", "doc_ids")
+"""names of the ids array in an .npz (and of the ids metadata key in safetensors)."""
+EMPTY_ARRAY = "empty"
+"""an .npz's optional (n,) bool array: True where the paper has no embedding (its row is ignored)."""
+_HASH_BLOCK = 1 << 22
+_UNREADABLE = (ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error)
+"""what numpy raises on a damaged .npy or .npz (a zip member's CRC, a short read, a bad header)."""
+
+
+@dataclass
+class ReadOptions:
+    """How to find ids and vectors in a table or array file (JSON lines need none of these).
+
+    Attributes:
+        ids_file: one id per line, for a ``.npy`` matrix or a safetensors file without ids in its metadata.
+        id_column: the id column of a table (default: ``paper_id``, else ``doc_id``).
+        embedding_columns: one list column, or several numeric columns (one per dimension) of a table
+            (default: ``embedding``, else every numeric column other than the id).
+    """
+
+    ids_file: str | Path | None = None
+    id_column: str | None = None
+    embedding_columns: Sequence[str] = field(default_factory=tuple)
+
+
+@dataclass
+class Columns:
+    """What a reader hands the store builder.
+
+    Attributes:
+        ids: the id of each row as the file holds it (str, int, or anything the builder then refuses).
+        values: every row's values, end to end (numeric; an object array when some value is not a number).
+        lengths: (n_rows,) number of values per row; 0 means "no embedding".
+        sha256: hex digest of the file's bytes (of the data files in order, for a saved HF dataset).
+    """
+
+    ids: list[Any]
+    values: np.ndarray
+    lengths: np.ndarray
+    sha256: str
+
+
+def read_columns(source: EmbeddingsInput, options: ReadOptions) -> Columns:
+    """The ids and vectors of a table or array `source` (any kind in `TABLE_KINDS`)."""
+    if options.ids_file is not None and source.kind not in (NPY, SAFETENSORS):
+        raise ScidocsEvalError(f"--ids is for a .npy matrix or a safetensors file without ids; {source.name} is "
+                               f"{source.kind} and holds its own ids")
+    if source.kind in (NPY, NPZ, SAFETENSORS):
+        if source.regular:  # read from the file (a .npy memory-mapped), not from a copy of its bytes
+            assert source.path is not None
+            data: bytes | Path = source.path
+            digest = _files_digest([source.path])
+        else:
+            data = source.read_all()
+            digest = hashlib.sha256(data).hexdigest()
+        reader = {NPY: _npy, NPZ: _npz, SAFETENSORS: _safetensors}[source.kind]
+        ids, matrix, empty = reader(source.name, data, options)
+        return _matrix_columns(source.name, ids, matrix, empty, digest)
+    table, digest = _arrow_table(source)
+    return _table_columns(source.name, table, options, digest)
+
+
+def iter_columns(source: EmbeddingsInput, options: ReadOptions) -> Iterator[Columns]:
+    """`read_columns` a row group at a time for a Parquet file on disk (bounded memory), at once otherwise."""
+    if source.kind != PARQUET or not source.regular:
+        yield read_columns(source, options)
+        return
+    pa, pq = _pyarrow(source.name)
+    assert source.path is not None
+    try:
+        parquet = pq.ParquetFile(str(source.path), memory_map=True)
+        for index in range(parquet.num_row_groups):
+            yield _table_columns(source.name, parquet.read_row_group(index), options, "")
+    except (pa.ArrowException, OSError, ValueError) as error:
+        raise InputError(source.name, f"cannot be read as Parquet ({error})") from None
+
+
+def _arrow_table(source: EmbeddingsInput) -> tuple[Any, str]:
+    pa, pq = _pyarrow(source.name)
+    what = {PARQUET: "Parquet", ARROW_FILE: "an Arrow IPC file", ARROW_STREAM: "an Arrow IPC stream",
+            HF_DATASET: "a saved HF dataset"}[source.kind]
+    try:
+        if source.kind == HF_DATASET:
+            assert source.path is not None
+            files = _dataset_files(source.path)
+            tables = [pa.ipc.open_stream(pa.memory_map(str(file))).read_all() for file in files]
+            return pa.concat_tables(tables), _files_digest(files)
+        if source.regular:
+            assert source.path is not None
+            digest = _files_digest([source.path])
+            data = pa.memory_map(str(source.path))
+        else:
+            raw = source.read_all()
+            digest = hashlib.sha256(raw).hexdigest()
+            data = pa.BufferReader(raw)
+        if source.kind == PARQUET:
+            return pq.read_table(data), digest
+        opener = pa.ipc.open_file if source.kind == ARROW_FILE else pa.ipc.open_stream
+        return opener(data).read_all(), digest
+    except (pa.ArrowException, OSError, ValueError) as error:
+        raise InputError(source.name, f"cannot be read as {what} ({error})") from None
+
+
+def _pyarrow(name: str) -> tuple[Any, Any]:
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise InputError(name, "is a Parquet/Arrow file; reading it needs pyarrow "
+                         "(pip install 'scidocs-eval[formats]')") from None
+    return pa, pq
+
+
+def _dataset_files(folder: Path) -> list[Path]:
+    try:
+        state = json.loads((folder / "state.json").read_text(encoding="utf-8"))
+        names = [entry["filename"] for entry in state["_data_files"]]
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise InputError(folder / "state.json", f"not the state of a saved HF dataset ({error!r})") from None
+    files = [folder / name for name in names]
+    absent = [str(file) for file in files if not file.is_file()]
+    if not files or absent:
+        raise InputError(folder, f"the dataset's data files are missing: {', '.join(absent) or 'none listed'}")
+    return files
+
+
+def _files_digest(files: Sequence[Path]) -> str:
+    digest = hashlib.sha256()
+    for file in files:
+        with open(file, "rb") as handle:
+            while block := handle.read(_HASH_BLOCK):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+def _table_columns(name: str, table: Any, options: ReadOptions, digest: str) -> Columns:
+    pa, _ = _pyarrow(name)
+    columns = list(table.column_names)
+    id_column = options.id_column or next((c for c in ID_COLUMNS if c in columns), None)
+    if id_column is None or id_column not in columns:
+        wanted = repr(id_column) if id_column else "'paper_id' (or 'doc_id')"
+        raise InputError(name, f"missing id column {wanted}; its columns are {columns} (name the id column with "
+                         "--id-column)")
+    ids = table.column(id_column).to_pylist()
+    chosen = list(options.embedding_columns) or next(([c] for c in EMBEDDING_COLUMNS if c in columns), None)
+    if chosen is None:
+        chosen = [c for c in columns if c != id_column]
+        if not chosen or not all(_is_number_type(pa, table.schema.field(c).type) for c in chosen):
+            raise InputError(name, f"missing embedding column 'embedding'; its columns are {columns} (name a list "
+                             "column, or the numeric columns in order, with --embedding-column)")
+    absent = [c for c in chosen if c not in columns]
+    if absent:
+        raise InputError(name, f"missing embedding column(s) {absent}; its columns are {columns}")
+    if len(chosen) == 1 and not _is_number_type(pa, table.schema.field(chosen[0]).type):
+        return _list_column(name, pa, chosen[0], table.column(chosen[0]), ids, digest)
+    return _number_columns(name, pa, [table.column(c) for c in chosen], chosen, ids, digest)
+
+
+def _is_number_type(pa: Any, kind: Any) -> bool:
+    return pa.types.is_integer(kind) or pa.types.is_floating(kind)
+
+
+def _list_column(name: str, pa: Any, column_name: str, column: Any, ids: list[Any], digest: str) -> Columns:
+    kind = column.type
+    if not (pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind)):
+        raise InputError(name, f"column {column_name!r} holds {kind}, not lists of numbers")
+    array = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+    null = array.is_null().to_numpy(zero_copy_only=False)
+    if pa.types.is_fixed_size_list(kind):
+        lengths = np.where(null, 0, kind.list_size).astype(np.int64)
+    else:
+        lengths = array.value_lengths().fill_null(0).to_numpy().astype(np.int64)
+    flat = array.flatten()
+    if flat.null_count or not _is_number_type(pa, flat.type):
+        values = np.array(flat.to_pylist(), dtype=object)
+    else:
+        values = flat.to_numpy()
+    return Columns(ids, values, lengths, digest)
+
+
+def _number_columns(name: str, pa: Any, columns: list[Any], names: list[str], ids: list[Any],
+                    digest: str) -> Columns:
+    for column_name, column in zip(names, columns):
+        if not _is_number_type(pa, column.type):
+            raise InputError(name, f"column {column_name!r} holds {column.type}, not numbers")
+    nulls = np.column_stack([column.is_null().to_numpy() for column in columns])
+    matrix = np.column_stack([column.to_numpy() for column in columns])
+    lengths = np.where(nulls.all(axis=1), 0, len(columns)).astype(np.int64)
+    if nulls.any(axis=1).sum() > (lengths == 0).sum():  # a row with some values missing: report the None
+        matrix = matrix.astype(object)
+        matrix[nulls] = None
+    return Columns(ids, matrix[lengths > 0].ravel(), lengths, digest)
+
+
+def _matrix_columns(name: str, ids: list[Any], matrix: np.ndarray, empty: np.ndarray | None,
+                    digest: str) -> Columns:
+    if matrix.ndim != 2:
+        raise InputError(name, f"the embeddings array has shape {matrix.shape}; expected (papers, dimension)")
+    if len(ids) != matrix.shape[0]:
+        raise InputError(name, f"{len(ids)} ids for {matrix.shape[0]} rows of embeddings")
+    if empty is None:
+        return Columns(ids, matrix.reshape(-1), np.full(matrix.shape[0], matrix.shape[1], dtype=np.int64), digest)
+    if empty.shape != (matrix.shape[0],) or empty.dtype != bool:
+        raise InputError(name, f"the 'empty' array must be one bool per row; it has shape {empty.shape} and dtype "
+                         f"{empty.dtype}")
+    return Columns(ids, matrix[~empty].reshape(-1), np.where(empty, 0, matrix.shape[1]).astype(np.int64), digest)
+
+
+def _sidecar_ids(path: str | Path) -> list[str]:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise InputError(path, f"not UTF-8 text (byte {error.start})") from None
+    except OSError as error:
+        raise InputError(path, f"cannot be read ({error.strerror or error})") from None
+    return text.split("\n")[:-1] if text.endswith("\n") else text.split("\n")
+
+
+def _array_ids(name: str, ids: np.ndarray) -> list[Any]:
+    if ids.ndim != 1:
+        raise InputError(name, f"the ids array has shape {ids.shape}; expected one id per row")
+    return ids.tolist()
+
+
+def _load_npy(name: str, data: bytes | Path, what: str) -> Any:
+    try:
+        if isinstance(data, Path):
+            return np.load(data, allow_pickle=False, mmap_mode="r" if what.endswith(".npy array") else None)
+        return np.load(io.BytesIO(data), allow_pickle=False)
+    except _UNREADABLE as error:
+        raise InputError(name, f"cannot be read as {what} ({error})") from None
+
+
+MatrixWithIds = tuple[list[Any], np.ndarray, np.ndarray | None]
+"""ids, (n, dim) matrix, and (n,) bool "no embedding" mask (None: every row has one)."""
+
+
+def _npy(name: str, data: bytes | Path, options: ReadOptions) -> MatrixWithIds:
+    if options.ids_file is None:
+        raise InputError(name, "is a NumPy .npy array, which holds no paper ids; give them with --ids FILE (one "
+                         "id per line, in row order), or save an .npz with 'ids' and 'embeddings'")
+    return _sidecar_ids(options.ids_file), _load_npy(name, data, "a NumPy .npy array"), None
+
+
+def _npz(name: str, data: bytes | Path, options: ReadOptions) -> MatrixWithIds:
+    with _load_npy(name, data, "a NumPy .npz archive") as archive:
+        keys = list(archive.keys())
+        matrix_key = next((k for k in EMBEDDING_COLUMNS if k in keys), None)
+        ids_key = next((k for k in ID_ARRAYS if k in keys), None)
+        if matrix_key is None or ids_key is None:
+            raise InputError(name, f"an .npz needs arrays 'ids' and 'embeddings'; it holds {keys}")
+        try:
+            empty = archive[EMPTY_ARRAY] if EMPTY_ARRAY in keys else None
+            return _array_ids(name, archive[ids_key]), archive[matrix_key], empty
+        except _UNREADABLE as error:  # a damaged member, or an object array (which needs pickle)
+            raise InputError(name, f"cannot be read as a NumPy .npz archive ({error})") from None
+
+
+def _safetensors(name: str, data: bytes | Path, options: ReadOptions) -> MatrixWithIds:
+    try:
+        from safetensors import SafetensorError
+        from safetensors.numpy import load
+    except ImportError:
+        raise InputError(name, "is a safetensors file; reading it needs safetensors "
+                         "(pip install 'scidocs-eval[formats]')") from None
+    if isinstance(data, Path):
+        data = data.read_bytes()
+    try:
+        tensors = load(data)
+        header = json.loads(data[8 : 8 + int.from_bytes(data[:8], "little")])
+    except (SafetensorError, ValueError, TypeError) as error:
+        raise InputError(name, f"cannot be read as safetensors ({error})") from None
+    keys = sorted(tensors)
+    matrix_key = next((k for k in EMBEDDING_COLUMNS if k in tensors), keys[0] if len(keys) == 1 else None)
+    if matrix_key is None:
+        raise InputError(name, f"a safetensors file needs an 'embeddings' tensor; it holds {keys}")
+    metadata = header.get("__metadata__") or {}
+    ids_key = next((k for k in ID_ARRAYS if k in metadata), None)
+    if ids_key is not None and options.ids_file is not None:
+        raise ScidocsEvalError(f"{name} holds its ids in its metadata ({ids_key!r}); do not give --ids as well")
+    if ids_key is None:
+        if options.ids_file is None:
+            raise InputError(name, "a safetensors file needs its ids in its metadata ('ids': a JSON list of "
+                             "strings) or in a sidecar given with --ids FILE")
+        return _sidecar_ids(options.ids_file), tensors[matrix_key], None
+    try:
+        ids = json.loads(metadata[ids_key])
+    except ValueError as error:
+        raise InputError(name, f"metadata {ids_key!r} is not a JSON list ({error})") from None
+    if not isinstance(ids, list):
+        raise InputError(name, f"metadata {ids_key!r} is not a JSON list of ids")
+    return ids, tensors[matrix_key], None
