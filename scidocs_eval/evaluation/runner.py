@@ -13,6 +13,13 @@ import numpy as np
 
 from scidocs_eval.data.resolve import resolve_suite
 from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.evaluation.contamination import (
+    AuditReport,
+    check_same_suite,
+    excluded_items,
+    file_sha256,
+    without_leaked,
+)
 from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.significance import confidence_intervals
 from scidocs_eval.evaluation.task import TASKS, MissingPolicy, embedding_groups, get_task, task_names
@@ -82,6 +89,7 @@ def evaluate(
     cache: bool = True,
     dtype: Any = np.float32,
     progress: bool = True,
+    exclude: str | os.PathLike[str] | None = None,
 ) -> RunResult:
     """Score embeddings on the SciDocs tasks.
 
@@ -97,6 +105,8 @@ def evaluate(
         output: where to write the results JSON (none by default).
         cache: reuse/write the parsed-embeddings cache.
         dtype: the matrix's dtype (float32; float64 keeps every digit of the file).
+        exclude: an audit file (`scidocs-eval audit --out`): every task is scored without the items it found
+            leaked (made on the same suite files and split, and auditing every task run; else an error).
 
     Returns:
         a RunResult; `result.tasks[name].metrics` holds the numbers (×100, 2 decimals).
@@ -113,6 +123,7 @@ def evaluate(
     sources = _as_sources(embeddings)
     stores = _Stores(sources, cache, dtype, progress)
     params = task_params or {}
+    audit = AuditReport.load(exclude) if exclude is not None else None
     results, skipped, files = {}, {}, []
     checked = {name: get_task(name, **params.get(name, {})) for name in dict.fromkeys([*names, *params])}
     for name in names:
@@ -126,12 +137,16 @@ def evaluate(
         if task.embedding_group not in sources:
             skipped[name] = f"no {task.embedding_group!r} embeddings given"
             continue
+        if audit is not None:
+            check_same_suite(audit, str(exclude), split, suite.fingerprint(required), [name])
         files += required
         store = stores.get(task.embedding_group)
         log.info("running %s", name)
         task_started = time.perf_counter()
         result = task.evaluate(suite, store, split=split, missing=missing)
         result.seconds = time.perf_counter() - task_started
+        if audit is not None:
+            result = without_leaked(result, excluded_items(audit, name))
         result.ci = confidence_intervals(result.items, list(result.metrics))
         results[name] = result
     if not results:
@@ -149,6 +164,10 @@ def evaluate(
         fingerprints={"embeddings": stores.fingerprints(), "data": suite.fingerprint(sorted(set(files)))},
         timings=timings, synthetic=suite.is_synthetic,
     )
+    if audit is not None:
+        run.settings["exclude"] = {
+            "audit": str(exclude), "sha256": file_sha256(exclude), "leaked_if": audit.data["settings"]["leaked_if"],
+            "items_excluded": {name: r.coverage["items_excluded_as_leaked"] for name, r in results.items()}}
     if output is not None:
         run.save(output)
     return run
