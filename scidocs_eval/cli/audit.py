@@ -15,7 +15,6 @@ from scidocs_eval.evaluation.contamination import (
     DEFAULT_THRESHOLD,
     EXAMPLES,
     STRENGTHS,
-    AuditReport,
     audit_suite,
     clean_scores,
     format_clean_scores,
