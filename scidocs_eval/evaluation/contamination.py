@@ -150,8 +150,9 @@ class Matcher:
                 titles.setdefault(key, []).append(training_id)
         with_text = [i for i in dict.fromkeys(ids) if i in texts]
         for paper_id in with_text:
-            if key := normalise_title(texts[paper_id][0]):
-                found.setdefault(paper_id, []).extend(Match(t, "title") for t in titles.get(key, ()))
+            key = normalise_title(texts[paper_id][0])
+            if key in titles:
+                found.setdefault(paper_id, []).extend(Match(t, "title") for t in titles[key])
         training_ids = list(self.training.texts)
         pairs = near_duplicates([normalise_text(*texts[i]) for i in with_text],
                                 [normalise_text(*self.training.texts[t]) for t in training_ids],
