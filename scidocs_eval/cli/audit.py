@@ -8,6 +8,7 @@ from pathlib import Path
 import orjson
 
 from scidocs_eval.cli.options import COMMANDS, CommandGroup, add_output
+from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluation.contamination import (
     AUDIT_FORMAT,
     AUDIT_PARAMETERS,
@@ -33,7 +34,7 @@ def _is_audit_file(path: Path) -> bool:
 def _strengths(text: str) -> list[str]:
     values = [part.strip() for part in text.split(",") if part.strip()]
     if not values or any(v not in STRENGTHS for v in values):
-        raise argparse.ArgumentTypeError(f"give some of {','.join(STRENGTHS)} (comma-separated), got {text!r}")
+        raise ScidocsEvalError(f"--leaked-if: give some of {','.join(STRENGTHS)} (comma-separated), got {text!r}")
     return values
 
 

@@ -6,6 +6,7 @@ import argparse
 
 from scidocs_eval.cli.options import COMMANDS, CommandGroup, add_output
 from scidocs_eval.data.download import DEFAULT_PREFIX, ENDPOINT_ENV
+from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.formats.corpus import Published, parse_published
 from scidocs_eval.paths import default_data_dir
 
@@ -46,7 +47,7 @@ def _cutoff(text: str) -> Published:
     try:
         return parse_published(text)
     except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
+        raise ScidocsEvalError(f"--test-after: {error}") from None
 
 
 def add_commands(subparsers: argparse._SubParsersAction) -> None:
