@@ -16,6 +16,7 @@ from scidocs_eval.data.build import build_suite
 from scidocs_eval.errors import InputError, ScidocsEvalError
 from scidocs_eval.evaluation.contamination import AuditReport, audit_suite, clean_scores
 from scidocs_eval.evaluation.near_duplicates import (
+    LSH_WEIGHTS,
     candidate_pairs,
     lsh_bands,
     normalise_text,
@@ -162,7 +163,7 @@ def test_signatures_and_bands_are_datasketchs() -> None:
         reference.update_batch(left.hashes[left.offsets[i]:left.offsets[i + 1]].tolist())
         assert (reference.hashvalues == left_signatures[i]).all()
     bands, rows = lsh_bands(0.5, 64)
-    index = MinHashLSH(threshold=0.5, num_perm=64)
+    index = MinHashLSH(threshold=0.5, num_perm=64, weights=LSH_WEIGHTS)
     perms = permutations(64, 5)
     for j, row in enumerate(right_signatures):
         index.insert(j, MinHash(hashvalues=row, permutations=perms, scheme="affine32"))

@@ -28,6 +28,9 @@ SHINGLE_WORDS = 3
 MIN_SHINGLES = 8
 MIN_TITLE_WORDS = 3
 """Normalised titles with fewer words ("Introduction", "Editorial") are not matched by title."""
+LSH_WEIGHTS = (0.2, 0.8)
+"""datasketch's weights of false positives and false negatives when it chooses bands and rows: every candidate
+is checked by its exact Jaccard, so a false candidate costs only time and a missed pair is the error to avoid."""
 _CHUNK_BYTES = 4 << 20
 _TITLE_JUNK = re.compile(r"[^\w\s]|_", re.UNICODE)
 _WORD_BYTE = np.zeros(256, dtype=bool)
@@ -102,22 +105,32 @@ def _chunks(texts: Sequence[str]) -> Iterator[list[str]]:
     yield chunk
 
 
+_POWERS: list[np.ndarray] = []
+
+
+def _powers(length: int) -> tuple[np.ndarray, np.ndarray]:
+    """(BASE^j, BASE^−j) for j < length, uint64 (mod 2^64); computed once and grown when a chunk needs more."""
+    if not _POWERS or len(_POWERS[0]) < length:
+        size = max(length, 2 * _CHUNK_BYTES)
+        tables = []
+        for base in (_BASE, _BASE_INVERSE):
+            table = np.full(size, base, dtype=np.uint64)
+            table[0] = 1
+            tables.append(np.cumprod(table))
+        _POWERS[:] = tables
+    return _POWERS[0], _POWERS[1]
+
+
 def _chunk_shingles(texts: list[str], width: int) -> tuple[np.ndarray, np.ndarray]:
     """(shingle hashes, shingles per text) of one chunk of normalised texts."""
     data = np.frombuffer(("\x00".join(texts) + "\x00").encode("utf-8"), dtype=np.uint8)
-    word = _WORD_BYTE[data]
-    starts = np.flatnonzero(word & ~np.concatenate(([False], word[:-1])))
-    ends = np.flatnonzero(word & ~np.concatenate((word[1:], [False]))) + 1
+    edges = np.diff(_WORD_BYTE[data].view(np.int8), prepend=np.int8(0), append=np.int8(0))
+    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
     # a word's hash: Σ byte_j · BASE^(j − start), from prefix sums of byte_j · BASE^j (uint64 arithmetic wraps)
-    powers = np.full(len(data), _BASE, dtype=np.uint64)
-    powers[0] = 1
-    powers = np.cumprod(powers)
-    inverse = np.full(len(data), _BASE_INVERSE, dtype=np.uint64)
-    inverse[0] = 1
-    inverse = np.cumprod(inverse)
-    prefix = np.concatenate(([np.uint64(0)], np.cumsum(data.astype(np.uint64) * powers)))
+    powers, inverse = _powers(len(data))
+    prefix = np.concatenate(([np.uint64(0)], np.cumsum(data * powers[:len(data)])))
     words = _mix64((prefix[ends] - prefix[starts]) * inverse[starts] + (ends - starts).astype(np.uint64))
-    text_of_word = np.cumsum(data == 0)[starts]
+    text_of_word = np.searchsorted(np.flatnonzero(data == 0), starts)
     n_words = len(words) - width + 1
     if n_words <= 0:
         return np.zeros(0, dtype=np.uint32), np.zeros(len(texts), dtype=np.int64)
@@ -153,7 +166,7 @@ def signatures(shingles: Shingles, num_perm: int, seed: int, threads: int = 2) -
     n = len(shingles)
     result = np.full((n, num_perm), np.iinfo(np.uint32).max, dtype=np.uint32)
     counts = shingles.counts()
-    bounds = list(range(0, n, 20_000)) + [n]
+    bounds = list(range(0, n, 2_000)) + [n]
 
     def fill(span: tuple[int, int]) -> None:
         low, high = span
@@ -163,8 +176,11 @@ def signatures(shingles: Shingles, num_perm: int, seed: int, threads: int = 2) -
         mixed = fmix32(shingles.hashes[start:stop])
         nonempty = np.flatnonzero(counts[low:high]) + low
         firsts = shingles.offsets[nonempty] - start
+        permuted = np.empty_like(mixed)
         for p in range(num_perm):
-            result[nonempty, p] = np.minimum.reduceat(mixed * a[p] + b[p], firsts)
+            np.multiply(mixed, a[p], out=permuted)
+            permuted += b[p]
+            result[nonempty, p] = np.minimum.reduceat(permuted, firsts)
 
     with ThreadPoolExecutor(max_workers=threads) as pool:
         list(pool.map(fill, zip(bounds[:-1], bounds[1:])))
@@ -172,19 +188,24 @@ def signatures(shingles: Shingles, num_perm: int, seed: int, threads: int = 2) -
 
 
 def lsh_bands(threshold: float, num_perm: int) -> tuple[int, int]:
-    """(bands, rows per band) that `datasketch.MinHashLSH(threshold, num_perm)` uses."""
+    """(bands, rows per band) that `datasketch.MinHashLSH(threshold, num_perm, weights=LSH_WEIGHTS)` uses."""
     from datasketch import MinHashLSH
 
-    index = MinHashLSH(threshold=threshold, num_perm=num_perm)
+    index = MinHashLSH(threshold=threshold, num_perm=num_perm, weights=LSH_WEIGHTS)
     return index.b, index.r
 
 
 def _band_keys(signature: np.ndarray, band: int, rows: int) -> np.ndarray:
+    """One uint64 per signature for its `band`: its rows packed two by two into 64 bits, combined and mixed (a
+    collision only adds a candidate, which the exact Jaccard check then drops)."""
     block = signature[:, band * rows:(band + 1) * rows].astype(np.uint64)
     key = np.zeros(len(signature), dtype=np.uint64)
-    for row in range(rows):
-        key = _mix64(key * _SHINGLE_MULTIPLIERS[row % len(_SHINGLE_MULTIPLIERS)] + block[:, row])
-    return key
+    for row in range(0, rows, 2):
+        packed = block[:, row] << np.uint64(32)
+        if row + 1 < rows:
+            packed |= block[:, row + 1]
+        key = key * _SHINGLE_MULTIPLIERS[(row // 2) % len(_SHINGLE_MULTIPLIERS)] ^ packed
+    return _mix64(key)
 
 
 def candidate_pairs(left: np.ndarray, right: np.ndarray, bands: int, rows: int) -> set[tuple[int, int]]:
@@ -192,11 +213,14 @@ def candidate_pairs(left: np.ndarray, right: np.ndarray, bands: int, rows: int) 
     pairs: set[tuple[int, int]] = set()
     for band in range(bands):
         left_keys, right_keys = _band_keys(left, band, rows), _band_keys(right, band, rows)
-        shared = np.intersect1d(left_keys, right_keys)
-        if not len(shared):
-            continue
         left_order, right_order = np.argsort(left_keys, kind="stable"), np.argsort(right_keys, kind="stable")
         left_sorted, right_sorted = left_keys[left_order], right_keys[right_order]
+        if not len(left_sorted) or not len(right_sorted):
+            continue
+        position = np.minimum(np.searchsorted(right_sorted, left_sorted), len(right_sorted) - 1)
+        shared = np.unique(left_sorted[right_sorted[position] == left_sorted])
+        if not len(shared):
+            continue
         left_lo, left_hi = np.searchsorted(left_sorted, shared), np.searchsorted(left_sorted, shared, "right")
         right_lo, right_hi = np.searchsorted(right_sorted, shared), np.searchsorted(right_sorted, shared, "right")
         for i0, i1, j0, j1 in zip(left_lo, left_hi, right_lo, right_hi):
