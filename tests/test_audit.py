@@ -13,9 +13,7 @@ import pytest
 
 from scidocs_eval.cli.main import main
 from scidocs_eval.data.build import build_suite
-from scidocs_eval.errors import InputError, ScidocsEvalError
-from scidocs_eval.evaluation.contamination import AuditReport, audit_suite, clean_scores
-from scidocs_eval.evaluation.near_duplicates import (
+from scidocs_eval.data.near_duplicates import (
     LSH_WEIGHTS,
     candidate_pairs,
     lsh_bands,
@@ -25,6 +23,8 @@ from scidocs_eval.evaluation.near_duplicates import (
     shingle,
     signatures,
 )
+from scidocs_eval.errors import InputError, ScidocsEvalError
+from scidocs_eval.evaluation.contamination import AuditReport, audit_suite, clean_scores
 from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.runner import evaluate
 from scidocs_eval.formats.corpus import parse_published
@@ -139,7 +139,7 @@ def test_threshold_separates_light_edits_from_heavy_ones() -> None:
     original = _random_text(rng, 100)
     light, heavy = _edit_words(original, rng, 3), _edit_words(original, rng, 60)
     sets = shingle([normalise_text("t", text) for text in (original, light, heavy)])
-    from scidocs_eval.evaluation.near_duplicates import jaccard
+    from scidocs_eval.data.near_duplicates import jaccard
     assert jaccard(sets.distinct(0), sets.distinct(1)) > 0.8
     assert jaccard(sets.distinct(0), sets.distinct(2)) < 0.1
 
@@ -307,6 +307,19 @@ def test_built_suite_audits_clean_against_its_own_training_files(dated_corpus: t
     report = audit_suite(read_training_data([tmp_path / "suite/specter"]), suite, split="test")
     assert {"mag", "cite"} <= set(report.tasks)   # few papers after a cutoff are co-cited yet
     assert all(info["leaked"] == 0 and info["direct_leaks"] == 0 for info in report.tasks.values()), report.format()
+
+
+def test_cora_suite_audits_clean_and_the_specter_sample_overlaps_it(shared_data: Path, tmp_path: Path) -> None:
+    """Cora holds duplicate records of some papers: `data build` keeps the copies of evaluation papers out of its
+    training files, so its suite audits clean; SPECTER's training sample holds one Cora test query's text."""
+    build_suite(shared_data / "cora/papers.jsonl", shared_data / "cora/edges.tsv", tmp_path / "cora")
+    suite = Suite(tmp_path / "cora")
+    own = audit_suite(read_training_data([tmp_path / "cora/specter"]), suite)
+    assert all(info["leaked"] == 0 and info["direct_leaks"] == 0 for info in own.tasks.values()), own.format()
+    specter = audit_suite(read_training_data([shared_data / "specter-sample"]), suite)
+    text_matches = {paper: m for paper, matches in specter.data["matches"].items() for m in matches}
+    assert "1929" in text_matches and text_matches["1929"]["match"] == "text"
+    assert text_matches["1929"]["training_id"] == "04a20cd0199d0a24fea8e6bf0e0cc61b26c1f3ac"
 
 
 def test_test_after_splits_by_year(dated_corpus: tuple[Path, Path], tmp_path: Path) -> None:

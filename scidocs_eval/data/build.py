@@ -14,8 +14,10 @@ Input: papers as JSON lines {paper_id, title, abstract, label?} and citation lin
     build_report.json                                                   what was built, what could not be
 
 Leakage rule: every evaluation query (cite or co-cite, val or test) and every classification val or test paper is
-taken out of the SPECTER training files with all its links, so no evaluation query or test paper, and no citation
-between a query and its candidates, is in data.json or metadata.json (`scidocs-eval audit` finds none).
+taken out of the SPECTER training files with all its links, and so is any other record of the corpus that is a
+copy of one (the same normalised title or near-duplicate text, the audit's rules), so no evaluation query or test
+paper, and no citation between a query and its candidates, is in data.json or metadata.json (`scidocs-eval audit`
+finds none).
 
 With a cutoff (`test_after`, a year or a date; the papers need a year or date field, see
 `scidocs_eval.formats.corpus.published`), evaluation queries and classification test papers are taken only from
@@ -37,6 +39,12 @@ from typing import Any
 import numpy as np
 import orjson
 
+from scidocs_eval.data.near_duplicates import (
+    DEFAULT_NUM_PERM,
+    DEFAULT_SEED,
+    DEFAULT_THRESHOLD,
+    title_and_text_matches,
+)
 from scidocs_eval.errors import InputError, ScidocsEvalError
 from scidocs_eval.formats.corpus import Published, published, read_citations, read_paper_records
 from scidocs_eval.formats.safe_output import owned_folder
@@ -375,6 +383,20 @@ def _specter_files(corpus: Corpus, removed: set[str], out: Path, fractions: Sequ
         CITATION_OF_CITATION], papers_held_out=len(removed), papers=len(corpus.papers) - len(removed))
 
 
+def _copies_of(corpus: Corpus, held_out: set[str], report: BuildReport) -> set[str]:
+    """The other papers that are copies of a held-out one by the audit's rules (the same normalised title, or
+    near-duplicate text): a corpus's duplicate records of one paper would otherwise carry it into training."""
+    texts = {i: (p.title, p.abstract) for i, p in corpus.papers.items()}
+    matches = title_and_text_matches({i: texts[i] for i in sorted(held_out) if i in texts},
+                                     {i: t for i, t in texts.items() if i not in held_out},
+                                     DEFAULT_THRESHOLD, DEFAULT_NUM_PERM, DEFAULT_SEED)
+    copies = {match.right for match in matches}
+    if copies:
+        report.notes.append(f"{len(copies)} paper(s) kept out of the training files as copies (same normalised "
+                            "title or near-duplicate text) of evaluation papers")
+    return copies
+
+
 def build_suite(
     papers_jsonl: str | os.PathLike[str],
     edges_tsv: str | os.PathLike[str],
@@ -451,6 +473,7 @@ def build_suite(
                        {i: corpus.papers[i].record() for i in sorted(ranking.paper_ids)})
 
         held_out = evaluation_queries | set(splits.get("val", [])) | set(splits.get("test", []))
+        held_out |= _copies_of(corpus, held_out, report)
         if periods is not None:
             held_out |= periods.after | periods.undated
         _specter_files(corpus, held_out, out, specter_fractions, rng, report)

@@ -2,7 +2,7 @@
 
 `audit_suite(training, suite)` matches every paper of the split's evaluation files (per task: its queries and
 candidates, its classification test papers, its recommendation queries and shown papers) against the training
-papers at three strengths, each reported separately (`scidocs_eval.evaluation.near_duplicates`):
+papers at three strengths, each reported separately (`scidocs_eval.data.near_duplicates`):
 
 - "id": the same paper id;
 - "title": the same normalised title;
@@ -31,16 +31,17 @@ from typing import Any
 import numpy as np
 import orjson
 
-from scidocs_eval.errors import InputError, ScidocsEvalError
-from scidocs_eval.evaluation.near_duplicates import (
+from scidocs_eval.data.near_duplicates import (
+    DEFAULT_NUM_PERM,
+    DEFAULT_SEED,
+    DEFAULT_THRESHOLD,
     MIN_SHINGLES,
     MIN_TITLE_WORDS,
     SHINGLE_WORDS,
     lsh_bands,
-    near_duplicates,
-    normalise_text,
-    normalise_title,
+    title_and_text_matches,
 )
+from scidocs_eval.errors import InputError, ScidocsEvalError
 from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.significance import RESAMPLES, subset_items, task_metrics
 from scidocs_eval.evaluation.task import TASKS, TaskResult, task_names
@@ -51,8 +52,6 @@ from scidocs_eval.params import Interval, Options, validate_params
 
 AUDIT_FORMAT = "scidocs-eval-audit/1"
 STRENGTHS = ("id", "title", "text")
-DEFAULT_THRESHOLD = 0.5
-DEFAULT_NUM_PERM = 128
 EXAMPLES = 10
 UNIT_OF_FAMILY = {"classification": "paper", "ranking": "query", "recomm": "impression"}
 AUDIT_PARAMETERS: dict[str, list[Any]] = {
@@ -133,34 +132,21 @@ class Matcher:
     training: TrainingData
     threshold: float = DEFAULT_THRESHOLD
     num_perm: int = DEFAULT_NUM_PERM
-    seed: int = 1
+    seed: int = DEFAULT_SEED
     matches: dict[str, list[Match]] = field(default_factory=dict)
     near_duplicate_pairs: list[tuple[str, str, float]] = field(default_factory=list)
     too_short: int = 0
 
     def run(self, texts: dict[str, tuple[str, str]], ids: Iterable[str]) -> None:
         """Match every id of `ids` (text from `texts` where known)."""
-        found: dict[str, list[Match]] = {}
-        for paper_id in ids:
-            if paper_id in self.training.roles:
-                found.setdefault(paper_id, []).append(Match(paper_id, "id"))
-        titles: dict[str, list[str]] = {}
-        for training_id, (title, _) in self.training.texts.items():
-            if key := normalise_title(title):
-                titles.setdefault(key, []).append(training_id)
-        with_text = [i for i in dict.fromkeys(ids) if i in texts]
-        for paper_id in with_text:
-            key = normalise_title(texts[paper_id][0])
-            if key in titles:
-                found.setdefault(paper_id, []).extend(Match(t, "title") for t in titles[key])
-        training_ids = list(self.training.texts)
-        pairs = near_duplicates([normalise_text(*texts[i]) for i in with_text],
-                                [normalise_text(*self.training.texts[t]) for t in training_ids],
-                                self.threshold, self.num_perm, self.seed)
-        for pair in pairs:
-            paper_id, training_id = with_text[pair.left], training_ids[pair.right]
-            found.setdefault(paper_id, []).append(Match(training_id, "text", pair.jaccard))
-            self.near_duplicate_pairs.append((paper_id, training_id, pair.jaccard))
+        ids = list(dict.fromkeys(ids))
+        found: dict[str, list[Match]] = {i: [Match(i, "id")] for i in ids if i in self.training.roles}
+        with_text = {i: texts[i] for i in ids if i in texts}
+        for match in title_and_text_matches(with_text, self.training.texts, self.threshold, self.num_perm,
+                                            self.seed):
+            found.setdefault(match.left, []).append(Match(match.right, match.strength, match.jaccard))
+            if match.strength == "text":
+                self.near_duplicate_pairs.append((match.left, match.right, match.jaccard or 0.0))
         self.matches = found
 
     def matched(self, paper_id: str, strengths: Sequence[str]) -> list[Match]:
@@ -280,7 +266,7 @@ def _task_report(papers: TaskPapers, matcher: Matcher, strengths: Sequence[str],
 
 def audit_suite(training: TrainingData, suite: Suite, *, tasks: Sequence[str] | None = None, split: str = "test",
                 strengths: Sequence[str] = STRENGTHS, threshold: float = DEFAULT_THRESHOLD,
-                num_perm: int = DEFAULT_NUM_PERM, seed: int = 1, examples: int = EXAMPLES) -> AuditReport:
+                num_perm: int = DEFAULT_NUM_PERM, seed: int = DEFAULT_SEED, examples: int = EXAMPLES) -> AuditReport:
     """Audit `suite`'s `split` against `training` (see the module docstring).
 
     Args:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -26,6 +26,9 @@ import numpy as np
 
 SHINGLE_WORDS = 3
 MIN_SHINGLES = 8
+DEFAULT_THRESHOLD = 0.5
+DEFAULT_NUM_PERM = 128
+DEFAULT_SEED = 1
 MIN_TITLE_WORDS = 3
 """Normalised titles with fewer words ("Introduction", "Editorial") are not matched by title."""
 LSH_WEIGHTS = (0.2, 0.8)
@@ -264,4 +267,32 @@ def near_duplicates(left_texts: Sequence[str], right_texts: Sequence[str], thres
         similarity = jaccard(left_sets[li], right.distinct(rj))
         if similarity >= threshold:
             found.append(NearDuplicate(li, rj, similarity))
+    return found
+
+
+@dataclass(frozen=True)
+class PaperMatch:
+    """Paper `left` of one collection matches paper `right` of another at `strength` ("title" or "text")."""
+
+    left: str
+    right: str
+    strength: str
+    jaccard: float | None = None
+
+
+def title_and_text_matches(left: Mapping[str, tuple[str, str]], right: Mapping[str, tuple[str, str]],
+                           threshold: float, num_perm: int, seed: int) -> list[PaperMatch]:
+    """Every pair of papers (id -> (title, abstract)) of `left` and `right` with the same normalised title, then
+    every near-duplicate pair (see the module docstring)."""
+    titles: dict[str, list[str]] = {}
+    for right_id, (title, _) in right.items():
+        if key := normalise_title(title):
+            titles.setdefault(key, []).append(right_id)
+    found = [PaperMatch(left_id, right_id, "title") for left_id, (title, _) in left.items()
+             for right_id in titles.get(normalise_title(title) or "\x00", ())]
+    left_ids, right_ids = list(left), list(right)
+    pairs = near_duplicates([normalise_text(*left[i]) for i in left_ids], [normalise_text(*right[i])
+                                                                           for i in right_ids],
+                            threshold, num_perm, seed)
+    found += [PaperMatch(left_ids[p.left], right_ids[p.right], "text", p.jaccard) for p in pairs]
     return found
