@@ -207,8 +207,10 @@ def test_cli_writes_json_and_refuses_foreign_out(planted: dict, demo_suite: Suit
     foreign.write_text('{"mine": 1}')
     assert main(argv[:-1] + [str(foreign)]) == 2
     assert "not replaced" in capsys.readouterr().err and foreign.read_text() == '{"mine": 1}'
-    for bad in (["--threshold", "1.5"], ["--threshold", "0"], ["--num-perm", "0"], ["--leaked-if", "ids"]):
+    for bad in (["--threshold", "1.5"], ["--threshold", "0"], ["--num-perm", "0"], ["--leaked-if", "ids"],
+                ["--benchmark", "scidoc"]):
         assert main(argv + bad) == 2
+    assert "did you mean 'scidocs'" in capsys.readouterr().err
 
 
 # -- results: clean part and run --exclude -------------------------------------------------------------------

@@ -41,7 +41,6 @@ def _strengths(text: str) -> list[str]:
 def _audit(args: argparse.Namespace) -> int:
     from scidocs_eval.data.resolve import resolve_suite
     from scidocs_eval.evaluation.results import RunResult
-    from scidocs_eval.evaluation.task import task_names
     from scidocs_eval.formats.safe_output import refuse_replacing_foreign
     from scidocs_eval.formats.training_data import read_training_data
 
@@ -51,10 +50,9 @@ def _audit(args: argparse.Namespace) -> int:
     suite = resolve_suite(args.data)
     training = read_training_data(args.train)
     tasks = [t.strip() for t in args.tasks.split(",") if t.strip()] if args.tasks else None
-    if tasks is None and args.benchmark:
-        tasks = task_names(benchmark=args.benchmark)
-    report = audit_suite(training, suite, tasks=tasks, split=args.split, strengths=args.leaked_if,
-                         threshold=args.threshold, num_perm=args.num_perm, seed=args.seed, examples=args.examples)
+    report = audit_suite(training, suite, tasks=tasks, benchmark=args.benchmark, split=args.split,
+                         strengths=args.leaked_if, threshold=args.threshold, num_perm=args.num_perm, seed=args.seed,
+                         examples=args.examples)
     print(report.format())
     if result is not None:
         scores = clean_scores(report, result, resamples=args.resamples)

@@ -44,7 +44,7 @@ from scidocs_eval.data.near_duplicates import (
 from scidocs_eval.errors import InputError, ScidocsEvalError
 from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.significance import RESAMPLES, subset_items, task_metrics
-from scidocs_eval.evaluation.task import TASKS, TaskResult, task_names
+from scidocs_eval.evaluation.task import BENCHMARKS, TASKS, TaskResult, task_names
 from scidocs_eval.formats.safe_output import write_bytes_atomically
 from scidocs_eval.formats.suite import Suite
 from scidocs_eval.formats.training_data import TrainingData, role_names
@@ -264,13 +264,15 @@ def _task_report(papers: TaskPapers, matcher: Matcher, strengths: Sequence[str],
             "candidates_seen": candidates_seen}
 
 
-def audit_suite(training: TrainingData, suite: Suite, *, tasks: Sequence[str] | None = None, split: str = "test",
+def audit_suite(training: TrainingData, suite: Suite, *, tasks: Sequence[str] | None = None,
+                benchmark: str | None = None, split: str = "test",
                 strengths: Sequence[str] = STRENGTHS, threshold: float = DEFAULT_THRESHOLD,
                 num_perm: int = DEFAULT_NUM_PERM, seed: int = DEFAULT_SEED, examples: int = EXAMPLES) -> AuditReport:
     """Audit `suite`'s `split` against `training` (see the module docstring).
 
     Args:
-        tasks: the tasks to audit (default: every registered task whose files the suite has).
+        tasks: the tasks to audit (default: every registered task, of `benchmark` if given, whose files the suite
+            has; an unknown task or benchmark is an error).
         strengths: the match strengths that make an item leaked (all three are always reported).
         threshold: Jaccard similarity of shingle sets from which two texts are near-duplicates.
         num_perm, seed: the MinHash permutations (datasketch's affine32 scheme).
@@ -281,7 +283,11 @@ def audit_suite(training: TrainingData, suite: Suite, *, tasks: Sequence[str] | 
     unknown = [s for s in strengths if s not in STRENGTHS]
     if unknown or not strengths:
         raise ScidocsEvalError(f"match strengths must be some of {', '.join(STRENGTHS)}, got {list(strengths)}")
-    names = TASKS.check(tasks) if tasks else task_names()
+    if benchmark is not None:
+        BENCHMARKS[benchmark]
+    names = TASKS.check(tasks) if tasks else task_names(benchmark=benchmark)
+    if not names:
+        raise ScidocsEvalError(f"benchmark {benchmark!r} has no registered task to audit")
     skipped: dict[str, str] = {}
     per_task = []
     for name in names:
