@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
-import orjson
-
-from scidocs_eval.cli.options import COMMANDS, CommandGroup, add_output
+from scidocs_eval.cli.options import COMMANDS, CommandGroup, add_output, count_type, seed_type
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluation.contamination import (
-    AUDIT_FORMAT,
     AUDIT_PARAMETERS,
     DEFAULT_NUM_PERM,
+    DEFAULT_SEED,
     DEFAULT_THRESHOLD,
     EXAMPLES,
     STRENGTHS,
@@ -21,14 +18,7 @@ from scidocs_eval.evaluation.contamination import (
     format_clean_scores,
 )
 from scidocs_eval.evaluation.significance import RESAMPLES
-from scidocs_eval.params import Interval, argument_type
-
-
-def _is_audit_file(path: Path) -> bool:
-    try:
-        return orjson.loads(path.read_bytes()).get("format") == AUDIT_FORMAT
-    except (orjson.JSONDecodeError, AttributeError, OSError):
-        return False
+from scidocs_eval.params import argument_type
 
 
 def _strengths(text: str) -> list[str]:
@@ -41,11 +31,12 @@ def _strengths(text: str) -> list[str]:
 def _audit(args: argparse.Namespace) -> int:
     from scidocs_eval.data.resolve import resolve_suite
     from scidocs_eval.evaluation.results import RunResult
-    from scidocs_eval.formats.safe_output import refuse_replacing_foreign
+    from scidocs_eval.formats.safe_output import claim_inputs_are_not_outputs, claim_output
     from scidocs_eval.formats.training_data import read_training_data
 
     if args.out:
-        refuse_replacing_foreign(args.out, "--out", _is_audit_file, "an audit file written by scidocs-eval audit")
+        claim_inputs_are_not_outputs([*args.train, args.results, args.data], {"--out": args.out})
+        claim_output(args.out, "--out")
     result = RunResult.load(args.results) if args.results else None
     suite = resolve_suite(args.data)
     training = read_training_data(args.train)
@@ -92,13 +83,13 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
                         "are near-duplicates (default: %(default)s)")
     parser.add_argument("--num-perm", type=argument_type(AUDIT_PARAMETERS["num_perm"], "--num-perm"),
                         default=DEFAULT_NUM_PERM, help="MinHash permutations (default: %(default)s)")
-    parser.add_argument("--seed", type=argument_type(AUDIT_PARAMETERS["seed"], "--seed"), default=1,
+    parser.add_argument("--seed", type=seed_type(), default=DEFAULT_SEED,
                         help="MinHash seed (default: %(default)s)")
     parser.add_argument("--examples", type=argument_type(AUDIT_PARAMETERS["examples"], "--examples"),
                         default=EXAMPLES, help="examples per task and near-duplicate pairs shown (default: "
                         "%(default)s)")
     parser.add_argument("--results", help="a results file (run --output) to score over all, clean and leaked items")
-    parser.add_argument("--resamples", type=argument_type([Interval(int, 1, None)], "--resamples"),
+    parser.add_argument("--resamples", type=count_type("--resamples"),
                         default=RESAMPLES, help="bootstrap resamples for --results (default: %(default)s)")
     add_output(parser, "--out", kind="file", metavar="AUDIT.json",
                help="write the audit (every leaked item and matched paper, with how it matched) here")

@@ -444,7 +444,7 @@ def build_suite(
             raise ScidocsEvalError(f"{name} must be three positive shares summing to 1, got {tuple(shares)}")
     corpus = read_citation_corpus(papers_jsonl, edges_tsv)
     periods = _Periods.of(corpus, test_after, papers_jsonl) if test_after is not None else None
-    with owned_folder(out_dir, "scidocs-eval data build") as out:
+    with owned_folder(out_dir, "scidocs-eval data build", option="--out") as out:
         rng = np.random.default_rng(seed)
         report = BuildReport(str(out_dir), seed, {"papers": str(papers_jsonl), "citations": str(edges_tsv)},
                              corpus.stats)

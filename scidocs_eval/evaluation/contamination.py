@@ -48,7 +48,7 @@ from scidocs_eval.evaluation.task import BENCHMARKS, TASKS, TaskResult, task_nam
 from scidocs_eval.formats.safe_output import write_bytes_atomically
 from scidocs_eval.formats.suite import Suite
 from scidocs_eval.formats.training_data import TrainingData, role_names
-from scidocs_eval.params import Interval, Options, validate_params
+from scidocs_eval.params import SEED, Interval, Options, validate_params
 
 AUDIT_FORMAT = "scidocs-eval-audit/1"
 STRENGTHS = ("id", "title", "text")
@@ -57,7 +57,7 @@ UNIT_OF_FAMILY = {"classification": "paper", "ranking": "query", "recomm": "impr
 AUDIT_PARAMETERS: dict[str, list[Any]] = {
     "threshold": [Interval(float, 0, 1, closed="right")],
     "num_perm": [Interval(int, 16, 1024)],
-    "seed": [Interval(int, 0, 2**32 - 1)],
+    "seed": [SEED],
     "examples": [Interval(int, 0, None)],
     "split": [Options(("test", "val"))],
 }

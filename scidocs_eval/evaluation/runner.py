@@ -22,10 +22,19 @@ from scidocs_eval.evaluation.contamination import (
 )
 from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.significance import confidence_intervals
-from scidocs_eval.evaluation.task import TASKS, MissingPolicy, embedding_groups, get_task, task_names
+from scidocs_eval.evaluation.task import (
+    DEFAULT_MIN_COVERAGE,
+    TASKS,
+    MissingPolicy,
+    build_tasks,
+    check_coverage,
+    embedding_groups,
+    task_names,
+)
 from scidocs_eval.formats.embeddings import EmbeddingStore
-from scidocs_eval.formats.safe_output import check_output_file
+from scidocs_eval.formats.safe_output import claim_output
 from scidocs_eval.formats.suite import Suite
+from scidocs_eval.params import FRACTION, check_value
 
 log = logging.getLogger("scidocs_eval")
 
@@ -89,6 +98,7 @@ def evaluate(
     cache: bool = True,
     dtype: Any = np.float32,
     progress: bool = True,
+    min_coverage: float = DEFAULT_MIN_COVERAGE,
     exclude: str | os.PathLike[str] | None = None,
 ) -> RunResult:
     """Score embeddings on the SciDocs tasks.
@@ -105,6 +115,8 @@ def evaluate(
         output: where to write the results JSON (none by default).
         cache: reuse/write the parsed-embeddings cache.
         dtype: the matrix's dtype (float32; float64 keeps every digit of the file).
+        min_coverage: the least share (0..1) of each task's queries, candidates or papers with a usable
+            embedding; below it, or with none at all, a CoverageError (a warning line whenever any lacks one).
         exclude: an audit file (`scidocs-eval audit --out`): every task is scored without the items it found
             leaked (made on the same suite files and split, and auditing every task run; else an error).
 
@@ -115,17 +127,18 @@ def evaluate(
         raise ScidocsEvalError(f"split must be 'test' or 'val', not {split!r}")
     if missing not in ("official", "error"):
         raise ScidocsEvalError(f"missing must be 'official' or 'error', not {missing!r}")
+    check_value("min_coverage", min_coverage, [FRACTION], "evaluate")
+    names = TASKS.check(tasks) if tasks else task_names()
+    params = task_params or {}
+    checked = build_tasks(names, params)
+    audit = AuditReport.load(exclude) if exclude is not None else None
     if output is not None:
-        check_output_file(output)
+        claim_output(output)
     started = time.perf_counter()
     suite = resolve_suite(data)
-    names = TASKS.check(tasks) if tasks else task_names()
     sources = _as_sources(embeddings)
     stores = _Stores(sources, cache, dtype, progress)
-    params = task_params or {}
-    audit = AuditReport.load(exclude) if exclude is not None else None
     results, skipped, files = {}, {}, []
-    checked = {name: get_task(name, **params.get(name, {})) for name in dict.fromkeys([*names, *params])}
     for name in names:
         task = checked[name]
         required = task.required_files(split)
@@ -145,6 +158,7 @@ def evaluate(
         task_started = time.perf_counter()
         result = task.evaluate(suite, store, split=split, missing=missing)
         result.seconds = time.perf_counter() - task_started
+        check_coverage(name, result.coverage, min_coverage)
         if audit is not None:
             result = without_leaked(result, excluded_items(audit, name))
         result.ci = confidence_intervals(result.items, list(result.metrics))
@@ -160,7 +174,8 @@ def evaluate(
     run = RunResult(
         model=model, tasks=results, skipped=skipped,
         settings={"data": str(suite.root), "tasks": names, "split": split, "missing": missing,
-                  "task_params": {k: dict(v) for k, v in params.items()}, "dtype": np.dtype(dtype).name},
+                  "task_params": {k: dict(v) for k, v in params.items()}, "dtype": np.dtype(dtype).name,
+                  "min_coverage": min_coverage},
         fingerprints={"embeddings": stores.fingerprints(), "data": suite.fingerprint(sorted(set(files)))},
         timings=timings, synthetic=suite.is_synthetic,
     )
