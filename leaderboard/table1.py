@@ -96,6 +96,8 @@ def _label(name: str, result: RunResult, details: Sequence[str] = ()) -> tuple[s
         kinds.append("not a paper baseline")
     if result.synthetic:
         kinds.append("synthetic demo suite")
+    if result.settings.get("exclude"):
+        kinds.append("leaked items excluded")
     return f"{name}{f' [{detail}]' if detail else ''} ({', '.join(kinds)})", adapter.get("row_note")
 
 

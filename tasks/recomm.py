@@ -115,7 +115,7 @@ class RecommTask(Task):
         means, stds = summarise(runs)
         details = {"ranker": self.ranker, "seeds": runs, "std": stds,
                    "unadjusted": summarise([r["unadjusted"] for r in runs], ("NDCG", "P@1"))[0]}
-        items = {"unit": "impression", "ids": [f"{i.line}:{i.query_id}" for i in suite.impressions(split)],
+        items = {"unit": "impression", "ids": [i.item_id for i in suite.impressions(split)],
                  "weight": shown[split].weights.tolist(), "seeds": [r["seed"] for r in runs],
                  **{m: [t[m].tolist() for t in terms] for m in METRICS}}
         return TaskResult(self.name, means, coverage, details, items=items)

@@ -141,4 +141,4 @@ def test_the_package_imports_and_registers_without_torch_gensim_or_transformers(
 
 
 def test_command_groups_are_registered() -> None:
-    assert COMMANDS.names() == ["compare", "convert", "core", "data", "figures", "transformers"]
+    assert COMMANDS.names() == ["audit", "compare", "convert", "core", "data", "figures", "transformers"]

@@ -124,6 +124,8 @@ RECIPES: dict[str, Callable[[World], list[str]]] = {
     "run": lambda w: ["run", "--embeddings", str(w.embeddings), "--data", str(w.suite), "--tasks", "cite"],
     "table": lambda w: ["table", str(w.results[0])],
     "convert": lambda w: ["convert", str(w.embeddings)],
+    "audit": lambda w: ["audit", "--train", str(w.specter_data), "--data", str(w.suite),
+                        "--tasks", "cite"],
     "compare": lambda w: ["compare", *map(str, w.results), "--resamples", "1000"],
     "plot": lambda w: ["plot", "--embeddings", str(w.embeddings), "--data", str(w.suite), *FIGURE2],
     "plot figure2": lambda w: ["plot", "figure2", "--embeddings", str(w.embeddings), "--data", str(w.suite), *FIGURE2],

@@ -107,7 +107,8 @@ def _run(args: argparse.Namespace) -> int:
     result = evaluate(embeddings, args.data, tasks=_tasks(args.tasks), split=args.split, missing=args.missing,
                       task_params=_task_params(args.task_param), model=args.name, output=output,
                       cache=not args.no_cache, dtype=args.dtype, progress=not args.quiet,
-                      min_coverage=args.min_coverage, read_options=embeddings_read_options(args))
+                      min_coverage=args.min_coverage, read_options=embeddings_read_options(args),
+                      exclude=args.exclude)
     _print_result(result, output, ci=args.ci)
     return 0
 
@@ -214,6 +215,8 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--no-cache", action="store_true", help="do not read or write the parsed-embeddings cache")
     run.add_argument("--ci", action="store_true", help="print each metric's 95%% bootstrap interval (the results "
                      "file always holds them)")
+    run.add_argument("--exclude", metavar="AUDIT.json", help="score without the items this audit (scidocs-eval "
+                     "audit --out) found leaked; the results and Table 1's row say so")
     run.set_defaults(func=_run)
 
     table = subparsers.add_parser("table", help="render Table 1 as markdown from results files")

@@ -6,6 +6,8 @@ import argparse
 
 from scidocs_eval.cli.options import COMMANDS, CommandGroup, add_output, count_type, seed_type
 from scidocs_eval.data.download import DEFAULT_PREFIX, ENDPOINT_ENV
+from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.formats.corpus import Published, parse_published
 from scidocs_eval.params import POSITIVE, Interval, argument_type
 from scidocs_eval.paths import default_data_dir
 
@@ -37,9 +39,16 @@ def _build(args: argparse.Namespace) -> int:
     from scidocs_eval.data.build import build_suite
 
     report = build_suite(args.papers, args.citations, args.out, seed=args.seed, label_task=args.label_task,
-                         queries_per_split=args.queries_per_split)
+                         queries_per_split=args.queries_per_split, test_after=args.test_after)
     print(report.format())
     return 0
+
+
+def _cutoff(text: str) -> Published:
+    try:
+        return parse_published(text)
+    except ValueError as error:
+        raise ScidocsEvalError(f"--test-after: {error}") from None
 
 
 def add_commands(subparsers: argparse._SubParsersAction) -> None:
@@ -85,6 +94,10 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     build.add_argument("--label-task", default="mag", help="task folder for the labels (default: %(default)s)")
     build.add_argument("--queries-per-split", type=count_type("--queries-per-split"), default=1000,
                        help="most queries per ranking task and split (default: %(default)s, as SciDocs)")
+    build.add_argument("--test-after", type=_cutoff, metavar="YEAR|DATE",
+                       help="evaluation queries and classification test papers only from papers published after "
+                       "this year (2019) or date (2019-06-30), training files only from papers at or before it "
+                       "(the papers need a year or date field)")
     build.set_defaults(func=_build)
 
 

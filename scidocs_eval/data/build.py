@@ -13,8 +13,16 @@ Input: papers as JSON lines {paper_id, title, abstract, label?} and citation lin
     specter/{data,metadata}.json, specter/{train,val,test}.txt          SPECTER training files (SPEC §7)
     build_report.json                                                   what was built, what could not be
 
-Leakage rule: every evaluation query (cite or co-cite, val or test) is taken out of the SPECTER training graph
-with all its links, so no evaluation query, and no citation between one and its candidates, is in data.json.
+Leakage rule: every evaluation query (cite or co-cite, val or test) and every classification val or test paper is
+taken out of the SPECTER training files with all its links, and so is any other record of the corpus that is a
+copy of one (the same normalised title or near-duplicate text, the audit's rules), so no evaluation query or test
+paper, and no citation between a query and its candidates, is in data.json or metadata.json (`scidocs-eval audit`
+finds none).
+
+With a cutoff (`test_after`, a year or a date; the papers need a year or date field, see
+`scidocs_eval.formats.corpus.published`), evaluation queries and classification test papers are taken only from
+papers published after it, and the SPECTER training files only from papers published at or before it; papers
+without a date (or a year-only paper in a date cutoff's year) are in neither.
 Co-view, co-read and recomm need user logs that a citation corpus does not have; they are left out.
 """
 
@@ -31,8 +39,14 @@ from typing import Any
 import numpy as np
 import orjson
 
+from scidocs_eval.data.near_duplicates import (
+    DEFAULT_NUM_PERM,
+    DEFAULT_SEED,
+    DEFAULT_THRESHOLD,
+    title_and_text_matches,
+)
 from scidocs_eval.errors import InputError, ScidocsEvalError
-from scidocs_eval.formats.corpus import read_citations, read_paper_records
+from scidocs_eval.formats.corpus import Published, published, read_citations, read_paper_records
 from scidocs_eval.formats.safe_output import owned_folder
 from scidocs_eval.formats.suite import CLASS_NAMES_FILE, METADATA_FILES, SPLITS
 from scidocs_eval.formats.writers import write_csv, write_json, write_lines
@@ -57,6 +71,7 @@ class CorpusPaper:
     title: str
     abstract: str
     label: Any = None
+    published: Published | None = None
 
     def record(self) -> dict[str, str]:
         """The official metadata record."""
@@ -89,6 +104,7 @@ class BuildReport:
     classification: dict[str, dict[str, int]] = field(default_factory=dict)
     ranking: dict[str, dict[str, Any]] = field(default_factory=dict)
     specter: dict[str, int] = field(default_factory=dict)
+    cutoff: dict[str, Any] = field(default_factory=dict)
     not_supported: dict[str, str] = field(default_factory=lambda: dict(NOT_SUPPORTED))
     notes: list[str] = field(default_factory=list)
 
@@ -111,6 +127,8 @@ class BuildReport:
             lines.append(f"{task}: {info['eligible_queries']} eligible queries; " + ", ".join(
                 f"{split} {info[split]['queries']} queries / {info[split]['positives']} positives"
                 for split in RANKING_SPLITS))
+        if self.cutoff:
+            lines.append("cutoff: " + ", ".join(f"{k}={v}" for k, v in self.cutoff.items()))
         if self.specter:
             lines.append("specter training: " + ", ".join(f"{k}={v}" for k, v in self.specter.items()))
         lines += [f"not built: {task} ({why})" for task, why in self.not_supported.items()]
@@ -124,10 +142,11 @@ def _read_papers(path: Path) -> tuple[dict[str, CorpusPaper], int]:
     """Papers with a title or an abstract, and how many had neither."""
     papers: dict[str, CorpusPaper] = {}
     without_text = 0
-    for _, record in read_paper_records(path, "{paper_id, title, abstract, label?}"):
+    for line, record in read_paper_records(path, "{paper_id, title, abstract, label?}"):
         label = record.get("label")
         paper = CorpusPaper(record["paper_id"], (record.get("title") or "").strip(),
-                            (record.get("abstract") or "").strip(), None if label in (None, "") else label)
+                            (record.get("abstract") or "").strip(), None if label in (None, "") else label,
+                            published(record, path, line))
         if paper.title or paper.abstract:
             papers[paper.paper_id] = paper
         else:
@@ -170,8 +189,9 @@ def _label_mapping(labels: Iterable[Any]) -> dict[str, int]:
 
 
 def _classification(corpus: Corpus, out: Path, task: str, fractions: Sequence[float], seed: int,
-                    report: BuildReport) -> list[str]:
-    """Write `{task}/{split}.csv`; returns the labelled ids used."""
+                    report: BuildReport, periods: _Periods | None = None) -> dict[str, list[str]]:
+    """Write `{task}/{split}.csv`; returns the ids of each split ({} when not built). With `periods`, the test
+    papers are the labelled papers after the cutoff and train / val a stratified split of those at or before it."""
     from sklearn.model_selection import train_test_split
 
     labelled = [p for p in corpus.papers.values() if p.label is not None]
@@ -180,17 +200,31 @@ def _classification(corpus: Corpus, out: Path, task: str, fractions: Sequence[fl
     if too_small:
         report.notes.append(f"{task}: classes with fewer than {len(SPLITS)} papers left out: {', '.join(too_small)}")
     labelled = [p for p in labelled if str(p.label) not in too_small]
+    if periods is not None:
+        labelled = [p for p in labelled if p.paper_id in periods.after or p.paper_id in periods.before]
     if len({str(p.label) for p in labelled}) < 2:
         report.not_supported[task] = f"fewer than 2 classes with at least {len(SPLITS)} labelled papers"
-        return []
+        return {}
     mapping = _label_mapping(p.label for p in labelled)
     ids = [p.paper_id for p in labelled]
     classes = [mapping[str(p.label)] for p in labelled]
     train_share, val_share, _ = fractions
-    train_ids, rest_ids, _, rest_classes = train_test_split(ids, classes, train_size=train_share,
-                                                            stratify=classes, random_state=seed)
-    val_ids, test_ids = train_test_split(rest_ids, train_size=val_share / (1 - train_share),
-                                         stratify=rest_classes, random_state=seed)
+    if periods is None:
+        train_ids, rest_ids, _, rest_classes = train_test_split(ids, classes, train_size=train_share,
+                                                                stratify=classes, random_state=seed)
+        val_ids, test_ids = train_test_split(rest_ids, train_size=val_share / (1 - train_share),
+                                             stratify=rest_classes, random_state=seed)
+    else:
+        test_ids = [i for i in ids if i in periods.after]
+        earlier = [(i, c) for i, c in zip(ids, classes) if i in periods.before]
+        if not test_ids or len(earlier) < 2:
+            report.not_supported[task] = (f"{len(test_ids)} labelled papers after the cutoff and {len(earlier)} at "
+                                          "or before it: too few for test and train/val splits")
+            return {}
+        earlier_classes = [c for _, c in earlier]
+        stratify = earlier_classes if min(Counter(earlier_classes).values()) >= 2 else None
+        train_ids, val_ids = train_test_split([i for i, _ in earlier], train_size=train_share / (train_share
+                                              + val_share), stratify=stratify, random_state=seed)
     by_id = dict(zip(ids, classes))
     for split, split_ids in zip(SPLITS, (train_ids, val_ids, test_ids)):
         write_csv(out / task / f"{split}.csv", ["pid", "class_label"],
@@ -198,7 +232,7 @@ def _classification(corpus: Corpus, out: Path, task: str, fractions: Sequence[fl
         report.classification[split] = {"papers": len(split_ids), "classes": len({by_id[i] for i in split_ids})}
     write_json(out / task / CLASS_NAMES_FILE, {str(index): label for label, index in mapping.items()})
     report.label_task, report.label_mapping = task, mapping
-    return ids
+    return dict(zip(SPLITS, (train_ids, val_ids, test_ids)))
 
 
 class _RankingBuilder:
@@ -297,6 +331,30 @@ def _cocite_relations(corpus: Corpus, rng: np.random.Generator,
     return related, {q: set(cocited[q]) for q in related}
 
 
+@dataclass(frozen=True)
+class _Periods:
+    """The corpus's papers after a cutoff, at or before it, and those that cannot be placed."""
+
+    after: set[str]
+    before: set[str]
+    undated: set[str]
+
+    @classmethod
+    def of(cls, corpus: Corpus, cutoff: Published, papers_jsonl: str | os.PathLike[str]) -> _Periods:
+        after, before, undated = set(), set(), set()
+        for paper in corpus.papers.values():
+            side = paper.published.is_after(cutoff) if paper.published is not None else None
+            (undated if side is None else after if side else before).add(paper.paper_id)
+        if len(undated) == len(corpus.papers):
+            raise InputError(papers_jsonl, "--test-after needs when each paper was published, but no paper has a "
+                             "year or date (fields: year, publication_year, publication_date or date)")
+        return cls(after, before, undated)
+
+    def summary(self, cutoff: Published) -> dict[str, Any]:
+        return {"test_after": str(cutoff), "papers_after": len(self.after), "papers_at_or_before": len(self.before),
+                "papers_without_date_or_in_the_cutoff_year": len(self.undated)}
+
+
 def _specter_files(corpus: Corpus, removed: set[str], out: Path, fractions: Sequence[float],
                    rng: np.random.Generator, report: BuildReport) -> None:
     """data.json (5: cited, 1: cited by a cited paper), metadata.json, train/val/test.txt, without `removed`."""
@@ -322,7 +380,21 @@ def _specter_files(corpus: Corpus, removed: set[str], out: Path, fractions: Sequ
         report.specter[f"{split}_queries"] = len(part)
     counts = Counter(v["count"] for candidates in data.values() for v in candidates.values())
     report.specter.update(direct_pairs=counts[DIRECT_CITATION], citation_of_citation_pairs=counts[
-        CITATION_OF_CITATION], evaluation_queries_removed=len(removed), papers=len(corpus.papers) - len(removed))
+        CITATION_OF_CITATION], papers_held_out=len(removed), papers=len(corpus.papers) - len(removed))
+
+
+def _copies_of(corpus: Corpus, held_out: set[str], report: BuildReport) -> set[str]:
+    """The other papers that are copies of a held-out one by the audit's rules (the same normalised title, or
+    near-duplicate text): a corpus's duplicate records of one paper would otherwise carry it into training."""
+    texts = {i: (p.title, p.abstract) for i, p in corpus.papers.items()}
+    matches = title_and_text_matches({i: texts[i] for i in sorted(held_out) if i in texts},
+                                     {i: t for i, t in texts.items() if i not in held_out},
+                                     DEFAULT_THRESHOLD, DEFAULT_NUM_PERM, DEFAULT_SEED)
+    copies = {match.right for match in matches}
+    if copies:
+        report.notes.append(f"{len(copies)} paper(s) kept out of the training files as copies (same normalised "
+                            "title or near-duplicate text) of evaluation papers")
+    return copies
 
 
 def build_suite(
@@ -339,6 +411,7 @@ def build_suite(
     min_cocitations: int = 2,
     split_fractions: Sequence[float] = (0.6, 0.2, 0.2),
     specter_fractions: Sequence[float] = (0.8, 0.1, 0.1),
+    test_after: Published | None = None,
 ) -> BuildReport:
     """Write a SciDocs-style suite for the corpus to `out_dir`.
 
@@ -357,6 +430,8 @@ def build_suite(
         positives, negatives: most positives and number of random negatives per query (SciDocs: 5 and 25).
         min_cocitations: how many papers must cite a pair together for a co-cite positive.
         split_fractions: train/val/test shares of the labelled papers; specter_fractions: of training queries.
+        test_after: a cutoff (`scidocs_eval.formats.corpus.parse_published`): evaluation queries and classification
+            test papers only after it, SPECTER training files only from papers at or before it.
 
     Returns:
         the BuildReport, also written to `{out_dir}/build_report.json`.
@@ -368,20 +443,26 @@ def build_suite(
         if len(shares) != 3 or min(shares) <= 0 or abs(sum(shares) - 1) > 1e-9:
             raise ScidocsEvalError(f"{name} must be three positive shares summing to 1, got {tuple(shares)}")
     corpus = read_citation_corpus(papers_jsonl, edges_tsv)
+    periods = _Periods.of(corpus, test_after, papers_jsonl) if test_after is not None else None
     with owned_folder(out_dir, "scidocs-eval data build", option="--out") as out:
         rng = np.random.default_rng(seed)
         report = BuildReport(str(out_dir), seed, {"papers": str(papers_jsonl), "citations": str(edges_tsv)},
                              corpus.stats)
+        if periods is not None and test_after is not None:
+            report.cutoff = periods.summary(test_after)
 
-        labelled = _classification(corpus, out, label_task, split_fractions, seed, report)
-        if labelled:
-            write_json(out / METADATA_FILES["mag_mesh"], {i: corpus.papers[i].record() for i in sorted(labelled)})
+        splits = _classification(corpus, out, label_task, split_fractions, seed, report, periods)
+        if splits:
+            write_json(out / METADATA_FILES["mag_mesh"], {i: corpus.papers[i].record()
+                                                          for i in sorted(i for ids in splits.values() for i in ids)})
 
         ranking = _RankingBuilder(sorted(corpus.papers), rng, queries_per_split, max_query_share, positives,
                                   negatives)
         evaluation_queries: set[str] = set()
         for task, (related, excluded) in (("cite", _cite_relations(corpus, rng)),
                                           ("cocite", _cocite_relations(corpus, rng, min_cocitations))):
+            if periods is not None:
+                related = {q: papers for q, papers in related.items() if q in periods.after}
             evaluation_queries |= ranking.build(task, related, excluded, out, report)
         if not report.built_tasks():
             raise ScidocsEvalError(f"{papers_jsonl}: the corpus is too small for any task, nothing written: "
@@ -391,6 +472,10 @@ def build_suite(
             write_json(out / METADATA_FILES["view_cite_read"],
                        {i: corpus.papers[i].record() for i in sorted(ranking.paper_ids)})
 
-        _specter_files(corpus, evaluation_queries, out, specter_fractions, rng, report)
+        held_out = evaluation_queries | set(splits.get("val", [])) | set(splits.get("test", []))
+        held_out |= _copies_of(corpus, held_out, report)
+        if periods is not None:
+            held_out |= periods.after | periods.undated
+        _specter_files(corpus, held_out, out, specter_fractions, rng, report)
         report.save(out / REPORT_FILE)
     return report

@@ -183,6 +183,8 @@ class RunResult:
         """A plain-text table for the terminal: one line per task with its metrics and coverage; with `ci`, each
         metric's 95% bootstrap interval too."""
         label = f"{self.model} (synthetic demo suite)" if self.synthetic else self.model
+        if excluded := self.settings.get("exclude"):
+            label += f" (leaked items excluded, per {excluded['audit']})"
         interval_header = f"{'95% CI':<17} " if ci else ""
         lines = [label, f"{'task':<8} {'metric':<9} {'value':>7}   {interval_header}coverage"]
         for name, result in self.tasks.items():

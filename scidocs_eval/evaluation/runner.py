@@ -13,6 +13,13 @@ import numpy as np
 
 from scidocs_eval.data.resolve import resolve_suite
 from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.evaluation.contamination import (
+    AuditReport,
+    check_same_suite,
+    excluded_items,
+    file_sha256,
+    without_leaked,
+)
 from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.significance import confidence_intervals
 from scidocs_eval.evaluation.task import (
@@ -96,6 +103,7 @@ def evaluate(
     progress: bool = True,
     read_options: ReadOptions | None = None,
     min_coverage: float = DEFAULT_MIN_COVERAGE,
+    exclude: str | os.PathLike[str] | None = None,
 ) -> RunResult:
     """Score embeddings on the SciDocs tasks.
 
@@ -116,6 +124,8 @@ def evaluate(
             a .npy, the id and embedding columns of a table).
         min_coverage: the least share (0..1) of each task's queries, candidates or papers with a usable
             embedding; below it, or with none at all, a CoverageError (a warning line whenever any lacks one).
+        exclude: an audit file (`scidocs-eval audit --out`): every task is scored without the items it found
+            leaked (made on the same suite files and split, and auditing every task run; else an error).
 
     Returns:
         a RunResult; `result.tasks[name].metrics` holds the numbers (×100, 2 decimals).
@@ -128,6 +138,7 @@ def evaluate(
     names = TASKS.check(tasks) if tasks else task_names()
     params = task_params or {}
     checked = build_tasks(names, params)
+    audit = AuditReport.load(exclude) if exclude is not None else None
     if output is not None:
         claim_output(output)
     started = time.perf_counter()
@@ -146,6 +157,8 @@ def evaluate(
         if task.embedding_group not in sources:
             skipped[name] = f"no {task.embedding_group!r} embeddings given"
             continue
+        if audit is not None:
+            check_same_suite(audit, str(exclude), split, suite.fingerprint(required), [name])
         files += required
         store = stores.get(task.embedding_group)
         log.info("running %s", name)
@@ -153,6 +166,8 @@ def evaluate(
         result = task.evaluate(suite, store, split=split, missing=missing)
         result.seconds = time.perf_counter() - task_started
         check_coverage(name, result.coverage, min_coverage)
+        if audit is not None:
+            result = without_leaked(result, excluded_items(audit, name))
         result.ci = confidence_intervals(result.items, list(result.metrics))
         results[name] = result
     if not results:
@@ -172,6 +187,10 @@ def evaluate(
         fingerprints={"embeddings": stores.fingerprints(), "data": suite.fingerprint(sorted(set(files)))},
         timings=timings, synthetic=suite.is_synthetic,
     )
+    if audit is not None:
+        run.settings["exclude"] = {
+            "audit": str(exclude), "sha256": file_sha256(exclude), "leaked_if": audit.data["settings"]["leaked_if"],
+            "items_excluded": {name: r.coverage["items_excluded_as_leaked"] for name, r in results.items()}}
     if output is not None:
         run.save(output)
     return run

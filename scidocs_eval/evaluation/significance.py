@@ -19,7 +19,7 @@ All values are ×100 like the metrics.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -62,6 +62,12 @@ def _sign_flips(rng: np.random.Generator, resamples: int, n: int) -> np.ndarray:
 
 def _batches(resamples: int) -> list[int]:
     return [min(BATCH, resamples - start) for start in range(0, resamples, BATCH)]
+
+
+def _resampled_counts(rng: np.random.Generator, size: int, n: int) -> np.ndarray:
+    """(size, n) float64: how often each of n items is drawn in each of `size` resamples of n."""
+    drawn = rng.integers(0, n, size=(size, n)) + (np.arange(size) * n)[:, None]
+    return np.bincount(drawn.ravel(), minlength=size * n).reshape(size, n).astype(np.float64)
 
 
 class ItemMetric(ABC):
@@ -113,6 +119,33 @@ class ItemMetric(ABC):
         """(`paired_interval`, `paired_p_value`) of other against self."""
         return self.paired_interval(other, resamples, seed), self.paired_p_value(other, resamples, seed)
 
+    @abstractmethod
+    def _metric_from_counts(self, rng: np.random.Generator, *counts: np.ndarray) -> tuple[np.ndarray, ...]:
+        """The metric ×100 on resamples given as item counts, one (batch,) array per (batch, n) `counts` array;
+        any other random draw (the recommendation ranker's seeds) is shared by all of them. NaN where a
+        resample holds no item."""
+
+    def subset_test(self, keep: np.ndarray, resamples: int = RESAMPLES, seed: int = 0
+                    ) -> tuple[tuple[float, float], float]:
+        """95% interval and two-sided p-value of (metric over the items where `keep`) − (metric over all items).
+
+        Paired bootstrap: each resample draws n items from all of them; the metric over the whole draw and over
+        its kept items make one difference. The p-value is the bootstrap test of that difference (the share of
+        resampled differences at least as far from the observed one as it is from 0), as `compare` does for
+        recommendation.
+        """
+        keep = np.asarray(keep, dtype=bool)
+        rng = np.random.default_rng(seed)
+        samples = []
+        for size in _batches(resamples):
+            counts = _resampled_counts(rng, size, len(self.ids))
+            whole, part = self._metric_from_counts(rng, counts, counts * keep)
+            samples.append(part - whole)
+        differences = np.concatenate(samples)
+        differences = differences[np.isfinite(differences)]
+        observed = self.reordered(np.flatnonzero(keep)).value() - self.value()
+        return _percentile_interval(differences), _two_sided_p(differences - observed, observed)
+
 
 class MeanItems(ItemMetric):
     """A metric that is the mean of per-item values (ranking MAP and nDCG per query).
@@ -162,6 +195,14 @@ class MeanItems(ItemMetric):
     def _differences(self, other: ItemMetric) -> np.ndarray:
         assert isinstance(other, MeanItems)
         return other.values - self.values
+
+    def _metric_from_counts(self, rng: np.random.Generator, *counts: np.ndarray) -> tuple[np.ndarray, ...]:
+        return tuple(_ratio(100 * (c @ self.values), c.sum(1)) for c in counts)
+
+
+def _ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
+    """numerator / denominator, NaN where the denominator is 0."""
+    return np.divide(numerator, denominator, out=np.full(len(numerator), np.nan), where=denominator > 0)
 
 
 def _mean(values: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -270,6 +311,15 @@ class MacroF1Items(ItemMetric):
                                                                                               predicted_a))
         return _two_sided_p(np.concatenate(null), observed)
 
+    def _metric_from_counts(self, rng: np.random.Generator, *counts: np.ndarray) -> tuple[np.ndarray, ...]:
+        classes, coded = np.unique(np.concatenate([self.gold, self.predicted]), return_inverse=True)
+        gold, predicted = (_class_indicators(column, len(classes)) for column in coded.reshape(2, -1))
+        out = []
+        for c in counts:
+            values = 100 * _macro_from_counts(c @ (gold * predicted), c @ gold, c @ predicted)
+            out.append(np.where(c.sum(1) > 0, values, np.nan))
+        return tuple(out)
+
     def _check(self, other: ItemMetric) -> MacroF1Items:
         assert isinstance(other, MacroF1Items)
         if not np.array_equal(self.gold, other.gold):
@@ -366,15 +416,14 @@ class PropensityItems(ItemMetric):
         n_seeds = len(self.terms)
         return rng.multinomial(n_seeds, np.full(n_seeds, 1 / n_seeds), size=size)
 
-    def _resampled(self, rng: np.random.Generator, size: int) -> np.ndarray:
-        """(size, n) float64: how often each impression is drawn in each of `size` resamples of n."""
-        n = len(self.weights)
-        drawn = rng.integers(0, n, size=(size, n)) + (np.arange(size) * n)[:, None]
-        return np.bincount(drawn.ravel(), minlength=size * n).reshape(size, n).astype(np.float64)
+    def _metric_from_counts(self, rng: np.random.Generator, *counts: np.ndarray) -> tuple[np.ndarray, ...]:
+        seed_counts = self._seed_counts(rng, len(counts[0]))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return tuple(self._resampled_metric(c, seed_counts) for c in counts)
 
     def interval(self, resamples: int = RESAMPLES, seed: int = 0) -> tuple[float, float]:
         rng = np.random.default_rng(seed)
-        samples = [self._resampled_metric(self._resampled(rng, size), self._seed_counts(rng, size))
+        samples = [self._resampled_metric(_resampled_counts(rng, size, len(self.weights)), self._seed_counts(rng, size))
                    for size in _batches(resamples)]
         return _percentile_interval(np.concatenate(samples))
 
@@ -386,7 +435,7 @@ class PropensityItems(ItemMetric):
         rng = np.random.default_rng(seed)
         samples = []
         for size in _batches(resamples):
-            counts = self._resampled(rng, size)
+            counts = _resampled_counts(rng, size, len(self.weights))
             mine = self._seed_counts(rng, size)
             theirs = mine if other.seeds == self.seeds else other._seed_counts(rng, size)
             samples.append(other._resampled_metric(counts, theirs) - self._resampled_metric(counts, mine))
@@ -416,6 +465,21 @@ def holm(p_values: np.ndarray) -> np.ndarray:
     adjusted = np.maximum.accumulate((m - np.arange(m)) * p_values[order])
     out = np.empty(m)
     out[order] = np.minimum(adjusted, 1.0)
+    return out
+
+
+def subset_items(items: Mapping[str, Any], keep: Sequence[int]) -> dict[str, Any]:
+    """`items` restricted to the items at positions `keep` (a task's per-item results, any unit): per-item lists
+    indexed; the recommendation's per-seed lists indexed within each seed; "unit" and "seeds" kept."""
+    per_seed = items.get("unit") == "impression"
+    out: dict[str, Any] = {}
+    for key, value in items.items():
+        if key in ("unit", "seeds"):
+            out[key] = value
+        elif per_seed and key not in ("ids", "weight"):
+            out[key] = [[row[i] for i in keep] for row in value]
+        else:
+            out[key] = [value[i] for i in keep]
     return out
 
 

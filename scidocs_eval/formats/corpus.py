@@ -9,8 +9,11 @@
 
 from __future__ import annotations
 
+import datetime
 import os
+import re
 from collections.abc import Container
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +25,62 @@ from scidocs_eval.formats.suite import Paper
 
 CitationLink = tuple[int, str, str]
 """(line number, citing paper id, cited paper id)."""
+DATE_FIELDS = ("publication_date", "date")
+YEAR_FIELDS = ("year", "publication_year")
+"""Where a paper record gives when it was published (OpenAlex: publication_date / publication_year; S2ORC and
+SciRepEval: year): the first of DATE_FIELDS that is set, else the first of YEAR_FIELDS."""
+_DATE = re.compile(r"^(\d{4})(?:-(\d{2})-(\d{2}))?$")
+
+
+@dataclass(frozen=True)
+class Published:
+    """When a paper was published: a year, and the day when the record gives one. Also a cutoff
+    (`parse_published`): `is_after(cutoff)` is True, False, or None when a year-only paper falls in a date
+    cutoff's year (it cannot be told)."""
+
+    year: int
+    date: datetime.date | None = None
+
+    def is_after(self, cutoff: Published) -> bool | None:
+        if cutoff.date is None:
+            return self.year > cutoff.year
+        if self.date is not None:
+            return self.date > cutoff.date
+        return None if self.year == cutoff.year else self.year > cutoff.year
+
+    def __str__(self) -> str:
+        return self.date.isoformat() if self.date else str(self.year)
+
+
+def parse_published(text: str) -> Published:
+    """A year ("2019") or a date ("2019-06-30"); ValueError otherwise."""
+    match = _DATE.match(str(text).strip())
+    if not match:
+        raise ValueError(f"expected a year (2019) or a date (2019-06-30), got {text!r}")
+    year, month, day = match.groups()
+    date = datetime.date(int(year), int(month), int(day)) if month else None
+    return Published(int(year), date)
+
+
+def published(record: dict, path: str | os.PathLike[str], line: int | None = None) -> Published | None:
+    """When the paper of `record` was published (see DATE_FIELDS), or None; a value that is no year or date is an
+    InputError naming the paper."""
+    for key in (*DATE_FIELDS, *YEAR_FIELDS):
+        value = record.get(key)
+        if value in (None, ""):
+            continue
+        text = str(value)[:10] if key in DATE_FIELDS else str(value)
+        if isinstance(value, float) and value.is_integer():
+            text = str(int(value))
+        try:
+            found = parse_published(text)
+        except ValueError:
+            raise InputError(path, f"paper {record.get('paper_id')!r}: {key!r} is {value!r}, not a year or a date "
+                             "(YYYY-MM-DD)", line) from None
+        if key in YEAR_FIELDS and found.date is not None:
+            raise InputError(path, f"paper {record.get('paper_id')!r}: {key!r} is {value!r}, not a year", line)
+        return found
+    return None
 
 
 def paper_text(paper: Paper, separator: str = " ") -> str:

@@ -85,6 +85,11 @@ class Impression:
     line: int
 
     @property
+    def item_id(self) -> str:
+        """The impression's id in per-item results: "line:query_id" (a query may have several impressions)."""
+        return f"{self.line}:{self.query_id}"
+
+    @property
     def clicked_position(self) -> int:
         """1-based display position of the clicked paper."""
         return self.shown.index(self.clicked_id) + 1
