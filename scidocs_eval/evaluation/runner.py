@@ -15,7 +15,15 @@ from scidocs_eval.data.resolve import resolve_suite
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.significance import confidence_intervals
-from scidocs_eval.evaluation.task import TASKS, MissingPolicy, embedding_groups, get_task, task_names
+from scidocs_eval.evaluation.task import (
+    BENCHMARKS,
+    DEFAULT_BENCHMARK,
+    TASKS,
+    MissingPolicy,
+    embedding_groups,
+    get_task,
+    task_names,
+)
 from scidocs_eval.formats.embeddings import EmbeddingStore
 from scidocs_eval.formats.safe_output import check_output_file
 from scidocs_eval.formats.suite import Suite
@@ -69,11 +77,28 @@ def _as_sources(embeddings: EmbeddingsSource | Mapping[str, EmbeddingsSource]) -
     return dict.fromkeys(groups, embeddings)
 
 
+def selected_tasks(tasks: Sequence[str] | None = None, benchmark: str | None = None) -> list[str]:
+    """The task names a run scores: `tasks` (each checked, and in `benchmark` when one is named), else the tasks
+    of `benchmark` (default "scidocs")."""
+    if benchmark is not None:
+        BENCHMARKS.check([benchmark])
+    if not tasks:
+        return task_names(benchmark=benchmark or DEFAULT_BENCHMARK)
+    names = TASKS.check(tasks)
+    outside = [name for name in names if benchmark is not None and TASKS[name].spec.benchmark != benchmark]
+    if outside:
+        raise ScidocsEvalError(f"task(s) {', '.join(outside)} are not in benchmark {benchmark!r} (its tasks: "
+                               f"{', '.join(task_names(benchmark=benchmark))}); leave out the benchmark to pick "
+                               "tasks of any benchmark")
+    return names
+
+
 def evaluate(
     embeddings: EmbeddingsSource | Mapping[str, EmbeddingsSource],
     data: str | os.PathLike[str] | Suite | None = None,
     *,
     tasks: Sequence[str] | None = None,
+    benchmark: str | None = None,
     split: str = "test",
     missing: MissingPolicy = "official",
     task_params: Mapping[str, Mapping[str, Any]] | None = None,
@@ -89,7 +114,10 @@ def evaluate(
         embeddings: one JSON lines file (or EmbeddingStore) for every task, or a mapping from the official
             groups ("cls", "user-citation", "recomm") to one file each.
         data: suite directory, "demo", a Suite, or None for the default data directory.
-        tasks: task names (default: all registered ones). Tasks whose files are absent are skipped with a note.
+        tasks: task names, of any benchmark (default: the benchmark's tasks). Tasks whose files are absent are
+            skipped with a note.
+        benchmark: a registered benchmark (`BENCHMARKS`; default "scidocs", the 2020 suite's seven tasks); with
+            `tasks`, each must belong to it.
         split: "test" (what the paper reports) or "val".
         missing: "official" (the official rules for papers without an embedding) or "error".
         task_params: constructor parameters per task name, e.g. {"recomm": {"seeds": 3}}.
@@ -109,7 +137,7 @@ def evaluate(
         check_output_file(output)
     started = time.perf_counter()
     suite = resolve_suite(data)
-    names = TASKS.check(tasks) if tasks else task_names()
+    names = selected_tasks(tasks, benchmark)
     sources = _as_sources(embeddings)
     stores = _Stores(sources, cache, dtype, progress)
     params = task_params or {}
@@ -117,20 +145,21 @@ def evaluate(
     checked = {name: get_task(name, **params.get(name, {})) for name in dict.fromkeys([*names, *params])}
     for name in names:
         task = checked[name]
-        required = task.required_files(split)
+        required = task.input_files(suite, split)
         absent = [f for f in required if not suite.has(f)]
         if absent:
             skipped[name] = f"missing {', '.join(absent)} in {suite.root}"
             log.warning("skipping %s: %s", name, skipped[name])
             continue
-        if task.embedding_group not in sources:
-            skipped[name] = f"no {task.embedding_group!r} embeddings given"
+        absent_groups = [group for group in task.groups() if group not in sources]
+        if absent_groups:
+            skipped[name] = f"no {' or '.join(repr(g) for g in absent_groups)} embeddings given"
             continue
         files += required
-        store = stores.get(task.embedding_group)
+        task_stores = {group: stores.get(group) for group in task.groups()}
         log.info("running %s", name)
         task_started = time.perf_counter()
-        result = task.evaluate(suite, store, split=split, missing=missing)
+        result = task.evaluate_groups(suite, task_stores, split=split, missing=missing)
         result.seconds = time.perf_counter() - task_started
         result.ci = confidence_intervals(result.items, list(result.metrics))
         results[name] = result
@@ -144,7 +173,7 @@ def evaluate(
     timings["total"] = round(time.perf_counter() - started, 3)
     run = RunResult(
         model=model, tasks=results, skipped=skipped,
-        settings={"data": str(suite.root), "tasks": names, "split": split, "missing": missing,
+        settings={"data": str(suite.root), "benchmark": benchmark, "tasks": names, "split": split, "missing": missing,
                   "task_params": {k: dict(v) for k, v in params.items()}, "dtype": np.dtype(dtype).name},
         fingerprints={"embeddings": stores.fingerprints(), "data": suite.fingerprint(sorted(set(files)))},
         timings=timings, synthetic=suite.is_synthetic,
