@@ -1,0 +1,126 @@
+"""The MTEB SciDocs tasks (scidocs-retrieval, scidocs-rr, nano-scidocs): the same numbers as MTEB's own evaluator.
+
+Each test builds a BEIR-layout dataset with a random vector per text; our run reads the vectors from embeddings
+files (queries and corpus apart), MTEB (installed as the `mteb` test extra) runs its own task evaluation with an
+encoder that returns the same vectors. Every metric of MTEB's scores dict must agree to 1e-6.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from scidocs_eval.evaluation.runner import evaluate
+from scidocs_eval.evaluation.task import TASKS, task_names
+from scidocs_eval.formats.retrieval import read_retrieval_data
+from tests.builders import build_retrieval_dataset, write_vectors
+
+MTEB_SIMILARITY = {"cosine": "cosine", "dot": "dot", "neg-l2": "euclidean"}
+
+
+def _mteb_scores(folder: Path, vectors: dict[str, np.ndarray], mteb_task: str, split: str,
+                 similarity: str) -> dict[str, Any]:
+    """MTEB's scores dict for the dataset at `folder`, by MTEB's own task evaluation (its model metadata accepts
+    only cosine and dot; the encoder's `similarity` applies `similarity` by MTEB's `select_similarity`)."""
+    mteb = pytest.importorskip("mteb", reason="mteb is not installed (pip install -e .[mteb])")
+    import datasets
+    from mteb.abstasks.retrieval import AbsTaskRetrieval
+    from mteb.abstasks.retrieval_dataset_loaders import RetrievalSplitData
+    from mteb.models.model_meta import ModelMeta, ScoringFunction
+    from mteb.similarity_functions import select_similarity
+
+    data = read_retrieval_data(folder, split, reranking=mteb_task == "SciDocsRR")
+
+    class Lookup:
+        """An MTEB 2.x encoder returning the test's vector of each text."""
+
+        def __init__(self, meta: ModelMeta):
+            self.mteb_model_meta = meta
+
+        def encode(self, inputs: Any, *, task_metadata: Any, hf_split: str, hf_subset: str,
+                   prompt_type: Any = None, **kwargs: Any) -> np.ndarray:
+            return np.stack([vectors[text] for batch in inputs for text in batch["text"]])
+
+        def similarity(self, a: Any, b: Any) -> Any:
+            return select_similarity(a, b, ScoringFunction(MTEB_SIMILARITY[similarity]))
+
+        def similarity_pairwise(self, a: Any, b: Any) -> Any:
+            raise NotImplementedError
+
+    meta = ModelMeta(loader=None, name="test/lookup", revision="1", model_type=["dense"], embed_dim=16,
+                     similarity_fn_name="cosine", languages=None, open_weights=True,
+                     release_date=None, n_parameters=0, n_embedding_parameters=0, memory_usage_mb=0, license="mit",
+                     max_tokens=np.inf, reference=None, framework=[], use_instructions=False,
+                     public_training_code=None, public_training_data=None, training_datasets=set(),
+                     modalities=["text"])
+
+    class Task(AbsTaskRetrieval):
+        metadata = mteb.get_task(mteb_task).metadata
+
+    task = Task()
+    corpus = datasets.Dataset.from_list([{"id": d.doc_id, "title": d.title, "text": d.text}
+                                         for d in data.corpus.values()])
+    queries = datasets.Dataset.from_list([{"id": q, "text": text} for q, text in data.queries.items()])
+    task.dataset = {"default": {split: RetrievalSplitData(corpus=corpus, queries=queries, relevant_docs=data.qrels,
+                                                         top_ranked=data.top_ranked)}}
+    task.data_loaded = True
+    return task.evaluate(Lookup(meta), split, encode_kwargs={"batch_size": 64})["default"]
+
+
+def _ours(root: Path, built: dict, task: str, **params: Any) -> dict[str, Any]:
+    queries = write_vectors(root / "q.jsonl", built["queries"])
+    corpus = write_vectors(root / "c.jsonl", built["corpus"])
+    result = evaluate({"queries": queries, "corpus": corpus}, root, tasks=[task], cache=False, progress=False,
+                      task_params={task: params})
+    return result.tasks[task]
+
+
+def _assert_same(ours: dict[str, float], theirs: dict[str, Any]) -> None:
+    compared = [name for name in ours if name in theirs]
+    assert len(compared) >= 43
+    for name in compared:
+        assert ours[name] == pytest.approx(theirs[name], abs=1e-6), name
+
+
+@pytest.mark.parametrize("similarity", ["cosine", "dot", "neg-l2"])
+def test_retrieval_equals_mteb(tmp_path: Path, similarity: str) -> None:
+    built = build_retrieval_dataset(tmp_path / "scidocs-retrieval", documents=1500, queries=60)
+    ours = _ours(tmp_path, built, "scidocs-retrieval", similarity=similarity)
+    theirs = _mteb_scores(tmp_path / "scidocs-retrieval", built["texts"], "SCIDOCS", "test", similarity)
+    _assert_same(ours.details["mteb_scores"], theirs)
+    assert ours.metrics["ndcg_at_10"] == round(100 * np.mean(ours.items["ndcg_at_10"]), 2)
+
+
+def test_reranking_equals_mteb(tmp_path: Path) -> None:
+    built = build_retrieval_dataset(tmp_path / "scidocs-rr", documents=600, queries=50, candidates=30)
+    ours = _ours(tmp_path, built, "scidocs-rr")
+    theirs = _mteb_scores(tmp_path / "scidocs-rr", built["texts"], "SciDocsRR", "test", "cosine")
+    _assert_same(ours.details["mteb_scores"], theirs)
+    assert ours.details["mteb_scores"]["main_score"] == pytest.approx(theirs["map_at_1000"], abs=1e-6)
+
+
+def test_nano_scale_and_faiss_engine_equal_mteb(tmp_path: Path) -> None:
+    """NanoSCIDOCS size (50 queries, about 2,200 documents, its only split "train"), by the FAISS flat engine."""
+    built = build_retrieval_dataset(tmp_path / "nano-scidocs", documents=2210, queries=50, split="train")
+    ours = _ours(tmp_path, built, "nano-scidocs", engine="faiss")
+    theirs = _mteb_scores(tmp_path / "nano-scidocs", built["texts"], "NanoSCIDOCSRetrieval", "train", "cosine")
+    _assert_same(ours.details["mteb_scores"], theirs)
+
+
+def test_approximate_engine_reports_its_recall(tmp_path: Path) -> None:
+    built = build_retrieval_dataset(tmp_path / "scidocs-retrieval", documents=1200, queries=30)
+    result = _ours(tmp_path, built, "scidocs-retrieval", engine="faiss-hnsw")
+    assert 0 < result.details["search"]["recall_at_k"] <= 1
+    assert result.details["search"]["exact"] is False
+
+
+def test_tasks_declare_their_dataset_and_benchmark() -> None:
+    assert task_names(benchmark="mteb-scidocs") == ["scidocs-retrieval", "scidocs-rr", "nano-scidocs"]
+    for name in task_names(benchmark="mteb-scidocs"):
+        dataset = TASKS[name].spec.dataset
+        assert "/" in dataset["path"] and len(dataset["revision"]) == 40
+    assert TASKS["scidocs-retrieval"].spec.dataset["revision"] == "f8c2fcf00f625baaa80f62ec5bd9e1fff3b8ae88"
+    assert TASKS["scidocs-rr"].spec.dataset["revision"] == "39b8377811871075eed9de3b8a7e21aaa6acb3d8"
