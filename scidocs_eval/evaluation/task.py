@@ -142,6 +142,11 @@ class Task(ABC):
         task whose files depend on the layout found on disk overrides it."""
         return self.required_files(split)
 
+    def role_texts(self, suite: Suite, split: str) -> dict[str, tuple[list[str], list[str], str]]:
+        """group -> (ids, texts, MTEB prompt type "query" or "document") of what a model embeds for a task whose
+        texts are its own (retrieval tasks); {} for a task reading the papers of its metadata file."""
+        return {}
+
     @abstractmethod
     def evaluate(self, suite: Suite, embeddings: EmbeddingStore, split: str = "test",
                  missing: MissingPolicy = "official") -> TaskResult:
