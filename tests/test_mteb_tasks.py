@@ -167,3 +167,31 @@ def test_prompt_types_reach_a_model_that_takes_them(tmp_path: Path) -> None:
     kinds = dict(seen)
     assert kinds["query number 3"] == "query" and kinds["title 1 text of document 1"] == "document"
     assert kinds["text of document 7"] == "document"  # untitled: the text alone, as MTEB embeds it
+
+
+def test_cli_runs_a_benchmark_with_embeddings_per_role_and_compares(tmp_path: Path, capsys: Any) -> None:
+    from scidocs_eval.cli import main
+
+    built = build_retrieval_dataset(tmp_path / "scidocs-rr", documents=300, queries=30, candidates=20)
+    queries = write_vectors(tmp_path / "q.jsonl", built["queries"])
+    corpus = write_vectors(tmp_path / "c.jsonl", built["corpus"])
+    shuffled = write_vectors(tmp_path / "c2.jsonl", dict(zip(built["corpus"], reversed(built["corpus"].values()))))
+    common = ["run", "--data", str(tmp_path), "--benchmark", "mteb-scidocs", "--quiet", "--no-cache",
+              "--embeddings", f"queries={queries}"]
+    assert main([*common, "--embeddings", f"corpus={corpus}", "-o", str(tmp_path / "a.json")]) == 0
+    out = capsys.readouterr().out
+    assert "map_at_1000" in out and "scidocs-retrieval skipped: missing" in out
+    assert main([*common, "--embeddings", f"corpus={shuffled}", "-o", str(tmp_path / "b.json")]) == 0
+    capsys.readouterr()
+    assert main(["compare", str(tmp_path / "a.json"), str(tmp_path / "b.json")]) == 0
+    assert "scidocs-rr" in capsys.readouterr().out
+    assert main([*common, "--embeddings", f"corpus={corpus}", "--tasks", "cite"]) == 2
+    assert "not in benchmark 'mteb-scidocs'" in capsys.readouterr().err
+
+
+def test_benchmarks_lists_both(capsys: Any) -> None:
+    from scidocs_eval.cli import main
+
+    assert main(["benchmarks"]) == 0
+    out = capsys.readouterr().out
+    assert "mteb-scidocs" in out and "scidocs-retrieval, scidocs-rr, nano-scidocs" in out

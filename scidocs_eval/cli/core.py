@@ -20,7 +20,7 @@ from scidocs_eval.data.demo import DemoConfig, build_demo_suite
 from scidocs_eval.errors import InputError, ScidocsEvalError
 from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.runner import evaluate
-from scidocs_eval.evaluation.task import TASKS, embedding_groups, task_names
+from scidocs_eval.evaluation.task import BENCHMARKS, TASKS, embedding_groups, task_names
 from scidocs_eval.formats.safe_output import check_output_file, refuse_replacing_foreign, write_bytes_atomically
 from scidocs_eval.leaderboard import render_table1
 from scidocs_eval.models.adapter import adapter_names
@@ -34,7 +34,10 @@ TABLE_HEADER = b"| Model |"
 def _add_evaluation_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", help="suite directory in the official layout, or 'demo' for the synthetic "
                         "demo suite (default: $SCIDOCS_EVAL_DATA or the per-user data directory)")
-    parser.add_argument("--tasks", help=f"comma-separated subset of: {','.join(task_names())}")
+    parser.add_argument("--benchmark", help="score the tasks of this named benchmark (default: scidocs, the 2020 "
+                        f"suite's seven; `scidocs-eval benchmarks` lists them: {', '.join(BENCHMARKS.names())})")
+    parser.add_argument("--tasks", help="comma-separated tasks, of any benchmark (with --benchmark, of that one): "
+                        f"{','.join(task_names())}")
     parser.add_argument("--split", choices=("test", "val"), default="test")
     parser.add_argument("--missing", choices=("official", "error"), default="official",
                         help="papers without an embedding: the official rules (default) or stop with a list")
@@ -105,7 +108,8 @@ def _run(args: argparse.Namespace) -> int:
     output = Path(args.output) if args.output else None
     if output is not None:
         refuse_replacing_foreign(output, "--output", _is_results_file, "a scidocs-eval results file")
-    result = evaluate(embeddings, args.data, tasks=_tasks(args.tasks), split=args.split, missing=args.missing,
+    result = evaluate(embeddings, args.data, tasks=_tasks(args.tasks), benchmark=args.benchmark, split=args.split,
+                      missing=args.missing,
                       task_params=_task_params(args.task_param), model=args.name, output=output,
                       cache=not args.no_cache, dtype=args.dtype, progress=not args.quiet)
     _print_result(result, output, ci=args.ci)
@@ -150,7 +154,7 @@ def _baseline(args: argparse.Namespace) -> int:
     result = run_baseline(args.name, args.data, out_dir=args.out_dir, params=params,
                           train_corpus=args.train_corpus, tasks=_tasks(args.tasks), split=args.split,
                           task_params=_task_params(args.task_param), resume=resume,
-                          progress=not args.quiet)
+                          progress=not args.quiet, benchmark=args.benchmark)
     _print_result(result, Path(args.out_dir) / f"{args.name}.results.json")
     return 0
 
@@ -163,9 +167,21 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _list_tasks(args: argparse.Namespace) -> int:
-    for name in task_names():
+    names = task_names(benchmark=BENCHMARKS.check([args.benchmark])[0] if args.benchmark else None)
+    width = max(len(name) for name in names)
+    for name in names:
         task = TASKS[name]
-        print(f"{name:<8} {task.embedding_group:<14} {','.join(task.metrics):<16} {task.description}")
+        groups = "+".join(reversed(task.groups()))
+        metrics = ",".join(task.metrics) if len(task.metrics) <= 4 else \
+            f"{task.spec.main_score} (+{len(task.metrics) - 1})"
+        print(f"{name:<{width}} {task.spec.benchmark:<13} {groups:<14} {metrics:<18} {task.description}")
+    return 0
+
+
+def _list_benchmarks(args: argparse.Namespace) -> int:
+    for name, benchmark in BENCHMARKS.items():
+        print(f"{name:<13} {benchmark.description}")
+        print(f"{'':<13} tasks: {', '.join(task_names(benchmark=name)) or '(none registered)'}")
     return 0
 
 
@@ -218,8 +234,13 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     demo.add_argument("--seed", type=int, default=0)
     demo.set_defaults(func=_demo)
 
-    tasks = subparsers.add_parser("tasks", help="list the registered tasks")
+    tasks = subparsers.add_parser("tasks", help="list the registered tasks (benchmark, embeddings groups, metrics)")
+    tasks.add_argument("--benchmark", help="only this benchmark's tasks")
     tasks.set_defaults(func=_list_tasks)
+
+    benchmarks = subparsers.add_parser("benchmarks", help="list the named benchmarks and their tasks "
+                                       "(run/baseline --benchmark NAME)")
+    benchmarks.set_defaults(func=_list_benchmarks)
 
 
 COMMANDS.register(CommandGroup("core", add_commands))
