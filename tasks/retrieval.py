@@ -43,7 +43,13 @@ from scidocs_eval.evaluation.task import (
 )
 from scidocs_eval.evaluators.retrieval_search import ENGINES, SIMILARITIES, prepare, search
 from scidocs_eval.formats.embeddings import EMPTY, MISSING, PRESENT, EmbeddingStore
-from scidocs_eval.formats.retrieval import RetrievalData, detect_layout, layout_files, read_retrieval_data
+from scidocs_eval.formats.retrieval import (
+    RetrievalData,
+    dangling_judgements,
+    detect_layout,
+    layout_files,
+    read_retrieval_data,
+)
 from scidocs_eval.formats.suite import Suite
 from scidocs_eval.params import Options, validate_params
 
@@ -188,10 +194,13 @@ class RetrievalTask(Task):
 
 def judged(data: RetrievalData) -> dict[str, dict[str, int]]:
     """The judgements of the queries MTEB evaluates: those with at least one judgement and a query text."""
-    unknown = [q for q in data.qrels if q not in data.queries]
+    unknown, unreachable = dangling_judgements(data)
     if unknown:
         log.warning("%s: %d judged queries are not in the queries file (left out, as MTEB leaves them out), "
                     "e.g. %r", data.files[2], len(unknown), unknown[0])
+    if unreachable:
+        log.warning("%s: %d judged documents are not in the corpus (they can never be retrieved, as in MTEB), "
+                    "e.g. %r", data.files[2], len(unreachable), unreachable[0])
     kept = {q: grades for q, grades in data.qrels.items() if grades and q in data.queries}
     if data.top_ranked is not None:
         uncandidated = [q for q in kept if q not in data.top_ranked]

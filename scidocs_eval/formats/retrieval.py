@@ -106,26 +106,41 @@ def read_retrieval_data(folder: str | os.PathLike[str], split: str = "test",
         qrels = _parquet_qrels(files[2], split)
         top_ranked = _parquet_top_ranked(files[3], split) if reranking else None
     data = RetrievalData(corpus, queries, qrels, top_ranked, layout, tuple(files))
-    check_references(data)
+    check_candidates(data)
     return data
 
 
-def check_references(data: RetrievalData) -> None:
-    """An error when a qrel or a candidate list names a query or document the dataset does not have."""
-    qrels_file, top_file = data.files[2], data.files[3] if len(data.files) > 3 else None
-    for query_id, grades in data.qrels.items():
+def check_candidates(data: RetrievalData) -> None:
+    """An error when a candidate list names a query or document the dataset does not have (MTEB stops there)."""
+    if data.top_ranked is None:
+        return
+    for query_id, candidates in data.top_ranked.items():
         if query_id not in data.queries:
-            raise InputError(qrels_file, f"query {query_id!r} is not in {data.files[1].name}")
-        unknown = next((d for d in grades if d not in data.corpus), None)
-        if unknown is not None:
-            raise InputError(qrels_file, f"query {query_id!r}: document {unknown!r} is not in {data.files[0].name}")
-    for query_id, candidates in (data.top_ranked or {}).items():
-        if query_id not in data.queries:
-            raise InputError(top_file or qrels_file, f"query {query_id!r} is not in {data.files[1].name}")
+            raise InputError(data.files[3], f"query {query_id!r} is not in {data.files[1].name}")
         unknown = next((d for d in candidates if d not in data.corpus), None)
         if unknown is not None:
-            raise InputError(top_file or qrels_file, f"query {query_id!r}: candidate {unknown!r} is not in "
+            raise InputError(data.files[3], f"query {query_id!r}: candidate {unknown!r} is not in "
                              f"{data.files[0].name}")
+
+
+def dangling_judgements(data: RetrievalData) -> tuple[list[str], list[str]]:
+    """Judged query ids that are not in the queries file, and judged document ids not in the corpus: MTEB
+    scores without them (the queries are left out, the documents can never be retrieved)."""
+    queries = [q for q in data.qrels if q not in data.queries]
+    documents = sorted({d for grades in data.qrels.values() for d in grades if d not in data.corpus})
+    return queries, documents
+
+
+def splits_of(folder: Path) -> list[str]:
+    """The splits the dataset at `folder` has judgements for."""
+    if detect_layout(folder) == "beir":
+        return sorted(path.stem for path in (folder / "qrels").glob("*.tsv"))
+    qrels = _parquet_config_dir(folder, "qrels")
+    return sorted({_split_of(path) for path in qrels.glob("*.parquet")}) if qrels else []
+
+
+def _split_of(path: Path) -> str:
+    return path.name.split("-")[0].removesuffix(".parquet")
 
 
 def _jsonl_records(path: Path) -> Iterator[tuple[int, dict]]:
@@ -233,11 +248,11 @@ def _parquet_rows(config_dir: Path, split: str) -> tuple[list[dict], Path]:
     files = sorted(config_dir.glob("*.parquet"))
     if not files:
         raise InputError(config_dir, "no .parquet files")
-    splits = sorted({path.name.split("-")[0].removesuffix(".parquet") for path in files})
+    splits = sorted({_split_of(path) for path in files})
     chosen = split if split in splits else splits[0] if len(splits) == 1 else None
     if chosen is None:
         raise InputError(config_dir, f"no split {split!r} among {', '.join(splits)}")
-    picked = [path for path in files if path.name.split("-")[0].removesuffix(".parquet") == chosen]
+    picked = [path for path in files if _split_of(path) == chosen]
     rows: list[dict] = []
     for path in picked:
         try:
