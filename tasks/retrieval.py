@@ -57,6 +57,8 @@ log = logging.getLogger("scidocs_eval")
 
 BENCHMARKS.register(Benchmark("mteb-scidocs", "SciDocs as MTEB reports it: SCIDOCS retrieval (BEIR), SciDocsRR "
                                               "reranking, NanoSCIDOCS (NanoBEIR)"))
+BENCHMARKS.register(Benchmark("full-corpus", "a suite's cite, co-cite, co-view and co-read queries against every "
+                                             "paper of the suite (written by `data build --format beir`)"))
 QUERY_GROUP, DOCUMENT_GROUP = "queries", "corpus"
 TOP_K = max(MTEB_K_VALUES)
 """documents kept per query in full-corpus retrieval (MTEB's `_top_k`: its largest k)."""
@@ -82,6 +84,8 @@ class RetrievalTask(Task):
     """
 
     reranking: ClassVar[bool] = False
+    ignore_identical_ids: ClassVar[bool] = False
+    """drop a document whose id is the query's (MTEB's `ignore_identical_ids`): a query paper in its own corpus."""
     parameter_constraints: ClassVar[dict[str, list]] = {
         "similarity": [Options(SIMILARITIES)],
         "engine": [Options(ENGINES)],
@@ -144,16 +148,18 @@ class RetrievalTask(Task):
         if self.reranking:
             run, search_details = self.rerank(data, searched, query_vectors, usable, document_store), {}
         else:
-            found = search(query_vectors, document_store.vectors(usable), usable, TOP_K, self.similarity,
+            depth = TOP_K + self.ignore_identical_ids
+            found = search(query_vectors, document_store.vectors(usable), usable, depth, self.similarity,
                            self.engine)
-            run = {q: {usable[i]: float(s) for i, s in zip(row_i, row_s) if i >= 0}
+            run = {q: dict([(usable[i], float(s)) for i, s in zip(row_i, row_s)
+                            if i >= 0 and not (self.ignore_identical_ids and usable[i] == q)][:TOP_K])
                    for q, row_i, row_s in zip(searched, found.indices, found.scores)}
             search_details = found.details
         coverage = {"queries": len(query_ids), "queries_missing": int(np.sum(query_status == MISSING)),
                     "queries_empty": int(np.sum(query_status == EMPTY)), "documents": len(candidates),
                     "documents_missing": int(np.sum(document_status == MISSING)),
                     "documents_empty": int(np.sum(document_status == EMPTY)),
-                    "queries_without_judgements": len(data.queries) - len(query_ids) if not self.reranking else 0}
+                    "unjudged_queries": len(data.queries) - len(query_ids)}
         unscored = len(query_ids) - len(searched)
         if unscored or len(usable) < len(candidates):
             log.warning("%s: %d of %d queries have no embedding (they score 0) and %d of %d documents have none "
@@ -243,3 +249,35 @@ class NanoSciDocsTask(RetrievalTask):
     spec = mteb_spec("nano-scidocs", "MTEB NanoSCIDOCSRetrieval (NanoBEIR): 50 queries, about 2,200 papers",
                      "retrieval", "ndcg_at_10", "NanoSCIDOCSRetrieval", "zeta-alpha-ai/NanoSCIDOCS",
                      "484eb90549fc3f0b9c42b3551e80ceb999515537", "train")
+
+
+def full_corpus_spec(task: str, description: str) -> TaskSpec:
+    return TaskSpec(f"{task}-full", description, "retrieval", mteb_metric_names(), "ndcg_at_10", DOCUMENT_GROUP, "",
+                    benchmark="full-corpus", query_group=QUERY_GROUP)
+
+
+class FullCorpusTask(RetrievalTask):
+    """A suite ranking task's queries (titles) against every paper of the suite (`data build --format beir`);
+    the query paper itself is never retrieved."""
+
+    ignore_identical_ids = True
+
+
+@register_task
+class CiteFullTask(FullCorpusTask):
+    spec = full_corpus_spec("cite", "cite, full corpus: the papers a query cites, among every paper of the suite")
+
+
+@register_task
+class CociteFullTask(FullCorpusTask):
+    spec = full_corpus_spec("cocite", "co-cite, full corpus: papers cited with the query, among every paper")
+
+
+@register_task
+class CoviewFullTask(FullCorpusTask):
+    spec = full_corpus_spec("coview", "co-view, full corpus: papers viewed with the query, among every paper")
+
+
+@register_task
+class CoreadFullTask(FullCorpusTask):
+    spec = full_corpus_spec("coread", "co-read, full corpus: papers read with the query, among every paper")

@@ -78,7 +78,7 @@ def build_retrieval_dataset(folder: str | os.PathLike[str], *, documents: int = 
         if candidates:
             top_ranked = top_ranked or {}
             top_ranked[query_id] = [corpus[j].doc_id for j in pool]
-    write_beir(folder, corpus, query_texts, qrels, split=split, top_ranked=top_ranked)
+    write_beir(folder, corpus, query_texts, {split: qrels}, top_ranked={split: top_ranked} if top_ranked else None)
     texts = {doc.mteb_text: vector for doc, vector in zip(corpus, doc_vectors)}
     texts.update({text: vector for text, vector in zip(query_texts.values(), query_vectors)})
     return {"texts": texts, "queries": dict(zip(query_texts, query_vectors)),

@@ -6,12 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from scidocs_eval.cli import main
 from scidocs_eval.errors import InputError
+from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.runner import evaluate
 from scidocs_eval.evaluation.verify import verify_suite
 from scidocs_eval.formats.retrieval import read_qrels_tsv, read_retrieval_data
@@ -86,3 +88,31 @@ def test_dangling_judgements_are_warnings(tmp_path: Path) -> None:
     report = verify_suite(tmp_path)
     assert not report.errors and report.complete == ["scidocs-retrieval"]
     assert sorted(p.message.split(" ")[1] for p in report.problems) == ["judged", "judged"]
+
+
+def test_data_build_beir_makes_a_runnable_full_corpus_suite(tiny_suite: Any, tmp_path: Path, capsys: Any) -> None:
+    out = tmp_path / "full"
+    assert main(["data", "build", "--format", "beir", "--data", str(tiny_suite.root), "--out", str(out)]) == 0
+    papers = tiny_suite.papers()
+    cite = read_retrieval_data(out / "cite-full", "test")
+    assert len(cite.corpus) == sum(p.has_text for p in papers)
+    assert set(cite.qrels) == set(tiny_suite.qrels("cite", "test").relevance)
+    assert cite.queries == {q: next(p.title for p in papers if p.paper_id == q) for q in cite.queries}
+    rng = np.random.default_rng(0)
+    by_id = {p.paper_id: rng.normal(size=8) for p in papers}
+    for query, grades in cite.qrels.items():  # a positive next to each query: first when the query is left out
+        positive = next(d for d, grade in grades.items() if grade > 0)
+        by_id[positive] = by_id[query] + rng.normal(scale=1e-4, size=8)
+    vectors = write_vectors(tmp_path / "e.jsonl", by_id)
+    capsys.readouterr()
+    assert main(["run", "--data", str(out), "--benchmark", "full-corpus", "--embeddings", str(vectors), "--quiet",
+                 "--no-cache", "-o", str(tmp_path / "r.json")]) == 0
+    result = RunResult.load(tmp_path / "r.json")
+    assert set(result.tasks) == {"coview-full", "coread-full", "cite-full", "cocite-full"}
+    # one file for both roles: the query paper is in the corpus with its own vector, yet never retrieved
+    assert result.tasks["cite-full"].metrics["mrr_at_1"] == 100
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("mine")
+    assert main(["data", "build", "--format", "beir", "--data", str(tiny_suite.root), "--out",
+                 str(tmp_path / "mine")]) == 2
+    assert (tmp_path / "mine" / "notes.txt").read_text() == "mine"

@@ -61,8 +61,9 @@ def _tasks(text: str | None) -> list[str] | None:
 
 def _print_result(result: RunResult, output: Path | None, ci: bool = False) -> None:
     print(result.format_table(ci=ci))
-    print()
-    print(render_table1([result], include_paper=False))
+    if any(TASKS[name].spec.table1 for name in result.tasks if name in TASKS):
+        print()
+        print(render_table1([result], include_paper=False))
     if output:
         print(f"results written to {output}")
 

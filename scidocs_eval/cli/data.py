@@ -6,6 +6,7 @@ import argparse
 
 from scidocs_eval.cli.options import COMMANDS, CommandGroup, add_output
 from scidocs_eval.data.download import DEFAULT_PREFIX, ENDPOINT_ENV
+from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.paths import default_data_dir
 
 
@@ -35,9 +36,30 @@ def _verify(args: argparse.Namespace) -> int:
 def _build(args: argparse.Namespace) -> int:
     from scidocs_eval.data.build import build_suite
 
+    if args.format == "beir":
+        return _build_full_corpus(args)
+    if args.data is not None:
+        raise ScidocsEvalError("--data is the suite `data build --format beir` reads; the suite format builds "
+                               "from --papers and --citations")
+    if not (args.papers and args.citations):
+        raise ScidocsEvalError("data build needs --papers and --citations (or --format beir --data SUITE)")
     report = build_suite(args.papers, args.citations, args.out, seed=args.seed, label_task=args.label_task,
                          queries_per_split=args.queries_per_split)
     print(report.format())
+    return 0
+
+
+def _build_full_corpus(args: argparse.Namespace) -> int:
+    from scidocs_eval.data.full_corpus import build_full_corpus
+    from scidocs_eval.data.resolve import resolve_suite
+    from scidocs_eval.evaluation.task import task_names
+
+    if args.papers or args.citations:
+        raise ScidocsEvalError("--format beir reads a suite (--data SUITE), not --papers/--citations: build the "
+                               "suite first with `data build --papers ... --citations ... --out SUITE`")
+    report = build_full_corpus(resolve_suite(args.data), args.out, task_names("ranking"))
+    print(report.format())
+    print(f"score it: scidocs-eval run --data {args.out} --benchmark full-corpus --embeddings FILE")
     return 0
 
 
@@ -74,8 +96,13 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
         description="Build a suite in the official layout (classification, cite, co-cite) and SPECTER training "
                     "files from any corpus: papers as JSON lines {paper_id, title, abstract, label?} and "
                     "citation links as TSV citing<TAB>cited.")
-    build.add_argument("--papers", required=True, help="JSON lines {paper_id, title, abstract, label?}")
-    build.add_argument("--citations", required=True, help="TSV citing<TAB>cited (a header row is allowed)")
+    build.add_argument("--format", choices=("suite", "beir"), default="suite",
+                       help="suite: a suite in the official layout from --papers and --citations (default); beir: "
+                       "the full-corpus retrieval version of the ranking tasks of the suite --data, in the BEIR "
+                       "layout (run it with --benchmark full-corpus)")
+    build.add_argument("--papers", help="JSON lines {paper_id, title, abstract, label?} (suite format)")
+    build.add_argument("--citations", help="TSV citing<TAB>cited, a header row allowed (suite format)")
+    build.add_argument("--data", help="the suite to read (beir format): a folder, or 'demo'")
     add_output(build, "--out", kind="folder", required=True,
                help="the suite folder to write (new or empty; a rebuild replaces only files an earlier build wrote)")
     build.add_argument("--seed", type=int, default=0)

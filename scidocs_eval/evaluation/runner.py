@@ -67,14 +67,18 @@ class _Stores:
         return out
 
 
-def _as_sources(embeddings: EmbeddingsSource | Mapping[str, EmbeddingsSource]) -> dict[str, EmbeddingsSource]:
+def _as_sources(embeddings: EmbeddingsSource | Mapping[str, EmbeddingsSource],
+                names: Sequence[str]) -> dict[str, EmbeddingsSource]:
+    """{group: source}: a mapping as given (its groups checked), or one source for every group of the tasks that
+    read suite metadata and for the query and document groups of the tasks in `names`."""
     groups = tuple(embedding_groups())
     if isinstance(embeddings, Mapping):
         unknown = set(embeddings) - set(groups)
         if unknown:
             raise ScidocsEvalError(f"unknown embeddings group(s) {sorted(unknown)}; use {groups}")
         return dict(embeddings)
-    return dict.fromkeys(groups, embeddings)
+    return dict.fromkeys((group for name, cls in TASKS.items() if cls.spec.query_group is None or name in names
+                          for group in cls.groups()), embeddings)
 
 
 def selected_tasks(tasks: Sequence[str] | None = None, benchmark: str | None = None) -> list[str]:
@@ -138,7 +142,7 @@ def evaluate(
     started = time.perf_counter()
     suite = resolve_suite(data)
     names = selected_tasks(tasks, benchmark)
-    sources = _as_sources(embeddings)
+    sources = _as_sources(embeddings, names)
     stores = _Stores(sources, cache, dtype, progress)
     params = task_params or {}
     results, skipped, files = {}, {}, []
@@ -173,7 +177,8 @@ def evaluate(
     timings["total"] = round(time.perf_counter() - started, 3)
     run = RunResult(
         model=model, tasks=results, skipped=skipped,
-        settings={"data": str(suite.root), "benchmark": benchmark, "tasks": names, "split": split, "missing": missing,
+        settings={"data": str(suite.root), **({"benchmark": benchmark} if benchmark else {}), "tasks": names,
+                  "split": split, "missing": missing,
                   "task_params": {k: dict(v) for k, v in params.items()}, "dtype": np.dtype(dtype).name},
         fingerprints={"embeddings": stores.fingerprints(), "data": suite.fingerprint(sorted(set(files)))},
         timings=timings, synthetic=suite.is_synthetic,

@@ -300,21 +300,23 @@ def _parquet_top_ranked(config_dir: Path, split: str) -> dict[str, list[str]]:
 
 
 def write_beir(folder: str | os.PathLike[str], corpus: Sequence[Document], queries: Mapping[str, str],
-               qrels: Mapping[str, Mapping[str, int]], split: str = "test",
-               top_ranked: Mapping[str, Sequence[str]] | None = None) -> list[Path]:
-    """Write a dataset in the BEIR layout into `folder` (atomically, file by file); returns the files."""
+               qrels: Mapping[str, Mapping[str, Mapping[str, int]]],
+               top_ranked: Mapping[str, Mapping[str, Sequence[str]]] | None = None) -> list[Path]:
+    """Write a dataset in the BEIR layout into `folder`, file by file atomically; `qrels` (and `top_ranked`) map
+    each split to its judgements (candidate lists). Returns the files written."""
     folder = Path(folder)
     contents = {
         folder / "corpus.jsonl": b"".join(orjson.dumps({"_id": d.doc_id, "title": d.title, "text": d.text}) + b"\n"
                                           for d in corpus),
         folder / "queries.jsonl": b"".join(orjson.dumps({"_id": q, "text": text}) + b"\n"
                                            for q, text in queries.items()),
-        folder / "qrels" / f"{split}.tsv": ("\t".join(QRELS_HEADER) + "\n" + "".join(
-            f"{q}\t{d}\t{grade}\n" for q, grades in qrels.items() for d, grade in grades.items())).encode(),
     }
-    if top_ranked is not None:
+    for split, judgements in qrels.items():
+        contents[folder / "qrels" / f"{split}.tsv"] = ("\t".join(QRELS_HEADER) + "\n" + "".join(
+            f"{q}\t{d}\t{grade}\n" for q, grades in judgements.items() for d, grade in grades.items())).encode()
+    for split, lists in (top_ranked or {}).items():
         contents[folder / "top_ranked" / f"{split}.jsonl"] = b"".join(
-            orjson.dumps({"query-id": q, "corpus-ids": list(c)}) + b"\n" for q, c in top_ranked.items())
+            orjson.dumps({"query-id": q, "corpus-ids": list(c)}) + b"\n" for q, c in lists.items())
     for path, data in contents.items():
         write_bytes_atomically(path, data)
     return list(contents)
