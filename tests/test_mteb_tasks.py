@@ -195,3 +195,42 @@ def test_benchmarks_lists_both(capsys: Any) -> None:
     assert main(["benchmarks"]) == 0
     out = capsys.readouterr().out
     assert "mteb-scidocs" in out and "scidocs-retrieval, scidocs-rr, nano-scidocs" in out
+
+
+def test_export_mteb_loads_with_mtebs_own_loader(tmp_path: Path, capsys: Any) -> None:
+    pytest.importorskip("mteb", reason="mteb is not installed (pip install -e .[mteb])")
+    from mteb import ResultCache
+    from mteb.results import TaskResult
+
+    from scidocs_eval.cli import main
+
+    built = build_retrieval_dataset(tmp_path / "scidocs-rr", documents=200, queries=20, candidates=15)
+    build_retrieval_dataset(tmp_path / "nano-scidocs", documents=200, queries=10, split="train")
+    queries = write_vectors(tmp_path / "q.jsonl", built["queries"])  # the same seed: nano's ids and vectors agree
+    corpus = write_vectors(tmp_path / "c.jsonl", built["corpus"])
+    result = evaluate({"queries": queries, "corpus": corpus}, tmp_path, benchmark="mteb-scidocs", cache=False,
+                      progress=False, output=tmp_path / "r.json", model="org/model")
+    out = tmp_path / "cache" / "results"
+    assert main(["export", "mteb", str(tmp_path / "r.json"), "--out", str(out), "--revision", "r1"]) == 0
+    assert "not exported" not in capsys.readouterr().out
+    for task, mteb_name in (("scidocs-rr", "SciDocsRR"), ("nano-scidocs", "NanoSCIDOCSRetrieval")):
+        loaded = TaskResult.from_disk(out / "org__model" / "r1" / f"{mteb_name}.json")
+        assert loaded.get_score() == pytest.approx(result.tasks[task].details["mteb_scores"]["main_score"])
+    cached = ResultCache(tmp_path / "cache").load_results(models=["org/model"], include_remote=False)
+    assert {r.task_name for r in cached.model_results[0].task_results} == {"SciDocsRR", "NanoSCIDOCSRetrieval"}
+
+
+def test_export_lists_what_it_cannot_export(tmp_path: Path, demo_suite: Any, capsys: Any) -> None:
+    from scidocs_eval.cli import main
+    from scidocs_eval.evaluation.mteb_export import export_mteb
+
+    built = build_retrieval_dataset(tmp_path / "scidocs-rr", documents=100, queries=10, candidates=10)
+    partial = dict(list(built["corpus"].items())[:50])
+    result = evaluate({"queries": write_vectors(tmp_path / "q.jsonl", built["queries"]),
+                       "corpus": write_vectors(tmp_path / "c.jsonl", partial)}, tmp_path, tasks=["scidocs-rr"],
+                      cache=False, progress=False, output=tmp_path / "r.json")
+    assert result.tasks["scidocs-rr"].coverage["documents_missing"] > 0
+    assert main(["export", "mteb", str(tmp_path / "r.json"), "--out", str(tmp_path / "out")]) == 2
+    assert "no embedding" in capsys.readouterr().err
+    with pytest.raises(Exception, match="not an MTEB model name"):
+        export_mteb([tmp_path / "r.json"], tmp_path / "out2", model_name="bad name")
