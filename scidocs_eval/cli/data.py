@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from scidocs_eval.cli.options import COMMANDS, CommandGroup, add_output
 from scidocs_eval.data.download import DEFAULT_PREFIX, ENDPOINT_ENV
@@ -10,10 +11,31 @@ from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.paths import default_data_dir
 
 
+def _download_hub(benchmark: str, dest: Path) -> int:
+    """The tasks of `benchmark` that name a hub dataset, each into `dest/{task}` (BEIR layout)."""
+    from scidocs_eval.data.hf_datasets import fetch_hub_dataset
+    from scidocs_eval.evaluation.task import BENCHMARKS, TASKS, task_names
+
+    BENCHMARKS.check([benchmark])
+    names = [name for name in task_names(benchmark=benchmark) if TASKS[name].spec.dataset]
+    if not names:
+        raise ScidocsEvalError(f"benchmark {benchmark!r} has no task with a hub dataset to download")
+    for name in names:
+        spec = TASKS[name].spec
+        folder = fetch_hub_dataset(spec.dataset["path"], spec.dataset["revision"], spec.dataset.get("split", "test"),
+                                   dest / name, reranking=spec.family == "reranking")
+        print(f"{spec.dataset['path']}@{spec.dataset['revision'][:10]} -> {folder}")
+    print(f"score it: scidocs-eval run --data {dest} --benchmark {benchmark} --embeddings queries=Q --embeddings "
+          "corpus=C")
+    return 0
+
+
 def _download(args: argparse.Namespace) -> int:
     from scidocs_eval.data.download import DownloadError, S3Downloader, download_release
 
     dest = args.dest or default_data_dir()
+    if args.benchmark not in (None, "scidocs"):
+        return _download_hub(args.benchmark, Path(dest))
     client = S3Downloader(args.endpoint, retries=args.retries, timeout=args.timeout)
     report = download_release(dest, prefix=args.prefix, with_embeddings=args.with_embeddings, downloader=client,
                               progress=not args.quiet)
@@ -73,6 +95,9 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
                     "partial files, retrying failures and checking sizes and MD5s. No AWS CLI or region needed.")
     add_output(download, "--dest", kind="folder",
                help="where to put it (default: $SCIDOCS_EVAL_DATA or the per-user data dir)")
+    download.add_argument("--benchmark", help="the benchmark whose data to fetch (default: scidocs, the official "
+                          "release from S3); mteb-scidocs: its datasets from the Hugging Face hub at the revisions "
+                          "MTEB pins, written in the BEIR layout, one folder per task")
     download.add_argument("--with-embeddings", action="store_true",
                           help="also fetch the reference SPECTER embeddings (several GiB)")
     download.add_argument("--endpoint", help=f"the bucket's URL (default: ${ENDPOINT_ENV} or the public bucket)")
