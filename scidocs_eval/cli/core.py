@@ -20,7 +20,7 @@ from scidocs_eval.data.demo import DemoConfig, build_demo_suite
 from scidocs_eval.errors import InputError, ScidocsEvalError
 from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.runner import evaluate
-from scidocs_eval.evaluation.task import BENCHMARKS, TASKS, embedding_groups, task_names
+from scidocs_eval.evaluation.task import BENCHMARKS, DEFAULT_BENCHMARK, TASKS, embedding_groups, task_names
 from scidocs_eval.formats.safe_output import check_output_file, refuse_replacing_foreign, write_bytes_atomically
 from scidocs_eval.leaderboard import render_table1
 from scidocs_eval.models.adapter import adapter_names
@@ -168,7 +168,7 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _list_tasks(args: argparse.Namespace) -> int:
-    names = task_names(benchmark=BENCHMARKS.check([args.benchmark])[0] if args.benchmark else None)
+    names = task_names(benchmark=BENCHMARKS.check([args.benchmark])[0])
     width = max(len(name) for name in names)
     for name in names:
         task = TASKS[name]
@@ -236,7 +236,8 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     demo.set_defaults(func=_demo)
 
     tasks = subparsers.add_parser("tasks", help="list the registered tasks (benchmark, embeddings groups, metrics)")
-    tasks.add_argument("--benchmark", help="only this benchmark's tasks")
+    tasks.add_argument("--benchmark", default=DEFAULT_BENCHMARK, help="list this benchmark's tasks (default: "
+                       "%(default)s; `scidocs-eval benchmarks` lists every benchmark)")
     tasks.set_defaults(func=_list_tasks)
 
     benchmarks = subparsers.add_parser("benchmarks", help="list the named benchmarks and their tasks "
