@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluation.metrics import (
     MTEB_K_VALUES,
     mean_measures,
@@ -144,9 +145,16 @@ class RetrievalTask(Task):
         check_missing(self.name, "documents", candidates, document_status, missing)
         searched = [q for q, status in zip(query_ids, query_status) if status == PRESENT]
         usable = [d for d, status in zip(candidates, document_status) if status == PRESENT]
+        if searched and usable and query_store.dim != document_store.dim:
+            raise ScidocsEvalError(f"{self.name}: query vectors ({query_store.source}) have {query_store.dim} "
+                                   f"dimensions, document vectors ({document_store.source}) {document_store.dim}")
+        run: dict[str, dict[str, float]] = {}
+        search_details: dict[str, Any] = {}
         query_vectors = prepare(query_store.vectors(searched), self.similarity)
-        if self.reranking:
-            run, search_details = self.rerank(data, searched, query_vectors, usable, document_store), {}
+        if not (searched and usable):
+            log.warning("%s: no query or no document has an embedding; every query scores 0", self.name)
+        elif self.reranking:
+            run = self.rerank(data, searched, query_vectors, usable, document_store)
         else:
             depth = TOP_K + self.ignore_identical_ids
             found = search(query_vectors, document_store.vectors(usable), usable, depth, self.similarity,

@@ -234,3 +234,24 @@ def test_export_lists_what_it_cannot_export(tmp_path: Path, demo_suite: Any, cap
     assert "no embedding" in capsys.readouterr().err
     with pytest.raises(Exception, match="not an MTEB model name"):
         export_mteb([tmp_path / "r.json"], tmp_path / "out2", model_name="bad name")
+
+
+def test_missing_vectors_score_zero_loudly_or_stop(tmp_path: Path, caplog: Any) -> None:
+    from scidocs_eval.errors import MissingEmbeddingsError, ScidocsEvalError
+
+    built = build_retrieval_dataset(tmp_path / "scidocs-retrieval", documents=100, queries=10)
+    full = _ours(tmp_path, built, "scidocs-retrieval")
+    queries = dict(list(built["queries"].items())[:6])
+    files = {"queries": write_vectors(tmp_path / "q6.jsonl", queries),
+             "corpus": write_vectors(tmp_path / "c.jsonl", built["corpus"])}
+    part = evaluate(files, tmp_path, tasks=["scidocs-retrieval"], cache=False, progress=False).tasks[
+        "scidocs-retrieval"]
+    assert part.coverage["queries_missing"] == 4 and "have no embedding" in caplog.text
+    kept = [i for i, q in enumerate(full.items["ids"]) if q in queries]
+    assert part.items["ndcg_at_10"] == [full.items["ndcg_at_10"][i] if i in kept else 0.0
+                                        for i in range(len(full.items["ids"]))]
+    with pytest.raises(MissingEmbeddingsError):
+        evaluate(files, tmp_path, tasks=["scidocs-retrieval"], missing="error", cache=False, progress=False)
+    files["queries"] = write_vectors(tmp_path / "q3.jsonl", {q: v[:3] for q, v in queries.items()})
+    with pytest.raises(ScidocsEvalError, match="3 dimensions"):
+        evaluate(files, tmp_path, tasks=["scidocs-retrieval"], cache=False, progress=False)
