@@ -255,3 +255,25 @@ def test_missing_vectors_score_zero_loudly_or_stop(tmp_path: Path, caplog: Any) 
     files["queries"] = write_vectors(tmp_path / "q3.jsonl", {q: v[:3] for q, v in queries.items()})
     with pytest.raises(ScidocsEvalError, match="3 dimensions"):
         evaluate(files, tmp_path, tasks=["scidocs-retrieval"], cache=False, progress=False)
+
+
+def test_any_object_with_mtebs_encode_signature_is_fed_as_mteb_feeds_it(tmp_path: Path) -> None:
+    """Not MTEB's class, only its signature: batches of {"text": ...}, the task's metadata and the prompt type."""
+    pytest.importorskip("mteb", reason="mteb is not installed (pip install -e .[mteb])")
+    from scidocs_eval import evaluate_model
+
+    built = build_retrieval_dataset(tmp_path / "scidocs-retrieval", documents=60, queries=6)
+    seen: list[tuple[str, str, str]] = []
+
+    class OwnEncoder:
+        def encode(self, inputs: Any, *, task_metadata: Any, hf_split: str, hf_subset: str,
+                   prompt_type: Any = None, **kwargs: Any) -> np.ndarray:
+            texts = [text for batch in inputs for text in batch["text"]]
+            seen.extend((text, task_metadata.name, prompt_type.value) for text in texts)
+            return np.stack([built["texts"][text] for text in texts])
+
+    result = evaluate_model(OwnEncoder(), tmp_path, tasks=["scidocs-retrieval"], cache=False, progress=False)
+    assert result.settings["model_object"]["protocol"] == "mteb"
+    assert {(name, kind) for _, name, kind in seen} == {("SCIDOCS", "query"), ("SCIDOCS", "document")}
+    direct = _ours(tmp_path, built, "scidocs-retrieval")
+    assert result.tasks["scidocs-retrieval"].details["mteb_scores"] == direct.details["mteb_scores"]
