@@ -18,15 +18,18 @@ from scidocs_eval.evaluation.significance import confidence_intervals
 from scidocs_eval.evaluation.task import (
     BENCHMARKS,
     DEFAULT_BENCHMARK,
+    DEFAULT_MIN_COVERAGE,
     TASKS,
     MissingPolicy,
+    build_tasks,
+    check_coverage,
     embedding_groups,
-    get_task,
     task_names,
 )
 from scidocs_eval.formats.embeddings import EmbeddingStore
-from scidocs_eval.formats.safe_output import check_output_file
+from scidocs_eval.formats.safe_output import claim_output
 from scidocs_eval.formats.suite import Suite
+from scidocs_eval.params import FRACTION, check_value
 
 log = logging.getLogger("scidocs_eval")
 
@@ -111,6 +114,7 @@ def evaluate(
     cache: bool = True,
     dtype: Any = np.float32,
     progress: bool = True,
+    min_coverage: float = DEFAULT_MIN_COVERAGE,
 ) -> RunResult:
     """Score embeddings on the SciDocs tasks.
 
@@ -129,6 +133,8 @@ def evaluate(
         output: where to write the results JSON (none by default).
         cache: reuse/write the parsed-embeddings cache.
         dtype: the matrix's dtype (float32; float64 keeps every digit of the file).
+        min_coverage: the least share (0..1) of each task's queries, candidates or papers with a usable
+            embedding; below it, or with none at all, a CoverageError (a warning line whenever any lacks one).
 
     Returns:
         a RunResult; `result.tasks[name].metrics` holds the numbers (×100, 2 decimals).
@@ -137,16 +143,17 @@ def evaluate(
         raise ScidocsEvalError(f"split must be 'test' or 'val', not {split!r}")
     if missing not in ("official", "error"):
         raise ScidocsEvalError(f"missing must be 'official' or 'error', not {missing!r}")
+    check_value("min_coverage", min_coverage, [FRACTION], "evaluate")
+    names = selected_tasks(tasks, benchmark)
+    params = task_params or {}
+    checked = build_tasks(names, params)
     if output is not None:
-        check_output_file(output)
+        claim_output(output)
     started = time.perf_counter()
     suite = resolve_suite(data)
-    names = selected_tasks(tasks, benchmark)
     sources = _as_sources(embeddings, names)
     stores = _Stores(sources, cache, dtype, progress)
-    params = task_params or {}
     results, skipped, files = {}, {}, []
-    checked = {name: get_task(name, **params.get(name, {})) for name in dict.fromkeys([*names, *params])}
     for name in names:
         task = checked[name]
         required = task.input_files(suite, split)
@@ -165,6 +172,7 @@ def evaluate(
         task_started = time.perf_counter()
         result = task.evaluate_groups(suite, task_stores, split=split, missing=missing)
         result.seconds = time.perf_counter() - task_started
+        check_coverage(name, result.coverage, min_coverage)
         result.ci = confidence_intervals(result.items, list(result.metrics))
         results[name] = result
     if not results:
@@ -179,7 +187,8 @@ def evaluate(
         model=model, tasks=results, skipped=skipped,
         settings={"data": str(suite.root), **({"benchmark": benchmark} if benchmark else {}), "tasks": names,
                   "split": split, "missing": missing,
-                  "task_params": {k: dict(v) for k, v in params.items()}, "dtype": np.dtype(dtype).name},
+                  "task_params": {k: dict(v) for k, v in params.items()}, "dtype": np.dtype(dtype).name,
+                  "min_coverage": min_coverage},
         fingerprints={"embeddings": stores.fingerprints(), "data": suite.fingerprint(sorted(set(files)))},
         timings=timings, synthetic=suite.is_synthetic,
     )
