@@ -46,3 +46,48 @@ def model_weights(folder: str | os.PathLike[str]) -> dict:
     from transformers import AutoModel
 
     return AutoModel.from_pretrained(folder).state_dict()
+
+
+def build_retrieval_dataset(folder: str | os.PathLike[str], *, documents: int = 400, queries: int = 40,
+                            dim: int = 16, seed: int = 0, candidates: int | None = None,
+                            duplicates: int = 20, split: str = "test") -> dict:
+    """A BEIR-layout retrieval dataset with graded qrels and a random float32 vector for every text.
+
+    `duplicates` documents repeat an earlier document's vector (ties that only the document id can break, some
+    of them judged relevant); with `candidates`, each query also gets that many candidates (`top_ranked`, a
+    reranking dataset). Returns {"texts": text -> vector, "queries": id -> vector, "corpus": id -> vector}.
+    """
+    import numpy as np
+
+    from scidocs_eval.formats.retrieval import Document, write_beir
+
+    rng = np.random.default_rng(seed)
+    corpus = [Document(f"doc{i:05d}", f"title {i}" if i % 7 else "", f"text of document {i}")
+              for i in range(documents)]
+    query_texts = {f"query{i:04d}": f"query number {i}" for i in range(queries)}
+    doc_vectors = rng.normal(size=(documents, dim)).astype(np.float32)
+    for row in rng.choice(np.arange(1, documents), duplicates, replace=False):
+        doc_vectors[row] = doc_vectors[rng.integers(0, row)]
+    query_vectors = rng.normal(size=(queries, dim)).astype(np.float32)
+    top_ranked = None
+    qrels: dict[str, dict[str, int]] = {}
+    for query_id in query_texts:
+        pool = rng.choice(documents, candidates or 8, replace=False)
+        judged = pool if candidates else pool[:6]
+        qrels[query_id] = {corpus[j].doc_id: int(rng.integers(0, 3)) for j in judged}
+        if candidates:
+            top_ranked = top_ranked or {}
+            top_ranked[query_id] = [corpus[j].doc_id for j in pool]
+    write_beir(folder, corpus, query_texts, {split: qrels}, top_ranked={split: top_ranked} if top_ranked else None)
+    texts = {doc.mteb_text: vector for doc, vector in zip(corpus, doc_vectors)}
+    texts.update({text: vector for text, vector in zip(query_texts.values(), query_vectors)})
+    return {"texts": texts, "queries": dict(zip(query_texts, query_vectors)),
+            "corpus": {doc.doc_id: vector for doc, vector in zip(corpus, doc_vectors)}}
+
+
+def write_vectors(path: str | os.PathLike[str], vectors: dict) -> Path:
+    """An embeddings file (official JSON lines) of {id: vector}."""
+    from scidocs_eval.formats.embeddings import format_embedding_line
+
+    Path(path).write_bytes(b"".join(format_embedding_line(key, vector) for key, vector in vectors.items()))
+    return Path(path)

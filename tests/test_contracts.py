@@ -20,6 +20,7 @@ from scidocs_eval.formats.suite import Suite
 from scidocs_eval.leaderboard import COLUMNS
 from scidocs_eval.models.adapter import ADAPTERS, Adapter, get_adapter
 from scidocs_eval.registry import Registry
+from tests.builders import build_retrieval_dataset
 
 OFFLINE_ADAPTERS = {
     "random": {},
@@ -37,10 +38,22 @@ HEAVY_MODULES = ("torch", "gensim", "transformers", "sentence_transformers", "li
 
 
 @pytest.fixture(scope="module")
-def demo_result(demo_suite: Suite) -> dict:
+def demo_result(demo_suite: Suite, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """Every registered task's result: the suite's tasks on the demo suite, the retrieval tasks on datasets the
+    builder writes (one per task, the same ids and vectors in each)."""
     rng = np.random.default_rng(0)
     store = EmbeddingStore.from_mapping({p.paper_id: rng.standard_normal(8) for p in demo_suite.papers()})
-    return evaluate(store, demo_suite, task_params={"recomm": {"seeds": 1}}, progress=False).tasks
+    results = evaluate(store, demo_suite, task_params={"recomm": {"seeds": 1}}, progress=False).tasks
+    retrieval = [name for name in task_names() if TASKS[name].spec.query_group is not None]
+    root = tmp_path_factory.mktemp("retrieval")
+    for name in retrieval:
+        built = build_retrieval_dataset(root / name, documents=120, queries=10, dim=8,
+                                        candidates=10 if TASKS[name].spec.family == "reranking" else None,
+                                        split=TASKS[name].spec.dataset.get("split", "test"))
+    if retrieval:
+        stores = {group: EmbeddingStore.from_mapping(built[group]) for group in ("queries", "corpus")}
+        results.update(evaluate(stores, root, tasks=retrieval, progress=False).tasks)
+    return results
 
 
 def test_registries_refuse_duplicates_wrong_types_and_suggest_close_names() -> None:
@@ -141,4 +154,5 @@ def test_the_package_imports_and_registers_without_torch_gensim_or_transformers(
 
 
 def test_command_groups_are_registered() -> None:
-    assert COMMANDS.names() == ["audit", "compare", "convert", "core", "data", "figures", "transformers"]
+    assert COMMANDS.names() == ["audit", "compare", "convert", "core", "data", "export", "figures",
+                                "transformers"]

@@ -23,7 +23,14 @@ from scidocs_eval.data.demo import DemoConfig, build_demo_suite
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.runner import evaluate
-from scidocs_eval.evaluation.task import DEFAULT_MIN_COVERAGE, TASKS, embedding_groups, task_names
+from scidocs_eval.evaluation.task import (
+    BENCHMARKS,
+    DEFAULT_BENCHMARK,
+    DEFAULT_MIN_COVERAGE,
+    TASKS,
+    embedding_groups,
+    task_names,
+)
 from scidocs_eval.formats.provenance import settings_file
 from scidocs_eval.formats.safe_output import claim_inputs_are_not_outputs, claim_output, write_bytes_atomically
 from scidocs_eval.leaderboard import render_table1
@@ -39,7 +46,10 @@ DEFAULT_RESULTS_DIR = "scidocs-results"
 def _add_evaluation_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", help="suite directory in the official layout, or 'demo' for the synthetic "
                         "demo suite (default: $SCIDOCS_EVAL_DATA or the per-user data directory)")
-    parser.add_argument("--tasks", help=f"comma-separated subset of: {','.join(task_names())}")
+    parser.add_argument("--benchmark", help="score the tasks of this named benchmark (default: scidocs, the 2020 "
+                        f"suite's seven; `scidocs-eval benchmarks` lists them: {', '.join(BENCHMARKS.names())})")
+    parser.add_argument("--tasks", help="comma-separated tasks, of any benchmark (with --benchmark, of that one): "
+                        f"{','.join(task_names())}")
     parser.add_argument("--split", choices=("test", "val"), default="test")
     parser.add_argument("--missing", choices=("official", "error"), default="official",
                         help="papers without an embedding: the official rules (default) or stop with a list")
@@ -66,8 +76,9 @@ def _tasks(text: str | None) -> list[str] | None:
 
 def _print_result(result: RunResult, output: Path | None, ci: bool = False) -> None:
     print(result.format_table(ci=ci))
-    print()
-    print(render_table1([result], include_paper=False))
+    if any(TASKS[name].spec.table1 for name in result.tasks if name in TASKS):
+        print()
+        print(render_table1([result], include_paper=False))
     if output:
         print(f"results written to {output}")
 
@@ -104,7 +115,8 @@ def _run(args: argparse.Namespace) -> int:
         inputs = list(embeddings.values()) if isinstance(embeddings, dict) else [embeddings]
         claim_inputs_are_not_outputs(inputs, {"--output": output})
         claim_output(output, "--output")
-    result = evaluate(embeddings, args.data, tasks=_tasks(args.tasks), split=args.split, missing=args.missing,
+    result = evaluate(embeddings, args.data, tasks=_tasks(args.tasks), benchmark=args.benchmark, split=args.split,
+                      missing=args.missing,
                       task_params=_task_params(args.task_param), model=args.name, output=output,
                       cache=not args.no_cache, dtype=args.dtype, progress=not args.quiet,
                       min_coverage=args.min_coverage, read_options=embeddings_read_options(args),
@@ -157,7 +169,7 @@ def _baseline(args: argparse.Namespace) -> int:
                           train_corpus=args.train_corpus, tasks=_tasks(args.tasks), split=args.split,
                           task_params=_task_params(args.task_param), resume=resume,
                           progress=not args.quiet, min_coverage=args.min_coverage,
-                          embeddings_format=args.embeddings_format)
+                          embeddings_format=args.embeddings_format, benchmark=args.benchmark)
     _print_result(result, Path(args.out_dir) / f"{args.name}.results.json")
     return 0
 
@@ -188,9 +200,21 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _list_tasks(args: argparse.Namespace) -> int:
-    for name in task_names():
+    names = task_names(benchmark=BENCHMARKS.check([args.benchmark])[0])
+    width = max(len(name) for name in names)
+    for name in names:
         task = TASKS[name]
-        print(f"{name:<8} {task.embedding_group:<14} {','.join(task.metrics):<16} {task.description}")
+        groups = "+".join(reversed(task.groups()))
+        metrics = ",".join(task.metrics) if len(task.metrics) <= 4 else \
+            f"{task.spec.main_score} (+{len(task.metrics) - 1})"
+        print(f"{name:<{width}} {task.spec.benchmark:<13} {groups:<14} {metrics:<18} {task.description}")
+    return 0
+
+
+def _list_benchmarks(args: argparse.Namespace) -> int:
+    for name, benchmark in BENCHMARKS.items():
+        print(f"{name:<13} {benchmark.description}")
+        print(f"{'':<13} tasks: {', '.join(task_names(benchmark=name)) or '(none registered)'}")
     return 0
 
 
@@ -252,8 +276,14 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     demo.add_argument("--seed", type=seed_type(), default=0, help="seeds the synthetic suite (default: %(default)s)")
     demo.set_defaults(func=_demo)
 
-    tasks = subparsers.add_parser("tasks", help="list the registered tasks")
+    tasks = subparsers.add_parser("tasks", help="list the registered tasks (benchmark, embeddings groups, metrics)")
+    tasks.add_argument("--benchmark", default=DEFAULT_BENCHMARK, help="list this benchmark's tasks (default: "
+                       "%(default)s; `scidocs-eval benchmarks` lists every benchmark)")
     tasks.set_defaults(func=_list_tasks)
+
+    benchmarks = subparsers.add_parser("benchmarks", help="list the named benchmarks and their tasks "
+                                       "(run/baseline --benchmark NAME)")
+    benchmarks.set_defaults(func=_list_benchmarks)
 
 
 COMMANDS.register(CommandGroup("core", add_commands))

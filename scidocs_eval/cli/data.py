@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from scidocs_eval.cli.options import COMMANDS, CommandGroup, add_output, count_type, seed_type
 from scidocs_eval.data.download import DEFAULT_PREFIX, ENDPOINT_ENV
@@ -12,10 +13,31 @@ from scidocs_eval.params import POSITIVE, Interval, argument_type
 from scidocs_eval.paths import default_data_dir
 
 
+def _download_hub(benchmark: str, dest: Path) -> int:
+    """The tasks of `benchmark` that name a hub dataset, each into `dest/{task}` (BEIR layout)."""
+    from scidocs_eval.data.hf_datasets import fetch_hub_dataset
+    from scidocs_eval.evaluation.task import BENCHMARKS, TASKS, task_names
+
+    BENCHMARKS.check([benchmark])
+    names = [name for name in task_names(benchmark=benchmark) if TASKS[name].spec.dataset]
+    if not names:
+        raise ScidocsEvalError(f"benchmark {benchmark!r} has no task with a hub dataset to download")
+    for name in names:
+        spec = TASKS[name].spec
+        folder = fetch_hub_dataset(spec.dataset["path"], spec.dataset["revision"], spec.dataset.get("split", "test"),
+                                   dest / name, reranking=spec.family == "reranking")
+        print(f"{spec.dataset['path']}@{spec.dataset['revision'][:10]} -> {folder}")
+    print(f"score it: scidocs-eval run --data {dest} --benchmark {benchmark} --embeddings queries=Q --embeddings "
+          "corpus=C")
+    return 0
+
+
 def _download(args: argparse.Namespace) -> int:
     from scidocs_eval.data.download import DownloadError, S3Downloader, download_release
 
     dest = args.dest or default_data_dir()
+    if args.benchmark not in (None, "scidocs"):
+        return _download_hub(args.benchmark, Path(dest))
     client = S3Downloader(args.endpoint, retries=args.retries, timeout=args.timeout)
     report = download_release(dest, prefix=args.prefix, with_embeddings=args.with_embeddings, downloader=client,
                               progress=not args.quiet)
@@ -38,6 +60,13 @@ def _verify(args: argparse.Namespace) -> int:
 def _build(args: argparse.Namespace) -> int:
     from scidocs_eval.data.build import build_suite
 
+    if args.format == "beir":
+        return _build_full_corpus(args)
+    if args.data is not None:
+        raise ScidocsEvalError("--data is the suite `data build --format beir` reads; the suite format builds "
+                               "from --papers and --citations")
+    if not (args.papers and args.citations):
+        raise ScidocsEvalError("data build needs --papers and --citations (or --format beir --data SUITE)")
     report = build_suite(args.papers, args.citations, args.out, seed=args.seed, label_task=args.label_task,
                          queries_per_split=args.queries_per_split, test_after=args.test_after)
     print(report.format())
@@ -51,6 +80,20 @@ def _cutoff(text: str) -> Published:
         raise ScidocsEvalError(f"--test-after: {error}") from None
 
 
+def _build_full_corpus(args: argparse.Namespace) -> int:
+    from scidocs_eval.data.full_corpus import build_full_corpus
+    from scidocs_eval.data.resolve import resolve_suite
+    from scidocs_eval.evaluation.task import task_names
+
+    if args.papers or args.citations:
+        raise ScidocsEvalError("--format beir reads a suite (--data SUITE), not --papers/--citations: build the "
+                               "suite first with `data build --papers ... --citations ... --out SUITE`")
+    report = build_full_corpus(resolve_suite(args.data), args.out, task_names("ranking"))
+    print(report.format())
+    print(f"score it: scidocs-eval run --data {args.out} --benchmark full-corpus --embeddings FILE")
+    return 0
+
+
 def add_commands(subparsers: argparse._SubParsersAction) -> None:
     data = subparsers.add_parser("data", help="download, verify or build SciDocs data")
     commands = data.add_subparsers(dest="data_command", required=True, metavar="SUBCOMMAND")
@@ -61,6 +104,9 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
                     "partial files, retrying failures and checking sizes and MD5s. No AWS CLI or region needed.")
     add_output(download, "--dest", kind="folder",
                help="where to put it (default: $SCIDOCS_EVAL_DATA or the per-user data dir)")
+    download.add_argument("--benchmark", help="the benchmark whose data to fetch (default: scidocs, the official "
+                          "release from S3); mteb-scidocs: its datasets from the Hugging Face hub at the revisions "
+                          "MTEB pins, written in the BEIR layout, one folder per task")
     download.add_argument("--with-embeddings", action="store_true",
                           help="also fetch the reference SPECTER embeddings (several GiB)")
     download.add_argument("--endpoint", help=f"the bucket's URL (default: ${ENDPOINT_ENV} or the public bucket)")
@@ -86,8 +132,13 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
         description="Build a suite in the official layout (classification, cite, co-cite) and SPECTER training "
                     "files from any corpus: papers as JSON lines {paper_id, title, abstract, label?} and "
                     "citation links as TSV citing<TAB>cited.")
-    build.add_argument("--papers", required=True, help="JSON lines {paper_id, title, abstract, label?}")
-    build.add_argument("--citations", required=True, help="TSV citing<TAB>cited (a header row is allowed)")
+    build.add_argument("--format", choices=("suite", "beir"), default="suite",
+                       help="suite: a suite in the official layout from --papers and --citations (default); beir: "
+                       "the full-corpus retrieval version of the ranking tasks of the suite --data, in the BEIR "
+                       "layout (run it with --benchmark full-corpus)")
+    build.add_argument("--papers", help="JSON lines {paper_id, title, abstract, label?} (suite format)")
+    build.add_argument("--citations", help="TSV citing<TAB>cited, a header row allowed (suite format)")
+    build.add_argument("--data", help="the suite to read (beir format): a folder, or 'demo'")
     add_output(build, "--out", kind="folder", required=True,
                help="the suite folder to write (new or empty; a rebuild replaces only files an earlier build wrote)")
     build.add_argument("--seed", type=seed_type(), default=0, help="seeds the split (default: %(default)s)")

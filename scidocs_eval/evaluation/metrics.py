@@ -64,3 +64,59 @@ def propensity_adjusted(clicked_scores: np.ndarray, other_scores: Sequence[np.nd
     total = weights.sum()
     scale = percent if rounded else (lambda value: 100 * value)
     return {"adj-NDCG": scale(float(weights @ ndcg / total)), "adj-P@1": scale(float(weights @ p_at_1 / total))}
+
+
+MTEB_K_VALUES = (1, 3, 5, 10, 20, 100, 1000)
+"""The cut-offs MTEB's retrieval and reranking tasks report (`AbsTaskRetrieval.k_values`)."""
+_TREC_OF_MTEB = {"ndcg": "ndcg_cut_{k}", "map": "map_cut_{k}", "recall": "recall_{k}", "precision": "P_{k}",
+                 "hit_rate": "success_{k}"}
+MTEB_FAMILIES = ("ndcg", "map", "recall", "precision", "mrr", "hit_rate")
+
+
+def mteb_metric_names(k_values: Sequence[int] = MTEB_K_VALUES) -> tuple[str, ...]:
+    """MTEB's names of its retrieval metrics ("ndcg_at_10", ...), family by family."""
+    return tuple(f"{family}_at_{k}" for family in MTEB_FAMILIES for k in k_values)
+
+
+def mteb_retrieval_measures(relevance: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping[str, float]],
+                            k_values: Sequence[int] = MTEB_K_VALUES) -> dict[str, dict[str, float]]:
+    """Per query, MTEB's retrieval metrics (`mteb_metric_names`) as its evaluator computes them.
+
+    nDCG, MAP, recall, precision and hit rate at each k by pytrec_eval (MTEB's measures `ndcg_cut`, `map_cut`,
+    `recall`, `P`, `success`; ties by document id, descending); MRR@k as MTEB's `mrr`: the reciprocal rank of the
+    first document with a positive grade among the top k sorted by (score, id) descending. Every query of
+    `relevance` gets a value; one with no ranked document (no embedding) scores 0 on every metric, which MTEB
+    never meets (it embeds every query).
+    """
+    cuts = ",".join(str(k) for k in k_values)
+    evaluator = pytrec_eval.RelevanceEvaluator(
+        {q: dict(grades) for q, grades in relevance.items()},
+        {f"{measure.split('_{k}')[0]}.{cuts}" for measure in _TREC_OF_MTEB.values()})
+    trec = evaluator.evaluate({q: dict(scores) for q, scores in run.items() if scores and q in relevance})
+    k_max = max(k_values)
+    per_query: dict[str, dict[str, float]] = {}
+    for query_id, grades in relevance.items():
+        values = trec.get(query_id, {})
+        measures = {f"{family}_at_{k}": float(values.get(pattern.format(k=k), 0.0))
+                    for family, pattern in _TREC_OF_MTEB.items() for k in k_values}
+        relevant = {doc for doc, grade in grades.items() if grade > 0}
+        ranked = sorted(run.get(query_id, {}).items(), key=lambda item: (item[1], item[0]), reverse=True)[:k_max]
+        first = next((rank for rank, (doc, _) in enumerate(ranked, start=1) if doc in relevant), None)
+        measures.update({f"mrr_at_{k}": 1.0 / first if first is not None and first <= k else 0.0
+                         for k in k_values})
+        per_query[query_id] = {name: measures[name] for name in mteb_metric_names(k_values)}
+    return per_query
+
+
+def mteb_scores(per_query: Mapping[str, Mapping[str, float]], k_values: Sequence[int] = MTEB_K_VALUES,
+                main_score: str = "ndcg_at_10") -> dict[str, float]:
+    """The scores dict MTEB writes for a retrieval task: each mean rounded to 5 decimals as MTEB rounds it (MRR
+    unrounded, as MTEB leaves it), `accuracy` (= recall_at_1) and `main_score`."""
+    count = len(per_query)
+    scores: dict[str, float] = {}
+    for name in mteb_metric_names(k_values):
+        mean = sum(values[name] for values in per_query.values()) / count if count else 0.0
+        scores[name] = mean if name.startswith("mrr_") else round(mean, 5)
+    scores["accuracy"] = scores[f"recall_at_{min(k_values)}"]
+    scores["main_score"] = scores[main_score]
+    return scores

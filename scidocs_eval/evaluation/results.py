@@ -186,13 +186,15 @@ class RunResult:
         if excluded := self.settings.get("exclude"):
             label += f" (leaked items excluded, per {excluded['audit']})"
         interval_header = f"{'95% CI':<17} " if ci else ""
-        lines = [label, f"{'task':<8} {'metric':<9} {'value':>7}   {interval_header}coverage"]
+        width = max([8, *map(len, self.tasks)])
+        metric_width = max([9, *(len(m) for result in self.tasks.values() for m in result.metrics)])
+        lines = [label, f"{'task':<{width}} {'metric':<{metric_width}} {'value':>7}   {interval_header}coverage"]
         for name, result in self.tasks.items():
             coverage = ", ".join(f"{k}={v}" for k, v in result.coverage.items() if v)
             for i, (metric, value) in enumerate(result.metrics.items()):
                 bounds = result.ci.get(metric)
                 interval = (f"{f'[{bounds[0]:.2f}, {bounds[1]:.2f}]' if bounds else '—':<17} " if ci else "")
-                lines.append(f"{name if i == 0 else '':<8} {metric:<9} {value:>7.2f}   {interval}"
+                lines.append(f"{name if i == 0 else '':<{width}} {metric:<{metric_width}} {value:>7.2f}   {interval}"
                              f"{coverage if i == 0 else ''}")
-        lines += [f"{name:<8} skipped: {why}" for name, why in self.skipped.items()]
+        lines += [f"{name:<{width}} skipped: {why}" for name, why in self.skipped.items()]
         return "\n".join(lines)

@@ -23,6 +23,8 @@ from scidocs_eval.evaluation.contamination import (
 from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.significance import confidence_intervals
 from scidocs_eval.evaluation.task import (
+    BENCHMARKS,
+    DEFAULT_BENCHMARK,
     DEFAULT_MIN_COVERAGE,
     TASKS,
     MissingPolicy,
@@ -78,14 +80,34 @@ class _Stores:
         return out
 
 
-def _as_sources(embeddings: EmbeddingsSource | Mapping[str, EmbeddingsSource]) -> dict[str, EmbeddingsSource]:
+def _as_sources(embeddings: EmbeddingsSource | Mapping[str, EmbeddingsSource],
+                names: Sequence[str]) -> dict[str, EmbeddingsSource]:
+    """{group: source}: a mapping as given (its groups checked), or one source for every group of the tasks that
+    read suite metadata and for the query and document groups of the tasks in `names`."""
     groups = tuple(embedding_groups())
     if isinstance(embeddings, Mapping):
         unknown = set(embeddings) - set(groups)
         if unknown:
             raise ScidocsEvalError(f"unknown embeddings group(s) {sorted(unknown)}; use {groups}")
         return dict(embeddings)
-    return dict.fromkeys(groups, embeddings)
+    return dict.fromkeys((group for name, cls in TASKS.items() if cls.spec.query_group is None or name in names
+                          for group in cls.groups()), embeddings)
+
+
+def selected_tasks(tasks: Sequence[str] | None = None, benchmark: str | None = None) -> list[str]:
+    """The task names a run scores: `tasks` (each checked, and in `benchmark` when one is named), else the tasks
+    of `benchmark` (default "scidocs")."""
+    if benchmark is not None:
+        BENCHMARKS.check([benchmark])
+    if not tasks:
+        return task_names(benchmark=benchmark or DEFAULT_BENCHMARK)
+    names = TASKS.check(tasks)
+    outside = [name for name in names if benchmark is not None and TASKS[name].spec.benchmark != benchmark]
+    if outside:
+        raise ScidocsEvalError(f"task(s) {', '.join(outside)} are not in benchmark {benchmark!r} (its tasks: "
+                               f"{', '.join(task_names(benchmark=benchmark))}); leave out the benchmark to pick "
+                               "tasks of any benchmark")
+    return names
 
 
 def evaluate(
@@ -93,6 +115,7 @@ def evaluate(
     data: str | os.PathLike[str] | Suite | None = None,
     *,
     tasks: Sequence[str] | None = None,
+    benchmark: str | None = None,
     split: str = "test",
     missing: MissingPolicy = "official",
     task_params: Mapping[str, Mapping[str, Any]] | None = None,
@@ -112,7 +135,10 @@ def evaluate(
             EmbeddingStore for every task, or a mapping from the official
             groups ("cls", "user-citation", "recomm") to one file each.
         data: suite directory, "demo", a Suite, or None for the default data directory.
-        tasks: task names (default: all registered ones). Tasks whose files are absent are skipped with a note.
+        tasks: task names, of any benchmark (default: the benchmark's tasks). Tasks whose files are absent are
+            skipped with a note.
+        benchmark: a registered benchmark (`BENCHMARKS`; default "scidocs", the 2020 suite's seven tasks); with
+            `tasks`, each must belong to it.
         split: "test" (what the paper reports) or "val".
         missing: "official" (the official rules for papers without an embedding) or "error".
         task_params: constructor parameters per task name, e.g. {"recomm": {"seeds": 3}}.
@@ -135,7 +161,7 @@ def evaluate(
     if missing not in ("official", "error"):
         raise ScidocsEvalError(f"missing must be 'official' or 'error', not {missing!r}")
     check_value("min_coverage", min_coverage, [FRACTION], "evaluate")
-    names = TASKS.check(tasks) if tasks else task_names()
+    names = selected_tasks(tasks, benchmark)
     params = task_params or {}
     checked = build_tasks(names, params)
     audit = AuditReport.load(exclude) if exclude is not None else None
@@ -143,27 +169,28 @@ def evaluate(
         claim_output(output)
     started = time.perf_counter()
     suite = resolve_suite(data)
-    sources = _as_sources(embeddings)
+    sources = _as_sources(embeddings, names)
     stores = _Stores(sources, cache, dtype, progress, read_options)
     results, skipped, files = {}, {}, []
     for name in names:
         task = checked[name]
-        required = task.required_files(split)
+        required = task.input_files(suite, split)
         absent = [f for f in required if not suite.has(f)]
         if absent:
             skipped[name] = f"missing {', '.join(absent)} in {suite.root}"
             log.warning("skipping %s: %s", name, skipped[name])
             continue
-        if task.embedding_group not in sources:
-            skipped[name] = f"no {task.embedding_group!r} embeddings given"
+        absent_groups = [group for group in task.groups() if group not in sources]
+        if absent_groups:
+            skipped[name] = f"no {' or '.join(repr(g) for g in absent_groups)} embeddings given"
             continue
         if audit is not None:
             check_same_suite(audit, str(exclude), split, suite.fingerprint(required), [name])
         files += required
-        store = stores.get(task.embedding_group)
+        task_stores = {group: stores.get(group) for group in task.groups()}
         log.info("running %s", name)
         task_started = time.perf_counter()
-        result = task.evaluate(suite, store, split=split, missing=missing)
+        result = task.evaluate_groups(suite, task_stores, split=split, missing=missing)
         result.seconds = time.perf_counter() - task_started
         check_coverage(name, result.coverage, min_coverage)
         if audit is not None:
@@ -181,7 +208,8 @@ def evaluate(
     timings["total"] = round(time.perf_counter() - started, 3)
     run = RunResult(
         model=model, tasks=results, skipped=skipped,
-        settings={"data": str(suite.root), "tasks": names, "split": split, "missing": missing,
+        settings={"data": str(suite.root), **({"benchmark": benchmark} if benchmark else {}), "tasks": names,
+                  "split": split, "missing": missing,
                   "task_params": {k: dict(v) for k, v in params.items()}, "dtype": np.dtype(dtype).name,
                   "min_coverage": min_coverage},
         fingerprints={"embeddings": stores.fingerprints(), "data": suite.fingerprint(sorted(set(files)))},

@@ -23,9 +23,10 @@ from scidocs_eval.params import Constraints
 from scidocs_eval.registry import Registry, check_params
 
 MissingPolicy = Literal["official", "error"]
-FAMILIES = ("classification", "ranking", "recomm")
-"""What a task's files look like: label CSVs, qrels, or clickthrough impressions. `data verify` checks a task's
-files by its family; `--tune` and SGC's leakage guard read the val/test qrels of every "ranking" task."""
+FAMILIES = ("classification", "ranking", "recomm", "retrieval", "reranking")
+"""What a task's files look like: label CSVs, qrels, clickthrough impressions, or a retrieval dataset (BEIR or HF
+parquet layout; "reranking" adds each query's candidate list). `data verify` checks a task's files by its family;
+`--tune` and SGC's leakage guard read the val/test qrels of every "ranking" task."""
 _NAME = re.compile(r"[a-z][a-z0-9_-]*")
 log = logging.getLogger("scidocs_eval")
 
@@ -50,6 +51,11 @@ class TaskSpec:
             "cls", "user-citation", "recomm").
         metadata_file: the suite's metadata file whose papers that group covers.
         benchmark: the named benchmark (see `BENCHMARKS`) the task belongs to; "scidocs" is the 2020 suite.
+        query_group: the embeddings group its queries are read from, when queries and documents are embedded
+            apart (retrieval tasks: "queries"; documents come from `embedding_group`); None: one group for both.
+        dataset: where its data comes from when it is not in the suite, e.g. {"path": HF hub id, "revision":
+            the commit MTEB pins}; empty for the suite's own tasks.
+        mteb_task: the name of the MTEB task it reproduces (`export mteb` writes results under it), if any.
     """
 
     name: str
@@ -61,10 +67,14 @@ class TaskSpec:
     metadata_file: str
     table1: Mapping[str, str] = field(default_factory=dict)
     benchmark: str = "scidocs"
+    query_group: str | None = None
+    dataset: Mapping[str, str] = field(default_factory=dict)
+    mteb_task: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "metrics", tuple(self.metrics))
         object.__setattr__(self, "table1", MappingProxyType(dict(self.table1)))
+        object.__setattr__(self, "dataset", MappingProxyType(dict(self.dataset)))
         problems = []
         if not _NAME.fullmatch(self.name):
             problems.append(f"name {self.name!r} must be lowercase letters, digits, '-' or '_'")
@@ -81,8 +91,12 @@ class TaskSpec:
             problems.append("table1 gives one column to two metrics")
         if not _NAME.fullmatch(self.embedding_group):
             problems.append(f"embedding_group {self.embedding_group!r} must be lowercase letters, digits, '-', '_'")
-        if not self.metadata_file.endswith(".json"):
-            problems.append(f"metadata_file {self.metadata_file!r} must be a suite-relative .json file")
+        if self.metadata_file and not self.metadata_file.endswith(".json"):
+            problems.append(f"metadata_file {self.metadata_file!r} must be a suite-relative .json file (or empty: "
+                            "the task reads its texts from its own files)")
+        if self.query_group is not None and (not _NAME.fullmatch(self.query_group)
+                                             or self.query_group == self.embedding_group):
+            problems.append(f"query_group {self.query_group!r} must be a group name other than embedding_group")
         if not _NAME.fullmatch(self.benchmark):
             problems.append(f"benchmark {self.benchmark!r} must be lowercase letters, digits, '-' or '_'")
         if problems:
@@ -132,10 +146,30 @@ class Task(ABC):
     def required_files(self, split: str) -> list[str]:
         """Suite-relative files the task reads for `split`; absent ones make the run skip the task."""
 
+    def input_files(self, suite: Suite, split: str) -> list[str]:
+        """The files of `suite` it reads for `split` (suite-relative or absolute); `required_files` by default, a
+        task whose files depend on the layout found on disk overrides it."""
+        return self.required_files(split)
+
+    def role_texts(self, suite: Suite, split: str) -> dict[str, tuple[list[str], list[str], str]]:
+        """group -> (ids, texts, MTEB prompt type "query" or "document") of what a model embeds for a task whose
+        texts are its own (retrieval tasks); {} for a task reading the papers of its metadata file."""
+        return {}
+
     @abstractmethod
     def evaluate(self, suite: Suite, embeddings: EmbeddingStore, split: str = "test",
                  missing: MissingPolicy = "official") -> TaskResult:
         """Score `embeddings` on `split` ("val" or "test")."""
+
+    @classmethod
+    def groups(cls) -> tuple[str, ...]:
+        """The embeddings groups it reads: its documents' group, then its queries' when they have their own."""
+        return (cls.spec.embedding_group,) + ((cls.spec.query_group,) if cls.spec.query_group else ())
+
+    def evaluate_groups(self, suite: Suite, stores: Mapping[str, EmbeddingStore], split: str = "test",
+                        missing: MissingPolicy = "official") -> TaskResult:
+        """Score the stores of its `groups()` (what the runner calls); a task with one group reads that one."""
+        return self.evaluate(suite, stores[self.embedding_group], split, missing)
 
 
 def check_missing(task: str, role: str, ids: list[str], codes: Any, missing: MissingPolicy) -> None:
@@ -159,8 +193,9 @@ def register_task(cls: type[Task]) -> type[Task]:
         if other.spec.embedding_group == cls.spec.embedding_group and other.spec.name != cls.spec.name \
                 and other.spec.metadata_file != cls.spec.metadata_file:
             raise ValueError(f"task {cls.spec.name!r} reads embeddings group {cls.spec.embedding_group!r} as the "
-                             f"papers of {cls.spec.metadata_file}, but task {other.spec.name!r} reads that group "
-                             f"as {other.spec.metadata_file}; give it an embeddings group of its own")
+                             f"papers of {cls.spec.metadata_file or 'its own files'}, but task {other.spec.name!r} "
+                             f"reads that group as {other.spec.metadata_file or 'its own files'}; give it an "
+                             "embeddings group of its own")
     return TASKS.register(cls)
 
 
@@ -176,6 +211,8 @@ class Benchmark:
             raise ValueError(f"benchmark name {self.name!r} must be lowercase letters, digits, '-' or '_'")
 
 
+DEFAULT_BENCHMARK = "scidocs"
+"""What `run`, `baseline` and `evaluate_model` score when given no benchmark and no tasks: the 2020 suite."""
 BENCHMARKS: Registry[Benchmark] = Registry("benchmark", Benchmark, plugins="scidocs_eval.tasks")
 """Every named benchmark, registered by the task plugin modules that define its tasks."""
 
@@ -246,5 +283,5 @@ def metadata_file_of_group(group: str) -> str:
 
 
 def embedding_groups() -> list[str]:
-    """The embeddings groups the registered tasks read, in registration order."""
-    return list(dict.fromkeys(cls.spec.embedding_group for _, cls in TASKS.items()))
+    """The embeddings groups the registered tasks read (documents' and queries' groups), in registration order."""
+    return list(dict.fromkeys(group for _, cls in TASKS.items() for group in cls.groups()))

@@ -18,6 +18,7 @@ from typing import Any, Literal, TypeVar
 from scidocs_eval.errors import InputError
 from scidocs_eval.evaluation.integrity import classification_findings
 from scidocs_eval.evaluation.task import TASKS, get_task, task_names
+from scidocs_eval.formats.retrieval import dangling_judgements, detect_layout, read_retrieval_data, splits_of
 from scidocs_eval.formats.suite import METADATA_FILES, SPLITS, LabelledPapers, Suite, read_impressions
 
 RANKING_SPLITS = ("val", "test")
@@ -250,6 +251,51 @@ class _Verifier:
             self.report.complete.append(task)
 
 
+    def retrieval(self, label: str, folder: Path, splits: list[str], reranking: bool) -> None:
+        """A retrieval dataset (BEIR or HF parquet layout) at `folder`: counts per split, dangling judgements
+        (warnings: MTEB scores without them), and every parse error."""
+        if detect_layout(folder) is None:
+            self.report.absent.append(label)
+            return
+        errors_before = len(self.report.errors)
+        present = [split for split in splits if split in splits_of(folder)]
+        if not present:
+            self.report.add("error", label, f"no judgements for split(s) {', '.join(splits)} (found: "
+                            f"{', '.join(splits_of(folder)) or 'none'})")
+        for split in present:
+            try:
+                data = read_retrieval_data(folder, split, reranking)
+            except InputError as error:
+                where = self._relative(error.path) + ("" if error.line is None else f":{error.line}")
+                self.report.add("error", where, _message(error))
+                continue
+            judged = [q for q, grades in data.qrels.items() if q in data.queries and grades]
+            counts = {"queries": len(data.queries), "judged_queries": len(judged), "documents": len(data.corpus),
+                      "judgements": sum(map(len, data.qrels.values())),
+                      "positives": sum(g > 0 for grades in data.qrels.values() for g in grades.values())}
+            if data.top_ranked is not None:
+                counts["candidates"] = sum(map(len, data.top_ranked.values()))
+            self.report.counts.setdefault(label, {})[split] = counts
+            qrels_file = self._relative(data.files[2])
+            unknown, unreachable = dangling_judgements(data)
+            if unknown:
+                self.report.add("warning", qrels_file, f"{len(unknown)} judged query(ies) not in the queries "
+                                f"(left out of the scores): {_listed(unknown)}")
+            if unreachable:
+                self.report.add("warning", qrels_file, f"{len(unreachable)} judged document(s) not in the corpus "
+                                f"(never retrieved): {_listed(unreachable)}")
+            without = [q for q in judged if not any(g > 0 for g in data.qrels[q].values())]
+            if without:
+                self.report.add("warning", qrels_file, f"{len(without)} query(ies) without a positive (they score "
+                                f"0): {_listed(without)}")
+        if present and len(self.report.errors) == errors_before:
+            self.report.complete.append(label)
+
+    def _relative(self, path: str | Path) -> str:
+        path = Path(path)
+        return str(path.relative_to(self.suite.root)) if self.suite.root in path.parents else str(path)
+
+
 def _read_by_run() -> set[str]:
     """The metadata files some registered task reads when it runs (those among its required files)."""
     declared = {TASKS[name].spec.metadata_file for name in task_names()}
@@ -280,4 +326,15 @@ def verify_suite(root: str | os.PathLike[str]) -> VerifyReport:
     for task in ranking + _extra_tasks(root, "qrel", ranking):
         verifier.ranking(task)
     verifier.recomm()
+    if detect_layout(root) is not None:  # the folder is one retrieval dataset, not a suite
+        verifier.report.absent.clear()
+        verifier.retrieval(root.name, root, splits_of(root) or ["test"], reranking=(root / "top_ranked").is_dir())
+        return verifier.report
+    for name in task_names():
+        family = TASKS[name].spec.family
+        if family in ("retrieval", "reranking"):
+            task: Any = get_task(name)  # tasks/retrieval.py's RetrievalTask: dataset_folder, split_name
+            if task.dataset_folder(verifier.suite).exists():  # a suite of the 2020 layout has none of them
+                    verifier.retrieval(name, task.dataset_folder(verifier.suite), [task.split_name("test")],
+                                   family == "reranking")
     return verifier.report

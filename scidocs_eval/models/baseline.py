@@ -15,8 +15,8 @@ import orjson
 from scidocs_eval.data.resolve import resolve_suite
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluation.results import RunResult
-from scidocs_eval.evaluation.runner import evaluate
-from scidocs_eval.evaluation.task import DEFAULT_MIN_COVERAGE, TASKS, build_tasks
+from scidocs_eval.evaluation.runner import evaluate, selected_tasks
+from scidocs_eval.evaluation.task import DEFAULT_MIN_COVERAGE, TASKS, build_tasks, embedding_groups, get_task
 from scidocs_eval.formats.corpus import read_papers
 from scidocs_eval.formats.embeddings import format_embedding_line
 from scidocs_eval.formats.embeddings_writers import output_kind, write_through_json_lines
@@ -91,6 +91,32 @@ def _digest(papers: Sequence[Paper]) -> str:
     return hashlib.sha256(orjson.dumps([(p.paper_id, p.title, p.abstract) for p in papers])).hexdigest()
 
 
+def role_papers(suite: Suite, tasks: Sequence[str], split: str) -> dict[str, tuple[list[Paper], str]]:
+    """group -> (papers, MTEB prompt type) of the tasks whose queries and documents are embedded apart
+    (`Task.role_texts`; only those of `tasks` whose files the suite has).
+
+    Each text rides in `Paper.title` with an empty abstract, so `paper_text` gives back MTEB's exact text (a
+    document's title and text joined by a space) whatever separator a model uses. An id a second task gives
+    another text is an error naming both.
+    """
+    roles: dict[str, tuple[dict[str, Paper], str]] = {}
+    origin: dict[tuple[str, str], str] = {}
+    for name in tasks:
+        task = get_task(name)
+        if any(not suite.has(f) for f in task.input_files(suite, split)):
+            continue
+        for group, (ids, texts, prompt_type) in task.role_texts(suite, split).items():
+            papers, _ = roles.setdefault(group, ({}, prompt_type))
+            for item_id, text in zip(ids, texts):
+                known = papers.get(item_id)
+                if known is not None and known.title != text:
+                    raise ScidocsEvalError(f"{group} id {item_id!r} has one text in task {origin[group, item_id]!r} "
+                                           f"and another in task {name!r}; score those tasks in separate runs")
+                papers[item_id] = Paper(item_id, text, "")
+                origin.setdefault((group, item_id), name)
+    return {group: (list(papers.values()), prompt_type) for group, (papers, prompt_type) in roles.items()}
+
+
 def _metadata_files(suite: Suite, tasks: Sequence[str] | None) -> tuple[str, ...]:
     """The metadata files (those the suite has) whose papers the tasks score (default: every registered task)."""
     wanted = {TASKS[name].spec.metadata_file for name in (TASKS.check(tasks) if tasks else TASKS.names())}
@@ -112,31 +138,42 @@ def run_baseline(
     progress: bool = True,
     embeddings_format: str = "jsonl",
     min_coverage: float = DEFAULT_MIN_COVERAGE,
+    benchmark: str | None = None,
 ) -> RunResult:
     """Fit the adapter `name` on the suite's papers (or `train_corpus`), embed them, score, save results.
 
-    With `tasks`, only the papers of the metadata files those tasks read are fitted on and embedded.
+    With `tasks` (or a `benchmark`'s tasks; default "scidocs"), only the papers of the metadata files those tasks
+    read are fitted on and embedded; tasks with queries and documents of their own (retrieval) get one file
+    per group.
 
-    Writes `{out_dir}/{name}.{embeddings_format}` (embeddings: "jsonl", or "parquet") and
-    `{out_dir}/{name}.results.json`.
+    Writes `{out_dir}/{name}.{embeddings_format}` (embeddings: "jsonl", or "parquet"),
+    `{out_dir}/{name}.{group}.{embeddings_format}` per retrieval group and `{out_dir}/{name}.results.json`.
     """
     if embeddings_format not in EMBEDDINGS_FORMATS:
         raise ScidocsEvalError(f"embeddings_format must be one of {EMBEDDINGS_FORMATS}, not {embeddings_format!r}")
     adapter = get_adapter(name, **(params or {}))
-    build_tasks(TASKS.check(tasks) if tasks else [], task_params)
+    names = selected_tasks(tasks, benchmark)
+    build_tasks(names, task_params)
     suite = resolve_suite(data)
-    papers = suite.papers(_metadata_files(suite, tasks))
-    corpus = read_papers(train_corpus) if train_corpus else papers
+    papers = suite.papers(_metadata_files(suite, names))
+    roles = role_papers(suite, names, split)
+    corpus = read_papers(train_corpus) if train_corpus else \
+        papers + [paper for role, _ in roles.values() for paper in role]
     started = time.perf_counter()
     log.info("fitting %s on %d papers", name, len(corpus))
     adapter.fit(corpus, suite)
     fitted = time.perf_counter()
     out_dir = Path(out_dir)
-    embeddings = write_embeddings(adapter, papers, out_dir / f"{name}.{embeddings_format}", resume=resume,
-                                  progress=progress, settings=fitted_settings(corpus, train_corpus),
-                                  option="--out-dir")
+    settings = fitted_settings(corpus, train_corpus)
+    files = {group: write_embeddings(adapter, role, out_dir / f"{name}.{group}.{embeddings_format}", resume=resume,
+                                     progress=progress, settings=settings, option="--out-dir")
+             for group, (role, _) in roles.items()}
+    if papers or not roles:
+        shared = write_embeddings(adapter, papers, out_dir / f"{name}.{embeddings_format}", resume=resume, progress=progress,
+                                  settings=settings, option="--out-dir")
+        files = {**dict.fromkeys(embedding_groups(), shared), **files}
     embedded = time.perf_counter()
-    result = evaluate(embeddings, suite, tasks=tasks, split=split, task_params=task_params, model=name,
+    result = evaluate(files, suite, tasks=names, split=split, task_params=task_params, model=name,
                       progress=progress, min_coverage=min_coverage)
     result.settings["adapter"] = {"name": name, "paper_row": adapter.paper_row, "params": adapter.get_params(),
                                   "train_corpus": str(train_corpus) if train_corpus else None,

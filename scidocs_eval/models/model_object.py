@@ -1,7 +1,11 @@
 """Score a model held as a Python object: `evaluate_model(model, data)`.
 
 `model` is anything with ``encode(texts, batch_size=..., **kwargs) -> (n, d)`` (a sentence-transformers
-model, an MTEB-style encoder, a user's class) or a plain callable ``texts -> (n, d)``. Every paper the chosen
+model, a user's class), an MTEB 2.x encoder (``encode(inputs: DataLoader, *, task_metadata, hf_split, hf_subset,
+prompt_type=None, **kwargs)``, told apart by that signature, never by its class), or a plain callable
+``texts -> (n, d)``. Queries and documents of retrieval tasks are embedded apart, with MTEB's prompt type
+("query" / "document") passed to a model whose encode takes `prompt_type` (MTEB encoders) or that has prompts of
+those names (sentence-transformers' `prompt_name`). Every paper the chosen
 tasks need is embedded batch by batch into the official JSON lines format, then scored by `evaluate`, so the
 numbers are the ones `scidocs-eval run` prints for that file. A model that wants structured papers instead of
 text declares ``scidocs_inputs = "papers"`` (or the caller passes ``inputs="papers"``) and receives
@@ -11,6 +15,7 @@ text declares ``scidocs_inputs = "papers"`` (or the caller passes ``inputs="pape
 from __future__ import annotations
 
 import hashlib
+import inspect
 import logging
 import os
 import re
@@ -26,14 +31,14 @@ import numpy as np
 from scidocs_eval.data.resolve import resolve_suite
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluation.results import RunResult
-from scidocs_eval.evaluation.runner import evaluate
-from scidocs_eval.evaluation.task import MissingPolicy
+from scidocs_eval.evaluation.runner import evaluate, selected_tasks
+from scidocs_eval.evaluation.task import TASKS, MissingPolicy, embedding_groups
 from scidocs_eval.formats.corpus import paper_text
 from scidocs_eval.formats.embeddings_writers import convert_embeddings, output_kind
 from scidocs_eval.formats.safe_output import atomic_write, claim_output
 from scidocs_eval.formats.suite import Paper, Suite
 from scidocs_eval.models.adapter import Adapter
-from scidocs_eval.models.baseline import _metadata_files, write_embeddings
+from scidocs_eval.models.baseline import _metadata_files, role_papers, write_embeddings
 from scidocs_eval.models.model_cache import corpus_fingerprint
 from scidocs_eval.paths import cache_dir
 
@@ -74,9 +79,16 @@ class EncoderAdapter(Adapter):
     def __init__(self, model: Any, batch_size: int = 32, inputs: str | None = None, separator: str | None = None,
                  encode_kwargs: Mapping[str, Any] | None = None):
         encode = getattr(model, "encode", None)
-        if callable(encode):
-            self._call: Callable[..., Any] = lambda items: encode(items, batch_size=batch_size,
-                                                                  **self.encode_kwargs)
+        self.prompt_type: str | None = None
+        """"query" or "document" while embedding one side of a retrieval task; None for a suite's papers."""
+        self.mteb_task = "SCIDOCS"
+        """the MTEB task whose metadata an MTEB encoder is given (its prompts are chosen by it)."""
+        self.protocol = "mteb" if callable(encode) and speaks_mteb_protocol(encode) else "texts"
+        if self.protocol == "mteb":
+            self._call: Callable[..., Any] = lambda items: self._mteb_encode(encode, items)
+        elif callable(encode):
+            self._call = lambda items: encode(items, batch_size=batch_size, **self._prompt_kwargs(encode),
+                                              **self.encode_kwargs)
         elif callable(model):
             self._call = lambda items: model(items, **self.encode_kwargs)
         else:
@@ -94,9 +106,31 @@ class EncoderAdapter(Adapter):
         self.encode_kwargs = dict(encode_kwargs or {})
         self.dim: int | None = None
 
+    def _prompt_kwargs(self, encode: Callable[..., Any]) -> dict[str, Any]:
+        """`prompt_name` for a sentence-transformers model with a prompt named after the side being embedded."""
+        prompts = getattr(self.model, "prompts", None)
+        if self.prompt_type and isinstance(prompts, Mapping) and self.prompt_type in prompts \
+                and "prompt_name" in inspect.signature(encode).parameters:
+            return {"prompt_name": self.prompt_type}
+        return {}
+
+    def _mteb_encode(self, encode: Callable[..., Any], texts: list[str]) -> Any:
+        """One batch through MTEB 2.x's EncoderProtocol: a DataLoader of {"text": ...} and the task's metadata."""
+        import mteb
+        from datasets import Dataset
+        from mteb.types import PromptType
+        from torch.utils.data import DataLoader
+
+        loader = DataLoader(Dataset.from_dict({"text": list(texts)}), batch_size=self.batch_size)
+        prompt_type = PromptType(self.prompt_type) if self.prompt_type else None
+        return encode(loader, task_metadata=mteb.get_task(self.mteb_task).metadata, hf_split="test",
+                      hf_subset="default", prompt_type=prompt_type, batch_size=self.batch_size,
+                      **self.encode_kwargs)
+
     def describe(self) -> dict[str, Any]:
         """What the results file records about the model and how it was called."""
         return {"class": f"{type(self.model).__module__}.{type(self.model).__qualname__}", "inputs": self.inputs,
+                "protocol": self.protocol, "prompt_type": self.prompt_type,
                 "separator": self.separator, "batch_size": self.batch_size,
                 "encode_kwargs": {key: repr(value) for key, value in sorted(self.encode_kwargs.items())}}
 
@@ -139,6 +173,21 @@ class EncoderAdapter(Adapter):
         return np.concatenate([vectors for _, vectors in self.transform_batches(papers)])
 
 
+MTEB_ENCODE_PARAMETERS = ("task_metadata", "hf_split", "hf_subset")
+
+
+def speaks_mteb_protocol(encode: Callable[..., Any]) -> bool:
+    """True when `encode` has MTEB 2.x's EncoderProtocol signature (keyword parameters task_metadata, hf_split,
+    hf_subset): it is given a DataLoader of batches, not a list of texts."""
+    try:
+        parameters = inspect.signature(encode).parameters
+    except (TypeError, ValueError):
+        return False
+    return all(name in parameters and parameters[name].kind in (inspect.Parameter.KEYWORD_ONLY,
+                                                               inspect.Parameter.POSITIONAL_OR_KEYWORD)
+               for name in MTEB_ENCODE_PARAMETERS)
+
+
 def _cached_embeddings(adapter: EncoderAdapter, papers: Sequence[Paper], name: str, progress: bool) -> Path:
     """The embeddings of `papers` by the model called `name`, from the cache or written into it.
 
@@ -175,6 +224,7 @@ def evaluate_model(
     task_params: Mapping[str, Mapping[str, Any]] | None = None,
     output: str | os.PathLike[str] | None = None,
     progress: bool = True,
+    benchmark: str | None = None,
 ) -> RunResult:
     """Embed every paper the tasks need with `model` and score the embeddings, as `evaluate` does for a file.
 
@@ -182,7 +232,7 @@ def evaluate_model(
         model: an object with ``encode(texts, batch_size=..., **kwargs) -> (n, d)`` or a callable
             ``texts -> (n, d)`` (numpy arrays, torch tensors or nested lists); see `EncoderAdapter`.
         data: suite directory, "demo", a Suite, or None for the default data directory.
-        tasks: task names (default: all registered ones); only their papers are embedded.
+        tasks: task names, of any benchmark (default: the benchmark's); only their papers are embedded.
         split: "test" or "val".
         batch_size: texts per call of the model.
         name: the model's name in results; with `cache`, the embeddings are cached under this name and a
@@ -190,14 +240,16 @@ def evaluate_model(
         save_embeddings: also write the embeddings here (official JSON lines; Parquet, .npz or Arrow when the
             name ends in .parquet, .npz, .arrow); the file must not exist yet.
         inputs, separator, encode_kwargs: how the model is called (see `EncoderAdapter`).
-        missing, task_params, output, progress: as in `evaluate`.
+        missing, task_params, output, progress, benchmark: as in `evaluate`.
 
     Returns:
         the RunResult; ``settings["model_object"]`` records how the model was called.
     """
     started = time.perf_counter()
     suite = resolve_suite(data)
-    papers = suite.papers(_metadata_files(suite, tasks))
+    names = selected_tasks(tasks, benchmark)
+    papers = suite.papers(_metadata_files(suite, names))
+    roles = role_papers(suite, names, split)
     adapter = EncoderAdapter(model, batch_size=batch_size, inputs=inputs, separator=separator,
                              encode_kwargs=encode_kwargs)
     adapter.name = name or getattr(model, "__name__", None) or type(model).__name__
@@ -205,20 +257,30 @@ def evaluate_model(
     if save is not None:
         claim_output(save, "save_embeddings")
     with tempfile.TemporaryDirectory(prefix="scidocs-eval-model-") as scratch:
-        if name and cache:
-            embeddings = _cached_embeddings(adapter, papers, name, progress)
-        else:
-            embeddings = write_embeddings(adapter, papers, Path(scratch) / "embeddings.jsonl", resume=False,
-                                          progress=progress)
-        if save is not None:
-            if output_kind(save) != "jsonl":
-                convert_embeddings(embeddings, save, progress=False, option="save_embeddings")
-            else:
-                with open(embeddings, "rb") as source, atomic_write(save, "save_embeddings") as target:
-                    shutil.copyfileobj(source, target)
-            embeddings = save
+        def embedded_file(items: Sequence[Paper], group: str) -> Path:
+            if name and cache:
+                return _cached_embeddings(adapter, items, name, progress)
+            return write_embeddings(adapter, items, Path(scratch) / f"{group}.jsonl", resume=False, progress=progress)
+
+        files: dict[str, Path] = {}
+        for group, (role, prompt_type) in roles.items():
+            adapter.prompt_type = prompt_type
+            adapter.mteb_task = next((TASKS[n].spec.mteb_task for n in names if group in TASKS[n].groups()
+                                      and TASKS[n].spec.mteb_task), "SCIDOCS")
+            files[group] = embedded_file(role, group)
+        adapter.prompt_type, adapter.mteb_task = None, "SCIDOCS"
+        if papers or not roles:
+            embeddings = embedded_file(papers, "embeddings")
+            if save is not None:
+                if output_kind(save) != "jsonl":
+                    convert_embeddings(embeddings, save, progress=False, option="save_embeddings")
+                else:
+                    with open(embeddings, "rb") as source, atomic_write(save, "save_embeddings") as target:
+                        shutil.copyfileobj(source, target)
+                embeddings = save
+            files = {**dict.fromkeys(embedding_groups(), embeddings), **files}
         embedded = time.perf_counter()
-        result = evaluate(embeddings, suite, tasks=tasks, split=split, missing=missing, task_params=task_params,
+        result = evaluate(files, suite, tasks=names, split=split, missing=missing, task_params=task_params,
                           model=adapter.name, cache=save is not None or bool(name and cache), progress=progress)
     result.settings["model_object"] = adapter.describe()
     result.timings["embed"] = round(embedded - started, 3)

@@ -1,0 +1,291 @@
+"""The SciDocs tasks MTEB reports: SCIDOCS retrieval, SciDocsRR reranking and NanoSCIDOCS, scored as MTEB does.
+
+A task's data is a retrieval dataset (BEIR or HF parquet layout, `scidocs_eval.formats.retrieval`) in the suite
+folder named after the task (`--data DIR` holding `scidocs-retrieval/`, ...), or the folder of the task parameter
+`folder`. Queries and documents have embeddings groups of their own ("queries", "corpus"), so a model can embed
+them differently; one file for both works when their ids do not collide.
+
+Scoring is MTEB 2.x's (`AbsTaskRetrieval`, `SearchEncoderWrapper`, `calculate_retrieval_scores`): queries
+without judgements are left out; similarity in float32 (cosine by default); full-corpus retrieval keeps each
+query's top 1000 by (score, document id); reranking scores each query's own candidates; nDCG, MAP, recall,
+precision, hit rate and MRR at MTEB's k values by pytrec_eval (MRR as MTEB computes it). The printed metrics are
+×100 (2 decimals, as every task here); `details["mteb_scores"]` holds MTEB's own dict, digit for digit.
+
+A query without an embedding scores 0 on every metric and a document without one cannot be retrieved (both
+counted in the coverage, with a warning), under the default policy; `missing="error"` stops instead.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.evaluation.metrics import (
+    MTEB_K_VALUES,
+    mean_measures,
+    mteb_metric_names,
+    mteb_retrieval_measures,
+    mteb_scores,
+)
+from scidocs_eval.evaluation.task import (
+    BENCHMARKS,
+    Benchmark,
+    MissingPolicy,
+    Task,
+    TaskResult,
+    TaskSpec,
+    check_missing,
+    register_task,
+)
+from scidocs_eval.evaluators.retrieval_search import ENGINES, SIMILARITIES, prepare, search
+from scidocs_eval.formats.embeddings import EMPTY, MISSING, PRESENT, EmbeddingStore
+from scidocs_eval.formats.retrieval import (
+    RetrievalData,
+    dangling_judgements,
+    detect_layout,
+    layout_files,
+    read_retrieval_data,
+)
+from scidocs_eval.formats.suite import Suite
+from scidocs_eval.params import Options, validate_params
+
+log = logging.getLogger("scidocs_eval")
+
+BENCHMARKS.register(Benchmark("mteb-scidocs", "SciDocs as MTEB reports it: SCIDOCS retrieval (BEIR), SciDocsRR "
+                                              "reranking, NanoSCIDOCS (NanoBEIR)"))
+BENCHMARKS.register(Benchmark("full-corpus", "a suite's cite, co-cite, co-view and co-read queries against every "
+                                             "paper of the suite (written by `data build --format beir`)"))
+QUERY_GROUP, DOCUMENT_GROUP = "queries", "corpus"
+TOP_K = max(MTEB_K_VALUES)
+"""documents kept per query in full-corpus retrieval (MTEB's `_top_k`: its largest k)."""
+
+
+def mteb_spec(name: str, description: str, family: str, main_score: str, mteb_task: str, hf_id: str,
+              revision: str, split: str) -> TaskSpec:
+    return TaskSpec(name, description, family, mteb_metric_names(), main_score, DOCUMENT_GROUP, "",
+                    benchmark="mteb-scidocs", query_group=QUERY_GROUP, mteb_task=mteb_task,
+                    dataset={"path": hf_id, "revision": revision, "split": split})
+
+
+class RetrievalTask(Task):
+    """Queries against a corpus, scored as MTEB scores its retrieval tasks (see the module docstring).
+
+    Args:
+        similarity: "cosine" (MTEB's default), "dot" or "neg-l2" (negative Euclidean distance): use the one
+            the model was trained for (MTEB reads it from the model's metadata).
+        engine: "numpy" (exact, blocked), "faiss" (exact flat index) or "faiss-hnsw" / "faiss-ivf"
+            (approximate: their measured recall is reported in the details); reranking always scores every
+            candidate.
+        folder: the dataset folder (default: the suite's folder named after the task).
+    """
+
+    reranking: ClassVar[bool] = False
+    ignore_identical_ids: ClassVar[bool] = False
+    """drop a document whose id is the query's (MTEB's `ignore_identical_ids`): a query paper in its own corpus."""
+    parameter_constraints: ClassVar[dict[str, list]] = {
+        "similarity": [Options(SIMILARITIES)],
+        "engine": [Options(ENGINES)],
+        "folder": [str, None],
+    }
+
+    def __init__(self, similarity: str = "cosine", engine: str = "numpy", folder: str | None = None):
+        validate_params(self.parameter_constraints, {"similarity": similarity, "engine": engine, "folder": folder},
+                        f"task {self.name!r}")
+        self.similarity, self.engine, self.folder = similarity, engine, folder
+
+    def split_name(self, split: str) -> str:
+        """The dataset's split for the run's `split`: MTEB evaluates NanoSCIDOCS on its only split, "train"."""
+        return self.spec.dataset.get("split", split) if split == "test" else split
+
+    def dataset_folder(self, suite: Suite) -> Path:
+        return suite.path(self.folder) if self.folder else suite.path(self.name)
+
+    def required_files(self, split: str) -> list[str]:
+        base, name = self.folder or self.name, self.split_name(split)
+        files = [f"{base}/corpus.jsonl", f"{base}/queries.jsonl", f"{base}/qrels/{name}.tsv"]
+        return files + ([f"{base}/top_ranked/{name}.jsonl"] if self.reranking else [])
+
+    def input_files(self, suite: Suite, split: str) -> list[str]:
+        folder = self.dataset_folder(suite)
+        if detect_layout(folder) != "hf-parquet":
+            return self.required_files(split)
+        return [str(path) for directory in layout_files(folder, self.split_name(split), self.reranking)
+                for path in (sorted(directory.glob("*.parquet")) if directory.is_dir() else [directory])]
+
+    def read(self, suite: Suite, split: str) -> RetrievalData:
+        return read_retrieval_data(self.dataset_folder(suite), self.split_name(split), self.reranking)
+
+    def role_texts(self, suite: Suite, split: str) -> dict[str, tuple[list[str], list[str], str]]:
+        """group -> (ids, texts, MTEB prompt type) of what a model embeds: the judged queries' texts, and each
+        document as MTEB joins it (title, a space, text)."""
+        data = self.read(suite, split)
+        relevance = judged(data)
+        documents = list(data.corpus.values())
+        return {QUERY_GROUP: (list(relevance), [data.queries[q] for q in relevance], "query"),
+                DOCUMENT_GROUP: ([d.doc_id for d in documents], [d.mteb_text for d in documents], "document")}
+
+    def evaluate(self, suite: Suite, embeddings: EmbeddingStore, split: str = "test",
+                 missing: MissingPolicy = "official") -> TaskResult:
+        return self.evaluate_groups(suite, {QUERY_GROUP: embeddings, DOCUMENT_GROUP: embeddings}, split, missing)
+
+    def evaluate_groups(self, suite: Suite, stores: Mapping[str, EmbeddingStore], split: str = "test",
+                        missing: MissingPolicy = "official") -> TaskResult:
+        data = self.read(suite, split)
+        relevance = judged(data)
+        query_store, document_store = stores[QUERY_GROUP], stores[DOCUMENT_GROUP]
+        query_ids = list(relevance)
+        candidates = candidate_ids(data, relevance)
+        query_status, document_status = query_store.status(query_ids), document_store.status(candidates)
+        check_missing(self.name, "queries", query_ids, query_status, missing)
+        check_missing(self.name, "documents", candidates, document_status, missing)
+        searched = [q for q, status in zip(query_ids, query_status) if status == PRESENT]
+        usable = [d for d, status in zip(candidates, document_status) if status == PRESENT]
+        if searched and usable and query_store.dim != document_store.dim:
+            raise ScidocsEvalError(f"{self.name}: query vectors ({query_store.source}) have {query_store.dim} "
+                                   f"dimensions, document vectors ({document_store.source}) {document_store.dim}")
+        run: dict[str, dict[str, float]] = {}
+        search_details: dict[str, Any] = {}
+        query_vectors = prepare(query_store.vectors(searched), self.similarity)
+        if not (searched and usable):
+            log.warning("%s: no query or no document has an embedding; every query scores 0", self.name)
+        elif self.reranking:
+            run = self.rerank(data, searched, query_vectors, usable, document_store)
+        else:
+            depth = TOP_K + self.ignore_identical_ids
+            found = search(query_vectors, document_store.vectors(usable), usable, depth, self.similarity,
+                           self.engine)
+            run = {q: dict([(usable[i], float(s)) for i, s in zip(row_i, row_s)
+                            if i >= 0 and not (self.ignore_identical_ids and usable[i] == q)][:TOP_K])
+                   for q, row_i, row_s in zip(searched, found.indices, found.scores)}
+            search_details = found.details
+        coverage = {"queries": len(query_ids), "queries_missing": int(np.sum(query_status == MISSING)),
+                    "queries_empty": int(np.sum(query_status == EMPTY)), "documents": len(candidates),
+                    "documents_missing": int(np.sum(document_status == MISSING)),
+                    "documents_empty": int(np.sum(document_status == EMPTY)),
+                    "unjudged_queries": len(data.queries) - len(query_ids)}
+        unscored = len(query_ids) - len(searched)
+        if unscored or len(usable) < len(candidates):
+            log.warning("%s: %d of %d queries have no embedding (they score 0) and %d of %d documents have none "
+                        "(they cannot be retrieved); MTEB embeds every one, so these numbers are not MTEB's",
+                        self.name, unscored, len(query_ids), len(candidates) - len(usable), len(candidates))
+        per_query = mteb_retrieval_measures(relevance, run)
+        items = {"unit": "query", "ids": list(per_query),
+                 **{m: [values[m] for values in per_query.values()] for m in self.metrics}}
+        details: dict[str, Any] = {
+            "mteb_scores": mteb_scores(per_query, main_score=self.spec.main_score),
+            "similarity": self.similarity, "layout": data.layout, "dataset": dict(self.spec.dataset),
+            "k_values": list(MTEB_K_VALUES), **({"search": search_details} if search_details else {})}
+        if search_details and not search_details.get("exact", True):
+            log.warning("%s: approximate search (%s), recall@%d against exact search %.4f on %d queries",
+                        self.name, self.engine, search_details["k"], search_details["recall_at_k"],
+                        search_details["recall_sample"])
+        return TaskResult(self.name, mean_measures(per_query, self.metrics), coverage, details, items=items)
+
+    def rerank(self, data: RetrievalData, searched: list[str], query_vectors: np.ndarray, usable: list[str],
+               store: EmbeddingStore) -> dict[str, dict[str, float]]:
+        """Each query's own candidates (those with an embedding) scored by the similarity, in float32."""
+        assert data.top_ranked is not None
+        row_of = {doc_id: row for row, doc_id in enumerate(usable)}
+        documents = prepare(store.vectors(usable), self.similarity)
+        run: dict[str, dict[str, float]] = {}
+        for query_id, query in zip(searched, query_vectors):
+            kept = [d for d in data.top_ranked[query_id] if d in row_of]
+            vectors = documents[[row_of[d] for d in kept]]
+            if self.similarity == "neg-l2":
+                scores = -np.sqrt(np.maximum(np.einsum("ij,ij->i", vectors, vectors) + query @ query
+                                             - 2 * (vectors @ query), 0, dtype=np.float32))
+            else:
+                scores = vectors @ query
+            top = sorted(zip(scores.tolist(), kept), reverse=True)[:TOP_K]
+            run[query_id] = {doc_id: score for score, doc_id in top}
+        return run
+
+
+def judged(data: RetrievalData) -> dict[str, dict[str, int]]:
+    """The judgements of the queries MTEB evaluates: those with at least one judgement and a query text."""
+    unknown, unreachable = dangling_judgements(data)
+    if unknown:
+        log.warning("%s: %d judged queries are not in the queries file (left out, as MTEB leaves them out), "
+                    "e.g. %r", data.files[2], len(unknown), unknown[0])
+    if unreachable:
+        log.warning("%s: %d judged documents are not in the corpus (they can never be retrieved, as in MTEB), "
+                    "e.g. %r", data.files[2], len(unreachable), unreachable[0])
+    kept = {q: grades for q, grades in data.qrels.items() if grades and q in data.queries}
+    if data.top_ranked is not None:
+        uncandidated = [q for q in kept if q not in data.top_ranked]
+        if uncandidated:
+            log.warning("%s: %d judged queries have no candidate list (left out, as MTEB leaves them out), e.g. %r",
+                        data.files[3], len(uncandidated), uncandidated[0])
+        kept = {q: grades for q, grades in kept.items() if q in data.top_ranked}
+    return kept
+
+
+def candidate_ids(data: RetrievalData, relevance: Mapping[str, Mapping[str, int]]) -> list[str]:
+    """The documents a run may rank: the whole corpus, or (reranking) the judged queries' candidates."""
+    if data.top_ranked is None:
+        return list(data.corpus)
+    return list(dict.fromkeys(d for q in relevance for d in data.top_ranked[q]))
+
+
+class RerankingTask(RetrievalTask):
+    """Each query's own candidate list (the dataset's `top_ranked`), scored as MTEB 2.x scores reranking."""
+
+    reranking = True
+
+
+@register_task
+class SciDocsRetrievalTask(RetrievalTask):
+    spec = mteb_spec("scidocs-retrieval", "MTEB SCIDOCS (BEIR): 1,000 paper titles against 25,657 papers",
+                     "retrieval", "ndcg_at_10", "SCIDOCS", "mteb/scidocs",
+                     "f8c2fcf00f625baaa80f62ec5bd9e1fff3b8ae88", "test")
+
+
+@register_task
+class SciDocsRerankingTask(RerankingTask):
+    spec = mteb_spec("scidocs-rr", "MTEB SciDocsRR: rerank about 30 candidate titles per query title",
+                     "reranking", "map_at_1000", "SciDocsRR", "mteb/SciDocsRR",
+                     "39b8377811871075eed9de3b8a7e21aaa6acb3d8", "test")
+
+
+@register_task
+class NanoSciDocsTask(RetrievalTask):
+    spec = mteb_spec("nano-scidocs", "MTEB NanoSCIDOCSRetrieval (NanoBEIR): 50 queries, about 2,200 papers",
+                     "retrieval", "ndcg_at_10", "NanoSCIDOCSRetrieval", "zeta-alpha-ai/NanoSCIDOCS",
+                     "484eb90549fc3f0b9c42b3551e80ceb999515537", "train")
+
+
+def full_corpus_spec(task: str, description: str) -> TaskSpec:
+    return TaskSpec(f"{task}-full", description, "retrieval", mteb_metric_names(), "ndcg_at_10", DOCUMENT_GROUP, "",
+                    benchmark="full-corpus", query_group=QUERY_GROUP)
+
+
+class FullCorpusTask(RetrievalTask):
+    """A suite ranking task's queries (titles) against every paper of the suite (`data build --format beir`);
+    the query paper itself is never retrieved."""
+
+    ignore_identical_ids = True
+
+
+@register_task
+class CiteFullTask(FullCorpusTask):
+    spec = full_corpus_spec("cite", "cite, full corpus: the papers a query cites, among every paper of the suite")
+
+
+@register_task
+class CociteFullTask(FullCorpusTask):
+    spec = full_corpus_spec("cocite", "co-cite, full corpus: papers cited with the query, among every paper")
+
+
+@register_task
+class CoviewFullTask(FullCorpusTask):
+    spec = full_corpus_spec("coview", "co-view, full corpus: papers viewed with the query, among every paper")
+
+
+@register_task
+class CoreadFullTask(FullCorpusTask):
+    spec = full_corpus_spec("coread", "co-read, full corpus: papers read with the query, among every paper")
