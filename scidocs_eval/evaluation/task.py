@@ -21,9 +21,9 @@ from scidocs_eval.formats.suite import Suite
 from scidocs_eval.registry import Registry, check_params
 
 MissingPolicy = Literal["official", "error"]
-FAMILIES = ("classification", "ranking", "recomm")
-"""What a task's files look like: label CSVs, qrels, or clickthrough impressions. `data verify` checks a task's
-files by its family; `--tune` and SGC's leakage guard read the val/test qrels of every "ranking" task."""
+FAMILIES = ("classification", "ranking", "recomm", "scirepeval")
+"""What a task's files look like: label CSVs, qrels, clickthrough impressions, or SciRepEval's JSON lines configs.
+`data verify` checks a task's files by its family; `--tune` and SGC's leakage guard read the val/test qrels of every "ranking" task."""
 _NAME = re.compile(r"[a-z][a-z0-9_-]*")
 
 
@@ -74,8 +74,8 @@ class TaskSpec:
             problems.append("table1 gives one column to two metrics")
         if not _NAME.fullmatch(self.embedding_group):
             problems.append(f"embedding_group {self.embedding_group!r} must be lowercase letters, digits, '-', '_'")
-        if not self.metadata_file.endswith(".json"):
-            problems.append(f"metadata_file {self.metadata_file!r} must be a suite-relative .json file")
+        if not self.metadata_file.endswith((".json", ".jsonl")):
+            problems.append(f"metadata_file {self.metadata_file!r} must be a suite-relative .json or .jsonl file")
         if not _NAME.fullmatch(self.benchmark):
             problems.append(f"benchmark {self.benchmark!r} must be lowercase letters, digits, '-' or '_'")
         if problems:
