@@ -23,7 +23,8 @@ from scidocs_eval.registry import Registry, check_params
 MissingPolicy = Literal["official", "error"]
 FAMILIES = ("classification", "ranking", "recomm", "scirepeval")
 """What a task's files look like: label CSVs, qrels, clickthrough impressions, or SciRepEval's JSON lines configs.
-`data verify` checks a task's files by its family; `--tune` and SGC's leakage guard read the val/test qrels of every "ranking" task."""
+`data verify` checks a task's files by its family; `--tune` and SGC's leakage guard read the val/test qrels of every
+"ranking" task."""
 _NAME = re.compile(r"[a-z][a-z0-9_-]*")
 
 
