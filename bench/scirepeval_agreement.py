@@ -107,8 +107,11 @@ def scirepeval_results(tree: Path, data: Path, embeddings: Path, iterations: int
             with warnings.catch_warnings(record=True) as caught, parallel_config(backend="sequential"):
                 warnings.simplefilter("always", ConvergenceWarning)
                 started = time.perf_counter()
-                values = task.evaluate(str(embeddings))
-            results[name] = {k: float(v) for k, v in values.items()}
+                try:
+                    values = task.evaluate(str(embeddings))
+                except Exception as error:  # noqa: BLE001  (SciRepEval's own driver reports and goes on too)
+                    values = {"error": f"{type(error).__name__}: {str(error).strip().splitlines()[-1]}"}
+            results[name] = {k: v if k == "error" else float(v) for k, v in values.items()}
             results[name]["stalled"] = sum(issubclass(w.category, ConvergenceWarning) for w in caught)
             results[name]["seconds"] = round(time.perf_counter() - started, 2)
     return results
@@ -164,6 +167,10 @@ def main() -> None:
     for name, values in theirs.items():
         for metric, value in values.items():
             if metric in ("stalled", "seconds"):
+                continue
+            if metric == "error":
+                rows.append({"task": name, "metric": metric, "scirepeval": value, "ours": ours.get(name)})
+                print(f"| {name} | SciRepEval failed: {value} | | {ours.get(name)} | | |")
                 continue
             mine = ours.get(name, {}).get(metric)
             gap = None if mine is None else round(mine - value, 4)

@@ -128,7 +128,7 @@ def _label(kind: str, title: str, topic: int, vector: np.ndarray, rng: np.random
         return labels
     if kind == "regression":
         value = float(vector[:4].astype(np.float64).sum() + rng.normal())
-        return round(2000 + 3 * value) if "Year" in title else round(value, 3)
+        return float(round(2000 + 3 * value)) if "Year" in title else round(value, 3)
     classes = 2 if title == "Biomimicry" else 3 + len(title) % 3
     return noisy % classes
 
