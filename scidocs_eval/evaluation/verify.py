@@ -96,6 +96,7 @@ class _Verifier:
         self.report = VerifyReport(suite.root, synthetic=suite.is_synthetic)
         self.metadata: dict[str, set[str] | None] = {}
         self.broken_metadata: set[str] = set()
+        self.inventories: dict[str, tuple[dict[str, int], list[str]] | None] = {}
 
     def known_ids(self, group: str) -> set[str] | None:
         """Ids of a metadata file; None (and a problem, once) when it is absent or broken.
@@ -238,6 +239,28 @@ class _Verifier:
                 and group not in self.broken_metadata):
             self.report.complete.append(task)
 
+    def scirepeval(self, task: str) -> None:
+        """A SciRepEval task (`Task.inventory`): counts per file, every parse error, ids without metadata."""
+        instance: Any = get_task(task)
+        files = instance.required_files("test")
+        if not self.task_files(task, files):
+            return
+        errors_before = len(self.report.errors)
+        group = instance.spec.metadata_file
+        broken = False
+        for relative in files:
+            if relative not in self.inventories:  # a file several tasks read (few-shot variants) is checked once
+                counted = self.parse(relative, instance.inventory, self.suite, relative)
+                self.inventories[relative] = counted
+                if counted is not None:
+                    self.check_ids(relative, counted[1], group)
+            counted = self.inventories[relative]
+            broken |= counted is None and self.suite.has(relative)
+            if counted is not None:
+                self.report.counts.setdefault(task, {})[Path(relative).stem] = counted[0]
+        if not broken:
+            self.finish(task, files, group, errors_before)
+
 
 def _read_by_run() -> set[str]:
     """The metadata files some registered task reads when it runs (those among its required files)."""
@@ -269,4 +292,6 @@ def verify_suite(root: str | os.PathLike[str]) -> VerifyReport:
     for task in ranking + _extra_tasks(root, "qrel", ranking):
         verifier.ranking(task)
     verifier.recomm()
+    for task in task_names("scirepeval"):
+        verifier.scirepeval(task)
     return verifier.report

@@ -63,10 +63,16 @@ def with_intercept(x: np.ndarray, environment: str) -> np.ndarray:
     return np.hstack([x, np.ones((x.shape[0], 1))]) if environment == "sklearn" else x
 
 
+PARALLEL_FROM = 5000
+"""Training papers from which the SVM grid runs in worker processes: below, starting them costs more than the fits."""
+
+
 def single_label(x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, environment: str,
-                 c_grid: Sequence[float] = CLASSIFICATION_GRID, folds: int = FOLDS, n_jobs: int = -1) -> Fit:
+                 c_grid: Sequence[float] = CLASSIFICATION_GRID, folds: int = FOLDS, n_jobs: int | None = None) -> Fit:
     """SciRepEval's `classify` for one label a paper: the C grid by stratified CV, then refit."""
     train, test = with_intercept(x_train, environment), with_intercept(x_test, environment)
+    if n_jobs is None:
+        n_jobs = -1 if len(train) >= PARALLEL_FROM else 1
     grid = LinearSVMGrid(c_grid=tuple(c_grid), folds=folds, n_jobs=n_jobs).fit(train, y_train)
     return Fit(grid.predict(test), [grid.best_c_])
 
