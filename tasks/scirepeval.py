@@ -11,6 +11,7 @@ rounded to float16 first, as SciRepEval's loader does (`as_float16=False` keeps 
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -46,6 +47,7 @@ from scidocs_eval.params import InstanceOf, Interval, Options, validate_params
 BENCHMARKS.register(Benchmark("scirepeval", "SciRepEval (EMNLP 2023): classification, regression, proximity and "
                               "ad-hoc search tasks on allenai/scirepeval data, SciRepEval's models and metrics"))
 
+log = logging.getLogger("scidocs_eval")
 BENCHMARK = "scirepeval"
 PREFIX = "scirepeval-"
 REVIEWERS_CONFIG = "reviewers"
@@ -172,11 +174,19 @@ class ClassificationTask(SupervisedTask):
                  missing: MissingPolicy = "official") -> TaskResult:
         train, x_train, test, x_test, coverage = self._data(suite, embeddings, split, missing)
         fit = self.fit(x_train, train.labels, x_test)
+        _warn_if_stalled(self.name, fit)
         value = models.classification_metric(test.labels, fit.predicted, self.metric)
         details = {"environment": self.environment, "C": fit.chosen_c, "fits_not_converged": fit.not_converged}
         return TaskResult(self.name, {self.metric: value}, coverage, details,
                           items=classification_items(self.metric, self.multi_label, test.ids, test.labels,
                                                      fit.predicted))
+
+
+def _warn_if_stalled(task: str, fit: models.Fit) -> None:
+    if fit.not_converged:
+        log.warning("%s: %d SVM fit(s) stopped at liblinear's iteration limit (%d) before its tolerance; the "
+                    "number may differ from the exact solution (details: fits_not_converged)", task,
+                    fit.not_converged, models.MAX_ITERATIONS)
 
 
 def classification_items(metric: str, multi_label: bool, ids: list[str], gold: np.ndarray,
@@ -198,6 +208,7 @@ class RegressionTask(SupervisedTask):
                  missing: MissingPolicy = "official") -> TaskResult:
         train, x_train, test, x_test, coverage = self._data(suite, embeddings, split, missing)
         fit = models.regression(x_train, train.labels, x_test, self.environment)
+        _warn_if_stalled(self.name, fit)
         values = models.regression_metrics(test.labels, fit.predicted)
         details = {"environment": self.environment, "C": fit.chosen_c[0], "fits_not_converged": fit.not_converged,
                    "mse": values.pop("mse")}
@@ -235,18 +246,27 @@ class FewShotTask(ClassificationTask):
                  missing: MissingPolicy = "official") -> TaskResult:
         train, x_train, test, x_test, coverage = self._data(suite, embeddings, split, missing)
         scores = []
+        stalled = 0
         if self.multi_label:
             for draw in models.few_shot_multi_label_draws(train.labels, self.sample_size, self.iterations,
                                                           self.seed):
-                predicted = models.multi_label(x_train[draw], train.labels[draw], x_test, self.environment).predicted
+                fit = models.multi_label(x_train[draw], train.labels[draw], x_test, self.environment)
+                stalled += fit.not_converged
+                predicted = fit.predicted
                 scores.append(models.classification_metric(test.labels, predicted, self.metric))
         else:
             for draw in models.few_shot_single_label_draws(train.labels, self.sample_size, self.iterations):
                 predicted = models.single_label_fixed_c(x_train[draw], train.labels[draw], x_test,
                                                         self.environment)
                 scores.append(models.classification_metric(test.labels, predicted, self.metric))
+        if len(scores) < self.iterations:
+            log.warning("%s: %d training papers make %d folds of %d, so %d iterations ran, not %d (as SciRepEval "
+                        "does)", self.name, len(train.ids), len(scores), self.sample_size, len(scores),
+                        self.iterations)
         values = np.asarray(scores)
-        details = {"environment": self.environment, "sample_size": self.sample_size, "iterations": len(scores),
+        _warn_if_stalled(self.name, models.Fit(values, not_converged=stalled))
+        details = {"environment": self.environment, "fits_not_converged": stalled, "sample_size": self.sample_size,
+                   "iterations": len(scores),
                    "per_iteration": scores, "std": round(float(np.std(values)), 2),
                    "min": float(values.min()), "max": float(values.max())}
         items = {"unit": "iteration", "ids": [str(i) for i in range(len(scores))], self.metric: (values / 100).tolist()}
