@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluation.metrics import trec_measures
 from scidocs_eval.evaluation.task import (
     BENCHMARKS,
@@ -70,12 +71,19 @@ class _Vectors:
     by_id: dict[str, np.ndarray]
 
     @classmethod
-    def of(cls, embeddings: EmbeddingStore, ids: Sequence[str], as_float16: bool) -> _Vectors:
+    def of(cls, task: str, embeddings: EmbeddingStore, ids: Sequence[str], as_float16: bool) -> _Vectors:
         ids = list(dict.fromkeys(ids))
         present = [i for i, code in zip(ids, embeddings.status(ids)) if code == PRESENT]
         matrix = embeddings.vectors(present, dtype=np.float64)
         if as_float16:
-            matrix = matrix.astype(np.float16).astype(np.float64)
+            with np.errstate(over="ignore"):
+                matrix = matrix.astype(np.float16).astype(np.float64)
+            overflow = ~np.isfinite(matrix).all(axis=1)
+            if overflow.any():
+                raise ScidocsEvalError(
+                    f"task {task!r}: {int(overflow.sum())} vector(s) have values beyond float16's range (65504), "
+                    f"the first of paper {present[int(np.argmax(overflow))]!r}; SciRepEval's float16 loader would "
+                    f"turn them into infinities. Scale the vectors, or pass --task-param {task}.as_float16=false")
         return cls(dict(zip(present, matrix)))
 
 
@@ -112,7 +120,7 @@ class SciRepEvalTask(Task):
         check_missing(self.name, role, unique, codes, missing)
         coverage[role] = len(unique)
         coverage[f"{role}_without_vector"] = int(np.sum(codes != PRESENT))
-        return _Vectors.of(embeddings, unique, self.as_float16)
+        return _Vectors.of(self.name, embeddings, unique, self.as_float16)
 
 
 class SupervisedTask(SciRepEvalTask):

@@ -162,6 +162,14 @@ def test_missing_vectors_are_left_out_as_scirepeval_does_or_stop_the_run(copy: t
     assert run.tasks["scirepeval-relish"].coverage["queries_without_vector"] == 1
     with pytest.raises(MissingEmbeddingsError, match="drsm-0"):
         evaluate(partial, data, tasks=["scirepeval-drsm"], missing="error", progress=False, cache=False)
+    records = [json.loads(line) for line in lines]
+    for record in records:
+        if record["doc_id"] == "relish-q1":
+            record["embedding"][0] = 1e6
+    huge = tmp_path / "huge.jsonl"
+    huge.write_text("".join(json.dumps(record) + "\n" for record in records))
+    with pytest.raises(ScidocsEvalError, match="relish-q1.*float16"):
+        evaluate(huge, data, tasks=["scirepeval-relish"], progress=False, cache=False)
 
 
 def test_bad_files_and_parameters_are_errors_naming_where(copy: tuple[Path, Path], tmp_path: Path,
