@@ -59,14 +59,19 @@ class _Stores:
         return out
 
 
-def _as_sources(embeddings: EmbeddingsSource | Mapping[str, EmbeddingsSource]) -> dict[str, EmbeddingsSource]:
+def _as_sources(embeddings: EmbeddingsSource | Mapping[str, EmbeddingsSource],
+                names: Sequence[str]) -> dict[str, EmbeddingsSource]:
+    """{group: source}: a mapping as given (its groups checked), or one source for every group of the benchmarks
+    of the tasks `names` (a SciDocs run records SciDocs' three groups, not those of other benchmarks)."""
     groups = tuple(embedding_groups())
     if isinstance(embeddings, Mapping):
         unknown = set(embeddings) - set(groups)
         if unknown:
             raise ScidocsEvalError(f"unknown embeddings group(s) {sorted(unknown)}; use {groups}")
         return dict(embeddings)
-    return dict.fromkeys(groups, embeddings)
+    benchmarks = {TASKS[name].spec.benchmark for name in names}
+    return dict.fromkeys((cls.spec.embedding_group for _, cls in TASKS.items() if cls.spec.benchmark in benchmarks),
+                         embeddings)
 
 
 def evaluate(
@@ -89,7 +94,7 @@ def evaluate(
         embeddings: one JSON lines file (or EmbeddingStore) for every task, or a mapping from the official
             groups ("cls", "user-citation", "recomm") to one file each.
         data: suite directory, "demo", a Suite, or None for the default data directory.
-        tasks: task names (default: all registered ones). Tasks whose files are absent are skipped with a note.
+        tasks: task names (default: the "scidocs" benchmark's). Tasks whose files are absent are skipped with a note.
         split: "test" (what the paper reports) or "val".
         missing: "official" (the official rules for papers without an embedding) or "error".
         task_params: constructor parameters per task name, e.g. {"recomm": {"seeds": 3}}.
@@ -109,8 +114,8 @@ def evaluate(
         check_output_file(output)
     started = time.perf_counter()
     suite = resolve_suite(data)
-    names = TASKS.check(tasks) if tasks else task_names()
-    sources = _as_sources(embeddings)
+    names = TASKS.check(tasks) if tasks else task_names(benchmark="scidocs")
+    sources = _as_sources(embeddings, names)
     stores = _Stores(sources, cache, dtype, progress)
     params = task_params or {}
     results, skipped, files = {}, {}, []

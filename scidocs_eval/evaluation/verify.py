@@ -292,6 +292,8 @@ def verify_suite(root: str | os.PathLike[str]) -> VerifyReport:
     for task in ranking + _extra_tasks(root, "qrel", ranking):
         verifier.ranking(task)
     verifier.recomm()
-    for task in task_names("scirepeval"):
-        verifier.scirepeval(task)
+    scirepeval = task_names("scirepeval")
+    if any(verifier.suite.has(f) for task in scirepeval for f in get_task(task).required_files("test")):
+        for task in scirepeval:  # only in a folder with SciRepEval's data: a SciDocs suite lists none as absent
+            verifier.scirepeval(task)
     return verifier.report
