@@ -231,8 +231,8 @@ class FewShotTask(ClassificationTask):
 
     Args:
         sample_size: examples a class (single label: the size of each StratifiedKFold fold) or positives a label
-            (multi-label) drawn for each iteration.
-        iterations: how many draws.
+            (multi-label) drawn for each iteration; None: SciRepEval's for the task.
+        iterations: how many draws; None: SciRepEval's for the task.
         seed: the first iteration's seed of numpy's legacy generator (multi-label; SciRepEval: 42, then 43, ...);
             single-label draws are the folds of an unshuffled StratifiedKFold and need none.
     """
@@ -240,15 +240,15 @@ class FewShotTask(ClassificationTask):
     sample_size_default: ClassVar[int]
     iterations_default: ClassVar[int]
     parameter_constraints: ClassVar[dict[str, list]] = {
-        **SupervisedTask.parameter_constraints, "sample_size": [Interval(int, 1, None)],
-        "iterations": [Interval(int, 1, None)], "seed": [Interval(int, 0, 2**32 - 1 - 10**6)]}
+        **SupervisedTask.parameter_constraints, "sample_size": [Interval(int, 1, None), None],
+        "iterations": [Interval(int, 1, None), None], "seed": [Interval(int, 0, 2**32 - 1 - 10**6)]}
 
     def __init__(self, as_float16: bool = True, environment: str = "lightning", sample_size: int | None = None,
                  iterations: int | None = None, seed: int = models.RANDOM_STATE):
+        self.sample_size, self.iterations, self.seed = sample_size, iterations, seed
+        super().__init__(as_float16, environment)
         self.sample_size = self.sample_size_default if sample_size is None else sample_size
         self.iterations = self.iterations_default if iterations is None else iterations
-        self.seed = seed
-        super().__init__(as_float16, environment)
 
     def evaluate(self, suite: Suite, embeddings: EmbeddingStore, split: str = "test",
                  missing: MissingPolicy = "official") -> TaskResult:
