@@ -95,6 +95,8 @@ class SciRepEvalTask(Task):
     """
 
     title: ClassVar[str]
+    input_format: ClassVar[str]
+    """SciRepEval's task format (`FORMATS`): the input a per-format model (SPECTER2's adapters) gets."""
     meta_config: ClassVar[str]
     test_config: ClassVar[str]
     parameter_constraints: ClassVar[dict[str, list]] = {"as_float16": [InstanceOf(bool)]}
@@ -378,7 +380,7 @@ def _register(title: str, kind: str, meta_config: str, test_config: str, metrics
               few_shot: tuple[tuple[int, int], ...]) -> None:
     """Register the task of one row of SciRepEval's task table, and its few-shot variants."""
     attributes: dict[str, Any] = {"title": title, "meta_config": meta_config, "test_config": test_config,
-                                  "format": FORMATS[kind], "multi_label": kind == "multi_label",
+                                  "input_format": FORMATS[kind], "multi_label": kind == "multi_label",
                                   "metric": metrics[0], "__module__": __name__}
     name = task_name(title)
     register_task(type(_class_name(name), (_BASES[kind],), {**attributes, "spec": _spec(name, title, kind, meta_config,

@@ -215,3 +215,17 @@ def test_data_verify_checks_every_scirepeval_file_once(copy: tuple[Path, Path], 
     assert out.count("drsm/train.jsonl:3: label 1.5 is not an integer class") == 1
     usable = out.split("tasks with all their files:")[1]
     assert "scirepeval-drsm" not in usable and "scirepeval-relish" in usable
+
+
+def test_specter2_recipe_gives_each_scirepeval_group_its_formats_adapter() -> None:
+    from scidocs_eval.baselines.specter2 import parse_group_adapters
+
+    recipe = parse_group_adapters("by-group")
+    assert recipe is not None
+    expected = {"classification": "classification", "regression": "regression", "proximity": "proximity",
+                "adhoc_search": "proximity"}
+    for name in task_names(benchmark="scirepeval"):
+        task = TASKS[name]
+        assert recipe[task.spec.embedding_group] == expected[task.input_format]
+    assert recipe["scirepeval-drsm"] == "classification" and recipe["scirepeval-tweet-mentions"] == "regression"
+    assert {recipe[g] for g in ("cls", "user-citation", "recomm")} == {"classification", "proximity"}
