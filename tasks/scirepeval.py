@@ -156,6 +156,9 @@ class SupervisedTask(SciRepEvalTask):
                                self.numeric)
         vectors = self._vectors(embeddings, labelled.ids, f"{split}_papers", missing, coverage)
         keep = [i for i, paper in enumerate(labelled.ids) if paper in vectors.by_id]
+        if not keep:
+            raise ScidocsEvalError(f"task {self.name!r}: no paper of {suite.path(relative)} has a vector in the "
+                                   "embeddings (wrong file for this task?)")
         kept = Labelled([labelled.ids[i] for i in keep], labelled.labels[keep], [labelled.lines[i] for i in keep])
         x = np.array([vectors.by_id[paper] for paper in kept.ids]).reshape(len(keep), embeddings.dim)
         return kept, x
@@ -284,6 +287,12 @@ class FewShotTask(ClassificationTask):
                           items=items)
 
 
+def _check_scored(task: str, run: dict[str, dict[str, float]], path: Any) -> None:
+    if not any(run.values()):
+        raise ScidocsEvalError(f"task {task!r}: no query of {path} has a vector with a candidate that has one "
+                               "(wrong embeddings file for this task?)")
+
+
 class ProximityTask(SciRepEvalTask):
     """Each query's candidates ranked by −L2 distance; trec_eval measures by pytrec_eval, mean over queries."""
 
@@ -309,6 +318,7 @@ class ProximityTask(SciRepEvalTask):
         candidates = self._vectors(embeddings, [c for grades in qrels.values() for c in grades], "candidates",
                                    missing, coverage)
         run = models.negative_l2_run({**candidates.by_id, **queries.by_id}, qrels)
+        _check_scored(self.name, run, suite.path(test_split_file(self.test_config, split)))
         values, items = self._scored(qrels, run, self.metrics)
         coverage["queries_scored"] = len(items["ids"])
         return TaskResult(self.name, values, coverage, {}, items=items)
@@ -347,6 +357,7 @@ class ReviewerMatchingTask(ProximityTask):
                                missing, coverage)
         coverage["reviewers_without_papers"] = len(wanted - set(reviewers))
         run = models.reviewer_run({**papers.by_id, **queries.by_id}, hard, reviewers)
+        _check_scored(self.name, run, suite.path(hard_file))
         values, items = self._scored(hard, run, self.measures, "hard_")
         soft_values, soft_items = self._scored(soft, run, self.measures, "soft_")
         if soft_items["ids"] != items["ids"]:

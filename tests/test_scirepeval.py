@@ -150,6 +150,31 @@ def test_evaluate_model_embeds_each_config_once_and_compare_works(copy: tuple[Pa
     assert comparison is not None
 
 
+def test_compare_covers_every_scirepeval_metric_kind(copy: tuple[Path, Path], tmp_path: Path) -> None:
+    """Binary F1, macro F1, Kendall/Pearson, per-query means and few-shot iterations: intervals and paired tests."""
+    data, embeddings = copy
+    rng = np.random.default_rng(0)
+    noisy = tmp_path / "noisy.jsonl"
+    with noisy.open("w") as handle:
+        for line in embeddings.open():
+            record = json.loads(line)
+            vector = np.asarray(record["embedding"]) + rng.normal(scale=1.5, size=len(record["embedding"]))
+            vector = vector.astype(np.float16).tolist()
+            handle.write(json.dumps({"doc_id": record["doc_id"], "embedding": vector}) + "\n")
+    tasks = ["scirepeval-biomimicry", "scirepeval-drsm-24-shot", "scirepeval-tweet-mentions", "scirepeval-relish",
+             "scirepeval-fields-of-study"]
+    params = {"scirepeval-drsm-24-shot": {"iterations": 4}}
+    a = evaluate(embeddings, data, tasks=tasks, task_params=params, progress=False, cache=False)
+    b = evaluate(noisy, data, tasks=tasks, task_params=params, progress=False, cache=False)
+    comparison = compare(a, b, resamples=300, progress=False)
+    compared = {(row.task, row.metric) for row in comparison.pairs[0].rows}
+    assert compared == {(task, metric) for task in tasks for metric in a.tasks[task].metrics}
+    assert all(0 < row.p_value <= 1 for row in comparison.pairs[0].rows)
+    for result in (a, b):
+        for task in tasks:
+            assert set(result.tasks[task].ci) == set(result.tasks[task].metrics)
+
+
 def test_missing_vectors_are_left_out_as_scirepeval_does_or_stop_the_run(copy: tuple[Path, Path],
                                                                          tmp_path: Path) -> None:
     data, embeddings = copy
@@ -168,6 +193,11 @@ def test_missing_vectors_are_left_out_as_scirepeval_does_or_stop_the_run(copy: t
             record["embedding"][0] = 1e6
     huge = tmp_path / "huge.jsonl"
     huge.write_text("".join(json.dumps(record) + "\n" for record in records))
+    unrelated = tmp_path / "unrelated.jsonl"
+    unrelated.write_text('{"doc_id": "someone-else", "embedding": [1, 2]}\n')
+    for task in ("scirepeval-drsm", "scirepeval-relish", "scirepeval-paper-reviewer-matching"):
+        with pytest.raises(ScidocsEvalError, match="wrong embeddings file|wrong file"):
+            evaluate(unrelated, data, tasks=[task], progress=False, cache=False)
     with pytest.raises(ScidocsEvalError, match="relish-q1.*float16"):
         evaluate(huge, data, tasks=["scirepeval-relish"], progress=False, cache=False)
 
