@@ -161,8 +161,7 @@ def test_compare_covers_every_scirepeval_metric_kind(copy: tuple[Path, Path], tm
             vector = np.asarray(record["embedding"]) + rng.normal(scale=1.5, size=len(record["embedding"]))
             vector = vector.astype(np.float16).tolist()
             handle.write(json.dumps({"doc_id": record["doc_id"], "embedding": vector}) + "\n")
-    tasks = ["scirepeval-biomimicry", "scirepeval-drsm-24-shot", "scirepeval-tweet-mentions", "scirepeval-relish",
-             "scirepeval-fields-of-study"]
+    tasks = ["scirepeval-biomimicry", "scirepeval-drsm-24-shot", "scirepeval-tweet-mentions", "scirepeval-relish"]
     params = {"scirepeval-drsm-24-shot": {"iterations": 4}}
     a = evaluate(embeddings, data, tasks=tasks, task_params=params, progress=False, cache=False)
     b = evaluate(noisy, data, tasks=tasks, task_params=params, progress=False, cache=False)
@@ -259,3 +258,29 @@ def test_specter2_recipe_gives_each_scirepeval_group_its_formats_adapter() -> No
         assert recipe[task.spec.embedding_group] == expected[task.input_format]
     assert recipe["scirepeval-drsm"] == "classification" and recipe["scirepeval-tweet-mentions"] == "regression"
     assert {recipe[g] for g in ("cls", "user-citation", "recomm")} == {"classification", "proximity"}
+
+
+@pytest.mark.parametrize("statistic", ["f1_binary", "f1_macro_multilabel", "kendalltau", "pearsonr"])
+def test_recomputed_statistics_equal_the_printed_metric(statistic: str) -> None:
+    from scipy.stats import kendalltau, pearsonr
+    from sklearn.metrics import f1_score
+
+    from scidocs_eval.evaluation.significance import StatisticItems
+
+    rng = np.random.default_rng(3)
+    shape = (60, 4) if statistic == "f1_macro_multilabel" else (60,)
+    if statistic.startswith("f1"):
+        gold, mine, theirs = (rng.integers(0, 2, size=shape) for _ in range(3))
+        expected = f1_score(gold, mine, average="macro" if gold.ndim == 2 else "binary")
+    else:
+        gold = rng.normal(size=60)
+        mine, theirs = gold + rng.normal(size=60), gold + 2 * rng.normal(size=60)
+        expected = (kendalltau if statistic == "kendalltau" else pearsonr)(gold, mine)[0]
+    ids = [str(i) for i in range(60)]
+    a, b = StatisticItems(ids, statistic, gold, mine), StatisticItems(ids, statistic, gold, theirs)
+    assert a.value() == models.rounded(expected)
+    low, high = a.interval(resamples=300)
+    assert low <= a.value() <= high
+    assert 0 < a.paired_p_value(b, resamples=300) <= 1
+    low, high = a.paired_interval(b, resamples=300)
+    assert low <= b.value() - a.value() <= high
