@@ -284,3 +284,35 @@ def test_recomputed_statistics_equal_the_printed_metric(statistic: str) -> None:
     assert 0 < a.paired_p_value(b, resamples=300) <= 1
     low, high = a.paired_interval(b, resamples=300)
     assert low <= b.value() - a.value() <= high
+
+
+def test_download_writes_the_hub_configs_in_the_local_layout(copy: tuple[Path, Path], tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hub is answered from the generated copy through `datasets` itself (no network here): every split of
+    every config the named tasks need comes back in the same layout, row for row."""
+    datasets = pytest.importorskip("datasets")
+    from scidocs_eval.data.scirepeval import download_scirepeval
+    from scidocs_eval.formats.scirepeval import META_DATASET
+
+    data, _ = copy
+    original = datasets.load_dataset
+
+    def from_copy(path: str, name: str | None = None, split: str | None = None, **kwargs: object) -> object:
+        folder = data / ("scirepeval" if path == META_DATASET else "scirepeval_test") / str(name)
+        loaded = original("json", data_files={p.stem: str(p) for p in sorted(folder.glob("*.jsonl"))},
+                          cache_dir=str(tmp_path / "hf-cache"))
+        return loaded[split] if split else loaded
+
+    monkeypatch.setattr(datasets, "load_dataset", from_copy)
+    titles = ["Paper-Reviewer Matching", "SciDocs MAG", "SciDocs MeSH"]
+    target = download_scirepeval(tmp_path / "copy", titles)
+    written = sorted(p.relative_to(target).as_posix() for p in target.rglob("*.jsonl"))
+    assert written == sorted(f"{top}/{config}/{p.name}" for top in ("scirepeval", "scirepeval_test")
+                             for config in ("paper_reviewer_matching", "reviewers", "scidocs_mag_mesh",
+                                            "scidocs_mag", "scidocs_mesh")
+                             for p in (data / top / config).glob("*.jsonl"))
+    for relative in written:
+        assert [json.loads(line) for line in (target / relative).open()] == \
+            [json.loads(line) for line in (data / relative).open()]
+    with pytest.raises(ScidocsEvalError, match="not an empty folder"):
+        download_scirepeval(target, titles)
