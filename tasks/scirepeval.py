@@ -361,9 +361,10 @@ class ReviewerMatchingTask(ProximityTask):
         values, items = self._scored(hard, run, self.measures, "hard_")
         soft_values, soft_items = self._scored(soft, run, self.measures, "soft_")
         if soft_items["ids"] != items["ids"]:
-            soft_values = {}
+            raise ScidocsEvalError(f"task {self.name!r}: {suite.path(soft_file)} and {suite.path(hard_file)} score "
+                                   "different queries; they should list the same ones")
         values.update(soft_values)
-        items.update({k: v for k, v in soft_items.items() if k.startswith("soft_") and soft_values})
+        items.update({k: v for k, v in soft_items.items() if k.startswith("soft_")})
         return TaskResult(self.name, values, coverage, {}, items=items)
 
 
