@@ -316,3 +316,17 @@ def test_download_writes_the_hub_configs_in_the_local_layout(copy: tuple[Path, P
             [json.loads(line) for line in (data / relative).open()]
     with pytest.raises(ScidocsEvalError, match="not an empty folder"):
         download_scirepeval(target, titles)
+
+
+def test_kendall_on_resamples_equals_scipy_on_the_repeated_items() -> None:
+    from scipy.stats import kendalltau
+
+    from scidocs_eval.evaluation.significance import STATISTICS
+
+    rng = np.random.default_rng(1)
+    gold = np.round(rng.normal(size=40), 1)  # rounding makes ties, which τ-b corrects for
+    predicted = np.round(gold + rng.normal(size=40), 1)
+    counts = rng.multinomial(40, np.full(40, 1 / 40), size=50).astype(np.float64)
+    fast = STATISTICS["kendalltau"](gold, np.broadcast_to(predicted, counts.shape), counts)
+    slow = [kendalltau(np.repeat(gold, c.astype(int)), np.repeat(predicted, c.astype(int)))[0] for c in counts]
+    np.testing.assert_allclose(fast, slow, atol=1e-12)

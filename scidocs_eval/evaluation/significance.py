@@ -430,14 +430,38 @@ def _pearsonr(gold: np.ndarray, predicted: np.ndarray, counts: np.ndarray) -> np
     return np.divide(covariance, spread, out=np.zeros_like(covariance), where=spread > 0)
 
 
+_PAIRWISE_KENDALL_ITEMS = 2000
+"""Up to this many items, Kendall's τ of a batch of resamples is one pass over the (n, n) pair signs."""
+
+
 def _kendalltau(gold: np.ndarray, predicted: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """Kendall's τ-b (scipy's) of each resample, the items repeated as often as drawn (0 where undefined)."""
+    if len(gold) <= _PAIRWISE_KENDALL_ITEMS and (predicted == predicted[:1]).all():
+        return _kendalltau_pairwise(gold, predicted[0], counts)
     values = []
     for predicted_row, count in zip(predicted, counts):
         drawn = count.astype(np.int64)
         tau = stats.kendalltau(np.repeat(gold, drawn), np.repeat(predicted_row, drawn))[0]
         values.append(0.0 if np.isnan(tau) else tau)
     return np.asarray(values)
+
+
+def _kendalltau_pairwise(gold: np.ndarray, predicted: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """τ-b = (C − D) / √((n₀ − n₁)(n₀ − n₂)) from item counts c: C − D = ½·cSc (S: sign products of item pairs),
+    n₀ = N(N − 1)/2 pairs, n₁ = ½(c·[gᵢ = gⱼ]·c − N) pairs tied in gold (copies of one item included), n₂ in the
+    predictions."""
+    signs = np.sign(gold[:, None] - gold[None, :]) * np.sign(predicted[:, None] - predicted[None, :])
+    total = counts.sum(-1)
+    pairs = total * (total - 1) / 2
+
+    def quadratic(matrix: np.ndarray) -> np.ndarray:
+        return np.einsum("bi,bi->b", counts @ matrix, counts)
+
+    tied_gold = (quadratic((gold[:, None] == gold[None, :]).astype(np.float64)) - total) / 2
+    tied_predicted = (quadratic((predicted[:, None] == predicted[None, :]).astype(np.float64)) - total) / 2
+    denominator = np.sqrt((pairs - tied_gold) * (pairs - tied_predicted))
+    difference = quadratic(signs) / 2
+    return np.divide(difference, denominator, out=np.zeros_like(difference), where=denominator > 0)
 
 
 STATISTICS: dict[str, Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]] = {
