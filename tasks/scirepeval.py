@@ -280,8 +280,8 @@ class FewShotTask(ClassificationTask):
         _warn_if_stalled(self.name, models.Fit(values, not_converged=stalled))
         details = {"environment": self.environment, "fits_not_converged": stalled, "sample_size": self.sample_size,
                    "iterations": len(scores),
-                   "per_iteration": scores, "std": round(float(np.std(values)), 2),
-                   "min": float(values.min()), "max": float(values.max())}
+                   "per_iteration": scores, "std": {self.metric: round(float(np.std(values)), 2)},
+                   "min": {self.metric: float(values.min())}, "max": {self.metric: float(values.max())}}
         items = {"unit": "iteration", "ids": [str(i) for i in range(len(scores))], self.metric: (values / 100).tolist()}
         return TaskResult(self.name, {self.metric: round(float(np.mean(values)), 2)}, coverage, details,
                           items=items)

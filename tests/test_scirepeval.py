@@ -120,10 +120,12 @@ def test_same_numbers_as_scirepevals_own_evaluator_every_format(tmp_path: Path) 
 def test_run_end_to_end_on_a_generated_copy(copy: tuple[Path, Path], tmp_path: Path) -> None:
     data, embeddings = copy
     output = tmp_path / "results.json"
-    assert main(["run", "--embeddings", str(embeddings), "--data", str(data), "--tasks", ",".join(QUICK),
-                 "--output", str(output), "--quiet"]) == 0
+    tasks = [*QUICK, "scirepeval-drsm-24-shot"]
+    assert main(["run", "--embeddings", str(embeddings), "--data", str(data), "--tasks", ",".join(tasks),
+                 "--task-param", "scirepeval-drsm-24-shot.iterations=2", "--output", str(output), "--quiet"]) == 0
     result = orjson.loads(output.read_bytes())
-    assert set(result["tasks"]) == set(QUICK)
+    assert set(result["tasks"]) == set(tasks)
+    assert result["tasks"]["scirepeval-drsm-24-shot"]["details"]["iterations"] == 2
     assert result["synthetic"] is True
     for task in result["tasks"].values():
         assert set(task["ci"]) == set(task["metrics"])
