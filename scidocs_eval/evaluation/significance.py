@@ -80,7 +80,9 @@ class ItemMetric(ABC):
         unit = items.get("unit")
         if unit not in kinds:
             raise ScidocsEvalError(f"per-item results of unknown unit {unit!r}")
-        return kinds[unit].build(items, metric)
+        estimator = kinds[unit].build(items, metric)
+        estimator.unit = unit  # one class serves several units (queries, few-shot iterations)
+        return estimator
 
     @classmethod
     @abstractmethod
@@ -133,7 +135,9 @@ class MeanItems(ItemMetric):
         return cls(items["ids"], items[metric])
 
     def reordered(self, order: np.ndarray) -> MeanItems:
-        return MeanItems([self.ids[i] for i in order], self.values[order])
+        reordered = MeanItems([self.ids[i] for i in order], self.values[order])
+        reordered.unit = self.unit
+        return reordered
 
     def value(self) -> float:
         return percent(float(np.mean(self.values))) if len(self.values) else 0.0
