@@ -15,10 +15,19 @@ from scidocs_eval.data.resolve import resolve_suite
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.significance import confidence_intervals
-from scidocs_eval.evaluation.task import TASKS, MissingPolicy, embedding_groups, get_task, task_names
+from scidocs_eval.evaluation.task import (
+    DEFAULT_MIN_COVERAGE,
+    TASKS,
+    MissingPolicy,
+    build_tasks,
+    check_coverage,
+    embedding_groups,
+    task_names,
+)
 from scidocs_eval.formats.embeddings import EmbeddingStore
-from scidocs_eval.formats.safe_output import check_output_file
+from scidocs_eval.formats.safe_output import claim_output
 from scidocs_eval.formats.suite import Suite
+from scidocs_eval.params import FRACTION, check_value
 
 log = logging.getLogger("scidocs_eval")
 
@@ -87,6 +96,7 @@ def evaluate(
     cache: bool = True,
     dtype: Any = np.float32,
     progress: bool = True,
+    min_coverage: float = DEFAULT_MIN_COVERAGE,
 ) -> RunResult:
     """Score embeddings on the SciDocs tasks.
 
@@ -102,6 +112,8 @@ def evaluate(
         output: where to write the results JSON (none by default).
         cache: reuse/write the parsed-embeddings cache.
         dtype: the matrix's dtype (float32; float64 keeps every digit of the file).
+        min_coverage: the least share (0..1) of each task's queries, candidates or papers with a usable
+            embedding; below it, or with none at all, a CoverageError (a warning line whenever any lacks one).
 
     Returns:
         a RunResult; `result.tasks[name].metrics` holds the numbers (×100, 2 decimals).
@@ -110,16 +122,17 @@ def evaluate(
         raise ScidocsEvalError(f"split must be 'test' or 'val', not {split!r}")
     if missing not in ("official", "error"):
         raise ScidocsEvalError(f"missing must be 'official' or 'error', not {missing!r}")
+    check_value("min_coverage", min_coverage, [FRACTION], "evaluate")
+    names = TASKS.check(tasks) if tasks else task_names(benchmark="scidocs")
+    params = task_params or {}
+    checked = build_tasks(names, params)
     if output is not None:
-        check_output_file(output)
+        claim_output(output)
     started = time.perf_counter()
     suite = resolve_suite(data)
-    names = TASKS.check(tasks) if tasks else task_names(benchmark="scidocs")
     sources = _as_sources(embeddings, names)
     stores = _Stores(sources, cache, dtype, progress)
-    params = task_params or {}
     results, skipped, files = {}, {}, []
-    checked = {name: get_task(name, **params.get(name, {})) for name in dict.fromkeys([*names, *params])}
     for name in names:
         task = checked[name]
         required = task.required_files(split)
@@ -137,6 +150,7 @@ def evaluate(
         task_started = time.perf_counter()
         result = task.evaluate(suite, store, split=split, missing=missing)
         result.seconds = time.perf_counter() - task_started
+        check_coverage(name, result.coverage, min_coverage)
         result.ci = confidence_intervals(result.items, list(result.metrics))
         results[name] = result
     if not results:
@@ -150,7 +164,8 @@ def evaluate(
     run = RunResult(
         model=model, tasks=results, skipped=skipped,
         settings={"data": str(suite.root), "tasks": names, "split": split, "missing": missing,
-                  "task_params": {k: dict(v) for k, v in params.items()}, "dtype": np.dtype(dtype).name},
+                  "task_params": {k: dict(v) for k, v in params.items()}, "dtype": np.dtype(dtype).name,
+                  "min_coverage": min_coverage},
         fingerprints={"embeddings": stores.fingerprints(), "data": suite.fingerprint(sorted(set(files)))},
         timings=timings, synthetic=suite.is_synthetic,
     )
