@@ -246,7 +246,7 @@ class FewShotTask(ClassificationTask):
     iterations_default: ClassVar[int]
     parameter_constraints: ClassVar[dict[str, list]] = {
         **SupervisedTask.parameter_constraints, "sample_size": [Interval(int, 1, None), None],
-        "iterations": [Interval(int, 1, None), None], "seed": [Interval(int, 0, 2**32 - 1 - 10**6)]}
+        "iterations": [Interval(int, 1, None), None], "seed": [Interval(int, 0, 2**31 - 1)]}
 
     def __init__(self, as_float16: bool = True, environment: str = "lightning", sample_size: int | None = None,
                  iterations: int | None = None, seed: int = models.RANDOM_STATE):
