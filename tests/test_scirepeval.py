@@ -118,13 +118,18 @@ def test_same_numbers_as_scirepevals_own_evaluator_every_format(tmp_path: Path) 
 
 
 def test_run_end_to_end_on_a_generated_copy(copy: tuple[Path, Path], tmp_path: Path) -> None:
+    """Every SciRepEval task through `run` yields exactly its declared metrics (few-shot: 2 iterations)."""
     data, embeddings = copy
     output = tmp_path / "results.json"
-    tasks = [*QUICK, "scirepeval-drsm-24-shot"]
+    tasks = task_names(benchmark="scirepeval")
+    few_shot = [arg for name in tasks if name.endswith("-shot") for arg in ("--task-param", f"{name}.iterations=2")]
     assert main(["run", "--embeddings", str(embeddings), "--data", str(data), "--tasks", ",".join(tasks),
-                 "--task-param", "scirepeval-drsm-24-shot.iterations=2", "--output", str(output), "--quiet"]) == 0
+                 *few_shot, "--output", str(output), "--quiet"]) == 0
     result = orjson.loads(output.read_bytes())
-    assert set(result["tasks"]) == set(tasks)
+    assert list(result["tasks"]) == tasks
+    for name, task in result["tasks"].items():
+        assert tuple(task["metrics"]) == TASKS[name].spec.metrics
+        assert all(isinstance(v, float) and -100 <= v <= 100 for v in task["metrics"].values())
     assert result["tasks"]["scirepeval-drsm-24-shot"]["details"]["iterations"] == 2
     assert result["synthetic"] is True
     for task in result["tasks"].values():
