@@ -36,6 +36,20 @@ TASK_ADAPTERS = {"proximity": "allenai/specter2", "classification": "allenai/spe
                  "regression": "allenai/specter2_regression", "adhoc_query": "allenai/specter2_adhoc_query"}
 ADAPTER_OF_GROUP = {"cls": "classification", "user-citation": "proximity", "recomm": "proximity"}
 """The task adapter the SPECTER2 authors' recipe uses for each SciDocs embedding group."""
+ADAPTER_OF_FORMAT = {"classification": "classification", "regression": "regression", "proximity": "proximity",
+                     "adhoc_search": "proximity"}
+"""The recipe for a task that declares its input format (`input_format`, SciRepEval's tasks): a search task's
+group holds its candidates and its queries, embedded alike (SciRepEval gives queries the adhoc_query adapter)."""
+
+
+def adapter_recipe() -> dict[str, str]:
+    """{embedding group: task adapter} of the authors' recipe for every registered task's group."""
+    groups = dict(ADAPTER_OF_GROUP)
+    for _, task in TASKS.items():
+        input_format = getattr(task, "input_format", None)
+        if input_format in ADAPTER_OF_FORMAT:
+            groups.setdefault(task.spec.embedding_group, ADAPTER_OF_FORMAT[input_format])
+    return groups
 
 
 class Specter2Encoder(TransformerEncoder):
@@ -101,16 +115,17 @@ class Specter2Adapter(TransformerAdapter):
 def parse_group_adapters(spec: str) -> dict[str, str] | None:
     """`--task-adapter by-group` (the authors' recipe, `ADAPTER_OF_GROUP`) or "cls=classification,recomm=..."
     as {embedding group: task adapter}; None for a single adapter."""
+    recipe = adapter_recipe()
     if spec == "by-group":
-        return dict(ADAPTER_OF_GROUP)
+        return recipe
     if "=" not in spec:
         return None
     groups = {}
     for pair in spec.split(","):
         group, _, adapter = (part.strip() for part in pair.partition("="))
-        if group not in ADAPTER_OF_GROUP or not adapter:
+        if group not in recipe or not adapter:
             raise ScidocsEvalError(f"--task-adapter wants GROUP=ADAPTER pairs with a group of "
-                                   f"{', '.join(ADAPTER_OF_GROUP)}, got {pair!r}")
+                                   f"{', '.join(recipe)}, got {pair!r}")
         groups[group] = adapter
     return groups
 
@@ -125,7 +140,8 @@ def run_specter2_by_group(groups: Mapping[str, str], data: str | os.PathLike[str
     `run --cls ... --user-citation ... --recomm ...` scores three files.
     """
     suite = resolve_suite(data)
-    needed = sorted({TASKS[name].spec.embedding_group for name in (TASKS.check(tasks) if tasks else task_names())})
+    needed = sorted({TASKS[name].spec.embedding_group
+                     for name in (TASKS.check(tasks) if tasks else task_names(benchmark="scidocs"))})
     absent = [group for group in needed if group not in groups]
     if absent:
         raise ScidocsEvalError(f"--task-adapter names no adapter for the {', '.join(absent)} group(s) the tasks need")

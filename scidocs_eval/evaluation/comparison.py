@@ -26,7 +26,8 @@ from scidocs_eval.progress import progress_bar
 
 ALPHA = 0.05
 COMPARISON_FORMAT = "scidocs-eval-compare/1"
-UNIT_NAMES = {"query": "queries", "paper": "papers", "impression": "impressions"}
+UNIT_NAMES = {"query": "queries", "paper": "papers", "impression": "impressions", "sample": "test items",
+              "iteration": "few-shot iterations"}
 ResultSource = RunResult | str | os.PathLike[str]
 
 

@@ -82,15 +82,17 @@ class _Stores:
 
 def _as_sources(embeddings: EmbeddingsSource | Mapping[str, EmbeddingsSource],
                 names: Sequence[str]) -> dict[str, EmbeddingsSource]:
-    """{group: source}: a mapping as given (its groups checked), or one source for every group of the tasks that
-    read suite metadata and for the query and document groups of the tasks in `names`."""
+    """{group: source}: a mapping as given (its groups checked), or one source for every group of the tasks in
+    `names` and of the suite-metadata tasks of their benchmarks (a SciDocs run records SciDocs' three groups)."""
     groups = tuple(embedding_groups())
     if isinstance(embeddings, Mapping):
         unknown = set(embeddings) - set(groups)
         if unknown:
             raise ScidocsEvalError(f"unknown embeddings group(s) {sorted(unknown)}; use {groups}")
         return dict(embeddings)
-    return dict.fromkeys((group for name, cls in TASKS.items() if cls.spec.query_group is None or name in names
+    benchmarks = {TASKS[name].spec.benchmark for name in names}
+    return dict.fromkeys((group for name, cls in TASKS.items()
+                          if name in names or (cls.spec.query_group is None and cls.spec.benchmark in benchmarks)
                           for group in cls.groups()), embeddings)
 
 

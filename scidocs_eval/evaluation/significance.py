@@ -81,12 +81,14 @@ class ItemMetric(ABC):
     @classmethod
     def from_items(cls, items: Mapping[str, Any], metric: str) -> ItemMetric:
         """The estimator of `metric` for a task's `items` (dispatch on `items["unit"]`)."""
-        kinds: dict[str, type[ItemMetric]] = {"query": MeanItems, "paper": MacroF1Items,
-                                              "impression": PropensityItems}
+        kinds: dict[str, type[ItemMetric]] = {"query": MeanItems, "iteration": MeanItems, "paper": MacroF1Items,
+                                              "impression": PropensityItems, "sample": StatisticItems}
         unit = items.get("unit")
         if unit not in kinds:
             raise ScidocsEvalError(f"per-item results of unknown unit {unit!r}")
-        return kinds[unit].build(items, metric)
+        estimator = kinds[unit].build(items, metric)
+        estimator.unit = unit  # one class serves several units (queries, few-shot iterations)
+        return estimator
 
     @classmethod
     @abstractmethod
@@ -166,7 +168,9 @@ class MeanItems(ItemMetric):
         return cls(items["ids"], items[metric])
 
     def reordered(self, order: np.ndarray) -> MeanItems:
-        return MeanItems([self.ids[i] for i in order], self.values[order])
+        reordered = MeanItems([self.ids[i] for i in order], self.values[order])
+        reordered.unit = self.unit
+        return reordered
 
     def value(self) -> float:
         return percent(float(np.mean(self.values))) if len(self.values) else 0.0
@@ -244,7 +248,7 @@ class MacroF1Items(ItemMetric):
 
     @classmethod
     def build(cls, items: Mapping[str, Any], metric: str) -> MacroF1Items:
-        if metric != "f1":
+        if metric not in ("f1", "f1_macro"):
             raise ScidocsEvalError(f"per-paper results give macro F1, not {metric!r}")
         return cls(items["ids"], items["gold"], items["predicted"])
 
@@ -455,6 +459,147 @@ class PropensityItems(ItemMetric):
         differences = self._paired_differences(other, resamples, seed)
         observed = 100 * float((other.terms.mean(0) - self.terms.mean(0)) @ self.weights / self.weights.sum())
         return _percentile_interval(differences), _two_sided_p(differences - observed, observed)
+
+
+def _f1_binary(gold: np.ndarray, predicted: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    hits = np.sum(counts * gold * predicted, -1)
+    denominator = np.sum(counts * gold, -1) + np.sum(counts * predicted, -1)
+    return np.divide(2 * hits, denominator, out=np.zeros_like(hits, dtype=np.float64), where=denominator > 0)
+
+
+def _f1_macro_multilabel(gold: np.ndarray, predicted: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Mean over all labels of each label's F1 (0 for a label neither given nor predicted), as scikit-learn."""
+    hits = np.einsum("bn,bnl->bl", counts, gold * predicted)
+    denominator = np.einsum("bn,nl->bl", counts, gold) + np.einsum("bn,bnl->bl", counts, predicted)
+    return np.divide(2 * hits, denominator, out=np.zeros_like(hits), where=denominator > 0).mean(-1)
+
+
+def _pearsonr(gold: np.ndarray, predicted: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    weights = counts / counts.sum(-1, keepdims=True)
+    gold_centred = gold - np.sum(weights * gold, -1, keepdims=True)
+    predicted_centred = predicted - np.sum(weights * predicted, -1, keepdims=True)
+    covariance = np.sum(weights * gold_centred * predicted_centred, -1)
+    spread = np.sqrt(np.sum(weights * gold_centred**2, -1) * np.sum(weights * predicted_centred**2, -1))
+    return np.divide(covariance, spread, out=np.zeros_like(covariance), where=spread > 0)
+
+
+_PAIRWISE_KENDALL_ITEMS = 2000
+"""Up to this many items, Kendall's τ of a batch of resamples is one pass over the (n, n) pair signs."""
+
+
+def _kendalltau(gold: np.ndarray, predicted: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Kendall's τ-b (scipy's) of each resample, the items repeated as often as drawn (0 where undefined)."""
+    if len(gold) <= _PAIRWISE_KENDALL_ITEMS and (predicted == predicted[:1]).all():
+        return _kendalltau_pairwise(gold, predicted[0], counts)
+    values = []
+    for predicted_row, count in zip(predicted, counts):
+        drawn = count.astype(np.int64)
+        tau = stats.kendalltau(np.repeat(gold, drawn), np.repeat(predicted_row, drawn))[0]
+        values.append(0.0 if np.isnan(tau) else tau)
+    return np.asarray(values)
+
+
+def _kendalltau_pairwise(gold: np.ndarray, predicted: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """τ-b = (C − D) / √((n₀ − n₁)(n₀ − n₂)) from item counts c: C − D = ½·cSc (S: sign products of item pairs),
+    n₀ = N(N − 1)/2 pairs, n₁ = ½(c·[gᵢ = gⱼ]·c − N) pairs tied in gold (copies of one item included), n₂ in the
+    predictions."""
+    signs = np.sign(gold[:, None] - gold[None, :]) * np.sign(predicted[:, None] - predicted[None, :])
+    total = counts.sum(-1)
+    pairs = total * (total - 1) / 2
+
+    def quadratic(matrix: np.ndarray) -> np.ndarray:
+        return np.einsum("bi,bi->b", counts @ matrix, counts)
+
+    tied_gold = (quadratic((gold[:, None] == gold[None, :]).astype(np.float64)) - total) / 2
+    tied_predicted = (quadratic((predicted[:, None] == predicted[None, :]).astype(np.float64)) - total) / 2
+    denominator = np.sqrt((pairs - tied_gold) * (pairs - tied_predicted))
+    difference = quadratic(signs) / 2
+    return np.divide(difference, denominator, out=np.zeros_like(difference), where=denominator > 0)
+
+
+STATISTICS: dict[str, Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]] = {
+    "f1_binary": _f1_binary, "f1_macro_multilabel": _f1_macro_multilabel, "pearsonr": _pearsonr,
+    "kendalltau": _kendalltau}
+"""statistic(gold (n[, labels]), predictions (batch, n[, labels]), counts (batch, n)) -> (batch,) fractions: the
+metric on resamples given as how often each item is drawn."""
+
+
+class StatisticItems(ItemMetric):
+    """A metric recomputed from per-item gold values and predictions by one of `STATISTICS` (binary or
+    multi-label F1, Kendall's τ, Pearson's r): bootstrap intervals resample the items; the paired test swaps each
+    item's two predictions with probability 1/2 (approximate randomization).
+
+    Args:
+        ids: (n,) item ids.
+        statistic: a key of `STATISTICS`.
+        gold: (n,) or (n, labels) gold values.
+        predicted: the same shape, the predictions.
+    """
+
+    unit = "sample"
+
+    def __init__(self, ids: list[str], statistic: str, gold: np.ndarray, predicted: np.ndarray):
+        super().__init__(ids)
+        if statistic not in STATISTICS:
+            raise ScidocsEvalError(f"per-item results name an unknown statistic {statistic!r}")
+        self.statistic = statistic
+        self.gold = np.asarray(gold, dtype=np.float64)
+        self.predicted = np.asarray(predicted, dtype=np.float64)
+
+    @classmethod
+    def build(cls, items: Mapping[str, Any], metric: str) -> StatisticItems:
+        return cls(items["ids"], items["statistic"][metric], items["gold"], items["predicted"])
+
+    def reordered(self, order: np.ndarray) -> StatisticItems:
+        return StatisticItems([self.ids[i] for i in order], self.statistic, self.gold[order], self.predicted[order])
+
+    def _on(self, predicted: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        predicted = np.broadcast_to(predicted, (len(counts), *self.predicted.shape)) if predicted.ndim == \
+            self.predicted.ndim else predicted
+        return 100 * STATISTICS[self.statistic](self.gold, predicted, counts)
+
+    def value(self) -> float:
+        return float(np.round(self._on(self.predicted, np.ones((1, len(self.ids))))[0], 2))
+
+    def _resampled(self, rng: np.random.Generator, size: int) -> np.ndarray:
+        n = len(self.ids)
+        return rng.multinomial(n, np.full(n, 1 / n), size=size).astype(np.float64)
+
+    def interval(self, resamples: int = RESAMPLES, seed: int = 0) -> tuple[float, float]:
+        rng = np.random.default_rng(seed)
+        return _percentile_interval(np.concatenate([self._on(self.predicted, self._resampled(rng, size))
+                                                    for size in _batches(resamples)]))
+
+    def _check(self, other: ItemMetric) -> StatisticItems:
+        assert isinstance(other, StatisticItems)
+        if not np.array_equal(self.gold, other.gold):
+            raise ScidocsEvalError("the two results have different gold values for the same items")
+        return other
+
+    def paired_interval(self, other: ItemMetric, resamples: int = RESAMPLES, seed: int = 0
+                        ) -> tuple[float, float]:
+        theirs = self._check(other)
+        rng = np.random.default_rng(seed)
+        samples = []
+        for size in _batches(resamples):
+            counts = self._resampled(rng, size)
+            samples.append(theirs._on(theirs.predicted, counts) - self._on(self.predicted, counts))
+        return _percentile_interval(np.concatenate(samples))
+
+    def paired_p_value(self, other: ItemMetric, resamples: int = RESAMPLES, seed: int = 0) -> float:
+        theirs = self._check(other)
+        rng = np.random.default_rng(seed)
+        n = len(self.ids)
+        null = []
+        for size in _batches(resamples):
+            swap = _coin_flips(rng, size, n).astype(bool).reshape(size, n, *([1] * (self.predicted.ndim - 1)))
+            mine = np.where(swap, theirs.predicted, self.predicted)
+            others = np.where(swap, self.predicted, theirs.predicted)
+            ones = np.ones((size, n))
+            null.append(self._on(others, ones) - self._on(mine, ones))
+        ones = np.ones((1, n))
+        observed = float(theirs._on(theirs.predicted, ones)[0] - self._on(self.predicted, ones)[0])
+        return _two_sided_p(np.concatenate(null), observed)
 
 
 def holm(p_values: np.ndarray) -> np.ndarray:

@@ -23,10 +23,11 @@ from scidocs_eval.params import Constraints
 from scidocs_eval.registry import Registry, check_params
 
 MissingPolicy = Literal["official", "error"]
-FAMILIES = ("classification", "ranking", "recomm", "retrieval", "reranking")
-"""What a task's files look like: label CSVs, qrels, clickthrough impressions, or a retrieval dataset (BEIR or HF
-parquet layout; "reranking" adds each query's candidate list). `data verify` checks a task's files by its family;
-`--tune` and SGC's leakage guard read the val/test qrels of every "ranking" task."""
+FAMILIES = ("classification", "ranking", "recomm", "retrieval", "reranking", "scirepeval")
+"""What a task's files look like: label CSVs, qrels, clickthrough impressions, a retrieval dataset (BEIR or HF
+parquet layout; "reranking" adds each query's candidate list), or SciRepEval's JSON lines configs. `data verify`
+checks a task's files by its family; `--tune` and SGC's leakage guard read the val/test qrels of every "ranking"
+task."""
 _NAME = re.compile(r"[a-z][a-z0-9_-]*")
 log = logging.getLogger("scidocs_eval")
 
@@ -91,8 +92,8 @@ class TaskSpec:
             problems.append("table1 gives one column to two metrics")
         if not _NAME.fullmatch(self.embedding_group):
             problems.append(f"embedding_group {self.embedding_group!r} must be lowercase letters, digits, '-', '_'")
-        if self.metadata_file and not self.metadata_file.endswith(".json"):
-            problems.append(f"metadata_file {self.metadata_file!r} must be a suite-relative .json file (or empty: "
+        if self.metadata_file and not self.metadata_file.endswith((".json", ".jsonl")):
+            problems.append(f"metadata_file {self.metadata_file!r} must be a suite-relative .json or .jsonl file (or empty: "
                             "the task reads its texts from its own files)")
         if self.query_group is not None and (not _NAME.fullmatch(self.query_group)
                                              or self.query_group == self.embedding_group):

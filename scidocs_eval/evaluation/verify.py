@@ -100,6 +100,7 @@ class _Verifier:
         self.report = VerifyReport(suite.root, synthetic=suite.is_synthetic)
         self.metadata: dict[str, set[str] | None] = {}
         self.broken_metadata: set[str] = set()
+        self.inventories: dict[str, tuple[dict[str, int], list[str]] | None] = {}
 
     def known_ids(self, group: str) -> set[str] | None:
         """Ids of a metadata file; None (and a problem, once) when it is absent or broken.
@@ -250,6 +251,27 @@ class _Verifier:
                 and group not in self.broken_metadata):
             self.report.complete.append(task)
 
+    def scirepeval(self, task: str) -> None:
+        """A SciRepEval task (`Task.inventory`): counts per file, every parse error, ids without metadata."""
+        instance: Any = get_task(task)
+        files = instance.required_files("test")
+        if not self.task_files(task, files):
+            return
+        errors_before = len(self.report.errors)
+        group = instance.spec.metadata_file
+        broken = False
+        for relative in files:
+            if relative not in self.inventories:  # a file several tasks read (few-shot variants) is checked once
+                counted = self.parse(relative, instance.inventory, self.suite, relative)
+                self.inventories[relative] = counted
+                if counted is not None:
+                    self.check_ids(relative, counted[1], group)
+            counted = self.inventories[relative]
+            broken |= counted is None and self.suite.has(relative)
+            if counted is not None:
+                self.report.counts.setdefault(task, {})[Path(relative).stem] = counted[0]
+        if not broken:
+            self.finish(task, files, group, errors_before)
 
     def retrieval(self, label: str, folder: Path, splits: list[str], reranking: bool) -> None:
         """A retrieval dataset (BEIR or HF parquet layout) at `folder`: counts per split, dangling judgements
@@ -335,6 +357,10 @@ def verify_suite(root: str | os.PathLike[str]) -> VerifyReport:
         if family in ("retrieval", "reranking"):
             task: Any = get_task(name)  # tasks/retrieval.py's RetrievalTask: dataset_folder, split_name
             if task.dataset_folder(verifier.suite).exists():  # a suite of the 2020 layout has none of them
-                    verifier.retrieval(name, task.dataset_folder(verifier.suite), [task.split_name("test")],
+                verifier.retrieval(name, task.dataset_folder(verifier.suite), [task.split_name("test")],
                                    family == "reranking")
+    scirepeval = task_names("scirepeval")
+    if any(verifier.suite.has(f) for name in scirepeval for f in get_task(name).required_files("test")):
+        for name in scirepeval:  # only in a folder with SciRepEval's data: a SciDocs suite lists none as absent
+            verifier.scirepeval(name)
     return verifier.report

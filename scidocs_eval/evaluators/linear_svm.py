@@ -284,6 +284,20 @@ def _predict(x: np.ndarray, weights: np.ndarray, classes: np.ndarray) -> np.ndar
     return classes[np.argmax(np.asarray(x, dtype=np.float64) @ weights, axis=1)]
 
 
+def fit_linear_svm(x: np.ndarray, y: np.ndarray, c: float, gram_budget: int = _GRAM_BUDGET
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """(classes, weights (dim, n_classes)) of the one-vs-rest problem at one C, without CV (few-shot fits)."""
+    classes = np.unique(y)
+    targets = _one_vs_rest_targets(y, classes)
+    return classes, _solve_classes(np.asarray(x, dtype=np.float64), targets, c, np.zeros((x.shape[1], len(classes))),
+                                   gram_budget)
+
+
+def predict_linear_svm(x: np.ndarray, classes: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """(n,) labels: argmax of the decision values (first class on ties)."""
+    return _predict(x, weights, classes)
+
+
 class LinearSVMGrid:
     """Pick C by k-fold stratified CV (no shuffle, accuracy, ties to the smallest C), then refit on all data.
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import logging
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -25,6 +26,9 @@ import orjson
 
 from scidocs_eval.errors import InputError
 from scidocs_eval.formats.lines import utf8_lines
+from scidocs_eval.formats.scirepeval import read_meta
+
+log = logging.getLogger("scidocs_eval")
 
 METADATA_FILES = {
     "mag_mesh": "paper_metadata_mag_mesh.json",
@@ -125,6 +129,8 @@ class Suite:
     def metadata(self, group: str) -> dict[str, dict]:
         """``{paper_id: record}`` of one metadata file (`group`: a key of METADATA_FILES or a suite-relative file)."""
         relative = METADATA_FILES.get(group, group)
+        if relative not in self._metadata and relative.endswith(".jsonl"):
+            self._metadata[relative] = self._meta_lines(relative)
         if relative not in self._metadata:
             path = self.require(relative, "a JSON object {paper_id: {paper_id, title, abstract, ...}}")
             try:
@@ -138,14 +144,33 @@ class Suite:
             self._metadata[relative] = data
         return self._metadata[relative]
 
+    def _meta_lines(self, relative: str) -> dict[str, dict]:
+        """A metadata file in JSON lines, one paper (or query with candidates) a line: SciRepEval's layout."""
+        path = self.require(relative, "JSON lines of papers (SciRepEval layout, see formats/scirepeval.py)")
+        meta = read_meta(path)
+        if meta.conflicts:
+            log.warning("%s: %d paper id(s) given twice with different fields (the first is used, as SciRepEval "
+                        "does): %s", path, len(meta.conflicts), ", ".join(meta.conflicts[:5]))
+        for paper_id, record in meta.records.items():
+            check_metadata_record(path, paper_id, record)
+        return meta.records
+
     def papers(self, groups: tuple[str, ...] | None = None) -> list[Paper]:
         """Every paper of the given metadata groups (all present ones by default), each id once."""
         groups = groups or tuple(g for g, name in METADATA_FILES.items() if self.has(name))
         seen: dict[str, Paper] = {}
+        differing: list[str] = []
         for group in groups:
             for paper_id, record in self.metadata(group).items():
+                paper = Paper(str(paper_id), record.get("title") or "", record.get("abstract") or "")
                 if paper_id not in seen:
-                    seen[paper_id] = Paper(str(paper_id), record.get("title") or "", record.get("abstract") or "")
+                    seen[paper_id] = paper
+                elif seen[paper_id] != paper:
+                    differing.append(paper_id)
+        if differing:
+            log.warning("%d paper id(s) have a different title or abstract in two metadata files; each is embedded "
+                        "once, from the first file (%s): %s", len(differing), ", ".join(groups),
+                        ", ".join(differing[:5]))
         return list(seen.values())
 
     def labels(self, task: str, split: str) -> LabelledPapers:
