@@ -93,8 +93,8 @@ class TaskSpec:
         if not _NAME.fullmatch(self.embedding_group):
             problems.append(f"embedding_group {self.embedding_group!r} must be lowercase letters, digits, '-', '_'")
         if self.metadata_file and not self.metadata_file.endswith((".json", ".jsonl")):
-            problems.append(f"metadata_file {self.metadata_file!r} must be a suite-relative .json or .jsonl file (or empty: "
-                            "the task reads its texts from its own files)")
+            problems.append(f"metadata_file {self.metadata_file!r} must be a suite-relative .json or .jsonl "
+                            "file (or empty: the task reads its texts from its own files)")
         if self.query_group is not None and (not _NAME.fullmatch(self.query_group)
                                              or self.query_group == self.embedding_group):
             problems.append(f"query_group {self.query_group!r} must be a group name other than embedding_group")

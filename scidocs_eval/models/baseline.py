@@ -169,8 +169,8 @@ def run_baseline(
                                      progress=progress, settings=settings, option="--out-dir")
              for group, (role, _) in roles.items()}
     if papers or not roles:
-        shared = write_embeddings(adapter, papers, out_dir / f"{name}.{embeddings_format}", resume=resume, progress=progress,
-                                  settings=settings, option="--out-dir")
+        shared = write_embeddings(adapter, papers, out_dir / f"{name}.{embeddings_format}", resume=resume,
+                                  progress=progress, settings=settings, option="--out-dir")
         files = {**dict.fromkeys(embedding_groups(), shared), **files}
     embedded = time.perf_counter()
     result = evaluate(files, suite, tasks=names, split=split, task_params=task_params, model=name,
