@@ -50,6 +50,7 @@ class Doc2VecAdapter(Adapter):
 
     name = "doc2vec"
     paper_row = "Doc2vec"
+    requires_fit = True
 
     def __init__(self, seed: int = 0, tune: bool = False, dim: int = 300, window: int = 5, sample: float = 0.0,
                  epochs: int | None = None, dbow_words: bool = False, workers: int = 1,
@@ -81,7 +82,7 @@ class Doc2VecAdapter(Adapter):
             key["schedule"] = asdict(SCHEDULE)
         return cached_model("doc2vec", self.fingerprint_, key, train)
 
-    def fit(self, papers: Sequence[Paper], suite: Suite | None = None) -> Doc2VecAdapter:
+    def learn(self, papers: Sequence[Paper], suite: Suite | None) -> None:
         self.fingerprint_ = corpus_fingerprint(papers)
         self.rows_ = {p.paper_id: row for row, p in enumerate(papers)}
         self.texts_ = [paper_text(p) for p in papers]
@@ -91,11 +92,9 @@ class Doc2VecAdapter(Adapter):
             best = scorer.search(parameter_grid(**axes),
                                  lambda setting: self._embed(self._train(papers, setting), scorer.papers),
                                  desc="tuning doc2vec").best
-            for key, value in best.items():
-                setattr(self, key, value)
-        setting = {"window": self.window, "sample": self.sample, "epochs": self.epochs}
+            self.best_params_.update(best)
+        setting = {key: self.setting(key) for key in ("window", "sample", "epochs")}
         self.model_ = self._train(papers, setting, None if self.tune else self.max_trained_tokens)
-        return self
 
     def _embed(self, model: Any, papers: Sequence[Paper]) -> np.ndarray:
         """Trained vectors for fit-corpus papers (same id and text), inferred ones for the rest."""

@@ -35,12 +35,13 @@ class TfidfLsaAdapter(Adapter):
     """
 
     name = "tfidf"
+    requires_fit = True
 
     def __init__(self, dim: int = 300, min_df: int = 2, max_df: float = 0.75, sublinear_tf: bool = True,
                  seed: int = 0):
         self.dim, self.min_df, self.max_df, self.sublinear_tf, self.seed = dim, min_df, max_df, sublinear_tf, seed
 
-    def fit(self, papers: Sequence[Paper], suite: Suite | None = None) -> TfidfLsaAdapter:
+    def learn(self, papers: Sequence[Paper], suite: Suite | None) -> None:
         texts = [paper_text(p) for p in papers]
         self.vectorizer_ = TfidfVectorizer(**TOKENIZER_SETTINGS, stop_words="english", sublinear_tf=self.sublinear_tf,
                                            min_df=min(self.min_df, len(texts)), max_df=self.max_df)
@@ -52,7 +53,6 @@ class TfidfLsaAdapter(Adapter):
         if components < 1:
             raise ScidocsEvalError(f"tfidf: the corpus has {tfidf.shape[1]} usable word(s); SVD needs at least 2")
         self.svd_ = TruncatedSVD(n_components=components, random_state=self.seed).fit(tfidf)
-        return self
 
     def transform(self, papers: Sequence[Paper]) -> np.ndarray:
         reduced = self.svd_.transform(self.vectorizer_.transform([paper_text(p) for p in papers]))

@@ -6,7 +6,6 @@ import argparse
 import glob
 from pathlib import Path
 
-from scidocs_eval.baselines.specter2 import parse_group_adapters, run_specter2_by_group
 from scidocs_eval.cli.options import (
     COMMANDS,
     MODEL_OPTIONS,
@@ -25,7 +24,6 @@ from scidocs_eval.formats.safe_output import check_output_file, refuse_replacing
 from scidocs_eval.leaderboard import render_table1
 from scidocs_eval.models.adapter import adapter_names
 from scidocs_eval.models.baseline import run_baseline
-from scidocs_eval.models.sharded_embedding import embed_suite_sharded, process_count
 
 DEFAULT_RESULTS_DIR = "scidocs-results"
 TABLE_HEADER = b"| Model |"
@@ -134,24 +132,11 @@ def _table(args: argparse.Namespace) -> int:
 def _baseline(args: argparse.Namespace) -> int:
     check_output_file(Path(args.out_dir) / f"{args.name}.results.json", "--out-dir")
     params = adapter_params(args, ("seed", "tune", "vectors", "citations", *MODEL_OPTIONS))
-    resume = args.resume
-    if args.name == "specter2" and (groups := parse_group_adapters(args.task_adapter or "")):
-        result = run_specter2_by_group(groups, args.data, out_dir=args.out_dir, params=params,
-                                       tasks=_tasks(args.tasks), split=args.split,
-                                       task_params=_task_params(args.task_param), resume=resume,
-                                       progress=not args.quiet)
-        _print_result(result, Path(args.out_dir) / "specter2.results.json")
-        return 0
-    if process_count() > 1:  # torchrun: every process embeds a share, rank 0 scores
-        if not embed_suite_sharded(args.name, args.data, params, args.out_dir, _tasks(args.tasks), resume,
-                                   progress=not args.quiet):
-            return 0
-        resume = True
     result = run_baseline(args.name, args.data, out_dir=args.out_dir, params=params,
                           train_corpus=args.train_corpus, tasks=_tasks(args.tasks), split=args.split,
-                          task_params=_task_params(args.task_param), resume=resume,
-                          progress=not args.quiet)
-    _print_result(result, Path(args.out_dir) / f"{args.name}.results.json")
+                          task_params=_task_params(args.task_param), resume=args.resume, progress=not args.quiet)
+    if result is not None:  # None in the torchrun processes but rank 0
+        _print_result(result, Path(args.out_dir) / f"{args.name}.results.json")
     return 0
 
 

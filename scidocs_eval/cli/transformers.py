@@ -5,27 +5,20 @@ from __future__ import annotations
 import argparse
 
 from scidocs_eval.cli.options import COMMANDS, CommandGroup, adapter_params, add_model_options, add_output
-from scidocs_eval.formats.corpus import read_papers
 from scidocs_eval.formats.safe_output import check_output_file, refuse_existing
-from scidocs_eval.models.adapter import adapter_names, get_adapter
-from scidocs_eval.models.baseline import write_embeddings
+from scidocs_eval.models.adapter import adapter_names
 from scidocs_eval.models.distributed import is_main_process
-from scidocs_eval.models.sharded_embedding import embed_sharded, process_count
+from scidocs_eval.models.pipeline import embed_metadata
 
 
 def _embed(args: argparse.Namespace) -> int:
     check_output_file(args.out, "--out")
     if not (args.resume or args.overwrite):
         refuse_existing(args.out, "--out", "give --overwrite to replace it, or --resume to add the papers it lacks")
-    adapter = get_adapter(args.adapter, **adapter_params(args))
-    papers = read_papers(args.metadata)
-    if process_count() > 1:
-        path = embed_sharded(adapter, papers, args.out, resume=args.resume, progress=not args.quiet)
-        if not is_main_process():
-            return 0
-    else:
-        path = write_embeddings(adapter, papers, args.out, resume=args.resume, progress=not args.quiet)
-    print(f"{len(papers)} papers embedded with {args.adapter} into {path}")
+    path, count = embed_metadata(args.adapter, adapter_params(args), args.metadata, args.out, resume=args.resume,
+                          progress=not args.quiet)
+    if is_main_process():
+        print(f"{count} papers embedded with {args.adapter} into {path}")
     return 0
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -60,9 +61,54 @@ def _intervals_problem(task: str, intervals: Any) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class ModelInfo:
+    """What embedded the papers of a run that scidocs-eval embedded itself (`baseline`, `evaluate_model`).
+
+    Args:
+        name: the adapter's registry name, or the name a model object was given.
+        paper_row: the paper's Table 1 row this adapter reproduces, if any.
+        params: the adapter's constructor parameters (`best_params`: values tuning picked).
+        best_params: the values `fit` picked on val (`--tune`), which the embeddings were made with.
+        train_corpus: the corpus it was fitted on, when not the suite's papers.
+        groups: {embeddings group: what embedded it} where each group had a model of its own (SPECTER2).
+        row_detail: what Table 1 adds to the row's label (a checkpoint's name), if anything.
+        row_note: a footnote Table 1 prints under the row, if any.
+        call: how a model object was called (class, inputs, separator, batch size, encode kwargs).
+    """
+
+    name: str
+    paper_row: str | None = None
+    params: Mapping[str, Any] = field(default_factory=dict)
+    best_params: Mapping[str, Any] = field(default_factory=dict)
+    train_corpus: str | None = None
+    groups: Mapping[str, str] = field(default_factory=dict)
+    row_detail: str | None = None
+    row_note: str | None = None
+    call: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ModelInfo:
+        known = {key: value for key, value in data.items() if key in cls.__dataclass_fields__}
+        return cls(**known)
+
+    @classmethod
+    def from_legacy_settings(cls, settings: Mapping[str, Any]) -> ModelInfo | None:
+        """The model info a results file of an earlier version kept in `settings["adapter"]` (baseline) or
+        `settings["model_object"]` (evaluate_model), or None."""
+        adapter, model_object = settings.get("adapter"), settings.get("model_object")
+        if isinstance(adapter, Mapping) and isinstance(adapter.get("name"), str):
+            return cls.from_dict(adapter)
+        if isinstance(model_object, Mapping):
+            return cls(name=str(model_object.get("class", "model object")), call=dict(model_object))
+        return None
+
+
 @dataclass
 class RunResult:
-    """Everything one evaluation produced. `tasks` maps task name to its TaskResult."""
+    """Everything one evaluation produced. `tasks` maps task name to its TaskResult (each with its own
+    `seconds`); `timings` holds the phases (fit, embed, loading_embeddings, total); `model_info` what embedded
+    the papers, when scidocs-eval did."""
 
     model: str
     tasks: dict[str, TaskResult]
@@ -72,6 +118,7 @@ class RunResult:
     versions: dict[str, str] = field(default_factory=package_versions)
     timings: dict[str, float] = field(default_factory=dict)
     synthetic: bool = False
+    model_info: ModelInfo | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"format": RESULTS_FORMAT, **asdict(self)}
@@ -84,6 +131,9 @@ class RunResult:
     def from_dict(cls, data: dict[str, Any]) -> RunResult:
         fields = {k: v for k, v in data.items() if k != "format"}
         fields["tasks"] = {name: TaskResult(**task) for name, task in data["tasks"].items()}
+        info = fields.get("model_info")
+        fields["model_info"] = ModelInfo.from_dict(info) if isinstance(info, Mapping) else \
+            ModelInfo.from_legacy_settings(fields.get("settings") or {})
         return cls(**fields)
 
     @classmethod

@@ -15,7 +15,7 @@ from scidocs_eval.data.resolve import resolve_suite
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.significance import confidence_intervals
-from scidocs_eval.evaluation.task import TASKS, MissingPolicy, embedding_groups, get_task, task_names
+from scidocs_eval.evaluation.task import TASKS, MissingPolicy, TaskResult, embedding_groups, get_task, task_names
 from scidocs_eval.formats.embeddings import EmbeddingStore
 from scidocs_eval.formats.safe_output import check_output_file
 from scidocs_eval.formats.suite import Suite
@@ -57,6 +57,39 @@ class _Stores:
                               "dim": store.dim, "empty": int(store.empty.sum()), "repeated_ids": store.duplicates,
                               "ids_with_whitespace": len(store.padded_ids)}
         return out
+
+
+def score_tasks(stores: _Stores | Mapping[str, EmbeddingStore], suite: Suite, names: Sequence[str], split: str,
+                missing: MissingPolicy = "official", task_params: Mapping[str, Mapping[str, Any]] | None = None
+                ) -> tuple[dict[str, TaskResult], dict[str, str], list[str]]:
+    """The scoring core: each task of `names` scored on `split` (timed), without intervals, fingerprints or files.
+
+    `evaluate` adds those; `--tune`'s grid calls this directly. `stores` gives each embeddings group's store.
+    Returns (results by task, skipped tasks with the reason, the suite files read).
+    """
+    params = task_params or {}
+    groups = stores.sources if isinstance(stores, _Stores) else stores
+    results, skipped, files = {}, {}, []
+    checked = {name: get_task(name, **params.get(name, {})) for name in dict.fromkeys([*names, *params])}
+    for name in names:
+        task = checked[name]
+        required = task.required_files(split)
+        absent = [f for f in required if not suite.has(f)]
+        if absent:
+            skipped[name] = f"missing {', '.join(absent)} in {suite.root}"
+            log.warning("skipping %s: %s", name, skipped[name])
+            continue
+        if task.embedding_group not in groups:
+            skipped[name] = f"no {task.embedding_group!r} embeddings given"
+            continue
+        files += required
+        store = stores.get(task.embedding_group) if isinstance(stores, _Stores) else stores[task.embedding_group]
+        log.info("running %s", name)
+        task_started = time.perf_counter()
+        result = task.evaluate(suite, store, split=split, missing=missing)
+        result.seconds = time.perf_counter() - task_started
+        results[name] = result
+    return results, skipped, files
 
 
 def _as_sources(embeddings: EmbeddingsSource | Mapping[str, EmbeddingsSource]) -> dict[str, EmbeddingsSource]:
@@ -113,35 +146,15 @@ def evaluate(
     sources = _as_sources(embeddings)
     stores = _Stores(sources, cache, dtype, progress)
     params = task_params or {}
-    results, skipped, files = {}, {}, []
-    checked = {name: get_task(name, **params.get(name, {})) for name in dict.fromkeys([*names, *params])}
-    for name in names:
-        task = checked[name]
-        required = task.required_files(split)
-        absent = [f for f in required if not suite.has(f)]
-        if absent:
-            skipped[name] = f"missing {', '.join(absent)} in {suite.root}"
-            log.warning("skipping %s: %s", name, skipped[name])
-            continue
-        if task.embedding_group not in sources:
-            skipped[name] = f"no {task.embedding_group!r} embeddings given"
-            continue
-        files += required
-        store = stores.get(task.embedding_group)
-        log.info("running %s", name)
-        task_started = time.perf_counter()
-        result = task.evaluate(suite, store, split=split, missing=missing)
-        result.seconds = time.perf_counter() - task_started
+    results, skipped, files = score_tasks(stores, suite, names, split, missing, params)
+    for result in results.values():
         result.ci = confidence_intervals(result.items, list(result.metrics))
-        results[name] = result
     if not results:
         raise ScidocsEvalError(f"no task could run on {suite.root}: " + "; ".join(f"{k}: {v}" for k, v in
                                                                              skipped.items()))
     first_source = next(iter(sources.values()))
     model = model or (Path(first_source).stem if not isinstance(first_source, EmbeddingStore) else "embeddings")
-    timings = {name: round(result.seconds, 3) for name, result in results.items()}
-    timings["loading_embeddings"] = round(stores.seconds, 3)
-    timings["total"] = round(time.perf_counter() - started, 3)
+    timings = {"loading_embeddings": round(stores.seconds, 3), "total": round(time.perf_counter() - started, 3)}
     run = RunResult(
         model=model, tasks=results, skipped=skipped,
         settings={"data": str(suite.root), "tasks": names, "split": split, "missing": missing,

@@ -128,6 +128,11 @@ class Task(ABC):
                  missing: MissingPolicy = "official") -> TaskResult:
         """Score `embeddings` on `split` ("val" or "test")."""
 
+    def paper_ids(self, suite: Suite, split: str) -> list[str] | None:
+        """The ids whose embeddings `evaluate(suite, ..., split)` reads (a model embeds only these); None, the
+        default for a task that does not say: every paper of its spec's metadata file."""
+        return None
+
 
 def check_missing(task: str, role: str, ids: list[str], codes: Any, missing: MissingPolicy) -> None:
     """Under the "error" policy, stop with the ids (in `ids`, status `codes`) that have no embedding."""

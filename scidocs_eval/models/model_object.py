@@ -16,7 +16,6 @@ import os
 import re
 import shutil
 import tempfile
-import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -25,14 +24,15 @@ import numpy as np
 
 from scidocs_eval.data.resolve import resolve_suite
 from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.evaluation.papers import papers_to_embed
 from scidocs_eval.evaluation.results import RunResult
-from scidocs_eval.evaluation.runner import evaluate
 from scidocs_eval.evaluation.task import MissingPolicy
 from scidocs_eval.formats.corpus import paper_text
 from scidocs_eval.formats.suite import Paper, Suite
 from scidocs_eval.models.adapter import Adapter
-from scidocs_eval.models.baseline import _metadata_files, write_embeddings
 from scidocs_eval.models.model_cache import corpus_fingerprint
+from scidocs_eval.models.pipeline import embed_and_score
+from scidocs_eval.models.weights import object_fingerprint
 from scidocs_eval.paths import cache_dir
 
 log = logging.getLogger("scidocs_eval")
@@ -92,6 +92,17 @@ class EncoderAdapter(Adapter):
         self.encode_kwargs = dict(encode_kwargs or {})
         self.dim: int | None = None
 
+    def get_params(self) -> dict[str, Any]:
+        """How the model is called (its class, not the object): what an embeddings file records."""
+        return self.describe()
+
+    def weights_identity(self) -> dict[str, str] | None:
+        """A digest of the model's weights when it is a torch module (computed once per adapter)."""
+        if not hasattr(self, "_weights"):
+            digest = object_fingerprint(self.model)
+            self._weights = {"sha256": digest} if digest else None
+        return self._weights
+
     def describe(self) -> dict[str, Any]:
         """What the results file records about the model and how it was called."""
         return {"class": f"{type(self.model).__module__}.{type(self.model).__qualname__}", "inputs": self.inputs,
@@ -137,23 +148,13 @@ class EncoderAdapter(Adapter):
         return np.concatenate([vectors for _, vectors in self.transform_batches(papers)])
 
 
-def _cached_embeddings(adapter: EncoderAdapter, papers: Sequence[Paper], name: str, progress: bool) -> Path:
-    """The embeddings of `papers` by the model called `name`, from the cache or written into it.
-
-    The key is the name, the papers and how the model is called, never the weights: a model changed under
-    the same name gets the old vectors, so a cache hit is a warning.
-    """
-    settings = adapter.describe()
-    key = hashlib.sha256(repr((name, corpus_fingerprint(papers), sorted(settings.items()))).encode()).hexdigest()
-    path = cache_dir("model-embeddings") / f"{re.sub(r'[^A-Za-z0-9._-]+', '_', name)}-{key[:20]}.jsonl"
-    if path.is_file():
-        log.warning("reusing the embeddings of %r cached at %s; after changing the model, pass cache=False or "
-                    "another name", name, path)
-        return path
-    partial = path.with_name(path.name + ".partial")
-    write_embeddings(adapter, papers, partial, resume=True, progress=progress)
-    os.replace(partial, path)
-    return path
+def _cache_path(adapter: EncoderAdapter, papers: Sequence[Paper], name: str) -> Path:
+    """Where the embeddings of `papers` by the model called `name` are cached: the key is the name, the papers,
+    how the model is called and, for a torch module, a digest of its weights (`object_fingerprint`), so a
+    model changed under the same name is embedded again."""
+    key = hashlib.sha256(repr((name, corpus_fingerprint(papers), sorted(adapter.describe().items()),
+                               adapter.weights_identity())).encode()).hexdigest()
+    return cache_dir("model-embeddings") / f"{re.sub(r'[^A-Za-z0-9._-]+', '_', name)}-{key[:20]}.jsonl"
 
 
 def _copy_new(source: Path, target: Path) -> None:
@@ -198,11 +199,9 @@ def evaluate_model(
         missing, task_params, output, progress: as in `evaluate`.
 
     Returns:
-        the RunResult; ``settings["model_object"]`` records how the model was called.
+        the RunResult; ``model_info.call`` records how the model was called.
     """
-    started = time.perf_counter()
     suite = resolve_suite(data)
-    papers = suite.papers(_metadata_files(suite, tasks))
     adapter = EncoderAdapter(model, batch_size=batch_size, inputs=inputs, separator=separator,
                              encode_kwargs=encode_kwargs)
     adapter.name = name or getattr(model, "__name__", None) or type(model).__name__
@@ -210,19 +209,22 @@ def evaluate_model(
     if save is not None and save.exists():
         raise ScidocsEvalError(f"{save} already exists; give save_embeddings a new path (or delete the file)")
     with tempfile.TemporaryDirectory(prefix="scidocs-eval-model-") as scratch:
-        if name and cache:
-            embeddings = _cached_embeddings(adapter, papers, name, progress)
-        else:
-            embeddings = write_embeddings(adapter, papers, Path(scratch) / "embeddings.jsonl", resume=False,
-                                          progress=progress)
+        cached = _cache_path(adapter, papers_to_embed(suite, tasks, split), name) if name and cache else None
+        if cached is not None and cached.is_file() and adapter.weights_identity() is None:
+            log.warning("reusing the embeddings of %r cached at %s (its weights cannot be read to tell a changed "
+                        "model apart); after changing the model, pass cache=False or another name", name, cached)
+        embeddings = cached or Path(scratch) / "embeddings.jsonl"
+
+        def path(group: str | None) -> Path:
+            return embeddings
+
+        result = embed_and_score(adapter, suite, path, name=adapter.name, tasks=tasks, split=split,
+                                 missing=missing, task_params=task_params, resume=cached is not None,
+                                 cache=save is not None or cached is not None, progress=progress,
+                                 call=adapter.describe())
+        assert result is not None  # a model object is embedded on one process
         if save is not None:
             _copy_new(embeddings, save)
-            embeddings = save
-        embedded = time.perf_counter()
-        result = evaluate(embeddings, suite, tasks=tasks, split=split, missing=missing, task_params=task_params,
-                          model=adapter.name, cache=save is not None or bool(name and cache), progress=progress)
-    result.settings["model_object"] = adapter.describe()
-    result.timings["embed"] = round(embedded - started, 3)
     if output is not None:
         result.save(output)
     return result

@@ -1,0 +1,117 @@
+"""Embed papers into the official JSON lines format, on one process or on every torchrun process.
+
+`write_embeddings` is the one way papers become an embeddings file: `baseline`, `embed`, `evaluate_model`
+and SPECTER2's per-group adapters all call it. Batches are appended as they are computed, so an interrupted
+run can `resume`; the finished file holds every paper's line in input order, whatever the process count
+(`scidocs_eval.formats.embeddings_output.write_embeddings_file` writes it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from scidocs_eval.formats.embeddings import format_embedding_line
+from scidocs_eval.formats.embeddings_output import write_embeddings_file
+from scidocs_eval.formats.provenance import check_dimension, settings_file, start_embeddings_output
+from scidocs_eval.formats.suite import Paper
+from scidocs_eval.models.adapter import Adapter
+from scidocs_eval.models.sharded_embedding import embed_sharded, process_count
+from scidocs_eval.progress import progress_bar
+
+log = logging.getLogger("scidocs_eval")
+
+
+def write_embeddings(adapter: Adapter, papers: Sequence[Paper], path: str | os.PathLike[str],
+                     resume: bool = True, progress: bool = True, settings: Mapping[str, Any] | None = None) -> Path:
+    """Embed `papers` into `path` (official format, one line per paper in the order of `papers`).
+
+    A paper with neither title nor abstract gets ``"embedding": []``, as the reference embedder writes.
+    `{path}.settings.json` records the adapter, its parameters, the identity of its weights and `settings`
+    (e.g. the corpus it was fitted on). With `resume`, papers already in the file are not embedded again,
+    provided the file was written with the same settings and dimension (else an error naming what differs;
+    `scidocs_eval.formats.provenance`). Under torchrun every process calls this and embeds a share
+    (`scidocs_eval.models.sharded_embedding`); the file is complete when it returns.
+    """
+    path = Path(path)
+    record = output_settings(adapter, settings)
+    if process_count() > 1:
+        return embed_sharded(adapter, papers, path, resume, progress, record)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with _removed_if_left_empty(path):
+        _append_embeddings(adapter, papers, path, resume, progress, record)
+    _put_in_input_order(path, papers)
+    return path
+
+
+def output_settings(adapter: Adapter, settings: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """What an embeddings file records of what produced it: the adapter, its parameters, the identity of its
+    weights (`Adapter.weights_identity`) and `settings`."""
+    identity = adapter.weights_identity()
+    return {"adapter": adapter.name, "params": adapter.get_params(), **({"weights": identity} if identity else {}),
+            **(settings or {})}
+
+
+def fitted_settings(corpus: Sequence[Paper], train_corpus: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+    """The `settings` of a baseline's embeddings: the corpus its adapter was fitted on."""
+    return {"train_corpus": str(train_corpus) if train_corpus else None, "corpus_sha256": _digest(corpus)}
+
+
+@contextmanager
+def _removed_if_left_empty(path: Path) -> Iterator[None]:
+    """No empty file at `path` (nor its settings record) after an error (e.g. a model that cannot load) if there
+    was none before."""
+    existed = path.exists()
+    record_existed = settings_file(path).exists()
+    try:
+        yield
+    except BaseException:
+        if not existed and path.is_file() and path.stat().st_size == 0:
+            path.unlink()
+            if not record_existed:
+                settings_file(path).unlink(missing_ok=True)
+        raise
+
+
+def _append_embeddings(adapter: Adapter, papers: Sequence[Paper], path: Path, resume: bool, progress: bool,
+                       settings: Mapping[str, Any]) -> None:
+    done, dim = start_embeddings_output(path, settings, resume)
+    todo = [p for p in papers if p.paper_id not in done]
+    if todo:
+        log.warning("embedding %d papers with %s%s", len(todo), adapter.name,
+                    f" ({len(done)} already in {path})" if done else "")
+    with open(path, "ab" if resume else "wb") as out, progress_bar(
+            total=len(todo), unit="paper", desc=f"embedding with {adapter.name}", enabled=progress) as bar:
+        for paper in (p for p in todo if not p.has_text):
+            out.write(format_embedding_line(paper.paper_id, None))
+        bar.update(sum(1 for p in todo if not p.has_text))
+        with_text = [p for p in todo if p.has_text]
+        if with_text:
+            for batch, vectors in adapter.transform_batches(with_text):
+                check_dimension(path, dim, vectors.shape[1])
+                out.write(b"".join(format_embedding_line(p.paper_id, v) for p, v in zip(batch, vectors)))
+                out.flush()
+                bar.update(len(batch))
+
+
+def _put_in_input_order(path: Path, papers: Sequence[Paper]) -> None:
+    """Rewrite `path` with its lines in the order of `papers` (batches come in the adapter's order, e.g. by
+    length); lines of other papers, which a resumed file may hold, stay after them in their order."""
+    lines = {orjson.loads(line)["paper_id"]: line for line in path.read_bytes().splitlines(keepends=True)}
+    wanted = [paper.paper_id for paper in papers]
+    if list(lines)[:len(wanted)] == wanted:
+        return
+    rest = [paper_id for paper_id in lines if paper_id not in set(wanted)] if len(lines) > len(wanted) else []
+    write_embeddings_file(path, (lines[paper_id] for paper_id in [*wanted, *rest]))
+
+
+def _digest(papers: Sequence[Paper]) -> str:
+    """sha256 of the papers' ids and texts, in order (what a fitted adapter learnt from)."""
+    return hashlib.sha256(orjson.dumps([(p.paper_id, p.title, p.abstract) for p in papers])).hexdigest()
