@@ -84,7 +84,7 @@ def _coverage_warnings(run: LoadedRun) -> list[str]:
 def provenance(run: LoadedRun) -> list[tuple[str, str]]:
     """(field, text) pairs that say where a row's numbers came from."""
     result = run.result
-    adapter = result.settings.get("adapter") or {}
+    info = result.model_info
     embeddings = result.fingerprints.get("embeddings", {})
     suite_files = result.fingerprints.get("data", {})
     suite_digest = hashlib.sha256(orjson.dumps(suite_files, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
@@ -92,7 +92,7 @@ def provenance(run: LoadedRun) -> list[tuple[str, str]]:
     items = [
         ("model", result.model),
         ("results file", f"{run.path.name} (written {modified})"),
-        ("adapter", f"{adapter.get('name')} ({_short(adapter.get('params') or {})})" if adapter else
+        ("adapter", f"{info.name} ({_short(dict(info.params))})" if info else
          "not recorded (scored with `scidocs-eval run`)"),
         ("suite", str(result.settings.get("data", "not recorded")) + (" (SYNTHETIC demo suite)"
                                                                         if result.synthetic else "")),
@@ -106,8 +106,8 @@ def provenance(run: LoadedRun) -> list[tuple[str, str]]:
         ("package versions", _short(result.versions)),
         ("coverage warnings", "; ".join(_coverage_warnings(run)) or "none"),
     ]
-    if adapter.get("train_corpus"):
-        items.insert(3, ("training corpus", str(adapter["train_corpus"])))
+    if info and info.train_corpus:
+        items.insert(3, ("training corpus", info.train_corpus))
     return items
 
 

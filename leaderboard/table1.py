@@ -76,14 +76,14 @@ def _result_std(result: RunResult) -> dict[str, float]:
 def _label(name: str, result: RunResult) -> tuple[str, str | None]:
     """Our row's label and footnote: "(ours)", the adapter's detail (e.g. a checkpoint that is not the paper's),
     "not a paper baseline" for an adapter that reproduces no paper row, "synthetic demo suite" for demo runs."""
-    adapter = result.settings.get("adapter") or {}
-    detail = adapter.get("row_detail")
+    info = result.model_info
+    detail = info.row_detail if info else None
     kinds = ["ours"]
-    if adapter and not adapter.get("paper_row"):
+    if info and not info.paper_row:
         kinds.append("not a paper baseline")
     if result.synthetic:
         kinds.append("synthetic demo suite")
-    return f"{name}{f' [{detail}]' if detail else ''} ({', '.join(kinds)})", adapter.get("row_note")
+    return f"{name}{f' [{detail}]' if detail else ''} ({', '.join(kinds)})", info.row_note if info else None
 
 
 def render_table1(results: Sequence[RunResult], names: Sequence[str] | None = None,

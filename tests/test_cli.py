@@ -102,8 +102,8 @@ def test_baseline_random_writes_official_embeddings_and_results(demo_suite: Suit
     assert all(set(r) == {"paper_id", "embedding"} and len(r["embedding"]) == 25 for r in records)
     result = RunResult.load(out_dir / "random.results.json")
     assert set(result.tasks) == {"cite", "cocite"} and result.synthetic
-    assert result.settings["adapter"]["name"] == "random" and result.settings["adapter"]["params"]["seed"] == 3
-    assert result.settings["adapter"]["paper_row"] == "Random"  # the published Table 1 row to compare with
+    assert result.model_info.name == "random" and result.model_info.params["seed"] == 3
+    assert result.model_info.paper_row == "Random"  # the published Table 1 row to compare with
     assert {"fit", "embed", "total"} <= set(result.timings)
     rescored = evaluate(out_dir / "random.jsonl", demo_suite, tasks=["cite", "cocite"], progress=False)
     assert {n: r.metrics for n, r in rescored.tasks.items()} == {n: r.metrics for n, r in result.tasks.items()}

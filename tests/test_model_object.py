@@ -14,6 +14,7 @@ from sklearn.feature_extraction.text import HashingVectorizer
 from scidocs_eval import evaluate, evaluate_model
 from scidocs_eval.cli import main
 from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.evaluation.papers import papers_to_embed
 from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.formats.corpus import paper_text
 from scidocs_eval.formats.embeddings import format_embedding_line
@@ -61,8 +62,8 @@ def test_a_class_with_encode_scores_what_run_scores_on_its_vectors(demo_suite: S
     assert _metrics(result) == _metrics(expected)
     assert result.model == "HashingEncoder"
     assert set(model.calls) == {100, len(demo_suite.papers()) % 100} - {0}
-    assert result.settings["model_object"]["separator"] == " "
-    assert result.settings["model_object"]["class"].endswith("HashingEncoder")
+    assert result.model_info.call["separator"] == " "
+    assert result.model_info.call["class"].endswith("HashingEncoder")
 
 
 def test_a_function_scores_what_run_scores_on_its_vectors(demo_suite: Suite, tmp_path: Path) -> None:
@@ -84,7 +85,7 @@ def test_a_sentence_transformer_scores_what_run_scores_on_its_vectors(tiny_suite
     saved = tmp_path / "minilm.jsonl"
     result = evaluate_model(model, tiny_suite, tasks=["mesh"], batch_size=64, save_embeddings=saved,
                             progress=False)
-    assert result.settings["model_object"]["separator"] == "[SEP]"
+    assert result.model_info.call["separator"] == "[SEP]"
     assert main(["run", "--embeddings", str(saved), "--data", str(tiny_suite.root), "--tasks", "mesh",
                  "--quiet", "-o", str(tmp_path / "run.json")]) == 0
     assert _metrics(result) == _metrics(RunResult.load(tmp_path / "run.json"))
@@ -112,9 +113,11 @@ class PaperEncoder:
 def test_a_model_that_says_so_gets_papers_as_dicts(demo_suite: Suite) -> None:
     model = PaperEncoder()
     result = evaluate_model(model, demo_suite, tasks=["mag"], progress=False)
-    first = demo_suite.papers(("mag_mesh",))[0]
+    needed = papers_to_embed(demo_suite, ["mag"])  # mag's train and test papers, not all of its metadata file
+    first = needed[0]
     assert model.seen[0] == {"paper_id": first.paper_id, "title": first.title, "abstract": first.abstract}
-    assert len(model.seen) == 700 and result.settings["model_object"]["inputs"] == "papers"
+    assert len(model.seen) == len(needed) < len(demo_suite.papers(("mag_mesh",)))
+    assert result.model_info.call["inputs"] == "papers"
 
 
 def test_a_paper_without_text_gets_an_empty_embedding_counted_in_coverage(demo_suite: Suite, tmp_path: Path) -> None:
