@@ -18,9 +18,10 @@ from typing import Any
 
 import orjson
 
+from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.formats.embeddings import format_embedding_line
 from scidocs_eval.formats.embeddings_output import write_embeddings_file
-from scidocs_eval.formats.provenance import check_dimension, settings_file, start_embeddings_output
+from scidocs_eval.formats.provenance import check_dimension, read_settings, settings_file, start_embeddings_output
 from scidocs_eval.formats.suite import Paper
 from scidocs_eval.models.adapter import Adapter
 from scidocs_eval.models.sharded_embedding import embed_sharded, process_count
@@ -80,8 +81,22 @@ def _removed_if_left_empty(path: Path) -> Iterator[None]:
         raise
 
 
+def check_same_weights(path: Path, recorded: Mapping[str, Any] | None, settings: Mapping[str, Any]) -> None:
+    """Refuse to continue `path` when the model's weights changed since it was written (a retrain into the same
+    checkpoint folder), naming the model: its vectors and the new ones would not be comparable."""
+    if recorded is None or recorded.get("weights") == settings.get("weights"):
+        return
+    old, new = recorded.get("weights") or {}, settings.get("weights") or {}
+    model = new.get("model") or old.get("model") or settings.get("adapter")
+    raise ScidocsEvalError(f"--resume: {path} was embedded with other weights of model {model} (sha256 "
+                           f"{str(old.get('sha256'))[:12]}, now {str(new.get('sha256'))[:12]}): the checkpoint "
+                           "changed since; write a new output without --resume")
+
+
 def _append_embeddings(adapter: Adapter, papers: Sequence[Paper], path: Path, resume: bool, progress: bool,
                        settings: Mapping[str, Any]) -> None:
+    if resume and path.is_file() and path.stat().st_size:
+        check_same_weights(path, read_settings(path), settings)
     done, dim = start_embeddings_output(path, settings, resume)
     todo = [p for p in papers if p.paper_id not in done]
     if todo:

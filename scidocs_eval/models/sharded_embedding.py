@@ -209,8 +209,8 @@ def embed_sharded(adapter: Adapter, papers: Sequence[Paper], out: str | os.PathL
         if not isinstance(adapter.encoder, TransformerEncoder):
             raise ScidocsEvalError(f"adapter {adapter.name!r} has no transformers encoder to shard")
         settings = {key: value for key, value in adapter.get_params().items() if key != "device"}
-        run = _ShardedRun(adapter.encoder, papers, Path(out), dist, {"adapter": adapter.name, **settings}, resume,
-                          progress)
+        run = _ShardedRun(adapter.encoder, papers, Path(out), dist,
+                          {"adapter": adapter.name, "weights": record.get("weights"), **settings}, resume, progress)
         for step in (run.check_start, run.plan, run.start_parts, run.embed_share, run.merge):
             _together(dist, step)
         if dist.is_main:
