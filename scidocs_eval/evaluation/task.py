@@ -18,7 +18,7 @@ from typing import Any, ClassVar, Literal
 from scidocs_eval.errors import MissingEmbeddingsError
 from scidocs_eval.formats.embeddings import MISSING, EmbeddingStore
 from scidocs_eval.formats.suite import Suite
-from scidocs_eval.registry import Registry, check_params
+from scidocs_eval.registry import ENTRY_POINT_GROUPS, Registry, check_params
 
 MissingPolicy = Literal["official", "error"]
 FAMILIES = ("classification", "ranking", "recomm")
@@ -143,6 +143,7 @@ def check_missing(task: str, role: str, ids: list[str], codes: Any, missing: Mis
 
 
 TASKS: Registry[type[Task]] = Registry("task", Task, plugins="scidocs_eval.tasks",
+                                      entry_points=ENTRY_POINT_GROUPS["task"],
                                       key=lambda cls: cls.spec.name)
 """Every task by name; the built-in ones in module order (classification, ranking, recomm: Table 1's order)."""
 
@@ -172,7 +173,8 @@ class Benchmark:
             raise ValueError(f"benchmark name {self.name!r} must be lowercase letters, digits, '-' or '_'")
 
 
-BENCHMARKS: Registry[Benchmark] = Registry("benchmark", Benchmark, plugins="scidocs_eval.tasks")
+BENCHMARKS: Registry[Benchmark] = Registry("benchmark", Benchmark, plugins="scidocs_eval.tasks",
+                                          entry_points=ENTRY_POINT_GROUPS["task"])
 """Every named benchmark, registered by the task plugin modules that define its tasks."""
 
 

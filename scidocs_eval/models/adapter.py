@@ -29,7 +29,7 @@ import numpy as np
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.formats.suite import Paper, Suite
 from scidocs_eval.params import Constraints, validate_params
-from scidocs_eval.registry import Registry, check_params
+from scidocs_eval.registry import ENTRY_POINT_GROUPS, Registry, check_params
 
 
 class NotFittedError(ScidocsEvalError):
@@ -139,7 +139,8 @@ class Adapter(ABC):
         return {name: getattr(self, name) for name in names if hasattr(self, name)}
 
 
-ADAPTERS: Registry[type[Adapter]] = Registry("baseline", Adapter, plugins="scidocs_eval.baselines")
+ADAPTERS: Registry[type[Adapter]] = Registry("baseline", Adapter, plugins="scidocs_eval.baselines",
+                                             entry_points=ENTRY_POINT_GROUPS["baseline"])
 
 
 def register_adapter(cls: type[Adapter]) -> type[Adapter]:
