@@ -30,13 +30,13 @@ class FasttextSumAdapter(WordVectorAdapter):
     paper_row = "Fasttext-sum"
 
     def __init__(self, seed: int = 0, tune: bool = False, vectors: str | None = None, dim: int = 300,
-                 min_count: int = 25, epochs: int | None = None, model: str = "cbow", bucket: int = 200_000,
+                 min_count: int = 25, epochs: int | None = None, architecture: str = "cbow", bucket: int = 200_000,
                  threads: int = 1, lr: float = 0.05, max_trained_tokens: int | None = MAX_TRAINED_TOKENS,
                  tune_max_tokens: int = TUNE_MAX_TOKENS, sublinear_tf: bool = False, binary: bool = False,
                  use_idf: bool = True, smooth_idf: bool = True):
         super().__init__(seed=seed, tune=tune, vectors=vectors, dim=dim, min_count=min_count, epochs=epochs,
-                         model=model, bucket=bucket, threads=threads, lr=lr, max_trained_tokens=max_trained_tokens,
-                         tune_max_tokens=tune_max_tokens)
+                         architecture=architecture, bucket=bucket, threads=threads, lr=lr,
+                         max_trained_tokens=max_trained_tokens, tune_max_tokens=tune_max_tokens)
         self.sublinear_tf, self.binary, self.use_idf, self.smooth_idf = sublinear_tf, binary, use_idf, smooth_idf
 
     def fit_vectors(self, papers: Sequence[Paper], suite: Suite | None, word_vectors: WordVectors) -> float | None:

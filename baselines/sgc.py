@@ -95,13 +95,13 @@ class SgcAdapter(SifWeightedAdapter):
     transductive = True
 
     def __init__(self, seed: int = 0, tune: bool = False, vectors: str | None = None, dim: int = 300,
-                 min_count: int = 25, epochs: int | None = None, model: str = "cbow", bucket: int = 200_000,
+                 min_count: int = 25, epochs: int | None = None, architecture: str = "cbow", bucket: int = 200_000,
                  threads: int = 1, lr: float = 0.05, max_trained_tokens: int | None = MAX_TRAINED_TOKENS,
                  tune_max_tokens: int = TUNE_MAX_TOKENS, a: float = 1e-3, k: int = 2, citations: str | None = None,
                  row_norm: str = "none"):
         super().__init__(seed=seed, tune=tune, vectors=vectors, dim=dim, min_count=min_count, epochs=epochs,
-                         model=model, bucket=bucket, threads=threads, lr=lr, max_trained_tokens=max_trained_tokens,
-                         tune_max_tokens=tune_max_tokens, a=a)
+                         architecture=architecture, bucket=bucket, threads=threads, lr=lr,
+                         max_trained_tokens=max_trained_tokens, tune_max_tokens=tune_max_tokens, a=a)
         self.k, self.citations, self.row_norm = k, citations, row_norm
 
     def check_params(self) -> None:

@@ -214,3 +214,11 @@ def test_tuned_values_go_to_best_params_and_a_second_fit_searches_the_same_grid(
     first = dict(adapter.fit(demo_suite.papers(), demo_suite).best_params_)
     assert set(first) == {"a"} and adapter.get_params() == given  # the constructor's `a` is untouched
     assert adapter.fit(demo_suite.papers(), demo_suite).best_params_ == first
+
+
+def test_a_renamed_adapter_parameter_keeps_its_old_spelling_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    """"model" means a checkpoint; fastText's cbow/skipgram switch of the word-vector adapters is "architecture"."""
+    with caplog.at_level("WARNING", logger="scidocs_eval"):
+        adapter = get_adapter("sif", model="skipgram")
+    assert adapter.get_params()["architecture"] == "skipgram" and "model" not in adapter.get_params()
+    assert "parameter 'model' is deprecated, it is now 'architecture'" in caplog.text

@@ -23,7 +23,7 @@ from scidocs_eval.models.text import TFIDF_SETTINGS, TfidfWeighting, analyzer, c
 from scidocs_eval.models.tuning import ValScorer
 from scidocs_eval.models.word_vectors import FasttextSettings, check_converged, load_word_vectors, train_fasttext
 
-FAST_FASTTEXT = {"dim": 50, "epochs": 20, "min_count": 5, "model": "cbow"}
+FAST_FASTTEXT = {"dim": 50, "epochs": 20, "min_count": 5, "architecture": "cbow"}
 """Small fastText settings so the tests train in seconds (the defaults are the paper's 300-d)."""
 TINY_FASTTEXT = FasttextSettings(dim=10, min_count=1, epochs=2, bucket=10_000)
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import logging
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, ClassVar
@@ -30,6 +31,8 @@ from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.formats.suite import Paper, Suite
 from scidocs_eval.params import Constraints, validate_params
 from scidocs_eval.registry import ENTRY_POINT_GROUPS, Registry, check_params
+
+log = logging.getLogger("scidocs_eval")
 
 
 class NotFittedError(ScidocsEvalError):
@@ -60,6 +63,8 @@ class Adapter(ABC):
     paper_row: ClassVar[str | None] = None
     parameter_constraints: ClassVar[Constraints] = {}
     """every constructor parameter's type and range (`scidocs_eval.params`), checked by `fit`."""
+    renamed_params: ClassVar[dict[str, str]] = {}
+    """{old spelling: parameter}: deprecated parameter names `get_adapter` still takes, with a warning."""
     requires_fit: ClassVar[bool] = False
     """True for an adapter that learns from a corpus: `transform` before `fit` is then an error."""
     transductive: ClassVar[bool] = False
@@ -155,4 +160,9 @@ def adapter_names() -> list[str]:
 def get_adapter(name: str, **params: Any) -> Adapter:
     """An adapter by name; a parameter it does not take is an error that lists the ones it does."""
     cls = ADAPTERS[name]
+    params = dict(params)
+    for old, new in cls.renamed_params.items():
+        if old in params and new not in params:
+            log.warning("baseline %s: parameter %r is deprecated, it is now %r (-p %s=...)", name, old, new, new)
+            params[new] = params.pop(old)
     return cls(**check_params(cls, params, f"baseline {name!r}"))

@@ -107,7 +107,8 @@ class FasttextSettings:
 
     def __post_init__(self) -> None:
         if self.model not in ("cbow", "skipgram"):
-            raise ScidocsEvalError(f"fastText model must be 'cbow' or 'skipgram', not {self.model!r}")
+            raise ScidocsEvalError(f"fastText architecture (-p architecture=) must be 'cbow' or 'skipgram', not "
+                                   f"{self.model!r}")
         if not 0 < self.lr <= MAX_LR:
             raise ScidocsEvalError(f"fastText lr must be in (0, {MAX_LR:g}], not {self.lr:g} (fastText's default "
                                    "is 0.05)")
@@ -210,28 +211,31 @@ class WordVectorAdapter(Adapter):
         tune: pick the adapter's own settings on val (mean val MAP over the ranking tasks) and, for trained
             vectors, fastText's epochs × learning rate (`EPOCH_FACTORS` × `LR_GRID`) with them.
         vectors: word vectors to load instead of training ("glove", a fastText .bin, a .vec text file).
-        dim, min_count, epochs, model, bucket, threads, lr, max_trained_tokens: fastText training settings
+        dim, min_count, epochs, bucket, threads, lr, max_trained_tokens: fastText training settings
             (`FasttextSettings`).
+        architecture: fastText's "cbow" or "skipgram" (`FasttextSettings.model`; `-p model=` is its deprecated
+            spelling: "model" means a checkpoint everywhere else).
         tune_max_tokens: the tuning budget: corpus tokens × epochs summed over the fastText models it trains;
             grid points beyond it are skipped, cheapest first kept, each skip logged.
     """
 
     def __init__(self, seed: int = 0, tune: bool = False, vectors: str | None = None, dim: int = 300,
-                 min_count: int = 25, epochs: int | None = None, model: str = "cbow", bucket: int = 200_000,
+                 min_count: int = 25, epochs: int | None = None, architecture: str = "cbow", bucket: int = 200_000,
                  threads: int = 1, lr: float = 0.05, max_trained_tokens: int | None = MAX_TRAINED_TOKENS,
                  tune_max_tokens: int = TUNE_MAX_TOKENS):
         self.seed, self.tune, self.vectors = seed, tune, vectors
-        self.dim, self.min_count, self.epochs, self.model, self.bucket, self.threads, self.lr = \
-            dim, min_count, epochs, model, bucket, threads, lr
+        self.dim, self.min_count, self.epochs, self.architecture, self.bucket, self.threads, self.lr = \
+            dim, min_count, epochs, architecture, bucket, threads, lr
         self.max_trained_tokens, self.tune_max_tokens = max_trained_tokens, tune_max_tokens
 
     requires_fit = True
+    renamed_params = {"model": "architecture"}
 
     def word_vectors(self, papers: Sequence[Paper]) -> WordVectors:
         """The loaded `vectors`, or fastText trained on `papers` (cached) with the epochs and learning rate in use
         (`setting`: tuned ones while and after tuning)."""
         settings = FasttextSettings(dim=self.dim, min_count=self.min_count, epochs=self.setting("epochs"),
-                                    model=self.model, bucket=self.bucket, threads=self.threads,
+                                    model=self.architecture, bucket=self.bucket, threads=self.threads,
                                     lr=self.setting("lr"), seed=self.seed, max_trained_tokens=self.max_trained_tokens)
         return corpus_word_vectors(papers, self.vectors, settings)
 
