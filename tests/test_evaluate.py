@@ -15,6 +15,7 @@ from scidocs_eval.evaluation.runner import evaluate
 from scidocs_eval.formats.embeddings import format_embedding_line
 from scidocs_eval.formats.suite import Suite
 from scidocs_eval.leaderboard import table1_row
+from scidocs_eval.leaderboard.run_table import format_run
 
 TASKS = ["mag", "cite"]
 
@@ -76,7 +77,7 @@ def test_result_contents(demo_suite: Suite, embedding_files: dict[str, Path], on
     assert table1_row(result) == {"mag_f1": result.tasks["mag"].metrics["f1"],
                                    "cite_map": result.tasks["cite"].metrics["map"],
                                    "cite_ndcg": result.tasks["cite"].metrics["ndcg"]}
-    assert result.format_table().splitlines()[0] == "model (synthetic demo suite)"
+    assert format_run(result).splitlines()[0] == "model (synthetic demo suite)"
 
 
 def test_save_load_round_trip(one_file_result: RunResult, tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ from scidocs_eval.evaluation.runner import evaluate
 from scidocs_eval.evaluation.task import TASKS, embedding_groups, task_names
 from scidocs_eval.formats.safe_output import check_output_file, refuse_replacing_foreign, write_bytes_atomically
 from scidocs_eval.leaderboard import render_table1
+from scidocs_eval.leaderboard.run_table import format_run
 from scidocs_eval.models.adapter import adapter_names
 from scidocs_eval.models.baseline import run_baseline
 
@@ -55,7 +56,7 @@ def _tasks(text: str | None) -> list[str] | None:
 
 
 def _print_result(result: RunResult, output: Path | None, ci: bool = False) -> None:
-    print(result.format_table(ci=ci))
+    print(format_run(result, ci=ci))
     print()
     print(render_table1([result], include_paper=False))
     if output:

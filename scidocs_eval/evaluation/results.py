@@ -155,19 +155,3 @@ class RunResult:
             problem = str(error)
         raise InputError(path, f"not a scidocs-eval results file ({problem}; they are written by `scidocs-eval run "
                          "--output` and `scidocs-eval baseline`)")
-
-    def format_table(self, ci: bool = False) -> str:
-        """A plain-text table for the terminal: one line per task with its metrics and coverage; with `ci`, each
-        metric's 95% bootstrap interval too."""
-        label = f"{self.model} (synthetic demo suite)" if self.synthetic else self.model
-        interval_header = f"{'95% CI':<17} " if ci else ""
-        lines = [label, f"{'task':<8} {'metric':<9} {'value':>7}   {interval_header}coverage"]
-        for name, result in self.tasks.items():
-            coverage = ", ".join(f"{k}={v}" for k, v in result.coverage.items() if v)
-            for i, (metric, value) in enumerate(result.metrics.items()):
-                bounds = result.ci.get(metric)
-                interval = (f"{f'[{bounds[0]:.2f}, {bounds[1]:.2f}]' if bounds else '—':<17} " if ci else "")
-                lines.append(f"{name if i == 0 else '':<8} {metric:<9} {value:>7.2f}   {interval}"
-                             f"{coverage if i == 0 else ''}")
-        lines += [f"{name:<8} skipped: {why}" for name, why in self.skipped.items()]
-        return "\n".join(lines)
