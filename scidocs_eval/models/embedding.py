@@ -9,7 +9,6 @@ run can `resume`; the finished file holds every paper's line in input order, wha
 from __future__ import annotations
 
 import hashlib
-import logging
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -25,9 +24,7 @@ from scidocs_eval.formats.provenance import check_dimension, read_settings, sett
 from scidocs_eval.formats.suite import Paper
 from scidocs_eval.models.adapter import Adapter
 from scidocs_eval.models.sharded_embedding import embed_sharded, process_count
-from scidocs_eval.progress import progress_bar
-
-log = logging.getLogger("scidocs_eval")
+from scidocs_eval.progress import announce, progress_bar
 
 
 def write_embeddings(adapter: Adapter, papers: Sequence[Paper], path: str | os.PathLike[str],
@@ -100,8 +97,8 @@ def _append_embeddings(adapter: Adapter, papers: Sequence[Paper], path: Path, re
     done, dim = start_embeddings_output(path, settings, resume)
     todo = [p for p in papers if p.paper_id not in done]
     if todo:
-        log.warning("embedding %d papers with %s%s", len(todo), adapter.name,
-                    f" ({len(done)} already in {path})" if done else "")
+        announce(f"embedding {len(todo)} papers with {adapter.name} into {path}"
+                 + (f" ({len(done)} already there)" if done else ""), enabled=progress)
     with open(path, "ab" if resume else "wb") as out, progress_bar(
             total=len(todo), unit="paper", desc=f"embedding with {adapter.name}", enabled=progress) as bar:
         for paper in (p for p in todo if not p.has_text):

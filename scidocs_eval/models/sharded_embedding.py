@@ -33,7 +33,7 @@ from scidocs_eval.formats.suite import Paper
 from scidocs_eval.models.adapter import Adapter
 from scidocs_eval.models.distributed import Distributed, init_distributed, leave_process_group
 from scidocs_eval.models.encoder import TransformerEncoder
-from scidocs_eval.progress import progress_bar
+from scidocs_eval.progress import announce, progress_bar
 
 MANIFEST = "manifest.json"
 
@@ -204,6 +204,8 @@ def embed_sharded(adapter: Adapter, papers: Sequence[Paper], out: str | os.PathL
         raise ScidocsEvalError(f"embedding on several processes needs a transformer adapter (transformer, specter, "
                                f"scibert, ...), not {adapter.name!r}; run it without torchrun")
     dist, device = init_distributed(adapter.device)
+    announce(f"embedding {len(papers)} papers with {adapter.name} into {out} on {dist.world_size} processes",
+             enabled=progress and dist.is_main)
     try:
         adapter.device = device  # before the adapter builds its encoder
         if not isinstance(adapter.encoder, TransformerEncoder):
