@@ -28,6 +28,8 @@ class FasttextSumAdapter(WordVectorAdapter):
 
     name = "fasttext-sum"
     paper_row = "Fasttext-sum"
+    parameter_constraints = {**WordVectorAdapter.parameter_constraints, "sublinear_tf": [bool], "binary": [bool],
+                             "use_idf": [bool], "smooth_idf": [bool]}
 
     def __init__(self, seed: int = 0, tune: bool = False, vectors: str | None = None, dim: int = 300,
                  min_count: int = 25, epochs: int | None = None, architecture: str = "cbow", bucket: int = 200_000,

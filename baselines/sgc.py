@@ -23,7 +23,6 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 from scipy import sparse
 
-from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluation.task import task_names
 from scidocs_eval.formats.corpus import read_citations
 from scidocs_eval.formats.suite import METADATA_FILES, Paper, Suite
@@ -31,6 +30,7 @@ from scidocs_eval.models.adapter import register_adapter
 from scidocs_eval.models.sif_weighting import SifWeightedAdapter
 from scidocs_eval.models.tuning import ValScorer, parameter_grid
 from scidocs_eval.models.word_vectors import MAX_TRAINED_TOKENS, TUNE_MAX_TOKENS, WordVectors
+from scidocs_eval.params import Interval, Options
 
 Edge = tuple[str, str]
 """(citing paper id, cited paper id)."""
@@ -93,6 +93,8 @@ class SgcAdapter(SifWeightedAdapter):
     name = "sgc"
     paper_row = "SGC"
     transductive = True
+    parameter_constraints = {**SifWeightedAdapter.parameter_constraints, "k": [Interval(int, 0, None)],
+                             "citations": [str, None], "row_norm": [Options(ROW_NORMS)]}
 
     def __init__(self, seed: int = 0, tune: bool = False, vectors: str | None = None, dim: int = 300,
                  min_count: int = 25, epochs: int | None = None, architecture: str = "cbow", bucket: int = 200_000,
@@ -103,10 +105,6 @@ class SgcAdapter(SifWeightedAdapter):
                          architecture=architecture, bucket=bucket, threads=threads, lr=lr,
                          max_trained_tokens=max_trained_tokens, tune_max_tokens=tune_max_tokens, a=a)
         self.k, self.citations, self.row_norm = k, citations, row_norm
-
-    def check_params(self) -> None:
-        if self.row_norm not in ROW_NORMS:
-            raise ScidocsEvalError(f"sgc row_norm must be one of {', '.join(ROW_NORMS)}, not {self.row_norm!r}")
 
     def fit_vectors(self, papers: Sequence[Paper], suite: Suite | None, word_vectors: WordVectors) -> float | None:
         known = {paper.paper_id for paper in papers}

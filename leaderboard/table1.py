@@ -8,6 +8,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
+from pathlib import Path
 
 from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.task import TASKS, TaskResult
@@ -115,12 +116,12 @@ class Table1Row:
         return [column for column in COLUMNS if column not in self.values]
 
 
-def our_row(result: RunResult, name: str | None = None) -> Table1Row:
+def our_row(result: RunResult, name: str | None = None, details: Sequence[str] = ()) -> Table1Row:
     """The Table 1 row of a run (named `name`, default its model name): values, Avg, intervals, spreads, and the
-    label's detail, kinds and footnote from its model info."""
+    label's detail, kinds (`details` first: see `distinguishing_details`) and footnote from its model info."""
     values = table1_row(result)
     info = result.model_info
-    kinds = ("ours", *(("not a paper baseline",) if info and not info.paper_row else ()),
+    kinds = ("ours", *details, *(("not a paper baseline",) if info and not info.paper_row else ()),
              *(("synthetic demo suite",) if result.synthetic else ()))
     avg = None if any(c not in values for c in COLUMNS) else sum(values[c] for c in COLUMNS) / len(COLUMNS)
     return Table1Row(name or result.model, True, values, avg,
@@ -131,6 +132,18 @@ def our_row(result: RunResult, name: str | None = None) -> Table1Row:
 def paper_table1_rows() -> list[Table1Row]:
     """The paper's published rows as `Table1Row`s (their Avg as published)."""
     return [Table1Row(row.model, False, row.values, row.avg) for row in paper_rows()]
+
+
+def distinguishing_details(results: Sequence[RunResult]) -> list[list[str]]:
+    """For each result, what its label must add so that rows scored differently are told apart: the split
+    when not all results share it, the suite (its folder's name; its path when two folders share a name) when not
+    all share it."""
+    splits = [str(result.settings.get("split", "test")) for result in results]
+    suites = [str(result.settings.get("data", "not recorded")) for result in results]
+    names_unique = len({Path(folder).name for folder in set(suites)}) == len(set(suites))
+    shown = [f"suite {Path(folder).name if names_unique else folder}" for folder in suites]
+    return [([f"{split} split"] if len(set(splits)) > 1 else []) + ([suite] if len(set(suites)) > 1 else [])
+            for split, suite in zip(splits, shown)]
 
 
 def render_table1(results: Sequence[RunResult], names: Sequence[str] | None = None,
@@ -145,7 +158,8 @@ def render_table1(results: Sequence[RunResult], names: Sequence[str] | None = No
     header = "| Model | " + " | ".join(COLUMNS.values()) + " | Avg |"
     lines = [header, "|" + "---|" * (len(COLUMNS) + 2)]
     notes = []
-    for row in (our_row(result, name) for name, result in zip(names, results)):
+    for row in (our_row(result, name, details)
+                for name, result, details in zip(names, results, distinguishing_details(results))):
         if row.note:
             notes.append(f"{row.label}: {row.note}")
         stds = {} if ci else row.std

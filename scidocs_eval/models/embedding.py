@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.formats.embeddings import format_embedding_line
 from scidocs_eval.formats.embeddings_output import write_embeddings_file
 from scidocs_eval.formats.provenance import check_dimension, read_settings, settings_file, start_embeddings_output
+from scidocs_eval.formats.safe_output import claim_output, discard, growing_file
 from scidocs_eval.formats.suite import Paper
 from scidocs_eval.models.adapter import Adapter
 from scidocs_eval.models.sharded_embedding import embed_sharded, process_count
@@ -28,7 +28,8 @@ from scidocs_eval.progress import announce, progress_bar
 
 
 def write_embeddings(adapter: Adapter, papers: Sequence[Paper], path: str | os.PathLike[str],
-                     resume: bool = True, progress: bool = True, settings: Mapping[str, Any] | None = None) -> Path:
+                     resume: bool = True, progress: bool = True, settings: Mapping[str, Any] | None = None,
+                     option: str = "output") -> Path:
     """Embed `papers` into `path` (official format, one line per paper in the order of `papers`).
 
     A paper with neither title nor abstract gets ``"embedding": []``, as the reference embedder writes.
@@ -38,14 +39,18 @@ def write_embeddings(adapter: Adapter, papers: Sequence[Paper], path: str | os.P
     `scidocs_eval.formats.provenance`). Under torchrun every process calls this and embeds a share
     (`scidocs_eval.models.sharded_embedding`); the file is complete when it returns.
     """
-    path = Path(path)
     record = output_settings(adapter, settings)
     if process_count() > 1:
-        return embed_sharded(adapter, papers, path, resume, progress, record)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with _removed_if_left_empty(path):
-        _append_embeddings(adapter, papers, path, resume, progress, record)
-    _put_in_input_order(path, papers)
+        return embed_sharded(adapter, papers, Path(path), resume, progress, record, option)
+    path = claim_output(path, option)
+    record_existed = settings_file(path).exists()
+    try:
+        _append_embeddings(adapter, papers, path, resume, progress, record, option)
+    except BaseException:
+        if not path.exists() and not record_existed:
+            discard(settings_file(path))
+        raise
+    _put_in_input_order(path, papers, option)
     return path
 
 
@@ -62,22 +67,6 @@ def fitted_settings(corpus: Sequence[Paper], train_corpus: str | os.PathLike[str
     return {"train_corpus": str(train_corpus) if train_corpus else None, "corpus_sha256": _digest(corpus)}
 
 
-@contextmanager
-def _removed_if_left_empty(path: Path) -> Iterator[None]:
-    """No empty file at `path` (nor its settings record) after an error (e.g. a model that cannot load) if there
-    was none before."""
-    existed = path.exists()
-    record_existed = settings_file(path).exists()
-    try:
-        yield
-    except BaseException:
-        if not existed and path.is_file() and path.stat().st_size == 0:
-            path.unlink()
-            if not record_existed:
-                settings_file(path).unlink(missing_ok=True)
-        raise
-
-
 def check_same_weights(path: Path, recorded: Mapping[str, Any] | None, settings: Mapping[str, Any]) -> None:
     """Refuse to continue `path` when the model's weights changed since it was written (a retrain into the same
     checkpoint folder), naming the model: its vectors and the new ones would not be comparable."""
@@ -91,15 +80,15 @@ def check_same_weights(path: Path, recorded: Mapping[str, Any] | None, settings:
 
 
 def _append_embeddings(adapter: Adapter, papers: Sequence[Paper], path: Path, resume: bool, progress: bool,
-                       settings: Mapping[str, Any]) -> None:
+                       settings: Mapping[str, Any], option: str) -> None:
     if resume and path.is_file() and path.stat().st_size:
         check_same_weights(path, read_settings(path), settings)
-    done, dim = start_embeddings_output(path, settings, resume)
+    done, dim, whole = start_embeddings_output(path, settings, resume, option)
     todo = [p for p in papers if p.paper_id not in done]
     if todo:
         announce(f"embedding {len(todo)} papers with {adapter.name} into {path}"
                  + (f" ({len(done)} already there)" if done else ""), enabled=progress)
-    with open(path, "ab" if resume else "wb") as out, progress_bar(
+    with growing_file(path, option, append=resume, keep_bytes=whole) as out, progress_bar(
             total=len(todo), unit="paper", desc=f"embedding with {adapter.name}", enabled=progress) as bar:
         for paper in (p for p in todo if not p.has_text):
             out.write(format_embedding_line(paper.paper_id, None))
@@ -113,7 +102,7 @@ def _append_embeddings(adapter: Adapter, papers: Sequence[Paper], path: Path, re
                 bar.update(len(batch))
 
 
-def _put_in_input_order(path: Path, papers: Sequence[Paper]) -> None:
+def _put_in_input_order(path: Path, papers: Sequence[Paper], option: str) -> None:
     """Rewrite `path` with its lines in the order of `papers` (batches come in the adapter's order, e.g. by
     length); lines of other papers, which a resumed file may hold, stay after them in their order."""
     lines = {orjson.loads(line)["paper_id"]: line for line in path.read_bytes().splitlines(keepends=True)}
@@ -121,7 +110,7 @@ def _put_in_input_order(path: Path, papers: Sequence[Paper]) -> None:
     if list(lines)[:len(wanted)] == wanted:
         return
     rest = [paper_id for paper_id in lines if paper_id not in set(wanted)] if len(lines) > len(wanted) else []
-    write_embeddings_file(path, (lines[paper_id] for paper_id in [*wanted, *rest]))
+    write_embeddings_file(path, (lines[paper_id] for paper_id in [*wanted, *rest]), option)
 
 
 def _digest(papers: Sequence[Paper]) -> str:

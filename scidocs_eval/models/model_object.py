@@ -28,6 +28,8 @@ from scidocs_eval.evaluation.papers import papers_to_embed
 from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.task import MissingPolicy
 from scidocs_eval.formats.corpus import paper_text
+from scidocs_eval.formats.provenance import settings_file
+from scidocs_eval.formats.safe_output import atomic_write, claim_output, discard
 from scidocs_eval.formats.suite import Paper, Suite
 from scidocs_eval.models.adapter import Adapter
 from scidocs_eval.models.model_cache import corpus_fingerprint
@@ -157,14 +159,6 @@ def _cache_path(adapter: EncoderAdapter, papers: Sequence[Paper], name: str) -> 
     return cache_dir("model-embeddings") / f"{re.sub(r'[^A-Za-z0-9._-]+', '_', name)}-{key[:20]}.jsonl"
 
 
-def _copy_new(source: Path, target: Path) -> None:
-    """Copy `source` to `target`, which must not exist; a reader never sees a half-copied `target`."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(f"{target.name}.partial{os.getpid()}")
-    shutil.copyfile(source, partial)
-    os.replace(partial, target)
-
-
 def evaluate_model(
     model: Any,
     data: str | os.PathLike[str] | Suite | None = None,
@@ -205,26 +199,28 @@ def evaluate_model(
     adapter = EncoderAdapter(model, batch_size=batch_size, inputs=inputs, separator=separator,
                              encode_kwargs=encode_kwargs)
     adapter.name = name or getattr(model, "__name__", None) or type(model).__name__
-    save = Path(save_embeddings) if save_embeddings is not None else None
-    if save is not None and save.exists():
-        raise ScidocsEvalError(f"{save} already exists; give save_embeddings a new path (or delete the file)")
+    save = claim_output(save_embeddings, "save_embeddings") if save_embeddings is not None else None
     with tempfile.TemporaryDirectory(prefix="scidocs-eval-model-") as scratch:
         cached = _cache_path(adapter, papers_to_embed(suite, tasks, split), name) if name and cache else None
         if cached is not None and cached.is_file() and adapter.weights_identity() is None:
             log.warning("reusing the embeddings of %r cached at %s (its weights cannot be read to tell a changed "
                         "model apart); after changing the model, pass cache=False or another name", name, cached)
-        embeddings = cached or Path(scratch) / "embeddings.jsonl"
-
-        def path(group: str | None) -> Path:
-            return embeddings
-
-        result = embed_and_score(adapter, suite, path, name=adapter.name, tasks=tasks, split=split,
-                                 missing=missing, task_params=task_params, resume=cached is not None,
-                                 cache=save is not None or cached is not None, progress=progress,
-                                 call=adapter.describe())
+        embeddings = cached or save or Path(scratch) / "embeddings.jsonl"
+        try:
+            result = embed_and_score(adapter, suite, lambda group: embeddings, name=adapter.name, tasks=tasks,
+                                     split=split, missing=missing, task_params=task_params,
+                                     resume=cached is not None, cache=save is not None or cached is not None,
+                                     progress=progress, call=adapter.describe(),
+                                     option="save_embeddings" if embeddings == save else "output")
+        except BaseException:
+            if embeddings == save:  # no half-written file where the user asked for a finished one
+                discard(save)
+                discard(settings_file(save))
+            raise
         assert result is not None  # a model object is embedded on one process
-        if save is not None:
-            _copy_new(embeddings, save)
+        if save is not None and embeddings != save:
+            with open(embeddings, "rb") as source, atomic_write(save, "save_embeddings") as target:
+                shutil.copyfileobj(source, target)
     if output is not None:
         result.save(output)
     return result

@@ -22,8 +22,9 @@ from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluation.papers import fit_papers, papers_by_group, papers_to_embed
 from scidocs_eval.evaluation.results import ModelInfo, RunResult
 from scidocs_eval.evaluation.runner import evaluate
-from scidocs_eval.evaluation.task import MissingPolicy
+from scidocs_eval.evaluation.task import DEFAULT_MIN_COVERAGE, TASKS, MissingPolicy, build_tasks
 from scidocs_eval.formats.corpus import read_papers
+from scidocs_eval.formats.safe_output import claim_inputs_are_not_outputs, claim_output
 from scidocs_eval.formats.suite import Paper, Suite
 from scidocs_eval.models.adapter import Adapter, get_adapter
 from scidocs_eval.models.distributed import is_main_process
@@ -68,6 +69,8 @@ def embed_and_score(
     progress: bool = True,
     call: Mapping[str, Any] | None = None,
     output: str | os.PathLike[str] | None = None,
+    min_coverage: float = DEFAULT_MIN_COVERAGE,
+    option: str = "output",
 ) -> RunResult | None:
     """Fit `model`, embed the papers the tasks need, score them; None in the torchrun processes but rank 0.
 
@@ -83,7 +86,10 @@ def embed_and_score(
         cache: let `evaluate` reuse or write the parsed-embeddings cache.
         call: how a model object was called (recorded in `ModelInfo.call`).
         output: where to write the results JSON (none by default).
+        min_coverage: as in `evaluate`.
+        option: the option naming the embeddings files, for messages (`--out-dir`).
     """
+    build_tasks(TASKS.check(tasks) if tasks else [], task_params)  # task parameters checked before any fitting
     started = time.perf_counter()
     suite = resolve_suite(data)
     adapters = dict(model) if isinstance(model, Mapping) else None
@@ -101,16 +107,16 @@ def embed_and_score(
         assert isinstance(model, Adapter)
         papers = fit_papers(suite, tasks) if model.transductive else papers_to_embed(suite, tasks, split)
         files: Path | dict[str, Path] = write_embeddings(model, papers, embeddings_path(None), resume=resume,
-                                                         progress=progress, settings=settings)
+                                                         progress=progress, settings=settings, option=option)
     else:
         files = {group: write_embeddings(adapters[group], papers, embeddings_path(group), resume=resume,
-                                         progress=progress, settings=settings)
+                                         progress=progress, settings=settings, option=option)
                  for group, papers in by_group.items()}
     embedded = time.perf_counter()
     if not is_main_process():
         return None
     result = evaluate(files, suite, tasks=tasks, split=split, missing=missing, task_params=task_params, model=name,
-                      cache=cache, progress=progress)
+                      cache=cache, progress=progress, min_coverage=min_coverage)
     result.model_info = model_info(model, train_corpus_path, call)
     result.timings.update(fit=round(fitted - started, 3), embed=round(embedded - fitted, 3))
     if output is not None:
@@ -119,12 +125,16 @@ def embed_and_score(
 
 
 def embed_metadata(adapter_name: str, params: Mapping[str, Any], metadata: str | os.PathLike[str],
-                   out: str | os.PathLike[str], *, resume: bool = False, progress: bool = True) -> tuple[Path, int]:
+                   out: str | os.PathLike[str], *, resume: bool = False, progress: bool = True,
+                   option: str = "output") -> tuple[Path, int]:
     """`embed`: the papers of a metadata file into `out` with a registered adapter that needs no fitting (one
     process or torchrun); returns the file and the number of papers. An adapter that learns from a corpus is
-    refused before anything is read."""
+    refused before anything is read or claimed."""
     adapter = get_adapter(adapter_name, **params)
     adapter.check_fitted()
     adapter.validate()
+    claim_inputs_are_not_outputs([metadata], {option: out})
+    if is_main_process():
+        claim_output(out, option)
     papers = read_papers(metadata)
-    return write_embeddings(adapter, papers, out, resume=resume, progress=progress), len(papers)
+    return write_embeddings(adapter, papers, out, resume=resume, progress=progress, option=option), len(papers)

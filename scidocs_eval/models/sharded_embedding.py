@@ -109,8 +109,8 @@ class _ShardedRun:
     """One process's share of a sharded embedding run (see the module docstring)."""
 
     def __init__(self, encoder: TransformerEncoder, papers: Sequence[Paper], out: Path, dist: Distributed,
-                 settings: dict, resume: bool, progress: bool):
-        self.encoder, self.out, self.dist = encoder, out, dist
+                 settings: dict, resume: bool, progress: bool, option: str):
+        self.encoder, self.out, self.dist, self.option = encoder, out, dist, option
         self.papers = list(papers)
         self.with_text = [paper for paper in self.papers if paper.has_text]
         self.parts = parts_folder(out)
@@ -185,14 +185,15 @@ class _ShardedRun:
             raise ScidocsEvalError(f"{len(missing)} paper(s) are in no part of {self.parts} (the first "
                                    f"{missing[0]!r}); rerun with --resume")
         write_embeddings_file(self.out, (lines[paper.paper_id] if paper.has_text else
-                                         format_embedding_line(paper.paper_id, None) for paper in self.papers))
+                                         format_embedding_line(paper.paper_id, None) for paper in self.papers),
+                              self.option)
         for written in [*part_files, self.parts / MANIFEST]:
             written.unlink(missing_ok=True)
         self.parts.rmdir()
 
 
 def embed_sharded(adapter: Adapter, papers: Sequence[Paper], out: str | os.PathLike[str], resume: bool,
-                  progress: bool, record: dict) -> Path:
+                  progress: bool, record: dict, option: str = "--out") -> Path:
     """Embed `papers` into `out` (official format) with every torchrun process; see the module docstring.
 
     Every process calls this (through `scidocs_eval.models.embedding.write_embeddings`); `out` is complete when
@@ -212,11 +213,12 @@ def embed_sharded(adapter: Adapter, papers: Sequence[Paper], out: str | os.PathL
             raise ScidocsEvalError(f"adapter {adapter.name!r} has no transformers encoder to shard")
         settings = {key: value for key, value in adapter.get_params().items() if key != "device"}
         run = _ShardedRun(adapter.encoder, papers, Path(out), dist,
-                          {"adapter": adapter.name, "weights": record.get("weights"), **settings}, resume, progress)
+                          {"adapter": adapter.name, "weights": record.get("weights"), **settings}, resume, progress,
+                          option)
         for step in (run.check_start, run.plan, run.start_parts, run.embed_share, run.merge):
             _together(dist, step)
         if dist.is_main:
-            write_settings(Path(out), record)
+            write_settings(Path(out), record, option)
     finally:
         if dist.world_size > 1:
             leave_process_group()

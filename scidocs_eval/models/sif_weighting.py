@@ -20,6 +20,7 @@ from scidocs_eval.formats.suite import Paper, Suite
 from scidocs_eval.models.text import analyzer
 from scidocs_eval.models.tuning import ValScorer, parameter_grid
 from scidocs_eval.models.word_vectors import MAX_TRAINED_TOKENS, TUNE_MAX_TOKENS, WordVectorAdapter, WordVectors
+from scidocs_eval.params import POSITIVE
 
 A_GRID = (1e-5, 3e-5, 1e-4, 3e-4, 1e-3)
 """The log grid of `a` searched with `tune` (the paper: a log grid in [1e-5, 1e-3])."""
@@ -41,6 +42,8 @@ class SifWeightedAdapter(WordVectorAdapter):
     Args: those of `WordVectorAdapter` (corpus fastText by default; `vectors="glove"` for GloVe 50-d), plus
     a: the SIF smoothing constant (used unless `tune`).
     """
+
+    parameter_constraints = {**WordVectorAdapter.parameter_constraints, "a": [POSITIVE]}
 
     def __init__(self, seed: int = 0, tune: bool = False, vectors: str | None = None, dim: int = 300,
                  min_count: int = 25, epochs: int | None = None, architecture: str = "cbow", bucket: int = 200_000,

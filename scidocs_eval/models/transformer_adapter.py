@@ -10,8 +10,9 @@ import numpy as np
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.formats.suite import Paper
 from scidocs_eval.models.adapter import Adapter
-from scidocs_eval.models.encoder import TransformerEncoder, check_precision
+from scidocs_eval.models.encoder import POOLINGS, PRECISIONS, TransformerEncoder
 from scidocs_eval.models.weights import checkpoint_identity
+from scidocs_eval.params import AT_LEAST_ONE, Options
 
 
 class TransformerAdapter(Adapter):
@@ -29,6 +30,9 @@ class TransformerAdapter(Adapter):
     """
 
     name = "transformer"
+    parameter_constraints = {"model": [str, None], "pooling": [Options(POOLINGS)], "max_length": [AT_LEAST_ONE],
+                             "batch_size": [AT_LEAST_ONE], "device": [str, None],
+                             "precision": [Options(PRECISIONS)], "prompt": [str]}
     default_model: ClassVar[str | None] = None
     """The checkpoint used when `model` is None (None: `model` is required)."""
 
@@ -46,7 +50,6 @@ class TransformerAdapter(Adapter):
     def check_params(self) -> None:
         if self.checkpoint is None:
             raise ScidocsEvalError(f"baseline {self.name!r} needs --model (a checkpoint folder or hub id)")
-        check_precision(self.precision)
 
     @property
     def checkpoint(self) -> str | None:

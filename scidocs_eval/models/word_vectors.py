@@ -38,6 +38,7 @@ from scidocs_eval.models.gensim_training import (
 from scidocs_eval.models.model_cache import cached_model, corpus_fingerprint
 from scidocs_eval.models.text import tokenize_papers
 from scidocs_eval.models.tuning import parameter_grid, within_budget
+from scidocs_eval.params import AT_LEAST_ONE, POSITIVE, SEED, Interval, Options
 
 log = logging.getLogger("scidocs_eval")
 
@@ -228,6 +229,12 @@ class WordVectorAdapter(Adapter):
             dim, min_count, epochs, architecture, bucket, threads, lr
         self.max_trained_tokens, self.tune_max_tokens = max_trained_tokens, tune_max_tokens
 
+    parameter_constraints = {
+        "seed": [SEED], "tune": [bool], "vectors": [str, None], "dim": [AT_LEAST_ONE], "min_count": [AT_LEAST_ONE],
+        "epochs": [AT_LEAST_ONE, None], "architecture": [Options(("cbow", "skipgram"))], "bucket": [AT_LEAST_ONE],
+        "threads": [AT_LEAST_ONE], "lr": [POSITIVE], "max_trained_tokens": [Interval(int, 0, None), None],
+        "tune_max_tokens": [AT_LEAST_ONE],
+    }
     requires_fit = True
     renamed_params = {"model": "architecture"}
 
