@@ -55,6 +55,9 @@ def _lines(path: Path) -> dict[str, bytes]:
 def compare(before: Path, after: Path) -> bool:
     same = True
     for name in ADAPTERS:
+        if not all((folder / f"{name}.results.json").exists() for folder in (before, after)):
+            print(f"{name:<22} not recorded in both folders")
+            continue
         old = _scores(orjson.loads((before / f"{name}.results.json").read_bytes()))
         new = _scores(orjson.loads((after / f"{name}.results.json").read_bytes()))
         old_lines, new_lines = _lines(before / f"{name}.jsonl"), _lines(after / f"{name}.jsonl")
