@@ -33,6 +33,7 @@ class CiteomaticAdapter(Adapter):
 
     name = "citeomatic"
     paper_row = "Citeomatic"
+    requires_fit = True
     parameter_constraints = {"training_data": [str, None], "dim": [AT_LEAST_ONE], "epochs": [AT_LEAST_ONE],
                              "learning_rate": [POSITIVE], "batch_size": [AT_LEAST_ONE], "min_df": [AT_LEAST_ONE],
                              "seed": [SEED]}
@@ -51,15 +52,17 @@ class CiteomaticAdapter(Adapter):
         self._vocabulary: dict[str, int] = {}
         self._network: Any = None
 
-    def fit(self, papers: Sequence[Paper], suite: Suite | None = None) -> CiteomaticAdapter:
+    def check_params(self) -> None:
+        if not self.training_data:
+            raise ScidocsEvalError("citeomatic is trained on citation triplets: give the SPECTER training "
+                                   "files with -p training_data=DIR (data.json, metadata.json, train.txt)")
+
+    def learn(self, papers: Sequence[Paper], suite: Suite | None) -> None:
         import torch
         from sklearn.feature_extraction.text import CountVectorizer
 
         from scidocs_eval.training.triplets import TrainingData, TripletSampler
 
-        if not self.training_data:
-            raise ScidocsEvalError("citeomatic is trained on citation triplets: give the SPECTER training "
-                                   "files with -p training_data=DIR (data.json, metadata.json, train.txt)")
         data = TrainingData.read(self.training_data)
         sampler = TripletSampler(data, "train", seed=self.seed)
         vectorizer = CountVectorizer(min_df=self.min_df, strip_accents="unicode")
@@ -83,7 +86,6 @@ class CiteomaticAdapter(Adapter):
                 optimizer.step()
                 losses.append(loss.item())
             self.loss_history_.append(float(np.mean(losses)))
-        return self
 
     def _word_ids(self, text: str) -> list[int]:
         return [self._vocabulary[w] for w in self._analyzer(text) if w in self._vocabulary]
@@ -95,8 +97,6 @@ class CiteomaticAdapter(Adapter):
     def transform(self, papers: Sequence[Paper]) -> np.ndarray:
         import torch
 
-        if self._network is None:
-            raise ScidocsEvalError("citeomatic: call fit() before transform()")
         with torch.inference_mode():
             return np.concatenate([self._embed(papers[i:i + 1024]).numpy() for i in range(0, len(papers), 1024)])
 

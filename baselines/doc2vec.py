@@ -51,6 +51,7 @@ class Doc2VecAdapter(Adapter):
 
     name = "doc2vec"
     paper_row = "Doc2vec"
+    requires_fit = True
     parameter_constraints = {"seed": [SEED], "tune": [bool], "dim": [AT_LEAST_ONE], "window": [AT_LEAST_ONE],
                              "sample": [FRACTION], "epochs": [AT_LEAST_ONE, None], "dbow_words": [bool],
                              "workers": [AT_LEAST_ONE], "max_trained_tokens": [Interval(int, 0, None), None]}
@@ -85,7 +86,7 @@ class Doc2VecAdapter(Adapter):
             key["schedule"] = asdict(SCHEDULE)
         return cached_model("doc2vec", self.fingerprint_, key, train)
 
-    def fit(self, papers: Sequence[Paper], suite: Suite | None = None) -> Doc2VecAdapter:
+    def learn(self, papers: Sequence[Paper], suite: Suite | None) -> None:
         self.fingerprint_ = corpus_fingerprint(papers)
         self.rows_ = {p.paper_id: row for row, p in enumerate(papers)}
         self.texts_ = [paper_text(p) for p in papers]
@@ -95,11 +96,9 @@ class Doc2VecAdapter(Adapter):
             best = scorer.search(parameter_grid(**axes),
                                  lambda setting: self._embed(self._train(papers, setting), scorer.papers),
                                  desc="tuning doc2vec").best
-            for key, value in best.items():
-                setattr(self, key, value)
-        setting = {"window": self.window, "sample": self.sample, "epochs": self.epochs}
+            self.best_params_.update(best)
+        setting = {key: self.setting(key) for key in ("window", "sample", "epochs")}
         self.model_ = self._train(papers, setting, None if self.tune else self.max_trained_tokens)
-        return self
 
     def _embed(self, model: Any, papers: Sequence[Paper]) -> np.ndarray:
         """Trained vectors for fit-corpus papers (same id and text), inferred ones for the rest."""

@@ -16,22 +16,10 @@ import numpy as np
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.formats.suite import Paper
 from scidocs_eval.models.adapter import Adapter, register_adapter
-from scidocs_eval.models.encoder import choose_device, resolve_model
 from scidocs_eval.models.model_object import EncoderAdapter
+from scidocs_eval.models.sentence_models import load_sentence_transformer
+from scidocs_eval.models.weights import checkpoint_identity
 from scidocs_eval.params import AT_LEAST_ONE
-
-
-def load_sentence_transformer(model: str, device: str | None = None, max_length: int | None = None) -> Any:
-    """A `SentenceTransformer` from a folder or hub id (all-MiniLM-L6-v2 offline, see `resolve_model`)."""
-    from sentence_transformers import SentenceTransformer
-
-    try:
-        loaded = SentenceTransformer(resolve_model(model), device=choose_device(device))
-    except (OSError, ValueError) as error:
-        raise ScidocsEvalError(f"cannot load sentence-transformers model {model!r}: {error}") from None
-    if max_length:
-        loaded.max_seq_length = max_length
-    return loaded
 
 
 @register_adapter
@@ -57,8 +45,6 @@ class SentenceTransformerAdapter(Adapter):
     def __init__(self, model: str = "all-MiniLM-L6-v2", prompt: str | None = None, prompt_name: str | None = None,
                  normalize: bool = False, max_length: int | None = None, batch_size: int = 32,
                  device: str | None = None, separator: str | None = None):
-        if prompt is not None and prompt_name is not None:
-            raise ScidocsEvalError("give --prompt or --prompt-name, not both")
         self.model = model
         self.prompt = prompt
         self.prompt_name = prompt_name
@@ -68,6 +54,13 @@ class SentenceTransformerAdapter(Adapter):
         self.device = device
         self.separator = separator
         self._encoder: EncoderAdapter | None = None
+
+    def check_params(self) -> None:
+        if self.prompt is not None and self.prompt_name is not None:
+            raise ScidocsEvalError("give --prompt or --prompt-name, not both")
+
+    def weights_identity(self) -> dict[str, str] | None:
+        return checkpoint_identity(self.model)
 
     def row_detail(self) -> str:
         """The model's name: a generic adapter's row means nothing without it."""

@@ -23,14 +23,13 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 from scipy import sparse
 
-from scidocs_eval.baselines.fasttext_sum import MAX_TRAINED_TOKENS, TUNE_MAX_TOKENS, WordVectors
-from scidocs_eval.baselines.sif import SifAdapter
-from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluation.task import task_names
 from scidocs_eval.formats.corpus import read_citations
 from scidocs_eval.formats.suite import METADATA_FILES, Paper, Suite
 from scidocs_eval.models.adapter import register_adapter
+from scidocs_eval.models.sif_weighting import SifWeightedAdapter
 from scidocs_eval.models.tuning import ValScorer, parameter_grid
+from scidocs_eval.models.word_vectors import MAX_TRAINED_TOKENS, TUNE_MAX_TOKENS, WordVectors
 from scidocs_eval.params import Interval, Options
 
 Edge = tuple[str, str]
@@ -84,27 +83,27 @@ def propagation_matrix(ids: Sequence[str], edges: Iterable[Edge]) -> sparse.csr_
 
 
 @register_adapter
-class SgcAdapter(SifAdapter):
-    """SGC embeddings, (n, dim) float32.
+class SgcAdapter(SifWeightedAdapter):
+    """SGC embeddings, (n, dim) float32 (transductive: a paper's vector depends on the papers embedded with it).
 
-    Args: those of `SifAdapter`, plus k: propagation steps (used unless `tune`); citations: extra edges
+    Args: those of `SifWeightedAdapter`, plus k: propagation steps (used unless `tune`); citations: extra edges
     (TSV citing<TAB>cited) added to the recomm metadata's; row_norm: "none", "sif" or "l2" (module docstring).
     """
 
     name = "sgc"
     paper_row = "SGC"
-    parameter_constraints = {**SifAdapter.parameter_constraints, "k": [Interval(int, 0, None)],
+    transductive = True
+    parameter_constraints = {**SifWeightedAdapter.parameter_constraints, "k": [Interval(int, 0, None)],
                              "citations": [str, None], "row_norm": [Options(ROW_NORMS)]}
 
     def __init__(self, seed: int = 0, tune: bool = False, vectors: str | None = None, dim: int = 300,
-                 min_count: int = 25, epochs: int | None = None, model: str = "cbow", bucket: int = 200_000,
+                 min_count: int = 25, epochs: int | None = None, architecture: str = "cbow", bucket: int = 200_000,
                  threads: int = 1, lr: float = 0.05, max_trained_tokens: int | None = MAX_TRAINED_TOKENS,
                  tune_max_tokens: int = TUNE_MAX_TOKENS, a: float = 1e-3, k: int = 2, citations: str | None = None,
                  row_norm: str = "none"):
-        super().__init__(seed, tune, vectors, dim, min_count, epochs, model, bucket, threads, lr, max_trained_tokens,
-                         tune_max_tokens, a)
-        if row_norm not in ROW_NORMS:
-            raise ScidocsEvalError(f"sgc row_norm must be one of {', '.join(ROW_NORMS)}, not {row_norm!r}")
+        super().__init__(seed=seed, tune=tune, vectors=vectors, dim=dim, min_count=min_count, epochs=epochs,
+                         architecture=architecture, bucket=bucket, threads=threads, lr=lr,
+                         max_trained_tokens=max_trained_tokens, tune_max_tokens=tune_max_tokens, a=a)
         self.k, self.citations, self.row_norm = k, citations, row_norm
 
     def fit_vectors(self, papers: Sequence[Paper], suite: Suite | None, word_vectors: WordVectors) -> float | None:
@@ -123,13 +122,13 @@ class SgcAdapter(SifAdapter):
         val_rows = [rows[p.paper_id] for p in scorer.papers]
         steps = self.propagate_steps(nodes, max(K_GRID))
         search = scorer.search(parameter_grid(k=K_GRID), lambda s: steps[s["k"]][val_rows], desc="tuning sgc k")
-        self.k = search.best["k"]
+        self.best_params_["k"] = search.best["k"]
         return search.best_score
 
     def propagate_steps(self, papers: Sequence[Paper], k: int) -> list[np.ndarray]:
         """[X, S X, S² X, …, S^k X] for `papers`, each (n, dim) float64, rows rescaled as `row_norm` says."""
         propagation = propagation_matrix([p.paper_id for p in papers], self.edges_)
-        steps = [super().transform(papers).astype(np.float64)]
+        steps = [self.sif_vectors(papers).astype(np.float32).astype(np.float64)]  # SIF's float32 output, as sif's
         for _ in range(k):
             steps.append(propagation @ steps[-1])
         if self.row_norm == "none":
@@ -138,4 +137,4 @@ class SgcAdapter(SifAdapter):
         return [step * target / np.maximum(np.linalg.norm(step, axis=1, keepdims=True), 1e-12) for step in steps]
 
     def transform(self, papers: Sequence[Paper]) -> np.ndarray:
-        return self.propagate_steps(papers, self.k)[-1].astype(np.float32)
+        return self.propagate_steps(papers, self.setting("k"))[-1].astype(np.float32)

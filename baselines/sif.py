@@ -1,96 +1,27 @@
 """SIF (SPEC §8; Arora et al. 2017): smooth-inverse-frequency weighted average of word vectors, minus the
-projection on the first principal component of the corpus matrix.
-
-Per paper: v = (1/n) Σ_tokens a/(a + p(w)) · vec(w), over its n tokens that are in the corpus vocabulary
-(shared tokeniser, stop words kept); p(w) is the word's unigram frequency in the fit corpus. The first
-singular vector u of the corpus's matrix (uncentred, as in the SIF reference code) is fit once, and every
-embedded paper becomes v − (v·u)u. With `tune`, `a` is picked on val from the log grid 1e-5 … 1e-3.
-"""
+projection on the first principal component of the corpus matrix (`scidocs_eval.models.sif_weighting`)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 import numpy as np
-from scipy import sparse
-from sklearn.decomposition import TruncatedSVD
-from sklearn.feature_extraction.text import CountVectorizer
 
-from scidocs_eval.baselines.fasttext_sum import MAX_TRAINED_TOKENS, TUNE_MAX_TOKENS, WordVectorAdapter, WordVectors
-from scidocs_eval.formats.corpus import paper_text
 from scidocs_eval.formats.suite import Paper, Suite
 from scidocs_eval.models.adapter import register_adapter
-from scidocs_eval.models.text import analyzer
-from scidocs_eval.models.tuning import ValScorer, parameter_grid
-from scidocs_eval.params import POSITIVE
-
-A_GRID = (1e-5, 3e-5, 1e-4, 3e-4, 1e-3)
-"""The log grid of `a` searched with `tune` (the paper: a log grid in [1e-5, 1e-3])."""
-
-
-def first_component(matrix: np.ndarray, seed: int = 0) -> np.ndarray:
-    """The first right singular vector (dim,) of `matrix` (n, dim), uncentred (TruncatedSVD)."""
-    return TruncatedSVD(n_components=1, random_state=seed).fit(matrix).components_[0]
-
-
-def remove_component(matrix: np.ndarray, component: np.ndarray) -> np.ndarray:
-    """`matrix` (n, dim) minus each row's projection on the unit vector `component` (dim,)."""
-    return matrix - np.outer(matrix @ component, component)
+from scidocs_eval.models.sif_weighting import SifWeightedAdapter
+from scidocs_eval.models.word_vectors import WordVectors
 
 
 @register_adapter
-class SifAdapter(WordVectorAdapter):
-    """SIF embeddings, (n, dim) float32.
-
-    Args: those of `WordVectorAdapter` (corpus fastText by default; `vectors="glove"` for GloVe 50-d), plus
-    a: the SIF smoothing constant (used unless `tune`).
-    """
+class SifAdapter(SifWeightedAdapter):
+    """SIF embeddings, (n, dim) float32; with `tune`, `a` is picked on val (see `SifWeightedAdapter`)."""
 
     name = "sif"
     paper_row = "SIF"
-    parameter_constraints = {**WordVectorAdapter.parameter_constraints, "a": [POSITIVE]}
-
-    def __init__(self, seed: int = 0, tune: bool = False, vectors: str | None = None, dim: int = 300,
-                 min_count: int = 25, epochs: int | None = None, model: str = "cbow", bucket: int = 200_000,
-                 threads: int = 1, lr: float = 0.05, max_trained_tokens: int | None = MAX_TRAINED_TOKENS,
-                 tune_max_tokens: int = TUNE_MAX_TOKENS, a: float = 1e-3):
-        super().__init__(seed, tune, vectors, dim, min_count, epochs, model, bucket, threads, lr, max_trained_tokens,
-                         tune_max_tokens)
-        self.a = a
 
     def fit_vectors(self, papers: Sequence[Paper], suite: Suite | None, word_vectors: WordVectors) -> float | None:
         return self.fit_sif(papers, suite, word_vectors, tune_a=self.tune)
 
-    def fit_sif(self, papers: Sequence[Paper], suite: Suite | None, word_vectors: WordVectors,
-                tune_a: bool) -> float | None:
-        """Word frequencies and the principal component; `a` tuned on val if `tune_a` (then its best mean val
-        MAP is returned, else None)."""
-        score = None
-        self.counter_ = CountVectorizer(analyzer=analyzer())
-        corpus_counts = self.counter_.fit_transform([paper_text(p) for p in papers])
-        totals = np.asarray(corpus_counts.sum(axis=0)).ravel()
-        self.word_probability_ = totals / max(totals.sum(), 1)
-        self.word_matrix_ = word_vectors.lookup(self.counter_.get_feature_names_out())
-        if tune_a:
-            scorer = ValScorer(suite)
-            val_counts = self.counter_.transform([paper_text(p) for p in scorer.papers])
-
-            def embed(setting: dict) -> np.ndarray:
-                component = first_component(self._average(corpus_counts, setting["a"]), self.seed)
-                return remove_component(self._average(val_counts, setting["a"]), component)
-
-            search = scorer.search(parameter_grid(a=A_GRID), embed, desc=f"tuning {self.name} a")
-            self.a, score = search.best["a"], search.best_score
-        self.component_ = first_component(self._average(corpus_counts, self.a), self.seed)
-        return score
-
-    def _average(self, counts: sparse.csr_matrix, a: float) -> np.ndarray:
-        """(n, dim) float64: per paper, the mean over its tokens of a/(a + p(w)) · vec(w)."""
-        lengths = np.maximum(np.asarray(counts.sum(axis=1)).ravel(), 1)
-        weights = a / (a + self.word_probability_)
-        weighted = sparse.diags(1.0 / lengths) @ counts @ sparse.diags(weights)
-        return np.asarray(weighted @ self.word_matrix_, dtype=np.float64)
-
     def transform(self, papers: Sequence[Paper]) -> np.ndarray:
-        counts = self.counter_.transform([paper_text(p) for p in papers])
-        return remove_component(self._average(counts, self.a), self.component_).astype(np.float32)
+        return self.sif_vectors(papers).astype(np.float32)

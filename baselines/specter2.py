@@ -17,20 +17,14 @@ docs/transformers.md): install it in an environment of its own with ``pip instal
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from scidocs_eval.baselines.transformer import TransformerAdapter
-from scidocs_eval.data.resolve import resolve_suite
 from scidocs_eval.errors import ScidocsEvalError
-from scidocs_eval.evaluation.results import RunResult
-from scidocs_eval.evaluation.runner import evaluate
-from scidocs_eval.evaluation.task import TASKS, metadata_file_of_group, task_names
-from scidocs_eval.models.adapter import register_adapter
-from scidocs_eval.models.baseline import write_embeddings
+from scidocs_eval.evaluation.task import TASKS
+from scidocs_eval.models.adapter import Adapter, register_adapter
 from scidocs_eval.models.encoder import TransformerEncoder
+from scidocs_eval.models.transformer_adapter import TransformerAdapter
 
 TASK_ADAPTERS = {"proximity": "allenai/specter2", "classification": "allenai/specter2_classification",
                  "regression": "allenai/specter2_regression", "adhoc_query": "allenai/specter2_adhoc_query"}
@@ -87,7 +81,8 @@ class Specter2Adapter(TransformerAdapter):
     """SPECTER2: the [CLS] vector of allenai/specter2_base with a task adapter (see the module docstring).
 
     Args:
-        task_adapter: proximity, classification, regression, adhoc_query, or a local adapter folder.
+        task_adapter: proximity, classification, regression, adhoc_query, a local adapter folder, "by-group"
+            (the authors' adapter per embeddings group) or GROUP=ADAPTER pairs (`parse_group_adapters`).
         model, pooling, max_length, batch_size, device, precision, prompt: as for "transformer".
     """
 
@@ -100,15 +95,29 @@ class Specter2Adapter(TransformerAdapter):
                  prompt: str = ""):
         super().__init__(model, pooling=pooling, max_length=max_length, batch_size=batch_size, device=device,
                          precision=precision, prompt=prompt)
-        if task_adapter not in TASK_ADAPTERS and not Path(task_adapter).expanduser().is_dir():
-            raise ScidocsEvalError(f"--task-adapter must be one of {', '.join(TASK_ADAPTERS)} or an adapter folder, "
-                                   f"not {task_adapter!r}")
         self.task_adapter = task_adapter
+
+    def check_params(self) -> None:
+        super().check_params()
+        for task_adapter in (parse_group_adapters(self.task_adapter) or {"": self.task_adapter}).values():
+            if task_adapter not in TASK_ADAPTERS and not Path(task_adapter).expanduser().is_dir():
+                raise ScidocsEvalError(f"--task-adapter must be one of {', '.join(TASK_ADAPTERS)}, an adapter "
+                                       f"folder, by-group or GROUP=ADAPTER pairs, not {task_adapter!r}")
+
+    def group_adapters(self) -> dict[str, Adapter] | None:
+        """With "by-group" or GROUP=ADAPTER pairs: one SPECTER2 adapter per embeddings group (those named
+        alike shared), as `run --cls ... --user-citation ... --recomm ...` scores three files."""
+        groups = parse_group_adapters(self.task_adapter)
+        if groups is None:
+            return None
+        params = {key: value for key, value in self.get_params().items() if key != "task_adapter"}
+        adapters = {name: Specter2Adapter(task_adapter=name, **params) for name in sorted(set(groups.values()))}
+        return {group: adapters[name] for group, name in groups.items()}
 
     @property
     def encoder(self) -> TransformerEncoder:
         if self._encoder is None:
-            self._encoder = Specter2Encoder(self.model, self.task_adapter, **self.encoder_options())
+            self._encoder = Specter2Encoder(self.checkpoint, self.task_adapter, **self.encoder_options())
         return self._encoder
 
 
@@ -128,35 +137,3 @@ def parse_group_adapters(spec: str) -> dict[str, str] | None:
                                    f"{', '.join(recipe)}, got {pair!r}")
         groups[group] = adapter
     return groups
-
-
-def run_specter2_by_group(groups: Mapping[str, str], data: str | os.PathLike[str] | None, *,
-                          out_dir: str | os.PathLike[str], params: Mapping[str, Any], tasks: Sequence[str] | None,
-                          split: str, task_params: Mapping[str, Mapping[str, Any]] | None, resume: bool,
-                          progress: bool) -> RunResult:
-    """`baseline specter2 --task-adapter by-group`: each embedding group's papers with its own task adapter.
-
-    Writes OUT_DIR/specter2-GROUP.jsonl per group the tasks need and OUT_DIR/specter2.results.json, scored as
-    `run --cls ... --user-citation ... --recomm ...` scores three files.
-    """
-    suite = resolve_suite(data)
-    needed = sorted({TASKS[name].spec.embedding_group
-                     for name in (TASKS.check(tasks) if tasks else task_names(benchmark="scidocs"))})
-    absent = [group for group in needed if group not in groups]
-    if absent:
-        raise ScidocsEvalError(f"--task-adapter names no adapter for the {', '.join(absent)} group(s) the tasks need")
-    options = {key: value for key, value in params.items() if key != "task_adapter"}
-    adapters = {name: Specter2Adapter(task_adapter=name, **options) for name in sorted(set(groups.values()))}
-    files = {}
-    for group in needed:
-        metadata = metadata_file_of_group(group)
-        if not suite.has(metadata):
-            continue
-        files[group] = write_embeddings(adapters[groups[group]], suite.papers((metadata,)),
-                                        Path(out_dir) / f"specter2-{group}.jsonl", resume=resume, progress=progress)
-    result = evaluate(files, suite, tasks=tasks, split=split, task_params=task_params, model="specter2",
-                      progress=progress)
-    result.settings["adapter"] = {"name": "specter2", "paper_row": None, "groups": dict(groups),
-                                  "params": next(iter(adapters.values())).get_params()}
-    result.save(Path(out_dir) / "specter2.results.json")
-    return result

@@ -36,6 +36,7 @@ class TfidfLsaAdapter(Adapter):
     """
 
     name = "tfidf"
+    requires_fit = True
     parameter_constraints = {"dim": [AT_LEAST_ONE], "min_df": [AT_LEAST_ONE],
                              "max_df": [Interval(float, 0, 1, closed="right")], "sublinear_tf": [bool], "seed": [SEED]}
 
@@ -43,7 +44,7 @@ class TfidfLsaAdapter(Adapter):
                  seed: int = 0):
         self.dim, self.min_df, self.max_df, self.sublinear_tf, self.seed = dim, min_df, max_df, sublinear_tf, seed
 
-    def fit(self, papers: Sequence[Paper], suite: Suite | None = None) -> TfidfLsaAdapter:
+    def learn(self, papers: Sequence[Paper], suite: Suite | None) -> None:
         texts = [paper_text(p) for p in papers]
         self.vectorizer_ = TfidfVectorizer(**TOKENIZER_SETTINGS, stop_words="english", sublinear_tf=self.sublinear_tf,
                                            min_df=min(self.min_df, len(texts)), max_df=self.max_df)
@@ -55,7 +56,6 @@ class TfidfLsaAdapter(Adapter):
         if components < 1:
             raise ScidocsEvalError(f"tfidf: the corpus has {tfidf.shape[1]} usable word(s); SVD needs at least 2")
         self.svd_ = TruncatedSVD(n_components=components, random_state=self.seed).fit(tfidf)
-        return self
 
     def transform(self, papers: Sequence[Paper]) -> np.ndarray:
         reduced = self.svd_.transform(self.vectorizer_.transform([paper_text(p) for p in papers]))

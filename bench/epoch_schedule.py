@@ -17,11 +17,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from scidocs_eval.baselines.fasttext_sum import FasttextSettings, corpus_word_vectors
 from scidocs_eval.formats.suite import Suite
 from scidocs_eval.models.baseline import run_baseline
 from scidocs_eval.models.gensim_training import mean_pair_cosine
 from scidocs_eval.models.text import tokenize_papers
+from scidocs_eval.models.word_vectors import FasttextSettings, corpus_word_vectors
 
 TASKS = ["cite", "cocite"]
 

@@ -95,7 +95,7 @@ def render(rows: list[tuple[str, str, RunResult, float]], skipped: dict[str, dic
             values = [result.tasks[task].metrics.get(metric) if task in result.tasks else None
                       for task, metric, _ in COLUMNS]
             cells = " | ".join("–" if v is None else f"{v:.2f}" for v in values)
-            detail = result.settings.get("adapter", {}).get("row_detail")
+            detail = result.model_info.row_detail if result.model_info else None
             label = f"{model} [{detail}]" if detail else model
             lines.append(f"| {corpus} | {label} | {cells} | {seconds:.0f} |")
         lines += [line for line in kept if line.startswith(f"| {corpus} |")]

@@ -28,7 +28,7 @@ from scidocs_eval.formats.embeddings_tables import ReadOptions
 from scidocs_eval.formats.safe_output import atomic_write
 from scidocs_eval.formats.suite import CLASS_NAMES_FILE, Suite
 from scidocs_eval.leaderboard.runs import LoadedRun
-from scidocs_eval.leaderboard.table1 import COLUMNS, table1_row
+from scidocs_eval.leaderboard.table1 import COLUMNS, our_row
 from scidocs_eval.progress import progress_bar
 from scidocs_eval.training.specter import HISTORY_FILE
 
@@ -311,7 +311,8 @@ def draw_results(runs: Sequence[LoadedRun]) -> Figure:
     whiskers where a run carries them. A run without a column gets no bar there (and "n/a" at the axis)."""
     if not runs:
         raise ScidocsEvalError("no results to chart")
-    rows = [table1_row(run.result) for run in runs]
+    table = [our_row(run.result, run.label) for run in runs]
+    rows = [row.values for row in table]
     columns = [c for c in COLUMNS if any(c in row for row in rows)]
     if not columns:
         raise ScidocsEvalError("none of the results files has a Table 1 column to chart")
@@ -323,7 +324,7 @@ def draw_results(runs: Sequence[LoadedRun]) -> Figure:
                         layout="constrained")
     ax = figure.subplots()
     for index, (run, row) in enumerate(zip(runs, rows)):
-        ci = run.column_ci()
+        ci = table[index].ci
         offsets = np.arange(len(columns)) - 0.4 + width * (index + 0.5)
         values = [row.get(c, math.nan) for c in columns]
         errors = np.array([[v - ci[c][0], ci[c][1] - v] if c in ci and c in row else [math.nan, math.nan]
@@ -337,7 +338,7 @@ def draw_results(runs: Sequence[LoadedRun]) -> Figure:
     ax.set_ylabel("score (×100)")
     ax.set_ylim(0, 100)
     ax.grid(axis="y", alpha=0.3)
-    whiskers = " (whiskers: confidence intervals)" if any(run.column_ci() for run in runs) else ""
+    whiskers = " (whiskers: confidence intervals)" if any(row.ci for row in table) else ""
     ax.set_title("Results per task" + whiskers, fontsize=11)
     ax.legend(fontsize=8, ncols=min(len(runs), 4), loc="upper left", bbox_to_anchor=(0, -0.25), frameon=False)
     return figure

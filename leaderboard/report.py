@@ -28,7 +28,7 @@ from scidocs_eval.errors import InputError, ScidocsEvalError
 from scidocs_eval.formats.safe_output import owned_folder
 from scidocs_eval.leaderboard.figures import draw_results, save_figure
 from scidocs_eval.leaderboard.runs import LoadedRun
-from scidocs_eval.leaderboard.table1 import COLUMNS, paper_rows, table1_row
+from scidocs_eval.leaderboard.table1 import COLUMNS, Table1Row, our_row, paper_table1_rows
 
 COMMAND = "scidocs-eval report"
 """The command named in the site folder's manifest; `report` replaces only folders it wrote."""
@@ -64,10 +64,6 @@ class Row:
     synthetic: bool = False
 
 
-def _mean(values: Sequence[float | None]) -> float | None:
-    return None if any(v is None for v in values) else round(sum(values) / len(values), 2)  # type: ignore[arg-type]
-
-
 def _short(items: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in items.items()) or "none"
 
@@ -84,7 +80,7 @@ def _coverage_warnings(run: LoadedRun) -> list[str]:
 def provenance(run: LoadedRun) -> list[tuple[str, str]]:
     """(field, text) pairs that say where a row's numbers came from."""
     result = run.result
-    adapter = result.settings.get("adapter") or {}
+    info = result.model_info
     embeddings = result.fingerprints.get("embeddings", {})
     suite_files = result.fingerprints.get("data", {})
     suite_digest = hashlib.sha256(orjson.dumps(suite_files, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
@@ -92,7 +88,7 @@ def provenance(run: LoadedRun) -> list[tuple[str, str]]:
     items = [
         ("model", result.model),
         ("results file", f"{run.path.name} (written {modified})"),
-        ("adapter", f"{adapter.get('name')} ({_short(adapter.get('params') or {})})" if adapter else
+        ("adapter", f"{info.name} ({_short(dict(info.params))})" if info else
          "not recorded (scored with `scidocs-eval run`)"),
         ("suite", str(result.settings.get("data", "not recorded")) + (" (SYNTHETIC demo suite)"
                                                                         if result.synthetic else "")),
@@ -106,27 +102,22 @@ def provenance(run: LoadedRun) -> list[tuple[str, str]]:
         ("package versions", _short(result.versions)),
         ("coverage warnings", "; ".join(_coverage_warnings(run)) or "none"),
     ]
-    if adapter.get("train_corpus"):
-        items.insert(3, ("training corpus", str(adapter["train_corpus"])))
+    if info and info.train_corpus:
+        items.insert(3, ("training corpus", info.train_corpus))
     return items
 
 
-def _our_row(run: LoadedRun) -> Row:
-    values = table1_row(run.result)
-    ci = run.column_ci()
-    cells = {c: Cell(values.get(c), ci.get(c)) for c in COLUMNS}
-    missing = [COLUMNS[c] for c in COLUMNS if c not in values]
-    cells[AVG] = Cell(None if missing else _mean([values[c] for c in COLUMNS]))
+def _row(row: Table1Row, run: LoadedRun | None = None) -> Row:
+    """The page's row of a `Table1Row` (ours with its provenance, or the paper's)."""
+    cells = {c: Cell(row.values.get(c), row.ci.get(c)) for c in COLUMNS}
+    cells[AVG] = Cell(row.avg)
+    if run is None:
+        return Row(row.label, False, cells)
     notes = []
-    if missing:
-        notes.append(f"no {', '.join(missing)} in this results file"
-                     + (", so no Avg" if len(missing) < len(COLUMNS) else ""))
-    return Row(run.label, True, cells, provenance(run), notes, run.result.synthetic)
-
-
-def _paper_rows() -> list[Row]:
-    return [Row(f"{row.model} (paper)", False, {**{c: Cell(v) for c, v in row.values.items()}, AVG: Cell(row.avg)})
-            for row in paper_rows()]
+    if row.missing:
+        notes.append(f"no {', '.join(COLUMNS[c] for c in row.missing)} in this results file"
+                     + (", so no Avg" if len(row.missing) < len(COLUMNS) else ""))
+    return Row(row.name, True, cells, provenance(run), notes, row.synthetic)
 
 
 def _mark_best(rows: Sequence[Row]) -> None:
@@ -144,7 +135,8 @@ def _mark_best(rows: Sequence[Row]) -> None:
 
 def build_rows(runs: Sequence[LoadedRun], include_paper: bool = True) -> list[Row]:
     """Our rows (in the given order), then the paper's; best values marked."""
-    rows = [_our_row(run) for run in runs] + (_paper_rows() if include_paper else [])
+    rows = [_row(our_row(run.result, run.label), run) for run in runs]
+    rows += [_row(row) for row in paper_table1_rows()] if include_paper else []
     _mark_best(rows)
     return rows
 

@@ -1,11 +1,12 @@
-"""Render Table 1 (12 SciDocs columns + Avg) from RunResults, with the paper's published rows."""
+"""Table 1 (12 SciDocs columns + Avg): one row model (`Table1Row`) for our runs and the paper's published rows,
+which the markdown table (`render_table1`), the HTML report and `plot results` all render."""
 
 from __future__ import annotations
 
 import csv
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
@@ -74,6 +75,67 @@ def _result_std(result: RunResult) -> dict[str, float]:
     return _by_column(result, lambda task_result: task_result.details.get("std", {}))
 
 
+@dataclass(frozen=True)
+class Table1Row:
+    """One row of Table 1 as every renderer shows it: ours (from a RunResult) or the paper's.
+
+    Args:
+        name: the model's name (a run's label, or the paper's model).
+        ours: True for a row of ours, False for the paper's.
+        values: Table 1 column key -> value, for the columns this row fills.
+        avg: the plain mean of the 12 columns; None when a column is missing (never a mean of fewer numbers).
+        ci: column -> 95% bootstrap interval, where the results file holds one.
+        std: column -> standard deviation over the ranker's seeds, where a task reports one (recommendation).
+        detail: what the label adds in brackets (a checkpoint that is not the paper's), if anything.
+        kinds: what the label adds in parentheses ("ours", "not a paper baseline", "synthetic demo suite",
+            "leaked items excluded").
+        note: a footnote (why the row is not comparable to the paper's), if any.
+        synthetic: the run scored the synthetic demo suite.
+    """
+
+    name: str
+    ours: bool
+    values: Mapping[str, float]
+    avg: float | None
+    ci: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    std: Mapping[str, float] = field(default_factory=dict)
+    detail: str | None = None
+    kinds: tuple[str, ...] = ()
+    note: str | None = None
+    synthetic: bool = False
+
+    @property
+    def label(self) -> str:
+        """The markdown table's label: name, [detail], (kinds); the paper's rows say "(paper)"."""
+        if not self.ours:
+            return f"{self.name} (paper)"
+        return f"{self.name}{f' [{self.detail}]' if self.detail else ''} ({', '.join(self.kinds)})"
+
+    @property
+    def missing(self) -> list[str]:
+        """The keys of the columns this row does not fill."""
+        return [column for column in COLUMNS if column not in self.values]
+
+
+def our_row(result: RunResult, name: str | None = None, details: Sequence[str] = ()) -> Table1Row:
+    """The Table 1 row of a run (named `name`, default its model name): values, Avg, intervals, spreads, and the
+    label's detail, kinds (`details` first: see `distinguishing_details`) and footnote from its model info."""
+    values = table1_row(result)
+    info = result.model_info
+    kinds = ("ours", *details, *(("not a paper baseline",) if info and not info.paper_row else ()),
+             *(("synthetic demo suite",) if result.synthetic else ()),
+             *(("leaked items excluded",) if result.settings.get("exclude") else ()))
+    avg = None if any(c not in values for c in COLUMNS) else sum(values[c] for c in COLUMNS) / len(COLUMNS)
+    return Table1Row(name or result.model, True, values, avg,
+                     {c: (low, high) for c, (low, high) in result_ci(result).items()}, _result_std(result),
+                     info.row_detail if info else None, kinds, info.row_note if info else None, result.synthetic)
+
+
+def paper_table1_rows() -> list[Table1Row]:
+    """The paper's published rows as `Table1Row`s (their Avg as published)."""
+    return [Table1Row(row.model, False, row.values, row.avg) for row in paper_rows()]
+
+
 def distinguishing_details(results: Sequence[RunResult]) -> list[list[str]]:
     """For each result, what its label must add so that rows scored differently are told apart: the split
     when not all results share it, the suite (its folder's name; its path when two folders share a name) when not
@@ -84,21 +146,6 @@ def distinguishing_details(results: Sequence[RunResult]) -> list[list[str]]:
     shown = [f"suite {Path(folder).name if names_unique else folder}" for folder in suites]
     return [([f"{split} split"] if len(set(splits)) > 1 else []) + ([suite] if len(set(suites)) > 1 else [])
             for split, suite in zip(splits, shown)]
-
-
-def _label(name: str, result: RunResult, details: Sequence[str] = ()) -> tuple[str, str | None]:
-    """Our row's label and footnote: "(ours)", the adapter's detail (e.g. a checkpoint that is not the paper's),
-    "not a paper baseline" for an adapter that reproduces no paper row, "synthetic demo suite" for demo runs."""
-    adapter = result.settings.get("adapter") or {}
-    detail = adapter.get("row_detail")
-    kinds = ["ours", *details]
-    if adapter and not adapter.get("paper_row"):
-        kinds.append("not a paper baseline")
-    if result.synthetic:
-        kinds.append("synthetic demo suite")
-    if result.settings.get("exclude"):
-        kinds.append("leaked items excluded")
-    return f"{name}{f' [{detail}]' if detail else ''} ({', '.join(kinds)})", adapter.get("row_note")
 
 
 def render_table1(results: Sequence[RunResult], names: Sequence[str] | None = None,
@@ -113,31 +160,28 @@ def render_table1(results: Sequence[RunResult], names: Sequence[str] | None = No
     header = "| Model | " + " | ".join(COLUMNS.values()) + " | Avg |"
     lines = [header, "|" + "---|" * (len(COLUMNS) + 2)]
     notes = []
-    for name, result, details in zip(names, results, distinguishing_details(results)):
-        row = table1_row(result)
-        label, note = _label(name, result, details)
-        if note:
-            notes.append(f"{label}: {note}")
-        missing = [COLUMNS[c] for c in COLUMNS if c not in row]
-        avg = None if missing else sum(row[c] for c in COLUMNS) / len(COLUMNS)
-        stds = {} if ci else _result_std(result)
-        intervals = result_ci(result) if ci else {}
-        cells = [_cell(row.get(c)) + (f" ± {stds[c]:.2f}" if c in stds else "")
+    for row in (our_row(result, name, details)
+                for name, result, details in zip(names, results, distinguishing_details(results))):
+        if row.note:
+            notes.append(f"{row.label}: {row.note}")
+        stds = {} if ci else row.std
+        intervals = row.ci if ci else {}
+        cells = [_cell(row.values.get(c)) + (f" ± {stds[c]:.2f}" if c in stds else "")
                  + (f" [{intervals[c][0]:.2f}, {intervals[c][1]:.2f}]" if c in intervals else "") for c in COLUMNS]
-        lines.append(f"| {label} | " + " | ".join(cells) + f" | {_cell(avg)} |")
-        if missing:
-            notes.append(f"{label}: no Avg, missing {', '.join(missing)}.")
+        lines.append(f"| {row.label} | " + " | ".join(cells) + f" | {_cell(row.avg)} |")
+        if row.missing:
+            notes.append(f"{row.label}: no Avg, missing {', '.join(COLUMNS[c] for c in row.missing)}.")
         if stds:
-            notes.append(f"{label}: ± is the standard deviation over the ranker's seeds.")
-        if ci and len(intervals) < len(row):
-            notes.append(f"{label}: no interval where the results file has none (written before scidocs-eval "
+            notes.append(f"{row.label}: ± is the standard deviation over the ranker's seeds.")
+        if ci and len(intervals) < len(row.values):
+            notes.append(f"{row.label}: no interval where the results file has none (written before scidocs-eval "
                          "kept per-item results).")
     if ci:
         notes.append("[low, high]: 95% bootstrap interval over the task's queries, test papers or impressions "
                      "(recommendation: the ranker's seeds resampled too); see docs/significance.md.")
     if include_paper:
-        lines += [f"| {row.model} (paper) | " + " | ".join(_cell(row.values[c]) for c in COLUMNS)
-                  + f" | {_cell(row.avg)} |" for row in paper_rows()]
+        lines += [f"| {row.label} | " + " | ".join(_cell(row.values[c]) for c in COLUMNS) + f" | {_cell(row.avg)} |"
+                  for row in paper_table1_rows()]
     if notes:
         lines.append("")
         lines += [f"- {note}" for note in notes]

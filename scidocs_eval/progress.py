@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any
 
 from tqdm.auto import tqdm
+
+
+def announce(line: str, *, enabled: bool = True) -> None:
+    """One line on stderr before long work (how much there is), silenced as the progress bars are."""
+    if enabled and os.environ.get("SCIDOCS_EVAL_QUIET") != "1":
+        tqdm.write(line, file=sys.stderr)
 
 
 def progress_bar(*, enabled: bool = True, **kwargs: Any) -> tqdm:

@@ -4,12 +4,19 @@ A `Registry[T]` refuses a second entry under a name already taken, checks each e
 and answers an unknown name with the close matches (difflib). Built-in entries live in plugin packages
 (`scidocs_eval.tasks`, `scidocs_eval.baselines`); a registry imports its package on first lookup, so that
 every module there has registered what it defines.
+
+Other installed packages add entries through entry points (as pytest and lm-evaluation-harness plugins do):
+in the plugin's pyproject.toml, ``[project.entry-points."scidocs_eval.adapters"] mine = "my_pkg.adapters"``
+(groups `ENTRY_POINT_GROUPS`: scidocs_eval.tasks, scidocs_eval.adapters, scidocs_eval.rankers). Each entry
+point names a module whose import registers its classes (`@register_adapter`, ...) or a class, registered as it
+is loaded. A plugin that fails to load is an error naming it, never a silently missing entry.
 """
 
 from __future__ import annotations
 
 import difflib
 import importlib
+import importlib.metadata
 import inspect
 import pkgutil
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -34,6 +41,11 @@ def import_submodules(package: str) -> ModuleType:
     return module
 
 
+ENTRY_POINT_GROUPS = {"task": "scidocs_eval.tasks", "baseline": "scidocs_eval.adapters",
+                      "ranker": "scidocs_eval.rankers"}
+"""Registry kind -> the entry-point group through which installed packages add entries of that kind."""
+
+
 class UnknownNameError(ScidocsEvalError):
     """A name no entry of a registry has."""
 
@@ -46,13 +58,15 @@ class Registry(Generic[T]):
         base: the class every entry must be (a subclass of, for class entries; an instance of, otherwise).
         plugins: a package whose modules register the built-in entries; imported on first lookup.
         key: how to read an entry's name when `register` is given none (default: its `name` attribute).
+        entry_points: the entry-point group through which other installed packages add entries.
     """
 
     def __init__(self, kind: str, base: type, plugins: str | None = None,
-                 key: Callable[[T], str] = lambda entry: entry.name):  # type: ignore[attr-defined]
-        self.kind, self.base, self.plugins, self.key = kind, base, plugins, key
+                 key: Callable[[T], str] = lambda entry: entry.name,  # type: ignore[attr-defined]
+                 entry_points: str | None = None):
+        self.kind, self.base, self.plugins, self.key, self.entry_points = kind, base, plugins, key, entry_points
         self._entries: dict[str, T] = {}
-        self._loaded = plugins is None
+        self._loaded = plugins is None and entry_points is None
 
     def register(self, entry: T) -> T:
         """Add `entry` under its name; usable as a class decorator. A taken name or a wrong type is an error."""
@@ -81,7 +95,22 @@ class Registry(Generic[T]):
     def _load(self) -> None:
         if not self._loaded:
             self._loaded = True
-            import_submodules(self.plugins)  # type: ignore[arg-type]
+            if self.plugins:
+                import_submodules(self.plugins)
+            if self.entry_points:
+                self._load_entry_points(self.entry_points)
+
+    def _load_entry_points(self, group: str) -> None:
+        """Import every installed package's entry point of `group`; a class it names is registered."""
+        for entry_point in sorted(importlib.metadata.entry_points(group=group), key=lambda e: e.name):
+            try:
+                loaded = entry_point.load()
+            except Exception as error:  # a third party's import error, whatever its type, named with its plugin
+                raise ScidocsEvalError(f"the {self.kind} plugin {entry_point.name!r} ({entry_point.value}, entry "
+                                       f"point group {group}) failed to load: {type(error).__name__}: {error}") \
+                    from None
+            if isinstance(loaded, type) and issubclass(loaded, self.base):
+                self.register(loaded)  # type: ignore[arg-type]
 
     def _ordered(self) -> list[tuple[str, T]]:
         """Entries of the plugin package first, by module name then registration order (so the order does not

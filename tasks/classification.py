@@ -50,6 +50,9 @@ class ClassificationTask(Task):
     def required_files(self, split: str) -> list[str]:
         return [f"{self.name}/train.csv", f"{self.name}/{split}.csv"]
 
+    def paper_ids(self, suite: Suite, split: str) -> list[str]:
+        return suite.labels(self.name, "train").ids + suite.labels(self.name, split).ids
+
     def _features(self, papers: LabelledPapers, embeddings: EmbeddingStore, split: str,
                   coverage: dict[str, int], missing: MissingPolicy) -> np.ndarray:
         codes = embeddings.status(papers.ids)

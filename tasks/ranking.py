@@ -58,6 +58,10 @@ class RankingTask(Task):
     def required_files(self, split: str) -> list[str]:
         return [f"{self.name}/{split}.qrel"]
 
+    def paper_ids(self, suite: Suite, split: str) -> list[str]:
+        return [paper for query, candidates in suite.qrels(self.name, split).candidates.items()
+                for paper in (query, *candidates)]
+
     def evaluate(self, suite: Suite, embeddings: EmbeddingStore, split: str = "test",
                  missing: MissingPolicy = "official") -> TaskResult:
         qrels = suite.qrels(self.name, split)

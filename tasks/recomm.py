@@ -69,6 +69,10 @@ class RecommTask(Task):
         splits = dict.fromkeys(("train", "val", split))
         return [f"recomm/{s}.csv" for s in splits] + ["recomm/propensity_scores.json", METADATA_FILES["recomm"]]
 
+    def paper_ids(self, suite: Suite, split: str) -> list[str]:
+        return [paper for s in dict.fromkeys(("train", "val", split)) for impression in suite.impressions(s)
+                for paper in (impression.query_id, *impression.shown)]
+
     def make_ranker(self, seed: int) -> Any:
         """An unfitted ranker of the configured kind for `seed`."""
         params: dict[str, Any] = {"propensity_weights": self.propensity_weights, "threads": self.threads,

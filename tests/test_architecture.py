@@ -161,9 +161,26 @@ def test_top_level_stays_small_and_each_subpackage_says_its_job_in_two_lines() -
         assert docstring and len(docstring.splitlines()) == 2, init
 
 
-@pytest.mark.parametrize("package", ["scidocs_eval.tasks", "scidocs_eval.baselines"])
-def test_plugins_are_loaded_by_name_never_imported_by_the_core(package: str) -> None:
-    graph = import_graph()
-    importers = sorted(m for m, targets in graph.items() for t in targets
-                       if t.startswith(package) and not m.startswith(package) and layer_of(m)[1] < 6)
-    assert importers == []
+PLUGIN_PACKAGES = ("scidocs_eval.tasks", "scidocs_eval.baselines")
+
+
+def plugin_importers(graph: dict[str, set[str]], package: str) -> list[str]:
+    """"importer -> plugin" for every import of a module of the plugin `package` by another module: by one outside
+    the package (the core, the leaderboard, the CLI) or by another plugin of the package."""
+    return sorted(f"{module} -> {target}" for module, targets in graph.items() for target in targets
+                  if target.startswith(f"{package}.") and target != module and module != package)
+
+
+def test_the_plugin_check_catches_a_plugin_importing_a_plugin_and_the_cli_importing_one() -> None:
+    graph = {"scidocs_eval.baselines.sgc": {"scidocs_eval.baselines.sif", "scidocs_eval.models.adapter"},
+             "scidocs_eval.cli.core": {"scidocs_eval.baselines.specter2"}, "scidocs_eval.baselines.sif": set()}
+    assert plugin_importers(graph, "scidocs_eval.baselines") == [
+        "scidocs_eval.baselines.sgc -> scidocs_eval.baselines.sif",
+        "scidocs_eval.cli.core -> scidocs_eval.baselines.specter2"]
+
+
+@pytest.mark.parametrize("package", PLUGIN_PACKAGES)
+def test_plugins_are_loaded_by_name_never_imported_by_the_core_the_cli_or_another_plugin(package: str) -> None:
+    """Each module of tasks/ and baselines/ is one plugin, found by the registry by name: nothing imports it,
+    not the CLI (no `if name == "specter2"`), not another plugin (shared code lives in evaluation/ or models/)."""
+    assert plugin_importers(import_graph(), package) == []

@@ -30,6 +30,7 @@ from scidocs_eval.evaluation.runner import evaluate
 from scidocs_eval.formats.corpus import parse_published
 from scidocs_eval.formats.suite import Suite
 from scidocs_eval.formats.training_data import read_training_data
+from scidocs_eval.leaderboard.run_table import format_run
 
 WORDS = [f"{a}{b}{c}" for a in "bdfgklmnprstvz" for b in "aeiou" for c in ("", "n", "r", "l")]
 
@@ -251,7 +252,7 @@ def test_clean_part_scores_and_run_exclude_agree(demo_suite: Suite, tmp_path: Pa
     assert excluded.tasks["cite"].ci["map"] == cite["clean"]["ci"]
     assert excluded.tasks["mag"].metrics == result.tasks["mag"].metrics
     assert excluded.settings["exclude"]["items_excluded"] == {"cite": 8, "mag": 0}
-    assert "leaked items excluded" in excluded.format_table()
+    assert "leaked items excluded" in format_run(excluded)
     from scidocs_eval.leaderboard import render_table1
     assert "leaked items excluded" in render_table1([excluded], include_paper=False)
     with pytest.raises(ScidocsEvalError, match="did not audit task"):

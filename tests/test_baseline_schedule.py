@@ -4,23 +4,25 @@ give on Cora (the paper's order of SIF and fasttext-sum above Doc2Vec does not h
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from scidocs_eval.baselines import doc2vec, fasttext_sum
-from scidocs_eval.baselines.fasttext_sum import COLLAPSE_COSINE, FasttextSettings, corpus_word_vectors
+from scidocs_eval.baselines import doc2vec
 from scidocs_eval.data.build import build_suite
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.formats.suite import Paper, Suite
 from scidocs_eval.leaderboard import render_table1
+from scidocs_eval.models import word_vectors
 from scidocs_eval.models.adapter import get_adapter
 from scidocs_eval.models.baseline import run_baseline
 from scidocs_eval.models.gensim_training import EpochSchedule, epochs_within_budget, mean_pair_cosine
 from scidocs_eval.models.text import tokenize_papers
 from scidocs_eval.models.tuning import within_budget
+from scidocs_eval.models.word_vectors import COLLAPSE_COSINE, FasttextSettings, corpus_word_vectors
 
 SCIDOCS_TOKENS = 26_500_000
 """Corpus tokens of the SciDocs-scale benchmark corpus (bench/bench_baselines.py)."""
@@ -31,7 +33,7 @@ SCIDOCS_TOKENS = 26_500_000
 def test_schedule_trains_small_corpora_longer_and_keeps_scidocs_scale_within_the_cap(
         tokens: int, fasttext_epochs: int, doc2vec_epochs: int) -> None:
     """Cora (405,813 tokens) and CiteSeer get 20 and 17 epochs; SciDocs scale keeps today's capped 2 and 4."""
-    for schedule, cap, expected in ((fasttext_sum.SCHEDULE, fasttext_sum.MAX_TRAINED_TOKENS, fasttext_epochs),
+    for schedule, cap, expected in ((word_vectors.SCHEDULE, word_vectors.MAX_TRAINED_TOKENS, fasttext_epochs),
                                     (doc2vec.SCHEDULE, doc2vec.MAX_TRAINED_TOKENS, doc2vec_epochs)):
         assert epochs_within_budget(schedule.epochs(tokens), tokens, cap, "x") == expected
 
@@ -87,7 +89,7 @@ def test_tfidf_baseline_runs_end_to_end_on_the_demo_suite(demo_suite: Suite, tmp
     vectors = get_adapter("tfidf", dim=50).fit(demo_suite.papers()).transform(demo_suite.papers()[:20])
     assert vectors.shape == (20, 50) and vectors.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1, rtol=1e-5)
-    assert result.settings["adapter"]["paper_row"] is None
+    assert result.model_info.paper_row is None
     assert "| tfidf (ours, not a paper baseline, synthetic demo suite) |" in render_table1([result])
 
 
@@ -106,8 +108,8 @@ def test_sent_bert_row_names_its_model_and_says_it_saw_citations() -> None:
 def test_table1_labels_and_footnotes_rows_that_are_not_the_papers(demo_suite: Suite, tmp_path: Path) -> None:
     result = run_baseline("random", demo_suite, out_dir=tmp_path, tasks=["cite"], progress=False)
     result.model = "sent-bert"
-    result.settings["adapter"].update(paper_row="Sent-BERT", row_detail="all-MiniLM-L6-v2",
-                                      row_note="it saw citations.")
+    result.model_info = dataclasses.replace(result.model_info, paper_row="Sent-BERT", row_detail="all-MiniLM-L6-v2",
+                                            row_note="it saw citations.")
     table = render_table1([result], include_paper=False)
     assert "| sent-bert [all-MiniLM-L6-v2] (ours, synthetic demo suite) |" in table
     assert "- sent-bert [all-MiniLM-L6-v2] (ours, synthetic demo suite): it saw citations." in table

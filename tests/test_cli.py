@@ -8,6 +8,7 @@ import orjson
 import pytest
 
 from scidocs_eval.cli.main import main
+from scidocs_eval.evaluation.papers import papers_to_embed
 from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.runner import evaluate
 from scidocs_eval.formats.suite import Suite
@@ -97,13 +98,13 @@ def test_baseline_random_writes_official_embeddings_and_results(demo_suite: Suit
                  "--out-dir", str(out_dir), "--seed", "3", "--quiet"]) == 0
     assert f"results written to {out_dir / 'random.results.json'}" in capsys.readouterr().out
     records = [orjson.loads(line) for line in (out_dir / "random.jsonl").read_bytes().splitlines()]
-    # only the papers of the metadata file the ranking tasks read are embedded
-    assert {p.paper_id for p in demo_suite.papers(("view_cite_read",))} == {r["paper_id"] for r in records}
+    # only the papers the ranking tasks read are embedded (their test queries and candidates), in input order
+    assert [p.paper_id for p in papers_to_embed(demo_suite, ["cite", "cocite"])] == [r["paper_id"] for r in records]
     assert all(set(r) == {"paper_id", "embedding"} and len(r["embedding"]) == 25 for r in records)
     result = RunResult.load(out_dir / "random.results.json")
     assert set(result.tasks) == {"cite", "cocite"} and result.synthetic
-    assert result.settings["adapter"]["name"] == "random" and result.settings["adapter"]["params"]["seed"] == 3
-    assert result.settings["adapter"]["paper_row"] == "Random"  # the published Table 1 row to compare with
+    assert result.model_info.name == "random" and result.model_info.params["seed"] == 3
+    assert result.model_info.paper_row == "Random"  # the published Table 1 row to compare with
     assert {"fit", "embed", "total"} <= set(result.timings)
     rescored = evaluate(out_dir / "random.jsonl", demo_suite, tasks=["cite", "cocite"], progress=False)
     assert {n: r.metrics for n, r in rescored.tasks.items()} == {n: r.metrics for n, r in result.tasks.items()}

@@ -6,20 +6,23 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from scidocs_eval.cli import main
 from scidocs_eval.cli.options import COMMANDS
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluation.runner import evaluate
 from scidocs_eval.evaluation.task import TASKS, Task, TaskSpec, task_names
 from scidocs_eval.evaluators.recomm_rankers import RANKERS, Ranker
 from scidocs_eval.formats.embeddings import EmbeddingStore
-from scidocs_eval.formats.suite import Suite
+from scidocs_eval.formats.suite import Paper, Suite
 from scidocs_eval.leaderboard import COLUMNS
-from scidocs_eval.models.adapter import ADAPTERS, Adapter, get_adapter
-from scidocs_eval.registry import Registry
+from scidocs_eval.models.adapter import ADAPTERS, Adapter, NotFittedError, get_adapter
+from scidocs_eval.models.text import analyzer
+from scidocs_eval.registry import Registry, constructor_parameters
 from tests.builders import build_retrieval_dataset
 
 OFFLINE_ADAPTERS = {
@@ -156,3 +159,80 @@ def test_the_package_imports_and_registers_without_torch_gensim_or_transformers(
 def test_command_groups_are_registered() -> None:
     assert COMMANDS.names() == ["audit", "compare", "convert", "core", "data", "export", "figures",
                                 "transformers"]
+
+
+class _Unvalidated:
+    """A value no declared constraint allows, to see who checks it (only `fit` may)."""
+
+    def __repr__(self) -> str:
+        return "<unvalidated>"
+
+
+@pytest.mark.parametrize("name", sorted(ADAPTERS.names()))
+def test_adapter_init_stores_its_parameters_as_given_and_checks_nothing(name: str) -> None:
+    """scikit-learn's rule: `__init__` stores each parameter as given (no validation, no defaults filled in),
+    so `get_params` gives back exactly what the user gave; `fit` validates."""
+    cls = ADAPTERS[name]
+    given = {key: _Unvalidated() for key in constructor_parameters(cls)}
+    adapter = cls(**given)
+    assert adapter.get_params() == given
+    defaults = {key: p.default for key, p in constructor_parameters(cls).items()}
+    assert cls().get_params() == defaults
+
+
+@pytest.mark.parametrize("name", sorted(ADAPTERS.names()))
+def test_adapter_fit_validates_its_declared_parameters_before_any_work(name: str) -> None:
+    cls = ADAPTERS[name]
+    for key in cls.parameter_constraints:
+        adapter = cls(**{**REQUIRED_PARAMS.get(name, {}), key: _Unvalidated()})
+        with pytest.raises(ScidocsEvalError, match=key):
+            adapter.fit([], None)
+
+
+@pytest.mark.parametrize("name", sorted(ADAPTERS.names()))
+def test_adapter_says_whether_it_learns_and_refuses_transform_before_fit(name: str) -> None:
+    """An adapter that learns from a corpus (`learn`) says so with `requires_fit`; its `transform` (and
+    `transform_batches`) before `fit` is a `NotFittedError` naming it and the command that fits it."""
+    cls = ADAPTERS[name]
+    assert cls.requires_fit == (cls.learn is not Adapter.learn), "requires_fit must say whether it learns"
+    if not cls.requires_fit:
+        return
+    papers = [Paper("p1", "A title", "An abstract.")]
+    adapter = get_adapter(name, **REQUIRED_PARAMS.get(name, {}))
+    for call in (adapter.transform, lambda papers: next(iter(adapter.transform_batches(papers)))):
+        with pytest.raises(NotFittedError, match=rf"adapter '{name}' is not fitted.*scidocs-eval baseline {name}"):
+            call(papers)
+
+
+def test_embed_refuses_an_adapter_that_must_be_fitted_in_one_line(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    metadata = tmp_path / "papers.jsonl"
+    metadata.write_text('{"paper_id": "p1", "title": "A title", "abstract": "An abstract."}\n', encoding="utf-8")
+    for name in (n for n in ADAPTERS.names() if ADAPTERS[n].requires_fit):
+        assert main(["embed", "--adapter", name, "--metadata", str(metadata), "--out",
+                     str(tmp_path / f"{name}.jsonl")]) == 2
+        error = capsys.readouterr().err
+        assert error.count("\n") == 1 and f"scidocs-eval baseline {name}" in error, error
+        assert not (tmp_path / f"{name}.jsonl").exists()
+
+
+def test_tuned_values_go_to_best_params_and_a_second_fit_searches_the_same_grid(demo_suite: Suite,
+                                                                                 tmp_path: Path) -> None:
+    words = sorted({w for p in demo_suite.papers() for w in analyzer()(p.title + " " + p.abstract)})
+    rng = np.random.default_rng(0)
+    vectors = tmp_path / "v.vec"
+    vectors.write_text(f"{len(words)} 8\n" + "".join(f"{w} {' '.join(f'{x:.4f}' for x in rng.standard_normal(8))}\n"
+                                                     for w in words), encoding="utf-8")
+    adapter = get_adapter("sif", vectors=str(vectors), tune=True)
+    given = adapter.get_params()
+    first = dict(adapter.fit(demo_suite.papers(), demo_suite).best_params_)
+    assert set(first) == {"a"} and adapter.get_params() == given  # the constructor's `a` is untouched
+    assert adapter.fit(demo_suite.papers(), demo_suite).best_params_ == first
+
+
+def test_a_renamed_adapter_parameter_keeps_its_old_spelling_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    """"model" means a checkpoint; fastText's cbow/skipgram switch of the word-vector adapters is "architecture"."""
+    with caplog.at_level("WARNING", logger="scidocs_eval"):
+        adapter = get_adapter("sif", model="skipgram")
+    assert adapter.get_params()["architecture"] == "skipgram" and "model" not in adapter.get_params()
+    assert "parameter 'model' is deprecated, it is now 'architecture'" in caplog.text

@@ -90,7 +90,7 @@ def test_bf16_precision_runs_on_cpu_close_to_float32(papers: list[Paper]) -> Non
 def test_sent_bert_sums_title_and_abstract_sentences(papers: list[Paper]) -> None:
     from sentence_transformers import SentenceTransformer
 
-    from scidocs_eval.baselines.transformer import split_sentences
+    from scidocs_eval.baselines.sent_bert import split_sentences
 
     paper = papers[0]
     adapter = get_adapter("sent-bert", device="cpu")
@@ -103,7 +103,7 @@ def test_sent_bert_sums_title_and_abstract_sentences(papers: list[Paper]) -> Non
 
 
 def test_split_sentences() -> None:
-    from scidocs_eval.baselines.transformer import split_sentences
+    from scidocs_eval.baselines.sent_bert import split_sentences
 
     assert split_sentences(" We study X. Results hold? 3 cases fail! e.g. this one.  ") == \
         ["We study X.", "Results hold?", "3 cases fail! e.g. this one."]

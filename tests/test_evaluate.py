@@ -15,6 +15,7 @@ from scidocs_eval.evaluation.runner import evaluate
 from scidocs_eval.formats.embeddings import format_embedding_line
 from scidocs_eval.formats.suite import Suite
 from scidocs_eval.leaderboard import table1_row
+from scidocs_eval.leaderboard.run_table import format_run
 
 TASKS = ["mag", "cite"]
 
@@ -70,13 +71,13 @@ def test_result_contents(demo_suite: Suite, embedding_files: dict[str, Path], on
     data = result.fingerprints["data"]
     assert sorted(data) == ["cite/test.qrel", "mag/test.csv", "mag/train.csv"]
     assert data["cite/test.qrel"] == hashlib.sha256((demo_suite.root / "cite/test.qrel").read_bytes()).hexdigest()
-    assert {"mag", "cite", "loading_embeddings", "total"} <= set(result.timings)
-    assert result.timings["total"] >= result.timings["mag"] > 0
+    assert set(result.timings) == {"loading_embeddings", "total"}  # phases; each task's seconds are its own
+    assert result.timings["total"] >= result.tasks["mag"].seconds > 0
     assert {"numpy", "scikit-learn", "pytrec-eval-terrier", "scidocs-eval"} <= set(result.versions)
     assert table1_row(result) == {"mag_f1": result.tasks["mag"].metrics["f1"],
                                    "cite_map": result.tasks["cite"].metrics["map"],
                                    "cite_ndcg": result.tasks["cite"].metrics["ndcg"]}
-    assert result.format_table().splitlines()[0] == "model (synthetic demo suite)"
+    assert format_run(result).splitlines()[0] == "model (synthetic demo suite)"
 
 
 def test_save_load_round_trip(one_file_result: RunResult, tmp_path: Path) -> None:
@@ -125,8 +126,23 @@ def test_unknown_or_absent_group(demo_suite: Suite, embedding_files: dict[str, P
 
 def test_results_file_records_path_parameters_as_text(tmp_path):
     """Adapter parameters given as paths (Python API users) are saved as strings, not a crash."""
-    from scidocs_eval.evaluation.results import RunResult
+    from scidocs_eval.evaluation.results import ModelInfo, RunResult
 
-    result = RunResult(model="m", tasks={}, settings={"adapter": {"params": {"vectors": tmp_path / "v.vec"}}})
+    result = RunResult(model="m", tasks={}, model_info=ModelInfo("sif", params={"vectors": tmp_path / "v.vec"}))
     saved = RunResult.load(result.save(tmp_path / "r.json"))
-    assert saved.settings["adapter"]["params"]["vectors"] == str(tmp_path / "v.vec")
+    assert saved.model_info == ModelInfo("sif", params={"vectors": str(tmp_path / "v.vec")})
+
+
+def test_results_files_of_earlier_versions_load_their_model_info(tmp_path):
+    """Before `model_info`, `baseline` kept it in settings["adapter"] and `evaluate_model` in
+    settings["model_object"]: both still load, as the typed `ModelInfo`."""
+    from scidocs_eval.evaluation.results import ModelInfo, RunResult
+
+    adapter = {"name": "sif", "paper_row": "SIF", "params": {"a": 0.001}, "train_corpus": None,
+               "row_detail": None, "row_note": None}
+    old = RunResult(model="m", tasks={}, settings={"adapter": adapter}).save(tmp_path / "baseline.json")
+    assert RunResult.load(old).model_info == ModelInfo("sif", paper_row="SIF", params={"a": 0.001})
+    call = {"class": "my.Encoder", "inputs": "text", "separator": " ", "batch_size": 32, "encode_kwargs": {}}
+    old = RunResult(model="m", tasks={}, settings={"model_object": call}).save(tmp_path / "object.json")
+    assert RunResult.load(old).model_info == ModelInfo("my.Encoder", call=call)
+    assert RunResult.load(RunResult(model="m", tasks={}).save(tmp_path / "run.json")).model_info is None

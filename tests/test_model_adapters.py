@@ -33,8 +33,8 @@ def test_baseline_sentence_transformer_runs_end_to_end(tiny_suite: Suite, tmp_pa
     assert "mesh" in capsys.readouterr().out
     results = orjson.loads((tmp_path / "sentence-transformer.results.json").read_bytes())
     assert set(results["tasks"]) == {"mesh"}
-    assert results["settings"]["adapter"]["params"]["prompt"] == "A paper: "
-    assert results["settings"]["adapter"]["row_detail"] == "all-MiniLM-L6-v2"  # Table 1 labels the row with it
+    assert results["model_info"]["params"]["prompt"] == "A paper: "
+    assert results["model_info"]["row_detail"] == "all-MiniLM-L6-v2"  # Table 1 labels the row with it
     vectors = _embeddings(tmp_path / "sentence-transformer.jsonl")
     papers = tiny_suite.papers(("mag_mesh",))
     assert sorted(vectors) == sorted(p.paper_id for p in papers)
@@ -104,7 +104,7 @@ def test_baseline_transformer_with_last_pooling_and_a_prompt_runs_end_to_end(tin
                  "Represent the paper: ", "--data", str(tiny_suite.root), "--out-dir", str(tmp_path), *FAST]) == 0
     results = orjson.loads((tmp_path / "transformer.results.json").read_bytes())
     assert set(results["tasks"]) == {"mesh"}
-    assert results["settings"]["adapter"]["params"]["pooling"] == "last"
+    assert results["model_info"]["params"]["pooling"] == "last"
     paper = tiny_suite.papers()[0]
     expected = TransformerEncoder(str(tiny_decoder), pooling="last", max_length=32, device="cpu").encode(
         ["Represent the paper: " + paper_text(paper, "[SEP]")])[0]

@@ -14,6 +14,7 @@ from sklearn.feature_extraction.text import HashingVectorizer
 from scidocs_eval import evaluate, evaluate_model
 from scidocs_eval.cli import main
 from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.evaluation.papers import papers_to_embed
 from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.formats.corpus import paper_text
 from scidocs_eval.formats.embeddings import format_embedding_line
@@ -60,9 +61,10 @@ def test_a_class_with_encode_scores_what_run_scores_on_its_vectors(demo_suite: S
                         tasks=CHEAP_TASKS, progress=False)
     assert _metrics(result) == _metrics(expected)
     assert result.model == "HashingEncoder"
-    assert set(model.calls) == {100, len(demo_suite.papers()) % 100} - {0}
-    assert result.settings["model_object"]["separator"] == " "
-    assert result.settings["model_object"]["class"].endswith("HashingEncoder")
+    needed = [p for p in papers_to_embed(demo_suite, CHEAP_TASKS) if p.has_text]  # only what the tasks read
+    assert set(model.calls) == {100, len(needed) % 100} - {0} and sum(model.calls) == len(needed)
+    assert result.model_info.call["separator"] == " "
+    assert result.model_info.call["class"].endswith("HashingEncoder")
 
 
 def test_a_function_scores_what_run_scores_on_its_vectors(demo_suite: Suite, tmp_path: Path) -> None:
@@ -84,14 +86,14 @@ def test_a_sentence_transformer_scores_what_run_scores_on_its_vectors(tiny_suite
     saved = tmp_path / "minilm.jsonl"
     result = evaluate_model(model, tiny_suite, tasks=["mesh"], batch_size=64, save_embeddings=saved,
                             progress=False)
-    assert result.settings["model_object"]["separator"] == "[SEP]"
+    assert result.model_info.call["separator"] == "[SEP]"
     assert main(["run", "--embeddings", str(saved), "--data", str(tiny_suite.root), "--tasks", "mesh",
                  "--quiet", "-o", str(tmp_path / "run.json")]) == 0
     assert _metrics(result) == _metrics(RunResult.load(tmp_path / "run.json"))
     # the saved vectors are the model's: encoded in other batches they agree up to float noise
     lines = [orjson.loads(line) for line in saved.read_bytes().splitlines()]
-    papers = {p.paper_id: p for p in tiny_suite.papers(("mag_mesh",))}
-    assert sorted(line["paper_id"] for line in lines) == sorted(papers)
+    papers = {p.paper_id: p for p in papers_to_embed(tiny_suite, ["mesh"])}  # mesh's train and test papers
+    assert [line["paper_id"] for line in lines] == list(papers)  # in input order
     direct = model.encode([paper_text(papers[line["paper_id"]], "[SEP]") for line in lines[:40]], batch_size=7)
     np.testing.assert_allclose(np.array([line["embedding"] for line in lines[:40]]), direct, atol=1e-5)
 
@@ -112,9 +114,11 @@ class PaperEncoder:
 def test_a_model_that_says_so_gets_papers_as_dicts(demo_suite: Suite) -> None:
     model = PaperEncoder()
     result = evaluate_model(model, demo_suite, tasks=["mag"], progress=False)
-    first = demo_suite.papers(("mag_mesh",))[0]
+    needed = papers_to_embed(demo_suite, ["mag"])  # mag's train and test papers, not all of its metadata file
+    first = needed[0]
     assert model.seen[0] == {"paper_id": first.paper_id, "title": first.title, "abstract": first.abstract}
-    assert len(model.seen) == 700 and result.settings["model_object"]["inputs"] == "papers"
+    assert len(model.seen) == len(needed) < len(demo_suite.papers(("mag_mesh",)))
+    assert result.model_info.call["inputs"] == "papers"
 
 
 def test_a_paper_without_text_gets_an_empty_embedding_counted_in_coverage(demo_suite: Suite, tmp_path: Path) -> None:
@@ -122,14 +126,14 @@ def test_a_paper_without_text_gets_an_empty_embedding_counted_in_coverage(demo_s
     shutil.copytree(demo_suite.root, root)
     metadata_path = root / "paper_metadata_mag_mesh.json"
     metadata = orjson.loads(metadata_path.read_bytes())
-    blank = next(iter(metadata))
+    blank = demo_suite.labels("mag", "test").ids[0]
     metadata[blank].update(title="", abstract="")
     metadata_path.write_bytes(orjson.dumps(metadata))
     model = HashingEncoder()
     result = evaluate_model(model, root, tasks=["mag"], save_embeddings=tmp_path / "e.jsonl", progress=False)
     lines = {(row := orjson.loads(line))["paper_id"]: row["embedding"]
              for line in (tmp_path / "e.jsonl").read_bytes().splitlines()}
-    assert lines[blank] == [] and sum(model.calls) == 699
+    assert lines[blank] == [] and sum(model.calls) == len(papers_to_embed(Suite(root), ["mag"])) - 1
     assert result.fingerprints["embeddings"]["cls"]["empty"] == 1
 
 
@@ -155,7 +159,7 @@ class Faulty:
 
 
 @pytest.mark.parametrize("fault, message", [
-    ("count", r"model batch 2 \(papers 51-100 of 700, first id '.+'\): 50 texts given, 49 vectors returned"),
+    ("count", r"model batch 2 \(papers 51-100 of \d+, first id '.+'\): 50 texts given, 49 vectors returned"),
     ("nan", r"model batch 2 .*: NaN or infinite values in 1 vector\(s\), the first of paper '.+'"),
     ("dim", r"model batch 2 .*: vectors of dimension 5, earlier batches gave 4"),
     ("shape", r"model batch 2 .*: expected a \(50, dim\) matrix, the model returned shape \(50,\)"),
@@ -193,11 +197,12 @@ def test_a_named_model_is_cached_and_the_reuse_is_a_warning(demo_suite: Suite, t
     one = evaluate_model(first, demo_suite, tasks=["mag"], name="hashing-64", progress=False)
     with caplog.at_level(logging.WARNING, logger="scidocs_eval"):
         two = evaluate_model(second, demo_suite, tasks=["mag"], name="hashing-64", progress=False)
-    assert sum(first.calls) == 700 and second.calls == []
+    needed = len(papers_to_embed(demo_suite, ["mag"]))
+    assert sum(first.calls) == needed and second.calls == []
     assert "reusing the embeddings of 'hashing-64'" in caplog.text
     assert _metrics(one) == _metrics(two) and two.model == "hashing-64"
     three = HashingEncoder()
     evaluate_model(three, demo_suite, tasks=["mag"], name="hashing-64", cache=False, progress=False)
     four = HashingEncoder()  # another separator is another key
     evaluate_model(four, demo_suite, tasks=["mag"], name="hashing-64", separator=" | ", progress=False)
-    assert sum(three.calls) == sum(four.calls) == 700
+    assert sum(three.calls) == sum(four.calls) == needed

@@ -14,7 +14,7 @@ from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.formats.safe_output import growing_file, output_session
 from scidocs_eval.formats.suite import Paper, Suite
 from scidocs_eval.models.adapter import get_adapter
-from scidocs_eval.models.baseline import write_embeddings
+from scidocs_eval.models.embedding import write_embeddings
 
 
 def papers(count: int = 40) -> list[Paper]:
@@ -120,3 +120,13 @@ def test_embed_resume_with_another_pooling_is_refused_before_loading_the_model(
     assert "(params.pooling: written with 'cls', this run has 'mean')" in capsys.readouterr().err
     assert main([*common, "--pooling", "cls", "--resume"]) == 0
     assert out.read_bytes() == written
+
+
+def test_one_line_says_how_many_papers_before_embedding(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.delenv("SCIDOCS_EVAL_QUIET")
+    out = tmp_path / "e.jsonl"
+    write_embeddings(get_adapter("random", dim=4), papers(3), out, resume=False, progress=True)
+    assert f"embedding 3 papers with random into {out}\n" in capsys.readouterr().err
+    write_embeddings(get_adapter("random", dim=4), papers(3), out, resume=False, progress=False)
+    assert "embedding" not in capsys.readouterr().err

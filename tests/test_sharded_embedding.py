@@ -13,6 +13,7 @@ from typing import Any
 import orjson
 import pytest
 
+from scidocs_eval.evaluation.papers import papers_to_embed
 from scidocs_eval.formats.corpus import read_papers
 from scidocs_eval.formats.suite import Suite
 from scidocs_eval.models.sharded_embedding import balance
@@ -74,7 +75,7 @@ def test_two_processes_write_what_one_process_writes(cora: Path, tiny_bert: Path
     assert done.stdout.count("papers embedded") == 1  # rank 0 alone reports
     merged = _lines(out)
     assert list(merged) == [paper.paper_id for paper in read_papers(cora)]  # input order
-    assert merged == _lines(one_process)  # every vector byte for byte
+    assert out.read_bytes() == one_process.read_bytes()  # byte for byte, line order included
     assert not (tmp_path / "cora.jsonl.parts").exists()
     again = _embed("--metadata", str(cora), "--out", str(out), "--model", str(tiny_bert), *OPTIONS, processes=2)
     assert again.returncode != 0 and "cora.jsonl already exists" in again.stderr
@@ -127,14 +128,23 @@ def test_a_killed_rank_fails_the_run_and_resume_finishes_it_byte_for_byte(cora: 
 
 @pytest.mark.slow
 def test_baseline_under_torchrun_scores_in_rank_0(tiny_suite: Suite, tiny_bert: Path, tmp_path: Path) -> None:
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-               "-m", "scidocs_eval.cli", "baseline", "transformer", "--model", str(tiny_bert), "--device", "cpu",
-               "--pooling", "mean", "--max-length", "32", "--data", str(tiny_suite.root), "--tasks", "mesh,cite",
-               "--out-dir", str(tmp_path), "--quiet"]
+    """Two gloo processes write the one-process file byte for byte (line order included) and score the same."""
+    baseline = ["-m", "scidocs_eval.cli", "baseline", "transformer", "--model", str(tiny_bert), "--device", "cpu",
+                "--pooling", "mean", "--max-length", "32", "--data", str(tiny_suite.root), "--tasks", "mesh,cite",
+                "--quiet"]
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", *baseline,
+               "--out-dir", str(tmp_path / "two")]
     done = subprocess.run(command, env=ENV, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.count("results written to") == 1
-    results = orjson.loads((tmp_path / "transformer.results.json").read_bytes())
+    results = orjson.loads((tmp_path / "two" / "transformer.results.json").read_bytes())
     assert set(results["tasks"]) == {"mesh", "cite"}
-    assert sorted(_lines(tmp_path / "transformer.jsonl")) == \
-        sorted(p.paper_id for p in tiny_suite.papers(("mag_mesh", "view_cite_read")))
+    assert list(_lines(tmp_path / "two" / "transformer.jsonl")) == \
+        [p.paper_id for p in papers_to_embed(tiny_suite, ["mesh", "cite"])]  # the papers the tasks read, in order
+    alone = subprocess.run([sys.executable, *baseline, "--out-dir", str(tmp_path / "one")], env=ENV,
+                           capture_output=True, text=True, timeout=600)
+    assert alone.returncode == 0, alone.stderr[-3000:]
+    one_file, two_files = (tmp_path / run / "transformer.jsonl" for run in ("one", "two"))
+    assert one_file.read_bytes() == two_files.read_bytes()
+    one = orjson.loads((tmp_path / "one" / "transformer.results.json").read_bytes())
+    assert {t: r["metrics"] for t, r in one["tasks"].items()} == {t: r["metrics"] for t, r in results["tasks"].items()}

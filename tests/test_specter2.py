@@ -69,7 +69,7 @@ def test_baseline_specter2_embeds_with_the_task_adapter_end_to_end(base_and_adap
                  "--quiet"]) == 0
     results = orjson.loads((tmp_path / "specter2.results.json").read_bytes())
     assert set(results["tasks"]) == {"mesh"}
-    assert results["settings"]["adapter"]["params"]["task_adapter"] == str(adapter)
+    assert results["model_info"]["params"]["task_adapter"] == str(adapter)
     rows = [orjson.loads(line) for line in (tmp_path / "specter2.jsonl").read_bytes().splitlines()]
     vectors = {row["paper_id"]: row["embedding"] for row in rows}
     papers = tiny_suite.papers(("mag_mesh",))[:6]
@@ -92,7 +92,7 @@ def test_by_group_embeds_each_group_with_its_own_adapter(base_and_adapter: tuple
                  str(tiny_suite.root), "--tasks", "mesh", "--max-length", "32", "--device", "cpu", "--out-dir",
                  str(tmp_path), "--quiet"]) == 0
     results = orjson.loads((tmp_path / "specter2.results.json").read_bytes())
-    assert results["settings"]["adapter"]["groups"] == {"cls": str(adapter)}
+    assert results["model_info"]["groups"] == {"cls": str(adapter)}
     rows = [orjson.loads(line) for line in (tmp_path / "specter2-cls.jsonl").read_bytes().splitlines()]
     papers = tiny_suite.papers(("mag_mesh",))[:4]
     vectors = {row["paper_id"]: row["embedding"] for row in rows}

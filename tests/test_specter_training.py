@@ -89,7 +89,7 @@ def test_baseline_specter_runs_on_a_trained_checkpoint(trained: tuple[Path, obje
     assert main(["baseline", "specter", "--model", str(out), "--data", str(suite.root), "--tasks",
                  "cite,cocite,coview,coread", "--max-length", "64", "--out-dir", str(results), "--quiet"]) == 0
     run = orjson.loads((results / "specter.results.json").read_bytes())
-    assert run["settings"]["adapter"]["params"]["model"] == str(out)
+    assert run["model_info"]["params"]["model"] == str(out)
     text = (results / "specter.results.json").read_text()
     assert '"cite"' in text and '"cocite"' in text
 

@@ -12,6 +12,7 @@ from scidocs_eval.errors import InputError, SuiteNotFoundError
 from scidocs_eval.evaluation.runner import evaluate
 from scidocs_eval.formats.embeddings import EmbeddingStore
 from scidocs_eval.formats.suite import Suite
+from scidocs_eval.leaderboard.run_table import format_run
 
 
 def write(path: Path, text: str) -> Path:
@@ -125,4 +126,4 @@ def test_tasks_with_absent_files_are_skipped_with_a_note(tmp_path: Path) -> None
     assert result.tasks["cite"].metrics == {"map": 100.0, "ndcg": 100.0}
     assert result.skipped == {"mag": f"missing mag/train.csv, mag/test.csv in {tmp_path}",
                               "cocite": f"missing cocite/test.qrel in {tmp_path}"}
-    assert "cocite   skipped: missing cocite/test.qrel" in result.format_table()
+    assert "cocite   skipped: missing cocite/test.qrel" in format_run(result)

@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 from sklearn.feature_extraction.text import TfidfVectorizer
 
-from scidocs_eval.baselines.fasttext_sum import FasttextSettings, check_converged, load_word_vectors, train_fasttext
 from scidocs_eval.baselines.sgc import guard_edges
 from scidocs_eval.errors import InputError, ScidocsEvalError
 from scidocs_eval.evaluation.task import task_names
@@ -22,8 +21,9 @@ from scidocs_eval.models.gensim_training import epochs_within_budget
 from scidocs_eval.models.model_cache import cached_model
 from scidocs_eval.models.text import TFIDF_SETTINGS, TfidfWeighting, analyzer, count_vectorizer, tokenize_papers
 from scidocs_eval.models.tuning import ValScorer
+from scidocs_eval.models.word_vectors import FasttextSettings, check_converged, load_word_vectors, train_fasttext
 
-FAST_FASTTEXT = {"dim": 50, "epochs": 20, "min_count": 5, "model": "cbow"}
+FAST_FASTTEXT = {"dim": 50, "epochs": 20, "min_count": 5, "architecture": "cbow"}
 """Small fastText settings so the tests train in seconds (the defaults are the paper's 300-d)."""
 TINY_FASTTEXT = FasttextSettings(dim=10, min_count=1, epochs=2, bucket=10_000)
 
@@ -163,7 +163,7 @@ def test_doc2vec_trains_fewer_epochs_when_the_corpus_exceeds_the_budget(caplog: 
 def test_sif_tunes_a_on_val_and_removes_the_first_component(demo_suite: Suite, demo_vectors: Path) -> None:
     papers = demo_suite.papers()
     sif = get_adapter("sif", vectors=str(demo_vectors), tune=True).fit(papers, demo_suite)
-    assert sif.a in (1e-5, 3e-5, 1e-4, 3e-4, 1e-3)
+    assert sif.a == 1e-3 and sif.best_params_["a"] in (1e-5, 3e-5, 1e-4, 3e-4, 1e-3)  # tuned, not overwritten
     embedded = sif.transform(papers[:200]).astype(np.float64)
     assert embedded.shape == (200, 20)
     np.testing.assert_allclose(embedded @ sif.component_, 0, atol=1e-4)

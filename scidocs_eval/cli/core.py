@@ -6,7 +6,6 @@ import argparse
 import glob
 from pathlib import Path
 
-from scidocs_eval.baselines.specter2 import parse_group_adapters, run_specter2_by_group
 from scidocs_eval.cli.options import (
     COMMANDS,
     MODEL_OPTIONS,
@@ -31,13 +30,11 @@ from scidocs_eval.evaluation.task import (
     embedding_groups,
     task_names,
 )
-from scidocs_eval.formats.provenance import settings_file
 from scidocs_eval.formats.safe_output import claim_inputs_are_not_outputs, claim_output, write_bytes_atomically
 from scidocs_eval.leaderboard import render_table1
+from scidocs_eval.leaderboard.run_table import format_run
 from scidocs_eval.models.adapter import adapter_names
 from scidocs_eval.models.baseline import EMBEDDINGS_FORMATS, run_baseline
-from scidocs_eval.models.distributed import is_main_process
-from scidocs_eval.models.sharded_embedding import embed_suite_sharded, process_count
 from scidocs_eval.params import FRACTION, argument_type
 
 DEFAULT_RESULTS_DIR = "scidocs-results"
@@ -75,7 +72,7 @@ def _tasks(text: str | None) -> list[str] | None:
 
 
 def _print_result(result: RunResult, output: Path | None, ci: bool = False) -> None:
-    print(result.format_table(ci=ci))
+    print(format_run(result, ci=ci))
     if any(TASKS[name].spec.table1 for name in result.tasks if name in TASKS):
         print()
         print(render_table1([result], include_paper=False))
@@ -147,49 +144,15 @@ def _table(args: argparse.Namespace) -> int:
 
 
 def _baseline(args: argparse.Namespace) -> int:
-    _claim_baseline_outputs(args)
     params = adapter_params(args, ("seed", "tune", "vectors", "citations", *MODEL_OPTIONS))
-    resume = args.resume
-    if args.embeddings_format != "jsonl" and (process_count() > 1 or args.name == "specter2"):
-        raise ScidocsEvalError(f"--embeddings-format {args.embeddings_format}: specter2 and torchrun runs write JSON "
-                               "lines; leave it out, then `scidocs-eval convert` the file")
-    if args.name == "specter2" and (groups := parse_group_adapters(args.task_adapter or "")):
-        result = run_specter2_by_group(groups, args.data, out_dir=args.out_dir, params=params,
-                                       tasks=_tasks(args.tasks), split=args.split,
-                                       task_params=_task_params(args.task_param), resume=resume,
-                                       progress=not args.quiet)
-        _print_result(result, Path(args.out_dir) / "specter2.results.json")
-        return 0
-    if process_count() > 1:  # torchrun: every process embeds a share, rank 0 scores
-        if not embed_suite_sharded(args.name, args.data, params, args.out_dir, _tasks(args.tasks), resume,
-                                   progress=not args.quiet):
-            return 0
-        resume = True
     result = run_baseline(args.name, args.data, out_dir=args.out_dir, params=params,
                           train_corpus=args.train_corpus, tasks=_tasks(args.tasks), split=args.split,
-                          task_params=_task_params(args.task_param), resume=resume,
-                          progress=not args.quiet, min_coverage=args.min_coverage,
-                          embeddings_format=args.embeddings_format, benchmark=args.benchmark)
-    _print_result(result, Path(args.out_dir) / f"{args.name}.results.json")
+                          task_params=_task_params(args.task_param), resume=args.resume, progress=not args.quiet,
+                          embeddings_format=args.embeddings_format, min_coverage=args.min_coverage,
+                          benchmark=args.benchmark)
+    if result is not None:  # None in the torchrun processes but rank 0
+        _print_result(result, Path(args.out_dir) / f"{args.name}.results.json")
     return 0
-
-
-def _claim_baseline_outputs(args: argparse.Namespace) -> None:
-    """Lock (and check) every file `baseline` writes in --out-dir before the adapter is fitted."""
-    out_dir = Path(args.out_dir)
-    if out_dir.exists() and not out_dir.is_dir():
-        raise ScidocsEvalError(f"--out-dir {out_dir} is a file, not a folder")
-    groups = (parse_group_adapters(args.task_adapter or "") if args.name == "specter2" else None) or {}
-    stems = [f"specter2-{group}" for group in groups] or [args.name]
-    inputs = [args.train_corpus, args.vectors, args.citations]
-    for stem in stems:
-        embeddings = out_dir / f"{stem}.jsonl"
-        claim_inputs_are_not_outputs(inputs, {"--out-dir": embeddings})
-        if process_count() == 1 or is_main_process():
-            claim_output(embeddings, "--out-dir")
-            claim_output(settings_file(embeddings), "--out-dir")
-    if process_count() == 1 or is_main_process():
-        claim_output(out_dir / f"{args.name}.results.json", "--out-dir")
 
 
 def _demo(args: argparse.Namespace) -> int:

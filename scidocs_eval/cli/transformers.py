@@ -13,37 +13,17 @@ from scidocs_eval.cli.options import (
     count_type,
     seed_type,
 )
-from scidocs_eval.errors import ScidocsEvalError
-from scidocs_eval.formats.corpus import read_papers
-from scidocs_eval.formats.embeddings_writers import output_kind
-from scidocs_eval.formats.safe_output import claim_inputs_are_not_outputs, claim_output
-from scidocs_eval.models.adapter import ADAPTERS, adapter_names, get_adapter
-from scidocs_eval.models.baseline import write_embeddings
+from scidocs_eval.models.adapter import adapter_names
 from scidocs_eval.models.distributed import is_main_process
-from scidocs_eval.models.sharded_embedding import embed_sharded, process_count
+from scidocs_eval.models.pipeline import embed_metadata
 from scidocs_eval.params import FRACTION, POSITIVE, Interval, argument_type
 
 
 def _embed(args: argparse.Namespace) -> int:
-    if ADAPTERS[args.adapter].needs_fitting():
-        raise ScidocsEvalError(f"--adapter {args.adapter} is trained on a corpus before it embeds, and `embed` only "
-                               f"runs pretrained models; use `scidocs-eval baseline {args.adapter} --data SUITE` "
-                               "(it fits on the suite's papers, or on --train-corpus)")
-    claim_inputs_are_not_outputs([args.metadata], {"--out": args.out})
+    path, count = embed_metadata(args.adapter, adapter_params(args), args.metadata, args.out, resume=args.resume,
+                                 progress=not args.quiet, option="--out")
     if is_main_process():
-        claim_output(args.out, "--out")
-    adapter = get_adapter(args.adapter, **adapter_params(args))
-    papers = read_papers(args.metadata)
-    if process_count() > 1:
-        if output_kind(args.out) != "jsonl":
-            raise ScidocsEvalError(f"--out {args.out}: embedding under torchrun writes JSON lines; give a .jsonl "
-                                   "name, then `scidocs-eval convert` it")
-        path = embed_sharded(adapter, papers, args.out, resume=args.resume, progress=not args.quiet)
-        if not is_main_process():
-            return 0
-    else:
-        path = write_embeddings(adapter, papers, args.out, resume=args.resume, progress=not args.quiet)
-    print(f"{len(papers)} papers embedded with {args.adapter} into {path}")
+        print(f"{count} papers embedded with {args.adapter} into {path}")
     return 0
 
 

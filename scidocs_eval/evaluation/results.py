@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -36,7 +37,7 @@ def package_versions() -> dict[str, str]:
 
 _RUN_FIELDS: dict[str, tuple[type, ...]] = {
     "model": (str,), "tasks": (dict,), "settings": (dict,), "skipped": (dict,), "fingerprints": (dict,),
-    "versions": (dict,), "timings": (dict,), "synthetic": (bool,)}
+    "versions": (dict,), "timings": (dict,), "synthetic": (bool,), "model_info": (dict, type(None))}
 _TASK_FIELDS: dict[str, tuple[type, ...]] = {
     "task": (str,), "metrics": (dict,), "coverage": (dict,), "details": (dict,), "seconds": (int, float),
     "ci": (dict,), "items": (dict,)}
@@ -113,9 +114,54 @@ def _intervals_problem(task: str, intervals: Any) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class ModelInfo:
+    """What embedded the papers of a run that scidocs-eval embedded itself (`baseline`, `evaluate_model`).
+
+    Args:
+        name: the adapter's registry name, or the name a model object was given.
+        paper_row: the paper's Table 1 row this adapter reproduces, if any.
+        params: the adapter's constructor parameters (`best_params`: values tuning picked).
+        best_params: the values `fit` picked on val (`--tune`), which the embeddings were made with.
+        train_corpus: the corpus it was fitted on, when not the suite's papers.
+        groups: {embeddings group: what embedded it} where each group had a model of its own (SPECTER2).
+        row_detail: what Table 1 adds to the row's label (a checkpoint's name), if anything.
+        row_note: a footnote Table 1 prints under the row, if any.
+        call: how a model object was called (class, inputs, separator, batch size, encode kwargs).
+    """
+
+    name: str
+    paper_row: str | None = None
+    params: Mapping[str, Any] = field(default_factory=dict)
+    best_params: Mapping[str, Any] = field(default_factory=dict)
+    train_corpus: str | None = None
+    groups: Mapping[str, str] = field(default_factory=dict)
+    row_detail: str | None = None
+    row_note: str | None = None
+    call: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ModelInfo:
+        known = {key: value for key, value in data.items() if key in cls.__dataclass_fields__}
+        return cls(**known)
+
+    @classmethod
+    def from_legacy_settings(cls, settings: Mapping[str, Any]) -> ModelInfo | None:
+        """The model info a results file of an earlier version kept in `settings["adapter"]` (baseline) or
+        `settings["model_object"]` (evaluate_model), or None."""
+        adapter, model_object = settings.get("adapter"), settings.get("model_object")
+        if isinstance(adapter, Mapping) and isinstance(adapter.get("name"), str):
+            return cls.from_dict(adapter)
+        if isinstance(model_object, Mapping):
+            return cls(name=str(model_object.get("class", "model object")), call=dict(model_object))
+        return None
+
+
 @dataclass
 class RunResult:
-    """Everything one evaluation produced. `tasks` maps task name to its TaskResult."""
+    """Everything one evaluation produced. `tasks` maps task name to its TaskResult (each with its own
+    `seconds`); `timings` holds the phases (fit, embed, loading_embeddings, total); `model_info` what embedded
+    the papers, when scidocs-eval did."""
 
     model: str
     tasks: dict[str, TaskResult]
@@ -125,6 +171,7 @@ class RunResult:
     versions: dict[str, str] = field(default_factory=package_versions)
     timings: dict[str, float] = field(default_factory=dict)
     synthetic: bool = False
+    model_info: ModelInfo | None = None
     unknown: dict[str, Any] = field(default_factory=dict)
     """fields of a file written by a newer version (top level, and "tasks" -> {task: {field: value}}), kept as
     they were so that rewriting the file keeps them."""
@@ -145,6 +192,9 @@ class RunResult:
         fields = {k: v for k, v in data.items() if k in _RUN_FIELDS}
         fields["tasks"] = {name: TaskResult(**{k: v for k, v in task.items() if k in _TASK_FIELDS})
                            for name, task in data["tasks"].items()}
+        info = fields.get("model_info")
+        fields["model_info"] = ModelInfo.from_dict(info) if isinstance(info, Mapping) else \
+            ModelInfo.from_legacy_settings(fields.get("settings") or {})
         unknown: dict[str, Any] = {k: v for k, v in data.items() if k not in _RUN_FIELDS and k != "format"}
         unknown_in_tasks = {name: extra for name, task in data["tasks"].items()
                             if (extra := {k: v for k, v in task.items() if k not in _TASK_FIELDS})}
@@ -178,23 +228,3 @@ class RunResult:
             raise InputError(path, f"malformed results file: {problem}")
         raise InputError(path, f"not a scidocs-eval results file ({problem}; they are written by `scidocs-eval run "
                          "--output` and `scidocs-eval baseline`)")
-
-    def format_table(self, ci: bool = False) -> str:
-        """A plain-text table for the terminal: one line per task with its metrics and coverage; with `ci`, each
-        metric's 95% bootstrap interval too."""
-        label = f"{self.model} (synthetic demo suite)" if self.synthetic else self.model
-        if excluded := self.settings.get("exclude"):
-            label += f" (leaked items excluded, per {excluded['audit']})"
-        interval_header = f"{'95% CI':<17} " if ci else ""
-        width = max([8, *map(len, self.tasks)])
-        metric_width = max([9, *(len(m) for result in self.tasks.values() for m in result.metrics)])
-        lines = [label, f"{'task':<{width}} {'metric':<{metric_width}} {'value':>7}   {interval_header}coverage"]
-        for name, result in self.tasks.items():
-            coverage = ", ".join(f"{k}={v}" for k, v in result.coverage.items() if v)
-            for i, (metric, value) in enumerate(result.metrics.items()):
-                bounds = result.ci.get(metric)
-                interval = (f"{f'[{bounds[0]:.2f}, {bounds[1]:.2f}]' if bounds else '—':<17} " if ci else "")
-                lines.append(f"{name if i == 0 else '':<{width}} {metric:<{metric_width}} {value:>7.2f}   {interval}"
-                             f"{coverage if i == 0 else ''}")
-        lines += [f"{name:<{width}} skipped: {why}" for name, why in self.skipped.items()]
-        return "\n".join(lines)

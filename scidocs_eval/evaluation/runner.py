@@ -23,15 +23,15 @@ from scidocs_eval.evaluation.contamination import (
 from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.significance import confidence_intervals
 from scidocs_eval.evaluation.task import (
-    BENCHMARKS,
-    DEFAULT_BENCHMARK,
     DEFAULT_MIN_COVERAGE,
     TASKS,
     MissingPolicy,
+    Task,
+    TaskResult,
     build_tasks,
     check_coverage,
     embedding_groups,
-    task_names,
+    selected_tasks,
 )
 from scidocs_eval.formats.embeddings import EmbeddingStore
 from scidocs_eval.formats.embeddings_files import STDIN
@@ -80,6 +80,44 @@ class _Stores:
         return out
 
 
+def score_tasks(stores: _Stores | Mapping[str, EmbeddingStore], suite: Suite, names: Sequence[str], split: str,
+                missing: MissingPolicy = "official", checked: Mapping[str, Task] | None = None,
+                min_coverage: float | None = None) -> tuple[dict[str, TaskResult], dict[str, str], list[str]]:
+    """The scoring core: each task of `names` scored on `split` (timed), without intervals, fingerprints or files.
+
+    `evaluate` adds those; `--tune`'s grid calls this directly. `stores` gives each embeddings group's store;
+    `checked` the tasks built with their parameters (default: `build_tasks(names)`); `min_coverage`, when given,
+    is checked after each task (`check_coverage`). Returns (results by task, skipped tasks with the reason, the
+    suite files read).
+    """
+    groups = stores.sources if isinstance(stores, _Stores) else stores
+    results, skipped, files = {}, {}, []
+    checked = checked or build_tasks(names)
+    for name in names:
+        task = checked[name]
+        required = task.input_files(suite, split)
+        absent = [f for f in required if not suite.has(f)]
+        if absent:
+            skipped[name] = f"missing {', '.join(absent)} in {suite.root}"
+            log.warning("skipping %s: %s", name, skipped[name])
+            continue
+        absent_groups = [group for group in task.groups() if group not in groups]
+        if absent_groups:
+            skipped[name] = f"no {' or '.join(repr(g) for g in absent_groups)} embeddings given"
+            continue
+        files += required
+        task_stores = {group: stores.get(group) if isinstance(stores, _Stores) else stores[group]
+                       for group in task.groups()}
+        log.info("running %s", name)
+        task_started = time.perf_counter()
+        result = task.evaluate_groups(suite, task_stores, split=split, missing=missing)
+        result.seconds = time.perf_counter() - task_started
+        if min_coverage is not None:
+            check_coverage(name, result.coverage, min_coverage)
+        results[name] = result
+    return results, skipped, files
+
+
 def _as_sources(embeddings: EmbeddingsSource | Mapping[str, EmbeddingsSource],
                 names: Sequence[str]) -> dict[str, EmbeddingsSource]:
     """{group: source}: a mapping as given (its groups checked), or one source for every group of the tasks in
@@ -95,21 +133,6 @@ def _as_sources(embeddings: EmbeddingsSource | Mapping[str, EmbeddingsSource],
                           if name in names or (cls.spec.query_group is None and cls.spec.benchmark in benchmarks)
                           for group in cls.groups()), embeddings)
 
-
-def selected_tasks(tasks: Sequence[str] | None = None, benchmark: str | None = None) -> list[str]:
-    """The task names a run scores: `tasks` (each checked, and in `benchmark` when one is named), else the tasks
-    of `benchmark` (default "scidocs")."""
-    if benchmark is not None:
-        BENCHMARKS.check([benchmark])
-    if not tasks:
-        return task_names(benchmark=benchmark or DEFAULT_BENCHMARK)
-    names = TASKS.check(tasks)
-    outside = [name for name in names if benchmark is not None and TASKS[name].spec.benchmark != benchmark]
-    if outside:
-        raise ScidocsEvalError(f"task(s) {', '.join(outside)} are not in benchmark {benchmark!r} (its tasks: "
-                               f"{', '.join(task_names(benchmark=benchmark))}); leave out the benchmark to pick "
-                               "tasks of any benchmark")
-    return names
 
 
 def evaluate(
@@ -173,41 +196,20 @@ def evaluate(
     suite = resolve_suite(data)
     sources = _as_sources(embeddings, names)
     stores = _Stores(sources, cache, dtype, progress, read_options)
-    results, skipped, files = {}, {}, []
-    for name in names:
-        task = checked[name]
-        required = task.input_files(suite, split)
-        absent = [f for f in required if not suite.has(f)]
-        if absent:
-            skipped[name] = f"missing {', '.join(absent)} in {suite.root}"
-            log.warning("skipping %s: %s", name, skipped[name])
-            continue
-        absent_groups = [group for group in task.groups() if group not in sources]
-        if absent_groups:
-            skipped[name] = f"no {' or '.join(repr(g) for g in absent_groups)} embeddings given"
-            continue
+    results, skipped, files = score_tasks(stores, suite, names, split, missing, checked, min_coverage)
+    for name, result in list(results.items()):
         if audit is not None:
-            check_same_suite(audit, str(exclude), split, suite.fingerprint(required), [name])
-        files += required
-        task_stores = {group: stores.get(group) for group in task.groups()}
-        log.info("running %s", name)
-        task_started = time.perf_counter()
-        result = task.evaluate_groups(suite, task_stores, split=split, missing=missing)
-        result.seconds = time.perf_counter() - task_started
-        check_coverage(name, result.coverage, min_coverage)
-        if audit is not None:
-            result = without_leaked(result, excluded_items(audit, name))
+            check_same_suite(audit, str(exclude), split, suite.fingerprint(checked[name].input_files(suite, split)),
+                             [name])
+            result = results[name] = without_leaked(result, excluded_items(audit, name))
         result.ci = confidence_intervals(result.items, list(result.metrics))
-        results[name] = result
     if not results:
         raise ScidocsEvalError(f"no task could run on {suite.root}: " + "; ".join(f"{k}: {v}" for k, v in
                                                                              skipped.items()))
     first_source = next(iter(sources.values()))
     model = model or (Path(first_source).stem if not isinstance(first_source, EmbeddingStore)
                       and str(first_source) != STDIN else "embeddings")
-    timings = {name: round(result.seconds, 3) for name, result in results.items()}
-    timings["loading_embeddings"] = round(stores.seconds, 3)
-    timings["total"] = round(time.perf_counter() - started, 3)
+    timings = {"loading_embeddings": round(stores.seconds, 3), "total": round(time.perf_counter() - started, 3)}
     run = RunResult(
         model=model, tasks=results, skipped=skipped,
         settings={"data": str(suite.root), **({"benchmark": benchmark} if benchmark else {}), "tasks": names,

@@ -20,7 +20,7 @@ from scidocs_eval.errors import MissingEmbeddingsError, ScidocsEvalError
 from scidocs_eval.formats.embeddings import MISSING, EmbeddingStore
 from scidocs_eval.formats.suite import Suite
 from scidocs_eval.params import Constraints
-from scidocs_eval.registry import Registry, check_params
+from scidocs_eval.registry import ENTRY_POINT_GROUPS, Registry, check_params
 
 MissingPolicy = Literal["official", "error"]
 FAMILIES = ("classification", "ranking", "recomm", "retrieval", "reranking", "scirepeval")
@@ -172,6 +172,11 @@ class Task(ABC):
         """Score the stores of its `groups()` (what the runner calls); a task with one group reads that one."""
         return self.evaluate(suite, stores[self.embedding_group], split, missing)
 
+    def paper_ids(self, suite: Suite, split: str) -> list[str] | None:
+        """The ids whose embeddings `evaluate(suite, ..., split)` reads (a model embeds only these); None, the
+        default for a task that does not say: every paper of its spec's metadata file."""
+        return None
+
 
 def check_missing(task: str, role: str, ids: list[str], codes: Any, missing: MissingPolicy) -> None:
     """Under the "error" policy, stop with the ids (in `ids`, status `codes`) that have no embedding."""
@@ -182,6 +187,7 @@ def check_missing(task: str, role: str, ids: list[str], codes: Any, missing: Mis
 
 
 TASKS: Registry[type[Task]] = Registry("task", Task, plugins="scidocs_eval.tasks",
+                                      entry_points=ENTRY_POINT_GROUPS["task"],
                                       key=lambda cls: cls.spec.name)
 """Every task by name; the built-in ones in module order (classification, ranking, recomm: Table 1's order)."""
 
@@ -214,7 +220,8 @@ class Benchmark:
 
 DEFAULT_BENCHMARK = "scidocs"
 """What `run`, `baseline` and `evaluate_model` score when given no benchmark and no tasks: the 2020 suite."""
-BENCHMARKS: Registry[Benchmark] = Registry("benchmark", Benchmark, plugins="scidocs_eval.tasks")
+BENCHMARKS: Registry[Benchmark] = Registry("benchmark", Benchmark, plugins="scidocs_eval.tasks",
+                                          entry_points=ENTRY_POINT_GROUPS["task"])
 """Every named benchmark, registered by the task plugin modules that define its tasks."""
 
 
@@ -222,6 +229,22 @@ def task_names(family: str | None = None, benchmark: str | None = None) -> list[
     """Names of the registered tasks (of one family and/or one benchmark, if given), in the registry's order."""
     return [name for name, cls in TASKS.items() if (family is None or cls.spec.family == family)
             and (benchmark is None or cls.spec.benchmark == benchmark)]
+
+
+def selected_tasks(tasks: Sequence[str] | None = None, benchmark: str | None = None) -> list[str]:
+    """The task names a run scores: `tasks` (each checked, and in `benchmark` when one is named), else the tasks
+    of `benchmark` (default "scidocs")."""
+    if benchmark is not None:
+        BENCHMARKS.check([benchmark])
+    if not tasks:
+        return task_names(benchmark=benchmark or DEFAULT_BENCHMARK)
+    names = TASKS.check(tasks)
+    outside = [name for name in names if benchmark is not None and TASKS[name].spec.benchmark != benchmark]
+    if outside:
+        raise ScidocsEvalError(f"task(s) {', '.join(outside)} are not in benchmark {benchmark!r} (its tasks: "
+                               f"{', '.join(task_names(benchmark=benchmark))}); leave out the benchmark to pick "
+                               "tasks of any benchmark")
+    return names
 
 
 def get_task(name: str, **params: Any) -> Task:

@@ -25,7 +25,7 @@ import numpy as np
 from scidocs_eval.evaluation.metrics import propensity_adjusted, rank_terms
 from scidocs_eval.evaluators.recomm_features import COSINE, FEATURE_NAMES, ShownPapers
 from scidocs_eval.params import AT_LEAST_ONE, POSITIVE, SEED, Constraints, Interval, ListOf
-from scidocs_eval.registry import Registry
+from scidocs_eval.registry import ENTRY_POINT_GROUPS, Registry
 
 
 def impression_metrics(shown: ShownPapers, scores: np.ndarray, adjusted: bool = True) -> dict[str, float]:
@@ -112,7 +112,7 @@ class Ranker(ABC):
         """(n_shown,) float scores, higher ranks first."""
 
 
-RANKERS: Registry[type[Ranker]] = Registry("ranker", Ranker)
+RANKERS: Registry[type[Ranker]] = Registry("ranker", Ranker, entry_points=ENTRY_POINT_GROUPS["ranker"])
 
 
 class MLPRanker(Ranker):

@@ -126,9 +126,9 @@ class Suite:
             raise InputError(path, f"file not found (expected {expected})")
         return path
 
-    def metadata(self, group: str) -> dict[str, dict]:
-        """``{paper_id: record}`` of one metadata file (`group`: a key of METADATA_FILES or a suite-relative file)."""
-        relative = METADATA_FILES.get(group, group)
+    def metadata(self, metadata_file: str) -> dict[str, dict]:
+        """``{paper_id: record}`` of one metadata file (a key of METADATA_FILES or a suite-relative file)."""
+        relative = METADATA_FILES.get(metadata_file, metadata_file)
         if relative not in self._metadata and relative.endswith(".jsonl"):
             self._metadata[relative] = self._meta_lines(relative)
         if relative not in self._metadata:
@@ -155,13 +155,14 @@ class Suite:
             check_metadata_record(path, paper_id, record)
         return meta.records
 
-    def papers(self, groups: tuple[str, ...] | None = None) -> list[Paper]:
-        """Every paper of the given metadata groups (all present ones by default), each id once."""
-        groups = groups or tuple(g for g, name in METADATA_FILES.items() if self.has(name))
+    def papers(self, metadata_files: tuple[str, ...] | None = None) -> list[Paper]:
+        """Every paper of the given metadata files (suite-relative names, or keys of METADATA_FILES; all present
+        ones by default), each id once. ("group" is an embeddings group, `TaskSpec.embedding_group`, elsewhere.)"""
+        metadata_files = metadata_files or tuple(key for key, name in METADATA_FILES.items() if self.has(name))
         seen: dict[str, Paper] = {}
         differing: list[str] = []
-        for group in groups:
-            for paper_id, record in self.metadata(group).items():
+        for metadata_file in metadata_files:
+            for paper_id, record in self.metadata(metadata_file).items():
                 paper = Paper(str(paper_id), record.get("title") or "", record.get("abstract") or "")
                 if paper_id not in seen:
                     seen[paper_id] = paper
@@ -169,7 +170,7 @@ class Suite:
                     differing.append(paper_id)
         if differing:
             log.warning("%d paper id(s) have a different title or abstract in two metadata files; each is embedded "
-                        "once, from the first file (%s): %s", len(differing), ", ".join(groups),
+                        "once, from the first file (%s): %s", len(differing), ", ".join(metadata_files),
                         ", ".join(differing[:5]))
         return list(seen.values())
 

@@ -1,23 +1,55 @@
 """The model-adapter interface: turn papers (id, title, abstract) into vectors, scikit-learn style.
 
 An adapter is one small class with its parameters in `__init__`, registered by name with
-`@register_adapter`. `fit(papers, suite)` trains on a corpus (a no-op for pretrained models); `transform`
-returns a (n_papers, dim) float32 matrix. Adapters that stream (transformers) override `transform_batches`
-so the runner can write each batch as it is produced. `scidocs_eval.baselines` holds the built-in ones.
+`@register_adapter`. The estimator contract (checked for every registered adapter by tests/test_contracts.py):
+
+- `__init__` stores each parameter as given and does nothing else; `fit` validates them (`parameter_constraints`,
+  `scidocs_eval.params`, plus `check_params` for rules between parameters) before any work.
+- `fit(papers, suite)` learns from a corpus; an adapter that learns nothing says so with `requires_fit = False`
+  (its `fit` only validates). Values `fit` picks itself (`--tune`) go to `best_params_`, never into the
+  constructor's parameters, so a second `fit` searches the same grid again.
+- `transform` returns a (n_papers, dim) float32 matrix; adapters that stream (transformers) override
+  `transform_batches` so each batch is written as it is produced. Either, called on an adapter that
+  `requires_fit` before `fit`, raises `NotFittedError` naming the adapter and the command that fits it.
+
+`scidocs_eval.baselines` holds the built-in adapters; other packages add theirs through the
+`scidocs_eval.adapters` entry point (`scidocs_eval.registry`).
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
+import logging
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, ClassVar
 
 import numpy as np
 
+from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.formats.suite import Paper, Suite
-from scidocs_eval.params import Constraints
-from scidocs_eval.registry import Registry, check_params
+from scidocs_eval.params import Constraints, validate_params
+from scidocs_eval.registry import ENTRY_POINT_GROUPS, Registry, check_params
+
+log = logging.getLogger("scidocs_eval")
+
+
+class NotFittedError(ScidocsEvalError):
+    """`transform` called on an adapter that must be fitted first."""
+
+
+def _fitted_only(method: Callable[..., Any]) -> Callable[..., Any]:
+    """`method` of an adapter, refused with `NotFittedError` until the adapter is fitted (if it must be)."""
+
+    @functools.wraps(method)
+    def checked(self: Adapter, *args: Any, **kwargs: Any) -> Any:
+        self.check_fitted()
+        return method(self, *args, **kwargs)
+
+    checked.fitted_only = True  # type: ignore[attr-defined]
+    return checked
 
 
 class Adapter(ABC):
@@ -31,16 +63,54 @@ class Adapter(ABC):
     name: ClassVar[str]
     paper_row: ClassVar[str | None] = None
     parameter_constraints: ClassVar[Constraints] = {}
-    """every constructor parameter's type and range (`scidocs_eval.params`), checked before the adapter is built."""
+    """every constructor parameter's type and range (`scidocs_eval.params`), checked by `fit`."""
+    renamed_params: ClassVar[dict[str, str]] = {}
+    """{old spelling: parameter}: deprecated parameter names `get_adapter` still takes, with a warning."""
+    requires_fit: ClassVar[bool] = False
+    """True for an adapter that learns from a corpus: `transform` before `fit` is then an error."""
+    transductive: ClassVar[bool] = False
+    """True for an adapter whose vector of a paper depends on the other papers embedded with it (SGC propagates
+    over the citation graph among them): it is given every paper of the metadata files, not only those scored."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for method in ("transform", "transform_batches"):
+            own = cls.__dict__.get(method)
+            if own is not None and not getattr(own, "fitted_only", False):
+                setattr(cls, method, _fitted_only(own))
 
     def fit(self, papers: Sequence[Paper], suite: Suite | None = None) -> Adapter:
-        """Train on `papers` (the suite's metadata or a separate corpus); `suite` is there for tuning on val."""
+        """Validate the parameters, then learn from `papers` (the suite's metadata or a separate corpus; `suite`
+        is there for tuning on val). Values picked by tuning are in `best_params_` afterwards."""
+        self.validate()
+        self.best_params_: dict[str, Any] = {}
+        self.learn(papers, suite)
+        self.fitted_ = True
         return self
 
-    @classmethod
-    def needs_fitting(cls) -> bool:
-        """True for an adapter trained on a corpus before it can embed (it overrides `fit`)."""
-        return cls.fit is not Adapter.fit
+    def validate(self) -> None:
+        """Check every parameter against `parameter_constraints` and `check_params`; an error names it."""
+        validate_params(type(self).parameter_constraints, self.get_params(), f"baseline {self.name!r}")
+        self.check_params()
+
+    def check_params(self) -> None:
+        """Rules between parameters, or checks a constraint cannot declare (a folder that must exist)."""
+        return None
+
+    def learn(self, papers: Sequence[Paper], suite: Suite | None) -> None:
+        """What `fit` does after validating: an adapter with `requires_fit` learns here."""
+        return None
+
+    def setting(self, name: str) -> Any:
+        """The value in use for parameter `name`: the one `fit` picked (`best_params_`), else the constructor's."""
+        return getattr(self, "best_params_", {}).get(name, getattr(self, name))
+
+    def check_fitted(self) -> None:
+        """`NotFittedError` if this adapter must be fitted and was not."""
+        if self.requires_fit and not getattr(self, "fitted_", False):
+            raise NotFittedError(f"adapter {self.name!r} is not fitted: it learns from a corpus first; run "
+                                 f"`scidocs-eval baseline {self.name}` (which fits it on the suite's papers, or on "
+                                 f"--train-corpus), or call .fit(papers) before embedding")
 
     @abstractmethod
     def transform(self, papers: Sequence[Paper]) -> np.ndarray:
@@ -58,13 +128,32 @@ class Adapter(ABC):
         """A footnote Table 1 prints under this run's row (why it is not comparable to the paper's), if any."""
         return None
 
+    def group_adapters(self) -> dict[str, Adapter] | None:
+        """{embeddings group: adapter} for an adapter that embeds each group with an adapter of its own (SPECTER2's
+        task adapters); None (the default): this adapter embeds every group."""
+        return None
+
+    @contextmanager
+    def embedding_role(self, prompt_type: str, mteb_task: str | None) -> Iterator[None]:
+        """While embedding one side of a retrieval task: `prompt_type` "query" or "document" and the MTEB task it
+        belongs to. A model that prompts by side (model objects: MTEB encoders, sentence-transformers prompts)
+        overrides this; the default embeds both sides alike, as the 2020 suite's papers."""
+        yield
+
+    def weights_identity(self) -> dict[str, str] | None:
+        """What identifies the weights this adapter embeds with (a checkpoint's sha256), recorded next to its
+        embeddings so that a resume or cache never mixes vectors of other weights; None when its parameters
+        say it all (a fitted adapter's corpus is recorded separately)."""
+        return None
+
     def get_params(self) -> dict[str, Any]:
         """Constructor parameters and their current values (recorded in the results file)."""
         names = [p for p in inspect.signature(type(self).__init__).parameters if p != "self"]
         return {name: getattr(self, name) for name in names if hasattr(self, name)}
 
 
-ADAPTERS: Registry[type[Adapter]] = Registry("baseline", Adapter, plugins="scidocs_eval.baselines")
+ADAPTERS: Registry[type[Adapter]] = Registry("baseline", Adapter, plugins="scidocs_eval.baselines",
+                                             entry_points=ENTRY_POINT_GROUPS["baseline"])
 
 
 def register_adapter(cls: type[Adapter]) -> type[Adapter]:
@@ -79,4 +168,9 @@ def adapter_names() -> list[str]:
 def get_adapter(name: str, **params: Any) -> Adapter:
     """An adapter by name; a parameter it does not take is an error that lists the ones it does."""
     cls = ADAPTERS[name]
+    params = dict(params)
+    for old, new in cls.renamed_params.items():
+        if old in params and new not in params:
+            log.warning("baseline %s: parameter %r is deprecated, it is now %r (-p %s=...)", name, old, new, new)
+            params[new] = params.pop(old)
     return cls(**check_params(cls, params, f"baseline {name!r}"))

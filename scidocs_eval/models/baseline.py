@@ -1,127 +1,54 @@
-"""Run a model adapter over a suite: fit, embed every paper into the official JSON lines format, score."""
+"""`baseline NAME`: a registered model adapter fitted, embedded and scored on a suite (`embed_and_score`)."""
 
 from __future__ import annotations
 
-import hashlib
-import logging
 import os
-import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import orjson
-
-from scidocs_eval.data.resolve import resolve_suite
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluation.results import RunResult
-from scidocs_eval.evaluation.runner import evaluate, selected_tasks
-from scidocs_eval.evaluation.task import DEFAULT_MIN_COVERAGE, TASKS, build_tasks, embedding_groups, get_task
+from scidocs_eval.evaluation.task import DEFAULT_MIN_COVERAGE
 from scidocs_eval.formats.corpus import read_papers
-from scidocs_eval.formats.embeddings import format_embedding_line
-from scidocs_eval.formats.embeddings_writers import output_kind, write_through_json_lines
-from scidocs_eval.formats.provenance import check_dimension, settings_file, start_embeddings_output
-from scidocs_eval.formats.safe_output import claim_output, discard, growing_file
-from scidocs_eval.formats.suite import METADATA_FILES, Paper, Suite
+from scidocs_eval.formats.provenance import settings_file
+from scidocs_eval.formats.safe_output import claim_inputs_are_not_outputs, claim_output
+from scidocs_eval.formats.suite import Suite
 from scidocs_eval.models.adapter import Adapter, get_adapter
-from scidocs_eval.progress import progress_bar
+from scidocs_eval.models.distributed import is_main_process
+from scidocs_eval.models.pipeline import embed_and_score
 
-log = logging.getLogger("scidocs_eval")
+OUT_DIR_OPTION = "--out-dir"
 EMBEDDINGS_FORMATS = ("jsonl", "parquet")
 """what `run_baseline` can write its embeddings as (the file's suffix)."""
 
 
+def embeddings_path(name: str, out_dir: Path, embeddings_format: str = "jsonl") -> Callable[[str | None], Path]:
+    """Where `baseline NAME` writes each embeddings file in `out_dir`: `{name}.{format}` for one file for every
+    group (None), `{name}-{group}.{format}` for a group embedded apart (SPECTER2's per-group adapters, the queries
+    and documents of retrieval tasks)."""
+    return lambda group: out_dir / (f"{name}.{embeddings_format}" if group is None
+                                    else f"{name}-{group}.{embeddings_format}")
 
 
-def write_embeddings(adapter: Adapter, papers: Sequence[Paper], path: str | os.PathLike[str],
-                     resume: bool = True, progress: bool = True, settings: Mapping[str, Any] | None = None,
-                     option: str = "output") -> Path:
-    """Embed `papers` into `path` (official format; Parquet, .npz or Arrow when its name ends so), appending batch
-    by batch.
-
-    A paper with neither title nor abstract gets ``"embedding": []``, as the reference embedder writes.
-    `{path}.settings.json` records the adapter, its parameters and `settings` (e.g. the corpus it was fitted on).
-    With `resume`, papers already in the file are not embedded again, provided the file was written with the
-    same settings and dimension (else an error naming what differs; `scidocs_eval.formats.provenance`).
-    """
-    if output_kind(Path(path)) != "jsonl":  # Parquet, npz, Arrow: through a resumable JSON lines staging file
-        return write_through_json_lines(claim_output(path, option), resume, lambda staging: write_embeddings(
-            adapter, papers, staging, resume=resume, progress=progress, settings=settings, option=option))
-    path = claim_output(path, option)
-    record_existed = settings_file(path).exists()
-    try:
-        return _append_embeddings(adapter, papers, path, resume, progress, output_settings(adapter, settings), option)
-    except BaseException:
-        if not path.exists() and not record_existed:
-            discard(settings_file(path))
-        raise
+def embeddings_files(name: str, adapter: Adapter, out_dir: Path, embeddings_format: str = "jsonl") -> list[Path]:
+    """The embeddings files `baseline NAME` writes in `out_dir` for the suite's metadata groups (those of
+    retrieval tasks are known once the suite is read, and claimed when written)."""
+    path = embeddings_path(name, out_dir, embeddings_format)
+    return [path(group) for group in adapter.group_adapters() or [None]]
 
 
-def output_settings(adapter: Adapter, settings: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """What an embeddings file records of what produced it: the adapter, its parameters and `settings`."""
-    return {"adapter": adapter.name, "params": adapter.get_params(), **(settings or {})}
-
-
-def fitted_settings(corpus: Sequence[Paper], train_corpus: str | os.PathLike[str] | None = None) -> dict[str, Any]:
-    """The `settings` of a baseline's embeddings: the corpus its adapter was fitted on."""
-    return {"train_corpus": str(train_corpus) if train_corpus else None, "corpus_sha256": _digest(corpus)}
-
-
-def _append_embeddings(adapter: Adapter, papers: Sequence[Paper], path: Path, resume: bool, progress: bool,
-                       settings: Mapping[str, Any], option: str) -> Path:
-    done, dim, whole = start_embeddings_output(path, settings, resume, option)
-    todo = [p for p in papers if p.paper_id not in done]
-    with growing_file(path, option, append=resume, keep_bytes=whole) as out, progress_bar(
-            total=len(todo), unit="paper", desc=f"embedding with {adapter.name}", enabled=progress) as bar:
-        for paper in (p for p in todo if not p.has_text):
-            out.write(format_embedding_line(paper.paper_id, None))
-        bar.update(sum(1 for p in todo if not p.has_text))
-        with_text = [p for p in todo if p.has_text]
-        if with_text:
-            for batch, vectors in adapter.transform_batches(with_text):
-                check_dimension(path, dim, vectors.shape[1])
-                out.write(b"".join(format_embedding_line(p.paper_id, v) for p, v in zip(batch, vectors)))
-                out.flush()
-                bar.update(len(batch))
-    return path
-
-
-def _digest(papers: Sequence[Paper]) -> str:
-    """sha256 of the papers' ids and texts, in order (what a fitted adapter learnt from)."""
-    return hashlib.sha256(orjson.dumps([(p.paper_id, p.title, p.abstract) for p in papers])).hexdigest()
-
-
-def role_papers(suite: Suite, tasks: Sequence[str], split: str) -> dict[str, tuple[list[Paper], str]]:
-    """group -> (papers, MTEB prompt type) of the tasks whose queries and documents are embedded apart
-    (`Task.role_texts`; only those of `tasks` whose files the suite has).
-
-    Each text rides in `Paper.title` with an empty abstract, so `paper_text` gives back MTEB's exact text (a
-    document's title and text joined by a space) whatever separator a model uses. An id a second task gives
-    another text is an error naming both.
-    """
-    roles: dict[str, tuple[dict[str, Paper], str]] = {}
-    origin: dict[tuple[str, str], str] = {}
-    for name in tasks:
-        task = get_task(name)
-        if any(not suite.has(f) for f in task.input_files(suite, split)):
-            continue
-        for group, (ids, texts, prompt_type) in task.role_texts(suite, split).items():
-            papers, _ = roles.setdefault(group, ({}, prompt_type))
-            for item_id, text in zip(ids, texts):
-                known = papers.get(item_id)
-                if known is not None and known.title != text:
-                    raise ScidocsEvalError(f"{group} id {item_id!r} has one text in task {origin[group, item_id]!r} "
-                                           f"and another in task {name!r}; score those tasks in separate runs")
-                papers[item_id] = Paper(item_id, text, "")
-                origin.setdefault((group, item_id), name)
-    return {group: (list(papers.values()), prompt_type) for group, (papers, prompt_type) in roles.items()}
-
-
-def _metadata_files(suite: Suite, tasks: Sequence[str] | None) -> tuple[str, ...]:
-    """The metadata files (those the suite has) whose papers the tasks score (default: every registered task)."""
-    wanted = {TASKS[name].spec.metadata_file for name in (TASKS.check(tasks) if tasks else TASKS.names())}
-    official = [name for name in METADATA_FILES.values() if name in wanted]
-    return tuple(name for name in official + sorted(wanted - set(official)) if suite.has(name))
+def claim_baseline_outputs(name: str, adapter: Adapter, out_dir: Path,
+                           inputs: Sequence[str | os.PathLike[str] | None], embeddings_format: str = "jsonl") -> None:
+    """Lock (and check) every file `baseline` writes in `out_dir` before the adapter is fitted; none of them may
+    be one of the command's `inputs` (rank 0 alone writes, under torchrun)."""
+    for embeddings in embeddings_files(name, adapter, out_dir, embeddings_format):
+        claim_inputs_are_not_outputs([path for path in inputs if path], {OUT_DIR_OPTION: embeddings})
+        if is_main_process():
+            claim_output(embeddings, OUT_DIR_OPTION)
+            claim_output(settings_file(embeddings), OUT_DIR_OPTION)
+    if is_main_process():
+        claim_output(out_dir / f"{name}.results.json", OUT_DIR_OPTION)
 
 
 def run_baseline(
@@ -139,45 +66,26 @@ def run_baseline(
     embeddings_format: str = "jsonl",
     min_coverage: float = DEFAULT_MIN_COVERAGE,
     benchmark: str | None = None,
-) -> RunResult:
-    """Fit the adapter `name` on the suite's papers (or `train_corpus`), embed them, score, save results.
+) -> RunResult | None:
+    """Fit the adapter `name` on the suite's papers (or `train_corpus`), embed the papers the tasks need, score,
+    save the results.
 
-    With `tasks` (or a `benchmark`'s tasks; default "scidocs"), only the papers of the metadata files those tasks
-    read are fitted on and embedded; tasks with queries and documents of their own (retrieval) get one file
-    per group.
-
-    Writes `{out_dir}/{name}.{embeddings_format}` (embeddings: "jsonl", or "parquet"),
-    `{out_dir}/{name}.{group}.{embeddings_format}` per retrieval group and `{out_dir}/{name}.results.json`.
+    With `tasks` (or a `benchmark`'s tasks; default "scidocs"), only their papers are fitted on and embedded.
+    Writes `{out_dir}/{name}.{embeddings_format}` (embeddings: "jsonl" or "parquet"; `{name}-{group}.{format}` per
+    embeddings group embedded apart: SPECTER2 by group, the queries and documents of retrieval tasks) and
+    `{out_dir}/{name}.results.json`. Under torchrun every process embeds a share and only rank 0 scores: the
+    others return None.
     """
     if embeddings_format not in EMBEDDINGS_FORMATS:
         raise ScidocsEvalError(f"embeddings_format must be one of {EMBEDDINGS_FORMATS}, not {embeddings_format!r}")
     adapter = get_adapter(name, **(params or {}))
-    names = selected_tasks(tasks, benchmark)
-    build_tasks(names, task_params)
-    suite = resolve_suite(data)
-    papers = suite.papers(_metadata_files(suite, names))
-    roles = role_papers(suite, names, split)
-    corpus = read_papers(train_corpus) if train_corpus else \
-        papers + [paper for role, _ in roles.values() for paper in role]
-    started = time.perf_counter()
-    log.info("fitting %s on %d papers", name, len(corpus))
-    adapter.fit(corpus, suite)
-    fitted = time.perf_counter()
     out_dir = Path(out_dir)
-    settings = fitted_settings(corpus, train_corpus)
-    files = {group: write_embeddings(adapter, role, out_dir / f"{name}.{group}.{embeddings_format}", resume=resume,
-                                     progress=progress, settings=settings, option="--out-dir")
-             for group, (role, _) in roles.items()}
-    if papers or not roles:
-        shared = write_embeddings(adapter, papers, out_dir / f"{name}.{embeddings_format}", resume=resume,
-                                  progress=progress, settings=settings, option="--out-dir")
-        files = {**dict.fromkeys(embedding_groups(), shared), **files}
-    embedded = time.perf_counter()
-    result = evaluate(files, suite, tasks=names, split=split, task_params=task_params, model=name,
-                      progress=progress, min_coverage=min_coverage)
-    result.settings["adapter"] = {"name": name, "paper_row": adapter.paper_row, "params": adapter.get_params(),
-                                  "train_corpus": str(train_corpus) if train_corpus else None,
-                                  "row_detail": adapter.row_detail(), "row_note": adapter.row_note()}
-    result.timings.update(fit=round(fitted - started, 3), embed=round(embedded - fitted, 3))
-    result.save(out_dir / f"{name}.results.json")
-    return result
+    claim_baseline_outputs(name, adapter, out_dir,
+                           [train_corpus, *(v for v in (params or {}).values() if isinstance(v, (str, Path)))],
+                           embeddings_format)
+    return embed_and_score(
+        adapter.group_adapters() or adapter, data, embeddings_path(name, out_dir, embeddings_format), name=name,
+        tasks=tasks, benchmark=benchmark, split=split, task_params=task_params,
+        train_corpus=read_papers(train_corpus) if train_corpus else None, train_corpus_path=train_corpus,
+        resume=resume, progress=progress, min_coverage=min_coverage, output=out_dir / f"{name}.results.json",
+        option=OUT_DIR_OPTION)

@@ -21,8 +21,8 @@ import os
 import re
 import shutil
 import tempfile
-import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -30,16 +30,18 @@ import numpy as np
 
 from scidocs_eval.data.resolve import resolve_suite
 from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.evaluation.papers import papers_to_embed, role_papers
 from scidocs_eval.evaluation.results import RunResult
-from scidocs_eval.evaluation.runner import evaluate, selected_tasks
-from scidocs_eval.evaluation.task import TASKS, MissingPolicy, embedding_groups
+from scidocs_eval.evaluation.task import MissingPolicy
 from scidocs_eval.formats.corpus import paper_text
 from scidocs_eval.formats.embeddings_writers import convert_embeddings, output_kind
-from scidocs_eval.formats.safe_output import atomic_write, claim_output
+from scidocs_eval.formats.provenance import settings_file
+from scidocs_eval.formats.safe_output import atomic_write, claim_output, discard
 from scidocs_eval.formats.suite import Paper, Suite
 from scidocs_eval.models.adapter import Adapter
-from scidocs_eval.models.baseline import _metadata_files, role_papers, write_embeddings
 from scidocs_eval.models.model_cache import corpus_fingerprint
+from scidocs_eval.models.pipeline import embed_and_score
+from scidocs_eval.models.weights import object_fingerprint
 from scidocs_eval.paths import cache_dir
 
 log = logging.getLogger("scidocs_eval")
@@ -127,6 +129,26 @@ class EncoderAdapter(Adapter):
                       hf_subset="default", prompt_type=prompt_type, batch_size=self.batch_size,
                       **self.encode_kwargs)
 
+    @contextmanager
+    def embedding_role(self, prompt_type: str, mteb_task: str | None) -> Iterator[None]:
+        """Queries or documents of a retrieval task: the prompt type and MTEB task go to the model's calls."""
+        self.prompt_type, self.mteb_task = prompt_type, mteb_task or "SCIDOCS"
+        try:
+            yield
+        finally:
+            self.prompt_type, self.mteb_task = None, "SCIDOCS"
+
+    def get_params(self) -> dict[str, Any]:
+        """How the model is called (its class, not the object): what an embeddings file records."""
+        return self.describe()
+
+    def weights_identity(self) -> dict[str, str] | None:
+        """A digest of the model's weights when it is a torch module (computed once per adapter)."""
+        if not hasattr(self, "_weights"):
+            digest = object_fingerprint(self.model)
+            self._weights = {"sha256": digest} if digest else None
+        return self._weights
+
     def describe(self) -> dict[str, Any]:
         """What the results file records about the model and how it was called."""
         return {"class": f"{type(self.model).__module__}.{type(self.model).__qualname__}", "inputs": self.inputs,
@@ -188,23 +210,13 @@ def speaks_mteb_protocol(encode: Callable[..., Any]) -> bool:
                for name in MTEB_ENCODE_PARAMETERS)
 
 
-def _cached_embeddings(adapter: EncoderAdapter, papers: Sequence[Paper], name: str, progress: bool) -> Path:
-    """The embeddings of `papers` by the model called `name`, from the cache or written into it.
-
-    The key is the name, the papers and how the model is called, never the weights: a model changed under
-    the same name gets the old vectors, so a cache hit is a warning.
-    """
-    settings = adapter.describe()
-    key = hashlib.sha256(repr((name, corpus_fingerprint(papers), sorted(settings.items()))).encode()).hexdigest()
-    path = cache_dir("model-embeddings") / f"{re.sub(r'[^A-Za-z0-9._-]+', '_', name)}-{key[:20]}.jsonl"
-    if path.is_file():
-        log.warning("reusing the embeddings of %r cached at %s; after changing the model, pass cache=False or "
-                    "another name", name, path)
-        return path
-    partial = path.with_name(path.name + ".partial")
-    write_embeddings(adapter, papers, partial, resume=True, progress=progress)
-    os.replace(partial, path)
-    return path
+def _cache_path(adapter: EncoderAdapter, papers: Sequence[Paper], name: str) -> Path:
+    """Where the embeddings of `papers` by the model called `name` are cached: the key is the name, the papers,
+    how the model is called and, for a torch module, a digest of its weights (`object_fingerprint`), so a
+    model changed under the same name is embedded again."""
+    key = hashlib.sha256(repr((name, corpus_fingerprint(papers), sorted(adapter.describe().items()),
+                               adapter.weights_identity())).encode()).hexdigest()
+    return cache_dir("model-embeddings") / f"{re.sub(r'[^A-Za-z0-9._-]+', '_', name)}-{key[:20]}.jsonl"
 
 
 def evaluate_model(
@@ -243,47 +255,47 @@ def evaluate_model(
         missing, task_params, output, progress, benchmark: as in `evaluate`.
 
     Returns:
-        the RunResult; ``settings["model_object"]`` records how the model was called.
+        the RunResult; ``model_info.call`` records how the model was called.
     """
-    started = time.perf_counter()
     suite = resolve_suite(data)
-    names = selected_tasks(tasks, benchmark)
-    papers = suite.papers(_metadata_files(suite, names))
-    roles = role_papers(suite, names, split)
     adapter = EncoderAdapter(model, batch_size=batch_size, inputs=inputs, separator=separator,
                              encode_kwargs=encode_kwargs)
     adapter.name = name or getattr(model, "__name__", None) or type(model).__name__
-    save = Path(save_embeddings) if save_embeddings is not None else None
-    if save is not None:
-        claim_output(save, "save_embeddings")
+    save = claim_output(save_embeddings, "save_embeddings") if save_embeddings is not None else None
     with tempfile.TemporaryDirectory(prefix="scidocs-eval-model-") as scratch:
-        def embedded_file(items: Sequence[Paper], group: str) -> Path:
-            if name and cache:
-                return _cached_embeddings(adapter, items, name, progress)
-            return write_embeddings(adapter, items, Path(scratch) / f"{group}.jsonl", resume=False, progress=progress)
+        if name and cache:  # the key covers every text embedded: the papers and the retrieval tasks' own texts
+            keyed = papers_to_embed(suite, tasks, split, benchmark) + \
+                [paper for papers, _ in role_papers(suite, tasks, split, benchmark).values() for paper in papers]
+            cached = _cache_path(adapter, keyed, name)
+        else:
+            cached = None
+        if cached is not None and cached.is_file() and adapter.weights_identity() is None:
+            log.warning("reusing the embeddings of %r cached at %s (its weights cannot be read to tell a changed "
+                        "model apart); after changing the model, pass cache=False or another name", name, cached)
+        embeddings = cached or (save if save is not None and output_kind(save) == "jsonl" else None) or \
+            Path(scratch) / "embeddings.jsonl"
 
-        files: dict[str, Path] = {}
-        for group, (role, prompt_type) in roles.items():
-            adapter.prompt_type = prompt_type
-            adapter.mteb_task = next((TASKS[n].spec.mteb_task for n in names if group in TASKS[n].groups()
-                                      and TASKS[n].spec.mteb_task), "SCIDOCS")
-            files[group] = embedded_file(role, group)
-        adapter.prompt_type, adapter.mteb_task = None, "SCIDOCS"
-        if papers or not roles:
-            embeddings = embedded_file(papers, "embeddings")
-            if save is not None:
-                if output_kind(save) != "jsonl":
-                    convert_embeddings(embeddings, save, progress=False, option="save_embeddings")
-                else:
-                    with open(embeddings, "rb") as source, atomic_write(save, "save_embeddings") as target:
-                        shutil.copyfileobj(source, target)
-                embeddings = save
-            files = {**dict.fromkeys(embedding_groups(), embeddings), **files}
-        embedded = time.perf_counter()
-        result = evaluate(files, suite, tasks=names, split=split, missing=missing, task_params=task_params,
-                          model=adapter.name, cache=save is not None or bool(name and cache), progress=progress)
-    result.settings["model_object"] = adapter.describe()
-    result.timings["embed"] = round(embedded - started, 3)
+        def embeddings_path(group: str | None) -> Path:
+            return embeddings if group is None else embeddings.with_name(f"{embeddings.stem}.{group}.jsonl")
+
+        try:
+            result = embed_and_score(adapter, suite, embeddings_path, name=adapter.name, tasks=tasks,
+                                     benchmark=benchmark, split=split, missing=missing, task_params=task_params,
+                                     resume=cached is not None, cache=save is not None or cached is not None,
+                                     progress=progress, call=adapter.describe(),
+                                     option="save_embeddings" if embeddings == save else "output")
+        except BaseException:
+            if embeddings == save:  # no half-written file where the user asked for a finished one
+                discard(save)
+                discard(settings_file(save))
+            raise
+        assert result is not None  # a model object is embedded on one process
+        if save is not None and embeddings != save and embeddings.is_file():
+            if output_kind(save) != "jsonl":
+                convert_embeddings(embeddings, save, progress=False, option="save_embeddings")
+            else:
+                with open(embeddings, "rb") as source, atomic_write(save, "save_embeddings") as target:
+                    shutil.copyfileobj(source, target)
     if output is not None:
         result.save(output)
     return result

@@ -25,17 +25,15 @@ from pathlib import Path
 import numpy as np
 import orjson
 
-from scidocs_eval.data.resolve import resolve_suite
 from scidocs_eval.errors import InputError, ScidocsEvalError
 from scidocs_eval.formats.embeddings import format_embedding_line
+from scidocs_eval.formats.embeddings_output import write_embeddings_file
 from scidocs_eval.formats.provenance import write_settings
-from scidocs_eval.formats.safe_output import atomic_write
 from scidocs_eval.formats.suite import Paper
-from scidocs_eval.models.adapter import Adapter, get_adapter
-from scidocs_eval.models.baseline import _metadata_files, fitted_settings, output_settings
-from scidocs_eval.models.distributed import Distributed, init_distributed, is_main_process, leave_process_group
+from scidocs_eval.models.adapter import Adapter
+from scidocs_eval.models.distributed import Distributed, init_distributed, leave_process_group
 from scidocs_eval.models.encoder import TransformerEncoder
-from scidocs_eval.progress import progress_bar
+from scidocs_eval.progress import announce, progress_bar
 
 MANIFEST = "manifest.json"
 
@@ -111,8 +109,8 @@ class _ShardedRun:
     """One process's share of a sharded embedding run (see the module docstring)."""
 
     def __init__(self, encoder: TransformerEncoder, papers: Sequence[Paper], out: Path, dist: Distributed,
-                 settings: dict, resume: bool, progress: bool):
-        self.encoder, self.out, self.dist = encoder, out, dist
+                 settings: dict, resume: bool, progress: bool, option: str):
+        self.encoder, self.out, self.dist, self.option = encoder, out, dist, option
         self.papers = list(papers)
         self.with_text = [paper for paper in self.papers if paper.has_text]
         self.parts = parts_folder(out)
@@ -186,53 +184,42 @@ class _ShardedRun:
         if missing:
             raise ScidocsEvalError(f"{len(missing)} paper(s) are in no part of {self.parts} (the first "
                                    f"{missing[0]!r}); rerun with --resume")
-        with atomic_write(self.out, "--out") as handle:
-            for paper in self.papers:
-                handle.write(lines[paper.paper_id] if paper.has_text else format_embedding_line(paper.paper_id, None))
+        write_embeddings_file(self.out, (lines[paper.paper_id] if paper.has_text else
+                                         format_embedding_line(paper.paper_id, None) for paper in self.papers),
+                              self.option)
         for written in [*part_files, self.parts / MANIFEST]:
             written.unlink(missing_ok=True)
         self.parts.rmdir()
 
 
-def embed_sharded(adapter: Adapter, papers: Sequence[Paper], out: str | os.PathLike[str], resume: bool = False,
-                  progress: bool = True, settings: dict | None = None) -> Path:
+def embed_sharded(adapter: Adapter, papers: Sequence[Paper], out: str | os.PathLike[str], resume: bool,
+                  progress: bool, record: dict, option: str = "--out") -> Path:
     """Embed `papers` into `out` (official format) with every torchrun process; see the module docstring.
 
-    Every process calls this; `out` is complete when it returns (rank 0 wrote it). `adapter` must be a
-    transformer adapter ("transformer", "specter", "scibert", ...): its tokenizer gives the token counts.
-    A paper with neither title nor abstract gets ``"embedding": []``. Rank 0 records next to `out` what
-    `write_embeddings` records (adapter, parameters, `settings`), so a later resume of `out` is checked alike.
+    Every process calls this (through `scidocs_eval.models.embedding.write_embeddings`); `out` is complete when
+    it returns (rank 0 wrote it). `adapter` must be a transformer adapter ("transformer", "specter", "scibert",
+    ...): its tokenizer gives the token counts. A paper with neither title nor abstract gets ``"embedding": []``.
+    Rank 0 writes `record` (what produced the file) next to `out`, so a later resume of `out` is checked alike.
     """
-    record = output_settings(adapter, settings)  # before the device is resolved: as the user gave the parameters
     if not isinstance(getattr(type(adapter), "encoder", None), property) or not hasattr(adapter, "device"):
         raise ScidocsEvalError(f"embedding on several processes needs a transformer adapter (transformer, specter, "
                                f"scibert, ...), not {adapter.name!r}; run it without torchrun")
     dist, device = init_distributed(adapter.device)
+    announce(f"embedding {len(papers)} papers with {adapter.name} into {out} on {dist.world_size} processes",
+             enabled=progress and dist.is_main)
     try:
         adapter.device = device  # before the adapter builds its encoder
         if not isinstance(adapter.encoder, TransformerEncoder):
             raise ScidocsEvalError(f"adapter {adapter.name!r} has no transformers encoder to shard")
         settings = {key: value for key, value in adapter.get_params().items() if key != "device"}
-        run = _ShardedRun(adapter.encoder, papers, Path(out), dist, {"adapter": adapter.name, **settings}, resume,
-                          progress)
+        run = _ShardedRun(adapter.encoder, papers, Path(out), dist,
+                          {"adapter": adapter.name, "weights": record.get("weights"), **settings}, resume, progress,
+                          option)
         for step in (run.check_start, run.plan, run.start_parts, run.embed_share, run.merge):
             _together(dist, step)
         if dist.is_main:
-            write_settings(Path(out), record)
+            write_settings(Path(out), record, option)
     finally:
         if dist.world_size > 1:
             leave_process_group()
     return Path(out)
-
-
-def embed_suite_sharded(name: str, data: str | os.PathLike[str] | None, params: dict, out_dir: str | os.PathLike[str],
-                        tasks: Sequence[str] | None, resume: bool, progress: bool) -> bool:
-    """`baseline NAME` under torchrun: embed the suite's papers into OUT_DIR/NAME.jsonl on every process.
-
-    Returns True in rank 0, which goes on to score the file; False in the others.
-    """
-    suite = resolve_suite(data)
-    papers = suite.papers(_metadata_files(suite, tasks))
-    embed_sharded(get_adapter(name, **params), papers, Path(out_dir) / f"{name}.jsonl", resume, progress,
-                  settings=fitted_settings(papers))
-    return is_main_process()

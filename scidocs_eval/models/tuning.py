@@ -1,10 +1,12 @@
 """`--tune`: pick an adapter's settings on the suite's validation split.
 
 Criterion: the mean main score (MAP) over the registered ranking tasks (co-view, co-read, cite, co-cite and any
-other task of the "ranking" family) whose `val.qrel` the suite has, computed by the real tasks through
-`scidocs_eval.evaluate(..., split="val")`. Classification is left out of the criterion: its linear-SVM grid costs
-far more than one embedding of the val papers, and the ranking tasks are where these baselines differ most. Only
-the val queries and candidates are embedded per candidate setting; test data is never read.
+other task of the "ranking" family) whose `val.qrel` the suite has, computed by the real tasks through the
+scoring core `scidocs_eval.evaluation.runner.score_tasks(..., split="val")`: no bootstrap intervals, no
+fingerprints, no files, which `evaluate` adds on top and a grid would throw away. Classification is left out of
+the criterion: its linear-SVM grid costs far more than one embedding of the val papers, and the ranking tasks are
+where these baselines differ most. Only the val queries and candidates are embedded per candidate setting; test
+data is never read.
 """
 
 from __future__ import annotations
@@ -18,8 +20,8 @@ import numpy as np
 from sklearn.model_selection import ParameterGrid
 
 from scidocs_eval.errors import ScidocsEvalError
-from scidocs_eval.evaluation.runner import evaluate
-from scidocs_eval.evaluation.task import TASKS, task_names
+from scidocs_eval.evaluation.runner import score_tasks
+from scidocs_eval.evaluation.task import TASKS, embedding_groups, task_names
 from scidocs_eval.formats.embeddings import EmbeddingStore
 from scidocs_eval.formats.suite import Paper, Suite
 from scidocs_eval.progress import progress_bar
@@ -68,8 +70,8 @@ class ValScorer:
     def score(self, matrix: np.ndarray) -> float:
         """Mean val MAP (×100) of `matrix`, shape (len(self.papers), dim), row i embedding self.papers[i]."""
         store = EmbeddingStore.from_mapping({p.paper_id: row for p, row in zip(self.papers, matrix)})
-        result = evaluate(store, self.suite, tasks=self.tasks, split="val", cache=False, progress=False)
-        return float(np.mean([result.tasks[task].metrics[TASKS[task].spec.main_score] for task in result.tasks]))
+        results, _, _ = score_tasks(dict.fromkeys(embedding_groups(), store), self.suite, self.tasks, "val")
+        return float(np.mean([results[task].metrics[TASKS[task].spec.main_score] for task in results]))
 
     def search(self, grid: Sequence[Mapping[str, Any]], embed: Callable[[dict[str, Any]], np.ndarray],
                desc: str = "tuning on val") -> TuningResult:

@@ -1,0 +1,170 @@
+"""One way from a model to a score: fit, embed the papers the tasks need, write, score, record the model.
+
+`embed_and_score` is what `baseline`, `evaluate_model` and SPECTER2's per-group adapters run, on one process or
+under torchrun (every process embeds a share, rank 0 scores). It takes an adapter, or {embeddings group: adapter}
+when each group has a model of its own; it fits each adapter on every paper of the metadata files the tasks read
+(or a separate corpus), embeds only the papers the chosen tasks score for the split
+(`scidocs_eval.evaluation.papers`; the queries and documents of retrieval tasks apart, one file per group, with
+their MTEB prompt type: `Adapter.embedding_role`), writes them through `write_embeddings` in input order, scores
+with `evaluate` and records what embedded them as the result's `ModelInfo`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from scidocs_eval.data.resolve import resolve_suite
+from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.evaluation.papers import fit_papers, papers_by_group, papers_to_embed, role_papers
+from scidocs_eval.evaluation.results import ModelInfo, RunResult
+from scidocs_eval.evaluation.runner import evaluate
+from scidocs_eval.evaluation.task import (
+    DEFAULT_MIN_COVERAGE,
+    TASKS,
+    MissingPolicy,
+    build_tasks,
+    embedding_groups,
+    selected_tasks,
+)
+from scidocs_eval.formats.corpus import read_papers
+from scidocs_eval.formats.safe_output import claim_inputs_are_not_outputs, claim_output
+from scidocs_eval.formats.suite import Paper, Suite
+from scidocs_eval.models.adapter import Adapter, get_adapter
+from scidocs_eval.models.distributed import is_main_process
+from scidocs_eval.models.embedding import fitted_settings, write_embeddings
+
+log = logging.getLogger("scidocs_eval")
+
+Model = Adapter | Mapping[str, Adapter]
+"""One adapter for every embeddings group, or {group: adapter}."""
+EmbeddingsPath = Callable[[str | None], Path]
+"""Where the embeddings go: called with None for one file for every group, else with each group's name."""
+
+
+def model_info(model: Model, train_corpus: str | os.PathLike[str] | None = None,
+               call: Mapping[str, Any] | None = None) -> ModelInfo:
+    """What the results file records of `model` (a mapping: its first adapter's name and parameters, and which
+    task adapter embedded each group)."""
+    adapters = model if isinstance(model, Mapping) else {}
+    first = next(iter(adapters.values())) if adapters else model
+    assert isinstance(first, Adapter)
+    groups = {group: str(getattr(adapter, "task_adapter", adapter.name)) for group, adapter in adapters.items()}
+    return ModelInfo(name=first.name, paper_row=None if adapters else first.paper_row, params=first.get_params(),
+                     best_params=dict(getattr(first, "best_params_", {})),
+                     train_corpus=str(train_corpus) if train_corpus else None, groups=groups,
+                     row_detail=first.row_detail(), row_note=first.row_note(), call=dict(call or {}))
+
+
+def embed_and_score(
+    model: Model,
+    data: str | os.PathLike[str] | Suite | None,
+    embeddings_path: EmbeddingsPath,
+    *,
+    name: str,
+    tasks: Sequence[str] | None = None,
+    split: str = "test",
+    missing: MissingPolicy = "official",
+    task_params: Mapping[str, Mapping[str, Any]] | None = None,
+    train_corpus: Sequence[Paper] | None = None,
+    train_corpus_path: str | os.PathLike[str] | None = None,
+    resume: bool = False,
+    cache: bool = True,
+    progress: bool = True,
+    call: Mapping[str, Any] | None = None,
+    output: str | os.PathLike[str] | None = None,
+    min_coverage: float = DEFAULT_MIN_COVERAGE,
+    option: str = "output",
+    benchmark: str | None = None,
+) -> RunResult | None:
+    """Fit `model`, embed the papers the tasks need, score them; None in the torchrun processes but rank 0.
+
+    Args:
+        model: an adapter, or {embeddings group: adapter} (each group's papers embedded by its own adapter).
+        data: suite directory, "demo", a Suite, or None for the default data directory.
+        embeddings_path: where each embeddings file goes (see `EmbeddingsPath`).
+        name: the model's name in results and tables.
+        tasks, benchmark, split, missing, task_params: as in `evaluate`.
+        train_corpus: what a fitted adapter learns from (default: every paper of the tasks' metadata files);
+            `train_corpus_path` names it in the results.
+        resume: keep the papers already in the embeddings files (same settings only, see `write_embeddings`).
+        cache: let `evaluate` reuse or write the parsed-embeddings cache.
+        call: how a model object was called (recorded in `ModelInfo.call`).
+        output: where to write the results JSON (none by default).
+        min_coverage: as in `evaluate`.
+        option: the option naming the embeddings files, for messages (`--out-dir`).
+    """
+    names = selected_tasks(tasks, benchmark)
+    build_tasks(names, task_params)  # task parameters checked before any fitting
+    started = time.perf_counter()
+    suite = resolve_suite(data)
+    adapters = dict(model) if isinstance(model, Mapping) else None
+    by_group = papers_by_group(suite, names, split)
+    roles = role_papers(suite, names, split)
+    if adapters is not None and (absent := sorted((set(by_group) | set(roles)) - set(adapters))):
+        raise ScidocsEvalError(f"no adapter given for the {', '.join(absent)} embeddings group(s) the tasks need")
+    corpus = list(train_corpus) if train_corpus is not None else \
+        fit_papers(suite, names) + [paper for papers, _ in roles.values() for paper in papers]
+    for adapter in {id(a): a for a in (adapters.values() if adapters else [model])}.values():  # type: ignore[union-attr]
+        if adapter.requires_fit:
+            log.info("fitting %s on %d papers", adapter.name, len(corpus))
+        adapter.fit(corpus, suite)
+    fitted = time.perf_counter()
+    settings = fitted_settings(corpus, train_corpus_path)
+
+    def write(adapter: Adapter, papers: Sequence[Paper], group: str | None) -> Path:
+        return write_embeddings(adapter, papers, embeddings_path(group), resume=resume, progress=progress,
+                                settings=settings, option=option)
+
+    files: Path | dict[str, Path] = {}
+    if adapters is None:
+        assert isinstance(model, Adapter)
+        if by_group or not roles:
+            papers = fit_papers(suite, names) if model.transductive else papers_to_embed(suite, names, split)
+            files = write(model, papers, None)
+    else:
+        files = {group: write(adapters[group], papers, group) for group, papers in by_group.items()}
+    apart = {}
+    for group, (papers, prompt_type) in roles.items():
+        adapter = adapters[group] if adapters is not None else model
+        assert isinstance(adapter, Adapter)
+        with adapter.embedding_role(prompt_type, _mteb_task(names, group)):
+            apart[group] = write(adapter, papers, group)
+    if apart:
+        files = {**(dict.fromkeys(embedding_groups(), files) if isinstance(files, Path) else files), **apart}
+    embedded = time.perf_counter()
+    if not is_main_process():
+        return None
+    result = evaluate(files, suite, tasks=names, split=split, missing=missing, task_params=task_params, model=name,
+                      cache=cache, progress=progress, min_coverage=min_coverage)
+    result.model_info = model_info(model, train_corpus_path, call)
+    result.timings.update(fit=round(fitted - started, 3), embed=round(embedded - fitted, 3))
+    if output is not None:
+        result.save(output)
+    return result
+
+
+def _mteb_task(names: Sequence[str], group: str) -> str | None:
+    """The MTEB task whose queries or documents `group` holds (an MTEB encoder is given its metadata)."""
+    return next((TASKS[name].spec.mteb_task for name in names
+                 if group in TASKS[name].groups() and TASKS[name].spec.mteb_task), None)
+
+
+def embed_metadata(adapter_name: str, params: Mapping[str, Any], metadata: str | os.PathLike[str],
+                   out: str | os.PathLike[str], *, resume: bool = False, progress: bool = True,
+                   option: str = "output") -> tuple[Path, int]:
+    """`embed`: the papers of a metadata file into `out` with a registered adapter that needs no fitting (one
+    process or torchrun); returns the file and the number of papers. An adapter that learns from a corpus is
+    refused before anything is read or claimed."""
+    adapter = get_adapter(adapter_name, **params)
+    adapter.check_fitted()
+    adapter.validate()
+    claim_inputs_are_not_outputs([metadata], {option: out})
+    if is_main_process():
+        claim_output(out, option)
+    papers = read_papers(metadata)
+    return write_embeddings(adapter, papers, out, resume=resume, progress=progress, option=option), len(papers)

