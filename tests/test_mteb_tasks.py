@@ -144,7 +144,7 @@ def test_an_mteb_encoder_scores_what_the_sentence_transformer_scores(tmp_path: P
     assert speaks_mteb_protocol(wrapper.encode) and not speaks_mteb_protocol(model.encode)
     ours = evaluate_model(model, tmp_path, tasks=["scidocs-rr"], batch_size=16, cache=False, progress=False)
     theirs = evaluate_model(wrapper, tmp_path, tasks=["scidocs-rr"], batch_size=16, cache=False, progress=False)
-    assert theirs.settings["model_object"]["protocol"] == "mteb"
+    assert theirs.model_info.call["protocol"] == "mteb"
     for metric, value in ours.tasks["scidocs-rr"].details["mteb_scores"].items():
         assert theirs.tasks["scidocs-rr"].details["mteb_scores"][metric] == pytest.approx(value, abs=1e-6), metric
     assert ours.tasks["scidocs-rr"].metrics == theirs.tasks["scidocs-rr"].metrics
@@ -273,7 +273,7 @@ def test_any_object_with_mtebs_encode_signature_is_fed_as_mteb_feeds_it(tmp_path
             return np.stack([built["texts"][text] for text in texts])
 
     result = evaluate_model(OwnEncoder(), tmp_path, tasks=["scidocs-retrieval"], cache=False, progress=False)
-    assert result.settings["model_object"]["protocol"] == "mteb"
+    assert result.model_info.call["protocol"] == "mteb"
     assert {(name, kind) for _, name, kind in seen} == {("SCIDOCS", "query"), ("SCIDOCS", "document")}
     direct = _ours(tmp_path, built, "scidocs-retrieval")
     assert result.tasks["scidocs-retrieval"].details["mteb_scores"] == direct.details["mteb_scores"]
