@@ -18,6 +18,7 @@ distance). docs/baselines.md has what each does on Cora and CiteSeer.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -31,6 +32,8 @@ from scidocs_eval.formats.corpus import read_citations
 from scidocs_eval.formats.suite import METADATA_FILES, Paper, Suite
 from scidocs_eval.models.adapter import register_adapter
 from scidocs_eval.models.tuning import ValScorer, parameter_grid
+
+log = logging.getLogger(__name__)
 
 Edge = tuple[str, str]
 """(citing paper id, cited paper id)."""
@@ -108,9 +111,14 @@ class SgcAdapter(SifAdapter):
         known = {paper.paper_id for paper in papers}
         links = read_citations(self.citations, known) if self.citations else []
         edges = [(citing, cited) for _, citing, cited in links]
+        read = len(edges) + (len(metadata_citations(suite)) if suite is not None else 0)
         if suite is not None:
             edges = guard_edges(edges + metadata_citations(suite), suite)
         self.edges_ = edges
+        if not any(citing in known and cited in known and citing != cited for citing, cited in edges):
+            log.warning("sgc: no citation edge between the %d papers survives the leakage guard (%d edges read); "
+                        "every paper keeps its SIF vector, so sgc equals sif here. Give a citation graph "
+                        "with --citations FILE (TSV citing<TAB>cited).", len(known), read)
         self.fit_sif(papers, suite, word_vectors, tune_a=False)
         if not self.tune:
             return None

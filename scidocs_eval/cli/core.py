@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import glob
+import sys
 from pathlib import Path
 
 from scidocs_eval.baselines.specter2 import parse_group_adapters, run_specter2_by_group
@@ -56,12 +57,35 @@ def _tasks(text: str | None) -> list[str] | None:
     return [t.strip() for t in text.split(",") if t.strip()] if text else None
 
 
-def _print_result(result: RunResult, output: Path | None, ci: bool = False) -> None:
+VALUES_NOTE = "Values are ×100 (F1, MAP, nDCG and P@1 in percent, 2 decimals), as the paper prints them."
+
+
+def _describe_file(path: Path) -> str:
+    size = path.stat().st_size
+    what = "results" if path.name.endswith(".results.json") else "embeddings" if path.suffix == ".jsonl" else "file"
+    return f"{path} ({what}, {size / 1e6:.1f} MB)" if size >= 100_000 else f"{path} ({what})"
+
+
+def _print_result(result: RunResult, written: list[Path], ci: bool = False) -> int:
+    """The run's table, the Table 1 row beside the paper's row of the same name, what was written where and the
+    next command; exit status 2 when a task could not run (an error line each)."""
+    print(VALUES_NOTE)
     print(result.format_table(ci=ci))
     print()
-    print(render_table1([result], include_paper=False))
-    if output:
-        print(f"results written to {output}")
+    print(render_table1([result], include_paper="same-name"))
+    results_file = next((path for path in written if path.name.endswith(".json")), None)
+    if written:
+        print(f"Wrote {', '.join(_describe_file(path) for path in written if path.exists())}.")
+    if results_file is not None:
+        print(f"Next: `scidocs-eval table {results_file.parent}/` (Table 1 beside every paper row), "
+              f"`scidocs-eval compare OTHER.results.json {results_file}`, "
+              f"`scidocs-eval report {results_file} --out site/`.")
+    else:
+        print("Results not kept: add `-o results.json` to write them (then `scidocs-eval table`, `compare`, "
+              "`report` read them).")
+    for name, why in result.failed.items():
+        print(f"scidocs-eval: error: task {name} not run: {why}", file=sys.stderr)
+    return 2 if result.failed else 0
 
 
 def _is_results_file(path: Path) -> bool:
@@ -108,8 +132,7 @@ def _run(args: argparse.Namespace) -> int:
     result = evaluate(embeddings, args.data, tasks=_tasks(args.tasks), split=args.split, missing=args.missing,
                       task_params=_task_params(args.task_param), model=args.name, output=output,
                       cache=not args.no_cache, dtype=args.dtype, progress=not args.quiet)
-    _print_result(result, output, ci=args.ci)
-    return 0
+    return _print_result(result, [output] if output else [], ci=args.ci)
 
 
 def _table(args: argparse.Namespace) -> int:
@@ -140,8 +163,7 @@ def _baseline(args: argparse.Namespace) -> int:
                                        tasks=_tasks(args.tasks), split=args.split,
                                        task_params=_task_params(args.task_param), resume=resume,
                                        progress=not args.quiet)
-        _print_result(result, Path(args.out_dir) / "specter2.results.json")
-        return 0
+        return _print_result(result, _baseline_outputs(args.out_dir, "specter2"))
     if process_count() > 1:  # torchrun: every process embeds a share, rank 0 scores
         if not embed_suite_sharded(args.name, args.data, params, args.out_dir, _tasks(args.tasks), resume,
                                    progress=not args.quiet):
@@ -151,8 +173,11 @@ def _baseline(args: argparse.Namespace) -> int:
                           train_corpus=args.train_corpus, tasks=_tasks(args.tasks), split=args.split,
                           task_params=_task_params(args.task_param), resume=resume,
                           progress=not args.quiet)
-    _print_result(result, Path(args.out_dir) / f"{args.name}.results.json")
-    return 0
+    return _print_result(result, _baseline_outputs(args.out_dir, args.name))
+
+
+def _baseline_outputs(out_dir: str, name: str) -> list[Path]:
+    return [Path(out_dir) / f"{name}.jsonl", Path(out_dir) / f"{name}.results.json"]
 
 
 def _demo(args: argparse.Namespace) -> int:

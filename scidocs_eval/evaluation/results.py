@@ -68,6 +68,8 @@ class RunResult:
     tasks: dict[str, TaskResult]
     settings: dict[str, Any] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)
+    failed: dict[str, str] = field(default_factory=dict)
+    """Tasks that could not run (an optional package missing), with the reason; the CLI exits non-zero."""
     fingerprints: dict[str, Any] = field(default_factory=dict)
     versions: dict[str, str] = field(default_factory=package_versions)
     timings: dict[str, float] = field(default_factory=dict)
@@ -120,4 +122,5 @@ class RunResult:
                 lines.append(f"{name if i == 0 else '':<8} {metric:<9} {value:>7.2f}   {interval}"
                              f"{coverage if i == 0 else ''}")
         lines += [f"{name:<8} skipped: {why}" for name, why in self.skipped.items()]
+        lines += [f"{name:<8} NOT RUN: {why}" for name, why in self.failed.items()]
         return "\n".join(lines)

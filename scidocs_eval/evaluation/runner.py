@@ -13,6 +13,7 @@ import numpy as np
 
 from scidocs_eval.data.resolve import resolve_suite
 from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.extras import MissingExtraError
 from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.significance import confidence_intervals
 from scidocs_eval.evaluation.task import TASKS, MissingPolicy, embedding_groups, get_task, task_names
@@ -89,7 +90,9 @@ def evaluate(
         embeddings: one JSON lines file (or EmbeddingStore) for every task, or a mapping from the official
             groups ("cls", "user-citation", "recomm") to one file each.
         data: suite directory, "demo", a Suite, or None for the default data directory.
-        tasks: task names (default: all registered ones). Tasks whose files are absent are skipped with a note.
+        tasks: task names (default: all registered ones). Tasks whose files are absent are skipped with a note;
+            a task whose optional package is missing is not run, with a warning, and listed in `result.failed`
+            with the extra to install (the other tasks are scored).
         split: "test" (what the paper reports) or "val".
         missing: "official" (the official rules for papers without an embedding) or "error".
         task_params: constructor parameters per task name, e.g. {"recomm": {"seeds": 3}}.
@@ -113,7 +116,7 @@ def evaluate(
     sources = _as_sources(embeddings)
     stores = _Stores(sources, cache, dtype, progress)
     params = task_params or {}
-    results, skipped, files = {}, {}, []
+    results, skipped, failed, files = {}, {}, {}, []
     checked = {name: get_task(name, **params.get(name, {})) for name in dict.fromkeys([*names, *params])}
     for name in names:
         task = checked[name]
@@ -126,24 +129,31 @@ def evaluate(
         if task.embedding_group not in sources:
             skipped[name] = f"no {task.embedding_group!r} embeddings given"
             continue
-        files += required
-        store = stores.get(task.embedding_group)
-        log.info("running %s", name)
-        task_started = time.perf_counter()
-        result = task.evaluate(suite, store, split=split, missing=missing)
+        try:
+            for requirement in task.requirements():
+                requirement.import_module()
+            files += required
+            store = stores.get(task.embedding_group)
+            log.info("running %s", name)
+            task_started = time.perf_counter()
+            result = task.evaluate(suite, store, split=split, missing=missing)
+        except MissingExtraError as error:
+            failed[name] = str(error)
+            log.warning("%s not run: %s", name, error)
+            continue
         result.seconds = time.perf_counter() - task_started
         result.ci = confidence_intervals(result.items, list(result.metrics))
         results[name] = result
     if not results:
         raise ScidocsEvalError(f"no task could run on {suite.root}: " + "; ".join(f"{k}: {v}" for k, v in
-                                                                             skipped.items()))
+                                                                             {**skipped, **failed}.items()))
     first_source = next(iter(sources.values()))
     model = model or (Path(first_source).stem if not isinstance(first_source, EmbeddingStore) else "embeddings")
     timings = {name: round(result.seconds, 3) for name, result in results.items()}
     timings["loading_embeddings"] = round(stores.seconds, 3)
     timings["total"] = round(time.perf_counter() - started, 3)
     run = RunResult(
-        model=model, tasks=results, skipped=skipped,
+        model=model, tasks=results, skipped=skipped, failed=failed,
         settings={"data": str(suite.root), "tasks": names, "split": split, "missing": missing,
                   "task_params": {k: dict(v) for k, v in params.items()}, "dtype": np.dtype(dtype).name},
         fingerprints={"embeddings": stores.fingerprints(), "data": suite.fingerprint(sorted(set(files)))},

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, ClassVar, Literal
 
+from scidocs_eval.extras import Requirement
 from scidocs_eval.errors import MissingEmbeddingsError
 from scidocs_eval.formats.embeddings import MISSING, EmbeddingStore
 from scidocs_eval.formats.suite import Suite
@@ -118,6 +119,11 @@ class Task(ABC):
                 raise TypeError(f"{cls.__name__}.spec must be a TaskSpec, got {spec!r}")
             cls.name, cls.description = spec.name, spec.description
             cls.embedding_group, cls.metrics = spec.embedding_group, spec.metrics
+
+    def requirements(self) -> list[Requirement]:
+        """The optional packages this task, as configured, needs (checked before it runs; `scidocs-eval tasks`
+        lists them). The default: none, the light core scores it."""
+        return []
 
     @abstractmethod
     def required_files(self, split: str) -> list[str]:

@@ -24,6 +24,7 @@ import numpy as np
 
 from scidocs_eval.evaluation.metrics import propensity_adjusted, rank_terms
 from scidocs_eval.evaluators.recomm_features import COSINE, FEATURE_NAMES, ShownPapers
+from scidocs_eval.extras import Requirement
 from scidocs_eval.registry import Registry
 
 
@@ -51,7 +52,7 @@ def _selection_score(shown: ShownPapers, scores: np.ndarray) -> float:
 @contextlib.contextmanager
 def _reproducible_torch(seed: int, threads: int) -> Iterator[None]:
     """Seed torch's global RNG (restored afterwards), use deterministic kernels and `threads` threads."""
-    import torch
+    torch = MLPRanker.requirement().import_module()
 
     previous_threads = torch.get_num_threads()
     previous_deterministic = torch.are_deterministic_algorithms_enabled()
@@ -69,8 +70,8 @@ def _reproducible_torch(seed: int, threads: int) -> Iterator[None]:
 def _build_network(n_features: int, hidden: int, dropout: float, embedding_dim: int | None) -> Any:
     """The scorer: the MLP over the features; with `embedding_dim`, a query projection (identity at start)
     whose output replaces the cosine column."""
-    import torch
-    from torch import nn
+    torch = MLPRanker.requirement().import_module()
+    nn = torch.nn
 
     class PairScorer(nn.Module):
         def __init__(self) -> None:
@@ -99,6 +100,12 @@ class Ranker(ABC):
     """A recommendation ranker: learns a score per (query, shown paper) from the features; `name` registers it."""
 
     name: ClassVar[str]
+    package: ClassVar[str]
+    """The optional package (see `scidocs_eval.extras`) it trains with; the `recomm` extra installs it."""
+
+    @classmethod
+    def requirement(cls) -> Requirement:
+        return Requirement(cls.package, "recomm", f"recomm's {cls.name} ranker")
 
     @abstractmethod
     def fit(self, train: ShownPapers, val: ShownPapers) -> Ranker:
@@ -132,6 +139,7 @@ class MLPRanker(Ranker):
     """
 
     name = "mlp"
+    package = "torch"
 
     def __init__(self, hidden: int = 50, dropout_grid: tuple[float, ...] = (0.0, 0.4), margin: float = 0.1,
                  batch_size: int = 128, max_epochs: int = 20, patience: int = 3, query_projection: bool = False,
@@ -174,7 +182,7 @@ class MLPRanker(Ranker):
                       weights: np.ndarray) -> dict[str, Any]:
         """The training pairs as tensors: features of both sides (n_pairs, 2, 11), weights, and with the
         projection the query and both candidates' embeddings (n_pairs, d) / (n_pairs, 2, d)."""
-        import torch
+        torch = self.requirement().import_module()
 
         rows = np.stack([clicked, other], axis=1)
         pairs = {"features": torch.from_numpy(train.features[rows]),
@@ -187,7 +195,7 @@ class MLPRanker(Ranker):
     def _fit_one(self, pairs: dict[str, Any], val: ShownPapers, dropout: float,
                  embedding_dim: int) -> tuple[Any, float, int]:
         """(network at its best epoch, its val adj-nDCG, that epoch)."""
-        import torch
+        torch = self.requirement().import_module()
 
         torch.manual_seed(self.seed)
         network = _build_network(len(FEATURE_NAMES), self.hidden, dropout,
@@ -223,7 +231,7 @@ class MLPRanker(Ranker):
 
     def _score(self, network: Any, shown: ShownPapers) -> np.ndarray:
         """(n_rows,) scores in eval mode; each distinct query is projected once."""
-        import torch
+        torch = self.requirement().import_module()
 
         network.eval()
         with torch.no_grad():
@@ -258,6 +266,7 @@ class LambdaRankRanker(Ranker):
     """
 
     name = "lgbm"
+    package = "lightgbm"
 
     def __init__(self, num_leaves_grid: tuple[int, ...] = (7, 31), learning_rate: float = 0.05,
                  max_rounds: int = 300, patience: int = 30, subsample: float = 0.8, min_child_samples: int = 20,
@@ -277,7 +286,7 @@ class LambdaRankRanker(Ranker):
 
         Sets `model_`, `best_params_` ({"num_leaves", "rounds"}) and `val_adj_ndcg_` (per num_leaves).
         """
-        import lightgbm
+        lightgbm = self.requirement().import_module()
 
         weights = train.weights[train.impression] if self.propensity_weights else None
         self.val_adj_ndcg_: dict[int, float] = {}
