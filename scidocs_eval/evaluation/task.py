@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, ClassVar, Literal
 
-from scidocs_eval.extras import Requirement
 from scidocs_eval.errors import MissingEmbeddingsError
+from scidocs_eval.extras import Requirement
 from scidocs_eval.formats.embeddings import MISSING, EmbeddingStore
 from scidocs_eval.formats.suite import Suite
 from scidocs_eval.registry import Registry, check_params

@@ -28,12 +28,15 @@ from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.runner import evaluate
 from scidocs_eval.evaluation.task import MissingPolicy
+from scidocs_eval.extras import require
 from scidocs_eval.formats.corpus import paper_text
 from scidocs_eval.formats.suite import Paper, Suite
 from scidocs_eval.models.adapter import Adapter
 from scidocs_eval.models.baseline import _metadata_files, write_embeddings
 from scidocs_eval.models.model_cache import corpus_fingerprint
 from scidocs_eval.paths import cache_dir
+
+NEEDED_BY = "reading torch tensors from a model object"
 
 log = logging.getLogger("scidocs_eval")
 
@@ -43,7 +46,7 @@ INPUTS = ("text", "papers")
 def _as_numbers(output: Any) -> np.ndarray:
     """A model's output as a numpy array: torch tensors (also bf16, on a GPU, or a list of them) included."""
     if isinstance(output, (list, tuple)) and output and hasattr(output[0], "detach"):
-        import torch
+        torch = require("torch", NEEDED_BY)
 
         output = torch.stack(list(output))
     if hasattr(output, "detach"):

@@ -27,6 +27,7 @@ import orjson
 
 from scidocs_eval.data.resolve import resolve_suite
 from scidocs_eval.errors import InputError, ScidocsEvalError
+from scidocs_eval.extras import require
 from scidocs_eval.formats.embeddings import format_embedding_line
 from scidocs_eval.formats.provenance import write_settings
 from scidocs_eval.formats.suite import Paper
@@ -35,6 +36,8 @@ from scidocs_eval.models.baseline import _metadata_files, fitted_settings, outpu
 from scidocs_eval.models.distributed import Distributed, init_distributed, is_main_process, leave_process_group
 from scidocs_eval.models.encoder import TransformerEncoder
 from scidocs_eval.progress import progress_bar
+
+NEEDED_BY = "embedding under torchrun"
 
 MANIFEST = "manifest.json"
 
@@ -66,7 +69,7 @@ def balance(costs: Sequence[int], processes: int) -> list[list[int]]:
 
 def _together(dist: Distributed, step: Callable[[], None]) -> None:
     """Run `step` in every process; when one raises, every process raises (the others name its rank and error)."""
-    import torch
+    torch = require("torch", NEEDED_BY)
 
     error: BaseException | None = None
     try:
