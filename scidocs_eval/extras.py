@@ -41,8 +41,8 @@ class MissingExtraError(ScidocsEvalError):
         self.module = module
         self.extra = extra
         self.needed_by = needed_by
-        missing = getattr(cause, "name", None)
-        why = ("is not installed" if missing == module.split(".")[0]
+        missing = getattr(cause, "name", None) or ""
+        why = ("is not installed" if missing.split(".")[0] == module.split(".")[0]
                else f"could not be imported ({cause})")
         super().__init__(f"{needed_by} needs {module.split('.')[0]}, which {why}: "
                          f"pip install 'scidocs-eval[{extra}]'")
@@ -51,7 +51,10 @@ class MissingExtraError(ScidocsEvalError):
 def available(module: str) -> bool:
     """Whether the optional package `module` is installed (a cheap check, nothing is imported), for code with a
     documented fallback when it is not."""
-    return importlib.util.find_spec(module) is not None
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ImportError:
+        return False
 
 
 def require(module: str, needed_by: str, extra: str | None = None) -> ModuleType:
