@@ -21,7 +21,7 @@ from scidocs_eval.data.demo import DemoConfig, build_demo_suite
 from scidocs_eval.errors import InputError, ScidocsEvalError
 from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.runner import evaluate
-from scidocs_eval.evaluation.task import TASKS, embedding_groups, task_names
+from scidocs_eval.evaluation.task import TASKS, embedding_groups, get_task, task_names
 from scidocs_eval.formats.safe_output import check_output_file, refuse_replacing_foreign, write_bytes_atomically
 from scidocs_eval.leaderboard import render_table1
 from scidocs_eval.models.adapter import adapter_names
@@ -188,9 +188,14 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _list_tasks(args: argparse.Namespace) -> int:
+    rows = [("task", "embeddings", "metrics", "needs", "description")]
     for name in task_names():
         task = TASKS[name]
-        print(f"{name:<8} {task.embedding_group:<14} {','.join(task.metrics):<16} {task.description}")
+        extras = sorted({f"[{r.extra}] ({r.module})" for r in get_task(name).requirements()})
+        rows.append((name, task.embedding_group, ",".join(task.metrics), " ".join(extras) or "-", task.description))
+    widths = [max(len(row[column]) for row in rows) for column in range(4)]
+    for row in rows:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[4])
     return 0
 
 
