@@ -1,4 +1,4 @@
-"""Every fenced code block of README.md and docs/ runs, offline, or says why not (conventions below; docs/development.md).
+"""Every fenced code block of README.md and docs/ runs, offline, or says why not (the conventions below).
 
 A page's blocks run in order in one fresh folder (also $HOME, so `~/x` stays inside it): `bash` blocks through
 bash, `python` blocks through python, `json` blocks must parse line by line. The HTML comment on the line before
@@ -76,7 +76,8 @@ def test_every_block_is_runnable_or_marked() -> None:
                 problems.append(f"{block.where}: ```{block.language} is not runnable: mark it (see this file)")
             elif block.marker == "output" and (position == 0 or blocks[position - 1].language not in RUNNABLE):
                 problems.append(f"{block.where}: an output block follows no runnable block")
-            elif block.marker == "online" and (position + 1 == len(blocks) or blocks[position + 1].marker):
+            elif block.marker == "online" and (position + 1 == len(blocks)
+                                               or blocks[position + 1].marker not in (None, "slow")):
                 problems.append(f"{block.where}: an online block needs its offline equivalent as the next block")
     assert not problems, "\n".join(problems)
 
@@ -136,8 +137,8 @@ def run_page(page: Path, folder: Path, slow: bool) -> None:
             printed = None
             continue
         if block.marker == "output":
-            assert printed is None or _matches(block.code, printed), f"{block.where}: the page shows\n{block.code}\nthe block printed\n" \
-                                                  f"{printed}"
+            assert printed is None or _matches(block.code, printed), \
+                f"{block.where}: the page shows\n{block.code}\nthe block printed\n{printed}"
             continue
         printed = _run(block, folder)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from importlib import metadata
 from collections.abc import Sequence
 
 from scidocs_eval.cli.options import COMMANDS
@@ -16,12 +17,34 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="scidocs-eval", description="Evaluate scientific-document embeddings on the SciDocs benchmark.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log what is being done")
-    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}",
+                        help="print the version and exit")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
     for _, group in COMMANDS.items():
         group.add_commands(subparsers)
+
     for command in leaf_parsers(parser):
         command.add_argument("--quiet", action="store_true", help="no progress bars")
     return parser
+
+
+def _version() -> str:
+    try:
+        return metadata.version("scidocs-eval")
+    except metadata.PackageNotFoundError:
+        return "(not installed)"
+
+
+def _list_commands(parser: argparse.ArgumentParser) -> int:
+    """A bare `scidocs-eval`: every command with its one line, and where to go next."""
+    print(f"scidocs-eval {_version()}: {parser.description}\n")
+    subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    helps = {action.dest: action.help for action in subparsers._choices_actions}
+    width = max(map(len, helps))
+    for name, text in helps.items():
+        print(f"  {name:<{width}}  {text}")
+    print("\nscidocs-eval COMMAND --help says more; start with `scidocs-eval baseline random --data demo`.")
+    return 0
 
 
 def leaf_parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
@@ -39,6 +62,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
+        if args.command is None:
+            return _list_commands(parser)
         logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                             format="%(levelname)s %(message)s")
         with quiet_mode(args.quiet):
