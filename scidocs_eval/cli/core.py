@@ -139,8 +139,11 @@ def _table(args: argparse.Namespace) -> int:
     paths: list[str] = []
     for pattern in args.results or [f"{DEFAULT_RESULTS_DIR}/*.results.json"]:
         found = sorted(glob.glob(str(Path(pattern) / "*.results.json"))) if Path(pattern).is_dir() else \
-            sorted(glob.glob(pattern)) or [pattern]
-        paths += found
+            sorted(glob.glob(pattern))
+        if not found and not Path(pattern).exists():
+            raise InputError(pattern, f"no such results file or folder (`baseline` writes {DEFAULT_RESULTS_DIR}/ "
+                             "in the folder it runs in)")
+        paths += found or [pattern]
     if not paths:
         raise ScidocsEvalError("no results files given or found")
     results = [RunResult.load(p) for p in paths]
