@@ -245,6 +245,7 @@ def figure2(embeddings: Sequence[str | os.PathLike[str]], suite: Suite, task: st
     `names` label the panels (default: each file's stem). Papers missing from any file are left out of every
     panel with a warning. `clusters` carries the t-SNE/DBSCAN settings; its seed defaults to `seed`.
     """
+    require("matplotlib", NEEDED_BY)  # before minutes of t-SNE, not after
     if not embeddings:
         raise ScidocsEvalError("figure 2 needs at least one embeddings file")
     names = list(names) if names else [Path(e).stem for e in embeddings]

@@ -100,3 +100,17 @@ def adapter_params(args: argparse.Namespace, options: Sequence[str] = MODEL_OPTI
         if value not in (None, False):
             params[option] = value
     return params
+
+
+def add_hidden_alias(parser: argparse.ArgumentParser, action: argparse.Action, *flags: str) -> argparse.Action:
+    """An old spelling of `action`'s option (`--output` for `--out`): it still works, sets the same value, and
+    `--help` does not show it, so each idea has one spelling in the help and scripts keep working."""
+    kwargs: dict[str, Any] = {"dest": action.dest, "help": argparse.SUPPRESS, "default": argparse.SUPPRESS}
+    if isinstance(action, argparse._StoreConstAction):
+        kwargs.update(action="store_const", const=action.const)
+    else:
+        kwargs.update(type=action.type, choices=action.choices, metavar=action.metavar, nargs=action.nargs)
+    alias = parser.add_argument(*flags, **kwargs)
+    if kind := getattr(action, "output_kind", None):
+        alias.output_kind = kind  # type: ignore[attr-defined]
+    return alias
