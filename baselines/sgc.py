@@ -27,7 +27,7 @@ from scipy import sparse
 from scidocs_eval.baselines.fasttext_sum import MAX_TRAINED_TOKENS, TUNE_MAX_TOKENS, WordVectors
 from scidocs_eval.baselines.sif import SifAdapter
 from scidocs_eval.errors import ScidocsEvalError
-from scidocs_eval.evaluation.task import task_names
+from scidocs_eval.evaluation.task import TASKS, task_names
 from scidocs_eval.formats.corpus import read_citations
 from scidocs_eval.formats.suite import METADATA_FILES, Paper, Suite
 from scidocs_eval.models.adapter import register_adapter
@@ -117,10 +117,7 @@ class SgcAdapter(SifAdapter):
         if suite is not None:
             edges = guard_edges(edges, suite)
         self.edges_ = edges
-        if not any(citing in known and cited in known and citing != cited for citing, cited in edges):
-            log.warning("sgc: no citation edge between the %d papers survives the leakage guard (%d edges read); "
-                        "every paper keeps its SIF vector, so sgc equals sif here. Give a citation graph "
-                        "with --citations FILE (TSV citing<TAB>cited).", len(known), read)
+        self._warn_where_it_equals_sif(known, suite, read)
         self.fit_sif(papers, suite, word_vectors, tune_a=False)
         if not self.tune:
             return None
@@ -132,6 +129,24 @@ class SgcAdapter(SifAdapter):
         search = scorer.search(parameter_grid(k=K_GRID), lambda s: steps[s["k"]][val_rows], desc="tuning sgc k")
         self.k = search.best["k"]
         return search.best_score
+
+    def _warn_where_it_equals_sif(self, known: set[str], suite: Suite | None, read: int) -> None:
+        """A warning naming the tasks whose papers no surviving edge touches: there SGC scores what SIF scores."""
+        linked = {paper for citing, cited in self.edges_ if citing != cited and citing in known and cited in known
+                  for paper in (citing, cited)}
+        if suite is None:
+            unlinked = [] if linked else ["every task"]
+        else:
+            by_file: dict[str, list[str]] = {}
+            for name in task_names():
+                by_file.setdefault(TASKS[name].spec.metadata_file, []).append(name)
+            unlinked = [name for file, names in by_file.items() if suite.has(file)
+                        and linked.isdisjoint(suite.metadata(file)) for name in names]
+        if unlinked:
+            log.warning("sgc: no citation edge survives the leakage guard among the papers of %s (%d edges read, "
+                        "%d papers linked): each keeps its SIF vector, so sgc scores what sif scores there. Give "
+                        "a citation graph with --citations FILE (TSV citing<TAB>cited).", ", ".join(unlinked), read,
+                        len(linked))
 
     def propagate_steps(self, papers: Sequence[Paper], k: int) -> list[np.ndarray]:
         """[X, S X, S² X, …, S^k X] for `papers`, each (n, dim) float64, rows rescaled as `row_norm` says."""

@@ -3,12 +3,14 @@ what it wrote where and what to run next."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
 
 from scidocs_eval.cli.main import main
 from scidocs_eval.formats.suite import Suite
+from scidocs_eval.models.adapter import get_adapter
 
 
 def test_baseline_output_guides(demo_suite: Suite, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -35,3 +37,12 @@ def test_run_without_output_file_says_how_to_keep_it(demo_suite: Suite, tmp_path
     printed = capsys.readouterr().out
     assert "| Random (paper) |" in printed  # the file's stem names the paper's row
     assert "Results not kept: add `-o results.json`" in printed
+
+
+def test_sgc_says_where_it_equals_sif(demo_suite: Suite, demo_vectors: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The demo's ranking and classification papers have no citations; its recomm papers do."""
+    with caplog.at_level(logging.WARNING):
+        get_adapter("sgc", vectors=str(demo_vectors), k=2).fit(demo_suite.papers(), demo_suite)
+    warning = next(r.getMessage() for r in caplog.records if r.getMessage().startswith("sgc: no citation edge"))
+    assert "mag, mesh, coview, coread, cite, cocite (" in warning and "sgc scores what sif scores" in warning
+    assert "recomm" not in warning.split("(")[0]
