@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from importlib import metadata
 from collections.abc import Sequence
+from importlib import metadata
 
 from scidocs_eval.cli.options import COMMANDS
 from scidocs_eval.cli.quiet import quiet_mode
