@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from scidocs_eval.cli.options import COMMANDS, CommandGroup, add_output
+from scidocs_eval.cli.options import COMMANDS, CommandGroup, add_hidden_alias, add_output
 from scidocs_eval.evaluation.comparison import ALPHA, compare, write_json
 from scidocs_eval.evaluation.significance import RESAMPLES
 
@@ -21,7 +21,7 @@ def _compare(args: argparse.Namespace) -> int:
 def add_commands(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "compare", help="paired significance tests: is B better than A, per task and metric?",
-        description="Compare results files (from `run --output` or `baseline`) scored on the same suite files and "
+        description="Compare results files (from `run --out` or `baseline`) scored on the same suite files and "
                     "split: per task and metric, B - A, its 95% paired-bootstrap interval, a paired test's p-value "
                     "(randomization; recomm: bootstrap), Holm-corrected over the metrics, and a verdict. With more "
                     "than two files, each is compared with the first. See docs/significance.md.")
@@ -32,7 +32,8 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seeds the resampling (default: %(default)s)")
     parser.add_argument("--alpha", type=float, default=ALPHA,
                         help="significance level of the verdicts, on Holm-corrected p-values (default: %(default)s)")
-    add_output(parser, "--json", kind="file", metavar="OUT", help="also write the comparison as JSON here")
+    add_hidden_alias(parser, add_output(parser, "-o", "--out", dest="json", kind="file", metavar="OUT",
+                                        help="also write the comparison as JSON here"), "--json")
     parser.add_argument("--markdown", action="store_true", help="print markdown tables instead of plain text")
     parser.set_defaults(func=_compare)
 

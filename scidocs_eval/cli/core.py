@@ -13,6 +13,7 @@ from scidocs_eval.cli.options import (
     MODEL_OPTIONS,
     CommandGroup,
     adapter_params,
+    add_hidden_alias,
     add_model_options,
     add_output,
     parse_params,
@@ -36,7 +37,8 @@ def _add_evaluation_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", help="suite directory in the official layout, or 'demo' for the synthetic "
                         "demo suite (default: $SCIDOCS_EVAL_DATA or the per-user data directory)")
     parser.add_argument("--tasks", help=f"comma-separated subset of: {','.join(task_names())}")
-    parser.add_argument("--split", choices=("test", "val"), default="test")
+    parser.add_argument("--split", choices=("test", "val"), default="test",
+                        help="the split scored: test (what the paper reports, default) or val")
     parser.add_argument("--missing", choices=("official", "error"), default="official",
                         help="papers without an embedding: the official rules (default) or stop with a list")
     parser.add_argument("--task-param", action="append", metavar="TASK.KEY=VALUE", default=[],
@@ -62,7 +64,7 @@ VALUES_NOTE = "Values are ×100 (F1, MAP, nDCG and P@1 in percent, 2 decimals), 
 
 def _describe_file(path: Path) -> str:
     size = path.stat().st_size
-    what = "results" if path.name.endswith(".results.json") else "embeddings" if path.suffix == ".jsonl" else "file"
+    what = "embeddings" if path.suffix == ".jsonl" else "results"  # run and baseline write nothing else
     return f"{path} ({what}, {size / 1e6:.1f} MB)" if size >= 100_000 else f"{path} ({what})"
 
 
@@ -79,7 +81,7 @@ def _print_result(result: RunResult, written: list[Path], ci: bool = False) -> i
     if results_file is not None:
         print(f"Next: `scidocs-eval table {results_file.parent}/` (Table 1 beside every paper row), "
               f"`scidocs-eval compare OTHER.results.json {results_file}`, "
-              f"`scidocs-eval report {results_file} --out site/`.")
+              f"`scidocs-eval report {results_file} --out-dir site/`.")
     else:
         print("Results not kept: add `-o results.json` to write them (then `scidocs-eval table`, `compare`, "
               "`report` read them).")
@@ -128,7 +130,7 @@ def _run(args: argparse.Namespace) -> int:
     embeddings = _embeddings(list(args.embeddings or []) + aliases)
     output = Path(args.output) if args.output else None
     if output is not None:
-        refuse_replacing_foreign(output, "--output", _is_results_file, "a scidocs-eval results file")
+        refuse_replacing_foreign(output, "--out", _is_results_file, "a scidocs-eval results file")
     result = evaluate(embeddings, args.data, tasks=_tasks(args.tasks), split=args.split, missing=args.missing,
                       task_params=_task_params(args.task_param), model=args.name, output=output,
                       cache=not args.no_cache, dtype=args.dtype, progress=not args.quiet)
@@ -149,8 +151,8 @@ def _table(args: argparse.Namespace) -> int:
     results = [RunResult.load(p) for p in paths]
     markdown = render_table1(results, include_paper=not args.no_paper, ci=args.ci)
     if args.output:
-        refuse_replacing_foreign(args.output, "--output", _is_table, "a table written by scidocs-eval table")
-        write_bytes_atomically(args.output, markdown.encode("utf-8"), "--output")
+        refuse_replacing_foreign(args.output, "--out", _is_table, "a table written by scidocs-eval table")
+        write_bytes_atomically(args.output, markdown.encode("utf-8"), "--out")
         print(f"table written to {args.output}")
     else:
         print(markdown, end="")
@@ -212,7 +214,8 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--user-citation", help="same as --embeddings user-citation=FILE (view_cite_read metadata)")
     run.add_argument("--recomm", help="same as --embeddings recomm=FILE (paper_metadata_recomm.json)")
     _add_evaluation_options(run)
-    add_output(run, "--output", "-o", kind="file", help="write the results JSON here")
+    add_hidden_alias(run, add_output(run, "-o", "--out", dest="output", kind="file",
+                                     help="write the results JSON here"), "--output")
     run.add_argument("--name", help="model name shown in results and tables (default: the file's stem)")
     run.add_argument("--dtype", choices=("float32", "float64"), default="float32",
                      help="matrix precision (float64 keeps every digit of the file)")
@@ -221,15 +224,21 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
                      "file always holds them)")
     run.set_defaults(func=_run)
 
-    table = subparsers.add_parser("table", help="render Table 1 as markdown from results files")
+    table = subparsers.add_parser("table", help="render Table 1 as markdown from results files",
+                                  description="Table 1 of the paper as markdown: a row per results file, then the "
+                                  "paper's published rows; Avg only for rows with all 12 columns.")
     table.add_argument("results", nargs="*", help=f"results files, globs or folders "
                        f"(default: {DEFAULT_RESULTS_DIR}/*.results.json)")
-    table.add_argument("--no-paper", action="store_true", help="leave out the paper's published rows")
+    add_hidden_alias(table, table.add_argument("--no-paper-rows", dest="no_paper", action="store_true",
+                                               help="leave out the paper's published rows"), "--no-paper")
     table.add_argument("--ci", action="store_true", help="show each value's 95%% bootstrap interval")
-    add_output(table, "--output", "-o", kind="file", help="write the markdown here instead of printing it")
+    add_hidden_alias(table, add_output(table, "-o", "--out", dest="output", kind="file",
+                                       help="write the markdown here instead of printing it"), "--output")
     table.set_defaults(func=_table)
 
-    baseline = subparsers.add_parser("baseline", help="embed a suite with a model adapter and score it")
+    baseline = subparsers.add_parser("baseline", help="embed a suite with a model adapter and score it",
+                                     description="Fit a model adapter (where it learns), embed the papers the tasks "
+                                     "read, write OUT_DIR/NAME.jsonl and OUT_DIR/NAME.results.json, print the scores.")
     baseline.add_argument("name", choices=adapter_names(), metavar="NAME",
                           help=f"one of: {', '.join(adapter_names())}")
     _add_evaluation_options(baseline)
@@ -237,7 +246,7 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
                           help="where NAME.jsonl and NAME.results.json go (default: %(default)s)")
     baseline.add_argument("--train-corpus", help="fit on this corpus (JSON lines {paper_id,title,abstract}) "
                           "instead of the suite's papers")
-    baseline.add_argument("--seed", type=int)
+    baseline.add_argument("--seed", type=int, help="seed of the adapter's randomness (default: the adapter's, 0)")
     baseline.add_argument("--tune", action="store_true", help="tune the adapter's settings on the val split")
     baseline.add_argument("--vectors", help="word vectors for fasttext-sum/sif (.vec/.bin file, or 'glove')")
     baseline.add_argument("--citations", help="citation edges (TSV citing<TAB>cited) for sgc")
@@ -245,13 +254,19 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     baseline.add_argument("--resume", action="store_true", help="keep papers already in NAME.jsonl")
     baseline.set_defaults(func=_baseline)
 
-    demo = subparsers.add_parser("demo", help="write a SYNTHETIC demo suite in the official layout")
-    add_output(demo, "dest", kind="folder")
-    demo.add_argument("--scale", choices=("small", "scidocs"), default="small")
-    demo.add_argument("--seed", type=int, default=0)
+    demo = subparsers.add_parser("demo", help="write a SYNTHETIC demo suite in the official layout",
+                                 description="A synthetic suite with every file of the official layout (topic-"
+                                 "structured text, qrels, clicks with known propensities); results on it are "
+                                 "labelled synthetic.")
+    add_output(demo, "dest", kind="folder", help="the folder to write (new, empty, or an earlier demo suite)")
+    demo.add_argument("--scale", choices=("small", "scidocs"), default="small",
+                      help="small (seconds, the default) or scidocs (the official suite's sizes)")
+    demo.add_argument("--seed", type=int, default=0, help="seed of the generated text, labels and clicks")
     demo.set_defaults(func=_demo)
 
-    tasks = subparsers.add_parser("tasks", help="list the registered tasks")
+    tasks = subparsers.add_parser("tasks", help="list the registered tasks",
+                                  description="Every registered task: its embeddings group, metrics, the extra it "
+                                  "needs beyond the light core, and what it scores.")
     tasks.set_defaults(func=_list_tasks)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from scidocs_eval.cli.options import COMMANDS, CommandGroup, add_output
+from scidocs_eval.cli.options import COMMANDS, CommandGroup, add_hidden_alias, add_output
 from scidocs_eval.data.download import DEFAULT_PREFIX, ENDPOINT_ENV
 from scidocs_eval.paths import default_data_dir
 
@@ -49,8 +49,9 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
         "download", help="fetch the official release over HTTPS (anonymous, resumable, checked)",
         description="List the official release's keys (S3 ListObjectsV2) and fetch what the tasks need, resuming "
                     "partial files, retrying failures and checking sizes and MD5s. No AWS CLI or region needed.")
-    add_output(download, "--dest", kind="folder",
-               help="where to put it (default: $SCIDOCS_EVAL_DATA or the per-user data dir)")
+    add_hidden_alias(download, add_output(download, "--out-dir", dest="dest", kind="folder",
+                                          help="where to put it (default: $SCIDOCS_EVAL_DATA or the per-user data "
+                                          "dir)"), "--dest")
     download.add_argument("--with-embeddings", action="store_true",
                           help="also fetch the reference SPECTER embeddings (several GiB)")
     download.add_argument("--endpoint", help=f"the bucket's URL (default: ${ENDPOINT_ENV} or the public bucket)")
@@ -76,9 +77,10 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
                     "citation links as TSV citing<TAB>cited.")
     build.add_argument("--papers", required=True, help="JSON lines {paper_id, title, abstract, label?}")
     build.add_argument("--citations", required=True, help="TSV citing<TAB>cited (a header row is allowed)")
-    add_output(build, "--out", kind="folder", required=True,
-               help="the suite folder to write (new or empty; a rebuild replaces only files an earlier build wrote)")
-    build.add_argument("--seed", type=int, default=0)
+    add_hidden_alias(build, add_output(build, "--out-dir", dest="out", kind="folder", required=True,
+                                       help="the suite folder to write (new or empty; a rebuild replaces only files "
+                                       "an earlier build wrote)"), "--out")
+    build.add_argument("--seed", type=int, default=0, help="seed of the splits and sampled negatives")
     build.add_argument("--label-task", default="mag", help="task folder for the labels (default: %(default)s)")
     build.add_argument("--queries-per-split", type=int, default=1000,
                        help="most queries per ranking task and split (default: %(default)s, as SciDocs)")

@@ -77,9 +77,9 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", help="checkpoint (hub id or local folder) for transformer adapters")
     parser.add_argument("--pooling", choices=POOLINGS,
                         help="transformer adapters: [CLS] vector, mean over tokens, or last non-padding token")
-    parser.add_argument("--max-length", type=int)
-    parser.add_argument("--batch-size", type=int)
-    parser.add_argument("--device")
+    parser.add_argument("--max-length", type=int, help="transformer adapters: tokens per paper at most")
+    parser.add_argument("--batch-size", type=int, help="papers per forward pass")
+    parser.add_argument("--device", help="cpu, cuda or cuda:N (default: cuda when a GPU is visible)")
     parser.add_argument("--precision", choices=PRECISIONS,
                         help="transformer adapters: auto = bf16 on CUDA, float32 on CPU; bf16 also on CPU")
     parser.add_argument("--prompt", help="text put before every paper (transformer, sentence-transformer)")
@@ -110,7 +110,12 @@ def add_hidden_alias(parser: argparse.ArgumentParser, action: argparse.Action, *
         kwargs.update(action="store_const", const=action.const)
     else:
         kwargs.update(type=action.type, choices=action.choices, metavar=action.metavar, nargs=action.nargs)
-    alias = parser.add_argument(*flags, **kwargs)
+    container: Any = parser
+    if action.required:  # either spelling satisfies it: one required group of the two
+        action.required = False
+        container = parser.add_mutually_exclusive_group(required=True)
+        container._group_actions.append(action)
+    alias = container.add_argument(*flags, **kwargs)
     if kind := getattr(action, "output_kind", None):
         alias.output_kind = kind  # type: ignore[attr-defined]
     return alias

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import argparse
 
-from scidocs_eval.cli.options import COMMANDS, CommandGroup, adapter_params, add_model_options, add_output
+from scidocs_eval.cli.options import (
+    COMMANDS,
+    CommandGroup,
+    adapter_params,
+    add_hidden_alias,
+    add_model_options,
+    add_output,
+)
 from scidocs_eval.formats.corpus import read_papers
 from scidocs_eval.formats.safe_output import check_output_file, refuse_existing
 from scidocs_eval.models.adapter import adapter_names, get_adapter
@@ -54,7 +61,7 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
                                   "lines {paper_id, title, abstract}) into the official embeddings format. "
                                   "Several processes/GPUs: torchrun --nproc-per-node N -m scidocs_eval.cli embed ...")
     embed.add_argument("--metadata", required=True, help="the papers to embed")
-    add_output(embed, "--out", kind="file", required=True, help="embeddings file to write (JSON lines)")
+    add_output(embed, "-o", "--out", kind="file", required=True, help="embeddings file to write (JSON lines)")
     embed.add_argument("--adapter", default="specter", choices=adapter_names(), metavar="NAME",
                        help="model adapter (default: %(default)s; 'transformer' for any checkpoint)")
     add_model_options(embed)
@@ -63,28 +70,33 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
                        "--resume, an existing non-empty --out is an error)")
     embed.set_defaults(func=_embed)
 
-    train = subparsers.add_parser("train", help="train a model (specter: citation-triplet fine-tuning)")
+    train = subparsers.add_parser("train", help="train a model (specter: citation-triplet fine-tuning)",
+                                  description="Train a model; `train specter` fine-tunes a transformer on citation "
+                                  "triplets.")
     models = train.add_subparsers(dest="model_kind", required=True, metavar="MODEL")
     specter = models.add_parser("specter", help="fine-tune a transformer with SPECTER's triplet objective",
                                 description="Train SPECTER from the official training files (data.json, "
                                 "metadata.json, train.txt, val.txt). Several GPUs: torchrun --nproc-per-node N "
                                 "-m scidocs_eval.cli train specter ...")
     specter.add_argument("--data-dir", required=True, help="folder with data.json, metadata.json, train.txt, val.txt")
-    add_output(specter, "--out", kind="folder", required=True,
-               help="output folder (a transformers checkpoint, plus checkpoints/)")
+    add_hidden_alias(specter, add_output(specter, "--out-dir", dest="out", kind="folder", required=True,
+                                         help="output folder (a transformers checkpoint, plus checkpoints/)"),
+                     "--out")
     specter.add_argument("--base-model", default="allenai/scibert_scivocab_uncased",
                          help="checkpoint to start from (default: %(default)s)")
-    specter.add_argument("--epochs", type=int, default=2)
-    specter.add_argument("--lr", type=float, default=2e-5)
-    specter.add_argument("--weight-decay", type=float, default=0.01)
+    specter.add_argument("--epochs", type=int, default=2, help="passes over the training triplets (default: "
+                         "%(default)s)")
+    specter.add_argument("--lr", type=float, default=2e-5, help="peak learning rate of AdamW (default: %(default)s)")
+    specter.add_argument("--weight-decay", type=float, default=0.01, help="AdamW weight decay (default: %(default)s)")
     specter.add_argument("--warmup", type=float, default=0.1, help="fraction of steps of linear warm-up")
-    specter.add_argument("--max-length", type=int, default=256)
+    specter.add_argument("--max-length", type=int, default=256, help="tokens per paper at most (default: "
+                         "%(default)s)")
     specter.add_argument("--batch-size", type=int, default=4, help="triplets per forward pass and device")
     specter.add_argument("--effective-batch-size", type=int, default=32, help="triplets per optimizer step")
     specter.add_argument("--checkpoint-every", type=int, default=500, help="optimizer steps between checkpoints")
-    specter.add_argument("--seed", type=int, default=0)
-    specter.add_argument("--device")
-    specter.add_argument("--resume", action="store_true", help="continue from the latest checkpoint in --out")
+    specter.add_argument("--seed", type=int, default=0, help="seeds weights, sampling and order (default: %(default)s)")
+    specter.add_argument("--device", help="cpu, cuda or cuda:N (default: cuda when a GPU is visible)")
+    specter.add_argument("--resume", action="store_true", help="continue from the latest checkpoint in --out-dir")
     specter.set_defaults(func=_train_specter)
 
 

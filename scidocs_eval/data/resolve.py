@@ -22,7 +22,7 @@ def resolve_suite(data: str | os.PathLike[str] | Suite | None = None) -> Suite:
         looked = "" if root.is_absolute() else f" (looked in {Path.cwd()})"
         raise SuiteNotFoundError(
             f"no SciDocs data at {root}{looked}. Download the official release with "
-            f"`scidocs-eval data download --dest {root}`, point --data (or $SCIDOCS_EVAL_DATA) at a copy, "
+            f"`scidocs-eval data download --out-dir {root}`, point --data (or $SCIDOCS_EVAL_DATA) at a copy, "
             "or try the synthetic demo suite with `--data demo`."
         )
     return Suite(root)

@@ -106,7 +106,7 @@ class RunResult:
         except (orjson.JSONDecodeError, KeyError, TypeError) as error:
             problem = str(error)
         raise InputError(path, f"not a scidocs-eval results file ({problem}; they are written by `scidocs-eval run "
-                         "--output` and `scidocs-eval baseline`)")
+                         "--out` and `scidocs-eval baseline`)")
 
     def format_table(self, ci: bool = False) -> str:
         """A plain-text table for the terminal: one line per task with its metrics and coverage; with `ci`, each
