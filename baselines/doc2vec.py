@@ -26,6 +26,7 @@ from scidocs_eval.models.gensim_training import EpochSchedule, scheduled_epochs,
 from scidocs_eval.models.model_cache import cached_model, corpus_fingerprint
 from scidocs_eval.models.text import analyzer, tokenize_papers
 from scidocs_eval.models.tuning import ValScorer, parameter_grid
+from scidocs_eval.params import AT_LEAST_ONE, FRACTION, SEED, Interval
 
 NEEDED_BY = "the doc2vec adapter"
 
@@ -53,6 +54,9 @@ class Doc2VecAdapter(Adapter):
 
     name = "doc2vec"
     paper_row = "Doc2vec"
+    parameter_constraints = {"seed": [SEED], "tune": [bool], "dim": [AT_LEAST_ONE], "window": [AT_LEAST_ONE],
+                             "sample": [FRACTION], "epochs": [AT_LEAST_ONE, None], "dbow_words": [bool],
+                             "workers": [AT_LEAST_ONE], "max_trained_tokens": [Interval(int, 0, None), None]}
 
     def __init__(self, seed: int = 0, tune: bool = False, dim: int = 300, window: int = 5, sample: float = 0.0,
                  epochs: int | None = None, dbow_words: bool = False, workers: int = 1,

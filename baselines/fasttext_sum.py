@@ -40,6 +40,7 @@ from scidocs_eval.models.gensim_training import (
 from scidocs_eval.models.model_cache import cached_model, corpus_fingerprint
 from scidocs_eval.models.text import TFIDF_SWITCHES, TfidfWeighting, count_vectorizer, tokenize_papers
 from scidocs_eval.models.tuning import ValScorer, parameter_grid, within_budget
+from scidocs_eval.params import AT_LEAST_ONE, POSITIVE, SEED, Interval, Options
 
 NEEDED_BY = "fastText word vectors (fasttext-sum, sif, sgc)"
 
@@ -216,6 +217,13 @@ class WordVectorAdapter(Adapter):
             grid points beyond it are skipped, cheapest first kept, each skip logged.
     """
 
+    parameter_constraints = {
+        "seed": [SEED], "tune": [bool], "vectors": [str, None], "dim": [AT_LEAST_ONE], "min_count": [AT_LEAST_ONE],
+        "epochs": [AT_LEAST_ONE, None], "model": [Options(("cbow", "skipgram"))], "bucket": [AT_LEAST_ONE],
+        "threads": [AT_LEAST_ONE], "lr": [POSITIVE], "max_trained_tokens": [Interval(int, 0, None), None],
+        "tune_max_tokens": [AT_LEAST_ONE],
+    }
+
     def __init__(self, seed: int = 0, tune: bool = False, vectors: str | None = None, dim: int = 300,
                  min_count: int = 25, epochs: int | None = None, model: str = "cbow", bucket: int = 200_000,
                  threads: int = 1, lr: float = 0.05, max_trained_tokens: int | None = MAX_TRAINED_TOKENS,
@@ -280,6 +288,8 @@ class FasttextSumAdapter(WordVectorAdapter):
 
     name = "fasttext-sum"
     paper_row = "Fasttext-sum"
+    parameter_constraints = {**WordVectorAdapter.parameter_constraints, "sublinear_tf": [bool], "binary": [bool],
+                             "use_idf": [bool], "smooth_idf": [bool]}
 
     def __init__(self, seed: int = 0, tune: bool = False, vectors: str | None = None, dim: int = 300,
                  min_count: int = 25, epochs: int | None = None, model: str = "cbow", bucket: int = 200_000,

@@ -9,6 +9,7 @@ import numpy as np
 
 from scidocs_eval.formats.suite import Paper
 from scidocs_eval.models.adapter import Adapter, register_adapter
+from scidocs_eval.params import AT_LEAST_ONE, SEED
 
 
 @register_adapter
@@ -17,6 +18,7 @@ class RandomAdapter(Adapter):
 
     name = "random"
     paper_row = "Random"
+    parameter_constraints = {"dim": [AT_LEAST_ONE], "seed": [SEED]}
 
     def __init__(self, dim: int = 25, seed: int = 0):
         self.dim = dim

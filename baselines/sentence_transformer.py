@@ -19,6 +19,7 @@ from scidocs_eval.formats.suite import Paper
 from scidocs_eval.models.adapter import Adapter, register_adapter
 from scidocs_eval.models.encoder import choose_device, resolve_model
 from scidocs_eval.models.model_object import EncoderAdapter
+from scidocs_eval.params import AT_LEAST_ONE
 
 NEEDED_BY = "the sentence-transformer adapter"
 
@@ -52,6 +53,9 @@ class SentenceTransformerAdapter(Adapter):
     """
 
     name = "sentence-transformer"
+    parameter_constraints = {"model": [str], "prompt": [str, None], "prompt_name": [str, None], "normalize": [bool],
+                             "max_length": [AT_LEAST_ONE, None], "batch_size": [AT_LEAST_ONE],
+                             "device": [str, None], "separator": [str, None]}
 
     def __init__(self, model: str = "all-MiniLM-L6-v2", prompt: str | None = None, prompt_name: str | None = None,
                  normalize: bool = False, max_length: int | None = None, batch_size: int = 32,

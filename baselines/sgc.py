@@ -32,6 +32,7 @@ from scidocs_eval.formats.corpus import read_citations
 from scidocs_eval.formats.suite import METADATA_FILES, Paper, Suite
 from scidocs_eval.models.adapter import register_adapter
 from scidocs_eval.models.tuning import ValScorer, parameter_grid
+from scidocs_eval.params import Interval, Options
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +96,8 @@ class SgcAdapter(SifAdapter):
 
     name = "sgc"
     paper_row = "SGC"
+    parameter_constraints = {**SifAdapter.parameter_constraints, "k": [Interval(int, 0, None)],
+                             "citations": [str, None], "row_norm": [Options(ROW_NORMS)]}
 
     def __init__(self, seed: int = 0, tune: bool = False, vectors: str | None = None, dim: int = 300,
                  min_count: int = 25, epochs: int | None = None, model: str = "cbow", bucket: int = 200_000,

@@ -22,6 +22,7 @@ from scidocs_eval.formats.suite import Paper, Suite
 from scidocs_eval.models.adapter import register_adapter
 from scidocs_eval.models.text import analyzer
 from scidocs_eval.models.tuning import ValScorer, parameter_grid
+from scidocs_eval.params import POSITIVE
 
 A_GRID = (1e-5, 3e-5, 1e-4, 3e-4, 1e-3)
 """The log grid of `a` searched with `tune` (the paper: a log grid in [1e-5, 1e-3])."""
@@ -47,6 +48,7 @@ class SifAdapter(WordVectorAdapter):
 
     name = "sif"
     paper_row = "SIF"
+    parameter_constraints = {**WordVectorAdapter.parameter_constraints, "a": [POSITIVE]}
 
     def __init__(self, seed: int = 0, tune: bool = False, vectors: str | None = None, dim: int = 300,
                  min_count: int = 25, epochs: int | None = None, model: str = "cbow", bucket: int = 200_000,

@@ -76,6 +76,7 @@ class Specter2Adapter(TransformerAdapter):
     """
 
     name = "specter2"
+    parameter_constraints = {**TransformerAdapter.parameter_constraints, "task_adapter": [str]}
     default_model: ClassVar[str | None] = "allenai/specter2_base"
 
     def __init__(self, model: str | None = None, task_adapter: str = "proximity", pooling: str = "cls",

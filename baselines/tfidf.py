@@ -20,6 +20,7 @@ from scidocs_eval.formats.corpus import paper_text
 from scidocs_eval.formats.suite import Paper, Suite
 from scidocs_eval.models.adapter import Adapter, register_adapter
 from scidocs_eval.models.text import TOKENIZER_SETTINGS
+from scidocs_eval.params import AT_LEAST_ONE, SEED, Interval
 
 
 @register_adapter
@@ -35,6 +36,8 @@ class TfidfLsaAdapter(Adapter):
     """
 
     name = "tfidf"
+    parameter_constraints = {"dim": [AT_LEAST_ONE], "min_df": [AT_LEAST_ONE],
+                             "max_df": [Interval(float, 0, 1, closed="right")], "sublinear_tf": [bool], "seed": [SEED]}
 
     def __init__(self, dim: int = 300, min_df: int = 2, max_df: float = 0.75, sublinear_tf: bool = True,
                  seed: int = 0):

@@ -17,7 +17,8 @@ from scidocs_eval.baselines.sentence_transformer import load_sentence_transforme
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.formats.suite import Paper
 from scidocs_eval.models.adapter import Adapter, register_adapter
-from scidocs_eval.models.encoder import TransformerEncoder, check_precision
+from scidocs_eval.models.encoder import POOLINGS, PRECISIONS, TransformerEncoder, check_precision
+from scidocs_eval.params import AT_LEAST_ONE, Options
 
 CITATION_TRAINED = frozenset({"all-MiniLM-L6-v2", "all-MiniLM-L12-v2", "all-mpnet-base-v2", "all-distilroberta-v1"})
 """sentence-transformers models whose training data (their model cards) include S2ORC citation pairs and
@@ -41,6 +42,9 @@ class TransformerAdapter(Adapter):
     """
 
     name = "transformer"
+    parameter_constraints = {"model": [str, None], "pooling": [Options(POOLINGS)], "max_length": [AT_LEAST_ONE],
+                             "batch_size": [AT_LEAST_ONE], "device": [str, None],
+                             "precision": [Options(PRECISIONS)], "prompt": [str]}
     default_model: ClassVar[str | None] = None
 
     def __init__(self, model: str | None = None, pooling: str = "cls", max_length: int = 512, batch_size: int = 32,
@@ -117,6 +121,8 @@ class SentBertAdapter(Adapter):
 
     name = "sent-bert"
     paper_row = "Sent-BERT"
+    parameter_constraints = {"model": [str], "max_length": [AT_LEAST_ONE, None], "batch_size": [AT_LEAST_ONE],
+                             "device": [str, None], "papers_per_batch": [AT_LEAST_ONE]}
 
     def __init__(self, model: str = "all-MiniLM-L6-v2", max_length: int | None = None, batch_size: int = 64,
                  device: str | None = None, papers_per_batch: int = 256):

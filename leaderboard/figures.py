@@ -25,6 +25,7 @@ import orjson
 from scidocs_eval.errors import InputError, ScidocsEvalError
 from scidocs_eval.extras import require
 from scidocs_eval.formats.embeddings import EMPTY, MISSING, EmbeddingStore
+from scidocs_eval.formats.safe_output import atomic_write
 from scidocs_eval.formats.suite import CLASS_NAMES_FILE, Suite
 from scidocs_eval.leaderboard.runs import LoadedRun
 from scidocs_eval.leaderboard.table1 import COLUMNS, table1_row
@@ -46,13 +47,15 @@ def new_figure(**kwargs: Any) -> Figure:
     return require("matplotlib.figure", NEEDED_BY).Figure(**kwargs)
 
 
-def save_figure(figure: Figure, out: str | os.PathLike[str]) -> Path:
-    """Save as PNG, SVG or PDF according to the file name; the folder is created."""
+def save_figure(figure: Figure, out: str | os.PathLike[str], option: str = "--out") -> Path:
+    """Save as PNG, SVG or PDF according to the file name, through the output layer; the folder is created."""
     out = Path(out)
-    if out.suffix.lower() not in IMAGE_SUFFIXES:
+    suffix = out.suffix.lower()
+    if suffix not in IMAGE_SUFFIXES:
         raise ScidocsEvalError(f"{out}: the image name must end in {', '.join(IMAGE_SUFFIXES)}")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(out, dpi=150, bbox_inches="tight", metadata=_reproducible_metadata(out.suffix.lower()))
+    with atomic_write(out, option) as handle:
+        figure.savefig(handle, format=suffix[1:], dpi=150, bbox_inches="tight",
+                       metadata=_reproducible_metadata(suffix))
     return out
 
 

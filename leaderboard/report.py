@@ -209,7 +209,7 @@ def write_report(runs: Sequence[LoadedRun], out: str | os.PathLike[str], *, incl
     if not runs:
         raise ScidocsEvalError("no results files given")
     _check_figures(figures)
-    with owned_folder(out, COMMAND, replaces=(COMMAND,)) as site:
+    with owned_folder(out, COMMAND, replaces=(COMMAND,), option="--out") as site:
         if chart:
             save_figure(draw_results(runs), site / CHART)
         copied = _copy_figures(figures, site)

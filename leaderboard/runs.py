@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from scidocs_eval.evaluation.results import RunResult
-from scidocs_eval.leaderboard.table1 import result_ci
+from scidocs_eval.leaderboard.table1 import distinguishing_details, result_ci
 
 
 @dataclass
@@ -36,10 +36,14 @@ def load_run(path: str | os.PathLike[str], label: str | None = None) -> LoadedRu
 
 
 def load_runs(paths: Sequence[str | os.PathLike[str]]) -> list[LoadedRun]:
-    """Every results file; two files with the same model name get the file name added to their labels."""
+    """Every results file; a label adds the split and the suite when not all files share them, and the file name
+    when two files still share a label."""
     runs = [load_run(p) for p in paths]
-    models = [run.result.model for run in runs]
+    for run, details in zip(runs, distinguishing_details([run.result for run in runs])):
+        if details:
+            run.label = f"{run.result.model} ({', '.join(details)})"
+    labels = [run.label for run in runs]
     for run in runs:
-        if models.count(run.result.model) > 1:
-            run.label = f"{run.result.model} ({run.path.name})"
+        if labels.count(run.label) > 1:
+            run.label = f"{run.label} ({run.path.name})"
     return runs

@@ -7,6 +7,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
+from pathlib import Path
 from typing import Literal
 
 from scidocs_eval.evaluation.results import RunResult
@@ -74,12 +75,24 @@ def _result_std(result: RunResult) -> dict[str, float]:
     return _by_column(result, lambda task_result: task_result.details.get("std", {}))
 
 
-def _label(name: str, result: RunResult) -> tuple[str, str | None]:
+def distinguishing_details(results: Sequence[RunResult]) -> list[list[str]]:
+    """For each result, what its label must add so that rows scored differently are told apart: the split
+    when not all results share it, the suite (its folder's name; its path when two folders share a name) when not
+    all share it."""
+    splits = [str(result.settings.get("split", "test")) for result in results]
+    suites = [str(result.settings.get("data", "not recorded")) for result in results]
+    names_unique = len({Path(folder).name for folder in set(suites)}) == len(set(suites))
+    shown = [f"suite {Path(folder).name if names_unique else folder}" for folder in suites]
+    return [([f"{split} split"] if len(set(splits)) > 1 else []) + ([suite] if len(set(suites)) > 1 else [])
+            for split, suite in zip(splits, shown)]
+
+
+def _label(name: str, result: RunResult, details: Sequence[str] = ()) -> tuple[str, str | None]:
     """Our row's label and footnote: "(ours)", the adapter's detail (e.g. a checkpoint that is not the paper's),
     "not a paper baseline" for an adapter that reproduces no paper row, "synthetic demo suite" for demo runs."""
     adapter = result.settings.get("adapter") or {}
     detail = adapter.get("row_detail")
-    kinds = ["ours"]
+    kinds = ["ours", *details]
     if adapter and not adapter.get("paper_row"):
         kinds.append("not a paper baseline")
     if result.synthetic:
@@ -108,9 +121,9 @@ def render_table1(results: Sequence[RunResult], names: Sequence[str] | None = No
     header = "| Model | " + " | ".join(COLUMNS.values()) + " | Avg |"
     lines = [header, "|" + "---|" * (len(COLUMNS) + 2)]
     notes = []
-    for name, result in zip(names, results):
+    for name, result, details in zip(names, results, distinguishing_details(results)):
         row = table1_row(result)
-        label, note = _label(name, result)
+        label, note = _label(name, result, details)
         if note:
             notes.append(f"{label}: {note}")
         missing = [COLUMNS[c] for c in COLUMNS if c not in row]

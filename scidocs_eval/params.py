@@ -230,10 +230,22 @@ def argument_type(rules: Sequence[Declared], option: str, parse: Callable[[str],
         try:
             value = parse(text)
         except ValueError:
-            raise ParameterError(f"{option}={text!r} is not allowed; {option} must be {describe(rules)}") from None
-        check_value(option, value, rules, "option")
+            value = text
+        if not any(make_constraint(rule).is_satisfied_by(value) for rule in rules):
+            raise ParameterError(f"{option} {text!r} is not allowed; {option} must be {describe(rules)}")
         return value
 
     convert.__name__ = option
     convert.rules = tuple(rules)  # type: ignore[attr-defined]
     return convert
+
+
+SEED = Interval(int, 0, 2**32 - 1)
+"""A random seed: numpy's generators take 0 .. 2**32 - 1."""
+AT_LEAST_ONE = Interval(int, 1, None)
+"""A count that must be positive: dimensions, epochs, threads, batch sizes, lengths."""
+POSITIVE = Interval(float, 0, None, closed="neither")
+"""A strictly positive number: learning rates, C, timeouts."""
+FRACTION = Interval(float, 0, 1)
+"""A number in [0, 1]."""
+

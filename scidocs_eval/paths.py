@@ -7,22 +7,36 @@ from pathlib import Path
 
 import platformdirs
 
+from scidocs_eval.errors import ScidocsEvalError
+
 DATA_ENV = "SCIDOCS_EVAL_DATA"
 CACHE_ENV = "SCIDOCS_EVAL_CACHE"
 
 
+def _from_environment(variable: str) -> Path | None:
+    """The path in $variable, with `~` and `~user` expanded; None when unset; an error naming the variable when
+    the user does not exist."""
+    value = os.environ.get(variable)
+    if not value:
+        return None
+    try:
+        return Path(value).expanduser()
+    except RuntimeError:
+        raise ScidocsEvalError(f"${variable}={value!r}: cannot expand {value.split(os.sep)[0]!r} (no such user or "
+                               "home folder); give a full path") from None
+
+
 def default_data_dir() -> Path:
     """The SciDocs data directory used when no `--data` is given: $SCIDOCS_EVAL_DATA or the user data dir."""
-    override = os.environ.get(DATA_ENV)
+    override = _from_environment(DATA_ENV)
     if override:
-        return Path(override).expanduser()
+        return override
     return Path(platformdirs.user_data_dir("scidocs-eval")) / "scidocs"
 
 
 def cache_dir(*parts: str) -> Path:
     """A folder under $SCIDOCS_EVAL_CACHE or the user cache dir (created on demand)."""
-    override = os.environ.get(CACHE_ENV)
-    root = Path(override).expanduser() if override else Path(platformdirs.user_cache_dir("scidocs-eval"))
+    root = _from_environment(CACHE_ENV) or Path(platformdirs.user_cache_dir("scidocs-eval"))
     path = root.joinpath(*parts)
     path.mkdir(parents=True, exist_ok=True)
     return path

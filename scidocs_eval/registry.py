@@ -17,6 +17,7 @@ from types import ModuleType
 from typing import Any, Generic, TypeVar
 
 from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.params import check_value
 
 T = TypeVar("T")
 
@@ -157,9 +158,13 @@ def _accepts(default: Any, value: Any) -> bool:
 
 
 def check_params(cls: type, params: Mapping[str, Any], what: str) -> dict[str, Any]:
-    """`params` as a dict if `cls` takes each of them with a value of its default's type; else an error naming
-    the parameter, the close match if there is one, and what `cls` takes. `what` names the class for the user
-    (e.g. "task 'recomm'")."""
+    """`params` as a dict if `cls` takes each of them with a value its `parameter_constraints` allow (see
+    `scidocs_eval.params`; a parameter a plugin left undeclared must have its default's type); else an error
+    naming the parameter, the value, what is allowed (or the close match, and what `cls` takes). `what` names
+    the class for the user (e.g. "task 'recomm'")."""
+    if not isinstance(params, Mapping):
+        raise ScidocsEvalError(f"{what}: parameters must be an object {{name: value}}, got {params!r}")
+    declared = getattr(cls, "parameter_constraints", {})
     accepted = constructor_parameters(cls)
     takes = ", ".join(f"{name}={p.default!r}" if p.default is not inspect.Parameter.empty else name
                       for name, p in accepted.items()) or "no parameters"
@@ -168,6 +173,9 @@ def check_params(cls: type, params: Mapping[str, Any], what: str) -> dict[str, A
             close = difflib.get_close_matches(key, accepted, n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise ScidocsEvalError(f"{what} has no parameter {key!r}{hint}; it takes: {takes}")
+        if key in declared:
+            check_value(key, value, declared[key], what)
+            continue
         default = accepted[key].default
         if default is not inspect.Parameter.empty and default is not None and not _accepts(default, value):
             raise ScidocsEvalError(f"{what}: {key}={value!r} is not a valid {type(default).__name__} "

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from scidocs_eval.evaluation.integrity import classification_findings, raise_first_error
 from scidocs_eval.evaluation.metrics import macro_f1
 from scidocs_eval.evaluation.task import (
     BENCHMARKS,
@@ -23,6 +24,7 @@ from scidocs_eval.evaluation.task import (
 from scidocs_eval.evaluators.linear_svm import LinearSVMGrid
 from scidocs_eval.formats.embeddings import EMPTY, MISSING, EmbeddingStore
 from scidocs_eval.formats.suite import METADATA_FILES, LabelledPapers, Suite
+from scidocs_eval.params import POSITIVE, Interval, ListOf
 
 BENCHMARKS.register(Benchmark("scidocs", "the SciDocs suite of SPECTER (ACL 2020): MAG, MeSH, co-view, co-read, "
                                "cite, co-cite, recommendation"))
@@ -35,8 +37,11 @@ class ClassificationTask(Task):
 
     Args:
         c_grid: candidate values of C (the official grid by default).
-        folds: number of stratified CV folds on train.
+        folds: number of stratified CV folds on train (at most the size of the smallest class in train: the
+            suite's integrity check refuses a train split too small for them).
     """
+
+    parameter_constraints = {"c_grid": [ListOf(POSITIVE, min_length=1)], "folds": [Interval(int, 2, None)]}
 
     def __init__(self, c_grid: tuple[float, ...] = OFFICIAL_C_GRID, folds: int = 3):
         self.c_grid = tuple(c_grid)
@@ -57,6 +62,7 @@ class ClassificationTask(Task):
     def evaluate(self, suite: Suite, embeddings: EmbeddingStore, split: str = "test",
                  missing: MissingPolicy = "official") -> TaskResult:
         train, scored = suite.labels(self.name, "train"), suite.labels(self.name, split)
+        raise_first_error(suite, classification_findings(self.name, train, scored, split, self.folds))
         coverage: dict[str, int] = {}
         x_train = self._features(train, embeddings, "train", coverage, missing)
         x_scored = self._features(scored, embeddings, split, coverage, missing)

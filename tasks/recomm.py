@@ -9,7 +9,6 @@ numbers and the standard deviation. The same seed gives the same numbers, bit fo
 
 from __future__ import annotations
 
-import inspect
 from typing import Any
 
 import numpy as np
@@ -21,7 +20,9 @@ from scidocs_eval.evaluators.recomm_rankers import RANKERS, impression_metrics, 
 from scidocs_eval.extras import Requirement
 from scidocs_eval.formats.embeddings import EmbeddingStore
 from scidocs_eval.formats.suite import METADATA_FILES, Suite
+from scidocs_eval.params import AT_LEAST_ONE, SEED, InstanceOf, Options
 from scidocs_eval.progress import progress_bar
+from scidocs_eval.registry import check_params
 
 METRICS = ("adj-NDCG", "adj-P@1")
 
@@ -45,18 +46,18 @@ class RecommTask(Task):
                     METRICS, "adj-NDCG", "recomm", METADATA_FILES["recomm"],
                     {"adj-NDCG": "recomm_ndcg", "adj-P@1": "recomm_p1"})
 
+    parameter_constraints = {
+        "seeds": [AT_LEAST_ONE], "seed": [SEED], "ranker": [Options(RANKERS.names())], "query_projection": [bool],
+        "propensity_weights": [bool], "threads": [AT_LEAST_ONE],
+        "ranker_params": [InstanceOf(dict), None],
+    }
+
     def __init__(self, seeds: int = 5, seed: int = 0, ranker: str = "mlp", query_projection: bool = False,
                  propensity_weights: bool = True, threads: int = 1, ranker_params: dict[str, Any] | None = None):
-        if ranker not in RANKERS:
-            raise ScidocsEvalError(f"recomm: {RANKERS.unknown(ranker)}")
         if query_projection and ranker != "mlp":
             raise ScidocsEvalError("recomm: query_projection needs ranker='mlp' (a tree model has no embedding "
                                    "input to project)")
-        if int(seeds) < 1:
-            raise ScidocsEvalError(f"recomm: seeds must be at least 1, got {seeds}")
-        unknown = set(ranker_params or {}) - set(inspect.signature(RANKERS[ranker]).parameters)
-        if unknown:
-            raise ScidocsEvalError(f"recomm: ranker {ranker!r} has no parameter(s) {', '.join(sorted(unknown))}")
+        check_params(RANKERS[ranker], ranker_params or {}, f"task 'recomm' ranker_params of ranker {ranker!r}")
         self.seeds = int(seeds)
         self.seed = int(seed)
         self.ranker = ranker

@@ -52,8 +52,9 @@ def cite_suite(tmp_path: Path) -> tuple[Path, Path]:
 
 @pytest.fixture(scope="session")
 def tiny_suite(tmp_path_factory: pytest.TempPathFactory) -> Suite:
-    """A 528-paper synthetic suite for tests that run a real model over every paper; do not modify it."""
-    config = DemoConfig(mag_papers=100, mesh_papers=60, ranking_queries=4, positives=2, negatives=6,
+    """A 736-paper synthetic suite for tests that run a real model over every paper; do not modify it. Every
+    class has at least 3 train papers, so the classification tasks' 3 CV folds pass the integrity check."""
+    config = DemoConfig(mag_papers=250, mesh_papers=120, ranking_queries=4, positives=2, negatives=6,
                         recomm_impressions=(40, 10, 10), recomm_papers=80, topics=5)
     return build_demo_suite(tmp_path_factory.mktemp("tiny") / "suite", config)
 

@@ -129,7 +129,7 @@ def test_sgc_row_norm_rescales_propagated_rows(demo_suite: Suite, row_norm: str,
     np.testing.assert_allclose(np.linalg.norm(scaled, axis=1), expected, rtol=1e-4)
     unit = plain / np.linalg.norm(plain, axis=1, keepdims=True)
     np.testing.assert_allclose(scaled / np.linalg.norm(scaled, axis=1, keepdims=True), unit, atol=1e-5)
-    with pytest.raises(ScidocsEvalError, match="row_norm must be one of none, sif, l2, not 'max'"):
+    with pytest.raises(ScidocsEvalError, match="row_norm='max' is not allowed; row_norm must be one of 'none'"):
         get_adapter("sgc", row_norm="max")
 
 

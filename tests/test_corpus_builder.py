@@ -17,7 +17,7 @@ from scidocs_eval.errors import InputError, ScidocsEvalError
 from scidocs_eval.evaluation.runner import evaluate
 from scidocs_eval.evaluation.verify import verify_suite
 from scidocs_eval.formats.embeddings import EmbeddingStore
-from scidocs_eval.formats.safe_output import MANIFEST
+from scidocs_eval.formats.safe_output import output_session
 from scidocs_eval.formats.suite import Suite
 from scidocs_eval.models.baseline import run_baseline
 
@@ -240,8 +240,13 @@ def test_rebuilding_replaces_only_the_builds_own_files(tmp_path: Path) -> None:
     (tmp_path / "out" / "my_results.json").write_text("{}")
     (tmp_path / "out" / "scidocs-results").mkdir()
     (tmp_path / "out" / "scidocs-results" / "random.jsonl").write_text("mine")
-    (tmp_path / "out" / "cite" / "test.qrel").write_text("edited")   # the build's own file: replaced
-    build_suite(papers, edges, tmp_path / "out", seed=1)
+    (tmp_path / "out" / "cite" / "test.qrel").write_text("edited")   # the build's file, edited: now the user's
+    with pytest.raises(ScidocsEvalError, match=r"cite/test.qrel is in the way and was not written by scidocs-eval "
+                       r"data build \(or was changed since\); pass --overwrite to replace it"):
+        build_suite(papers, edges, tmp_path / "out", seed=1)
+    assert (tmp_path / "out" / "cite" / "test.qrel").read_text() == "edited"
+    with output_session(overwrite=True):
+        build_suite(papers, edges, tmp_path / "out", seed=1)
     assert (tmp_path / "out" / "my_results.json").read_text() == "{}"
     assert (tmp_path / "out" / "scidocs-results" / "random.jsonl").read_text() == "mine"
     assert (tmp_path / "out" / "cite" / "test.qrel").read_text() != "edited"
@@ -265,9 +270,6 @@ def test_a_users_file_where_the_build_writes_one_is_never_replaced(tmp_path: Pat
     (tmp_path / "out" / "cocite").mkdir()
     (tmp_path / "out" / "cocite" / "test.qrel").write_text("my own qrels")
     (tmp_path / "out" / "cite" / "val.qrel").unlink()
-    manifest = orjson.loads((tmp_path / "out" / MANIFEST).read_bytes())
-    manifest["files"].remove("cite/val.qrel")
-    (tmp_path / "out" / MANIFEST).write_bytes(orjson.dumps(manifest))
     (tmp_path / "out" / "cite" / "val.qrel").write_text("mine too")
     with pytest.raises(ScidocsEvalError, match=r"cite/val.qrel is in the way and was not written by"):
         build_suite(papers, edges, tmp_path / "out")

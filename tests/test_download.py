@@ -21,13 +21,16 @@ import pytest
 from scidocs_eval.cli.main import main
 from scidocs_eval.data.demo import DemoConfig, build_demo_suite
 from scidocs_eval.data.download import (
+    COMMAND,
     ENDPOINT_ENV,
     PART_SUFFIX,
+    PARTS_FOLDER,
     DownloadError,
     S3Downloader,
     default_endpoint,
     download_release,
 )
+from scidocs_eval.formats.safe_output import MANIFEST, open_owned_folder
 from scidocs_eval.formats.suite import Suite
 
 BUCKET = "ai2-s2-research-public"
@@ -71,7 +74,7 @@ def mirror(moto_endpoint: str, tmp_path_factory: pytest.TempPathFactory) -> Iter
     s3.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": "us-west-2"})
     suite = build_demo_suite(tmp_path_factory.mktemp("source") / "suite", TINY)
     result = Mirror(f"{moto_endpoint}/{BUCKET}", {}, s3)
-    for path in sorted(p for p in suite.root.rglob("*") if p.is_file()):
+    for path in sorted(p for p in suite.root.rglob("*") if p.is_file() and p.name != MANIFEST):
         result.upload(path.relative_to(suite.root).as_posix(), path.read_bytes())
     result.upload("specter-embeddings/cls.jsonl", b'{"paper_id": "x", "embedding": [0.5]}\n' * 50)
     yield result
@@ -184,8 +187,17 @@ def _client(endpoint: str, **params: object) -> S3Downloader:
 def _assert_mirrored(dest: Path, mirror: Mirror, with_embeddings: bool = False) -> None:
     expected = {k: v for k, v in mirror.files.items() if with_embeddings or not k.startswith("specter-embeddings/")}
     got = {p.relative_to(dest).as_posix(): p.read_bytes() for p in dest.rglob("*")
-           if p.is_file() and not p.name.startswith(".scidocs-download")}
+           if p.is_file() and not p.name.startswith(".scidocs-download") and p.name != MANIFEST}
     assert got == expected
+
+
+def _part(dest: Path, key: str) -> Path:
+    """Where an interrupted `data download` into `dest` left the partial file of `key` (the folder is the tool's)."""
+    with open_owned_folder(dest, COMMAND) as owned:
+        owned.write_manifest()
+    part = dest / PARTS_FOLDER / f"{key}{PART_SUFFIX}"
+    part.parent.mkdir(parents=True, exist_ok=True)
+    return part
 
 
 def test_whole_download_then_nothing_the_second_time(mirror: Mirror, tmp_path: Path) -> None:
@@ -225,7 +237,7 @@ def test_changed_object_is_fetched_again(mirror: Mirror, tmp_path: Path) -> None
 def test_resume_requests_only_the_missing_bytes(mirror: Mirror, proxy: FaultProxy, tmp_path: Path) -> None:
     data = mirror.files[BIG_KEY]
     half = len(data) // 2
-    (tmp_path / f"{BIG_KEY}{PART_SUFFIX}").write_bytes(data[:half])
+    _part(tmp_path, BIG_KEY).write_bytes(data[:half])
     report = download_release(tmp_path, prefix=PREFIX, downloader=_client(proxy.endpoint), progress=False)
     assert not report.failed
     assert proxy.faults[BIG_KEY].ranges == [f"bytes={half}-"]
@@ -267,7 +279,7 @@ def test_corrupted_byte_is_caught_by_md5(mirror: Mirror, proxy: FaultProxy, tmp_
     report = download_release(tmp_path, prefix=PREFIX, downloader=_client(proxy.endpoint, retries=1), progress=False)
     assert list(report.failed) == [PREFIX + BIG_KEY]
     assert "MD5 differs from the ETag" in report.failed[PREFIX + BIG_KEY]
-    assert not (tmp_path / BIG_KEY).exists() and not (tmp_path / f"{BIG_KEY}{PART_SUFFIX}").exists()
+    assert not (tmp_path / BIG_KEY).exists() and not _part(tmp_path, BIG_KEY).exists()
 
 
 def test_corrupted_partial_file_is_discarded_and_refetched(mirror: Mirror, proxy: FaultProxy,
@@ -275,7 +287,7 @@ def test_corrupted_partial_file_is_discarded_and_refetched(mirror: Mirror, proxy
     data = mirror.files[BIG_KEY]
     damaged = bytearray(data[:500])
     damaged[10] ^= 0xFF
-    (tmp_path / f"{BIG_KEY}{PART_SUFFIX}").write_bytes(bytes(damaged))
+    _part(tmp_path, BIG_KEY).write_bytes(bytes(damaged))
     report = download_release(tmp_path, prefix=PREFIX, downloader=_client(proxy.endpoint), progress=False)
     assert not report.failed
     assert proxy.faults[BIG_KEY].ranges == ["bytes=500-", None]

@@ -139,7 +139,8 @@ def test_repeated_and_padded_ids_are_printed(cite_suite: Path, tmp_path: Path,
     for _ in range(2):  # parsed, then from the cache
         caplog.clear()
         with caplog.at_level("WARNING", logger="scidocs_eval"):
-            assert main(["run", "--embeddings", str(embeddings), "--data", str(cite_suite), "--quiet"]) == 0
+            assert main(["run", "--embeddings", str(embeddings), "--data", str(cite_suite), "--min-coverage", "0",
+                         "--quiet"]) == 0
         warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
         assert (f"{embeddings}: 1 line(s) repeat the id of an earlier line (the later line is used, as in the "
                 "official code): 'a'") in warnings

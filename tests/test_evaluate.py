@@ -61,7 +61,7 @@ def test_result_contents(demo_suite: Suite, embedding_files: dict[str, Path], on
     assert set(result.tasks) == set(TASKS)
     assert set(result.tasks["mag"].metrics) == {"f1"} and set(result.tasks["cite"].metrics) == {"map", "ndcg"}
     assert result.settings == {"data": str(demo_suite.root), "tasks": TASKS, "split": "test", "missing": "official",
-                               "task_params": {}, "dtype": "float32"}
+                               "task_params": {}, "dtype": "float32", "min_coverage": 0.8}
     fingerprint = result.fingerprints["embeddings"]["cls"]
     assert fingerprint["sha256"] == hashlib.sha256(embedding_files["all"].read_bytes()).hexdigest()
     assert fingerprint["path"] == str(embedding_files["all"]) and fingerprint["dim"] == 8

@@ -96,7 +96,7 @@ def test_intervals_come_from_the_results_reader_and_map_to_columns(tmp_path: Pat
     ({"f1": [70, "nan"]}, "task 'mag': ci of 'f1' is not an interval: [70, 'nan']"),
     ({"f1": [70]}, "task 'mag': ci of 'f1' must be [low, high], got [70]"),
     ({"f1": "70-80"}, "task 'mag': ci of 'f1' must be [low, high], got '70-80'"),
-    ([70, 80], "task 'mag': 'ci' must be an object {metric: [low, high]}"),
+    ([70, 80], "malformed results file: task 'mag': field 'ci' must be an object, got list [70, 80]"),
 ])
 def test_a_malformed_interval_is_a_one_line_error_naming_file_and_task(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], ci: object, problem: str) -> None:

@@ -138,11 +138,11 @@ def test_evaluate_fills_table1_recomm_columns(demo_suite: Suite, store: Embeddin
 
 
 @pytest.mark.parametrize(("params", "message"), [
-    ({"ranker": "svm"}, "unknown ranker 'svm'; known rankers: mlp, lgbm"),
-    ({"ranker": "lgbn"}, "unknown ranker 'lgbn'; did you mean 'lgbm'\\?"),
+    ({"ranker": "svm"}, "ranker='svm' is not allowed; ranker must be one of 'mlp', 'lgbm'"),
+    ({"ranker": "lgbn"}, "ranker='lgbn' is not allowed; ranker must be one of 'mlp', 'lgbm'"),
     ({"ranker": "lgbm", "query_projection": True}, "query_projection needs ranker='mlp'"),
-    ({"seeds": 0}, "seeds must be at least 1, got 0"),
-    ({"ranker_params": {"epochs": 3}}, "ranker 'mlp' has no parameter\\(s\\) epochs"),
+    ({"seeds": 0}, "seeds=0 is not allowed; seeds must be an int >= 1"),
+    ({"ranker_params": {"epochs": 3}}, "ranker 'mlp' has no parameter 'epochs' \\(did you mean 'max_epochs'\\?\\)"),
 ])
 def test_bad_task_parameters_are_refused(params: dict, message: str):
     with pytest.raises(ScidocsEvalError, match=message):

@@ -11,6 +11,7 @@ import pytest
 
 from scidocs_eval.cli.main import main
 from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.formats.safe_output import growing_file, output_session
 from scidocs_eval.formats.suite import Paper, Suite
 from scidocs_eval.models.adapter import get_adapter
 from scidocs_eval.models.baseline import write_embeddings
@@ -21,9 +22,11 @@ def papers(count: int = 40) -> list[Paper]:
 
 
 def interrupt(path: Path, keep_lines: int) -> None:
-    """What a crash leaves: the first lines, then half of the next one."""
+    """What a crash of the writing command leaves: the first lines, then half of the next one."""
     lines = path.read_bytes().splitlines(keepends=True)
-    path.write_bytes(b"".join(lines[:keep_lines]) + lines[keep_lines][: len(lines[keep_lines]) // 2])
+    with pytest.raises(KeyboardInterrupt), growing_file(path) as handle:
+        handle.write(b"".join(lines[:keep_lines]) + lines[keep_lines][: len(lines[keep_lines]) // 2])
+        raise KeyboardInterrupt
 
 
 @pytest.mark.parametrize("keep_lines", [0, 1, 7, 39])
@@ -56,8 +59,10 @@ def test_resume_with_other_adapter_parameters_is_refused(tmp_path: Path) -> None
 def test_resume_of_a_file_without_a_settings_record_is_refused(tmp_path: Path) -> None:
     out = tmp_path / "e.jsonl"
     out.write_bytes(b'{"paper_id": "p1", "embedding": [1.0]}\n')
-    with pytest.raises(ScidocsEvalError, match=r"has no record of the settings that produced it "
-                       r"\(e.jsonl.settings.json\)"):
+    with pytest.raises(ScidocsEvalError, match="already exists and was not written by scidocs-eval"):
+        write_embeddings(get_adapter("random", dim=1), papers(), out, resume=True, progress=False)
+    with output_session(overwrite=True), pytest.raises(
+            ScidocsEvalError, match=r"has no record of the settings that produced it \(e.jsonl.settings.json\)"):
         write_embeddings(get_adapter("random", dim=1), papers(), out, resume=True, progress=False)
     assert out.read_bytes() == b'{"paper_id": "p1", "embedding": [1.0]}\n'
 
@@ -66,7 +71,8 @@ def test_resume_onto_vectors_of_another_dimension_is_refused(tmp_path: Path) -> 
     out = tmp_path / "e.jsonl"
     write_embeddings(get_adapter("random", dim=4), papers(3), out, resume=False, progress=False)
     out.write_bytes(b'{"paper_id": "p1", "embedding": [1.0, 2.0]}\n')  # same settings record, other vectors
-    with pytest.raises(ScidocsEvalError, match=r"holds 2-d vectors, this run makes 4-d ones"):
+    with output_session(overwrite=True), pytest.raises(ScidocsEvalError,
+                                                       match=r"holds 2-d vectors, this run makes 4-d ones"):
         write_embeddings(get_adapter("random", dim=4), papers(3), out, resume=True, progress=False)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import orjson
@@ -23,18 +24,19 @@ def test_replaces_limits_the_folders_a_run_may_replace_to_those_its_commands_wro
     build(folder, "tool a", {"x.txt": "a", "sub/y.txt": "a"})
     # without `replaces`, any command of the tool replaces an earlier run's files (suite builders share them)
     build(folder, "tool b", {"x.txt": "b"})
-    assert orjson.loads((folder / MANIFEST).read_bytes()) == {"written_by": "tool b", "files": ["x.txt"]}
+    assert orjson.loads((folder / MANIFEST).read_bytes()) == {"written_by": "tool b", "files": {
+        "x.txt": hashlib.sha256(b"b").hexdigest()}}
     assert not (folder / "sub").exists()
     # with it, a folder another command wrote is refused before the block runs, and nothing changes
-    with pytest.raises(ScidocsEvalError, match=rf"^{folder} was written by tool b, not tool c \(its {MANIFEST} "
-                       r"says so\); nothing was changed: give a new or empty folder$"):
+    with pytest.raises(ScidocsEvalError, match=rf"^output {folder} was written by tool b, not tool c \(its {MANIFEST} "
+                       r"says so\); nothing was changed: give a new or empty folder, or pass --overwrite"):
         build(folder, "tool c", {"x.txt": "c"}, replaces=("tool c",))
     assert (folder / "x.txt").read_text(encoding="utf-8") == "b"
     build(folder, "tool c", {"x.txt": "c"}, replaces=("tool c", "tool b"))
     build(folder, "tool c", {"z.txt": "c"}, replaces=("tool c",))
     assert sorted(p.name for p in folder.iterdir()) == [MANIFEST, "z.txt"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # no staging folder left behind
-    # a manifest without `written_by` (or not naming a command) is not taken as one of ours
-    (folder / MANIFEST).write_bytes(orjson.dumps({"files": ["z.txt"]}))
-    with pytest.raises(ScidocsEvalError, match="was written by another command, not tool c"):
+    # a manifest the tool did not write (a hand-made one, or ours edited) proves nothing
+    (folder / MANIFEST).write_bytes(orjson.dumps({"written_by": "tool c", "files": {"z.txt": "0" * 64}}))
+    with pytest.raises(ScidocsEvalError, match=f"{MANIFEST} was not written by scidocs-eval"):
         build(folder, "tool c", {"z.txt": "c"}, replaces=("tool c",))

@@ -227,13 +227,27 @@ def test_different_splits_and_suite_files_are_refused_naming_what_differs(random
         compare(random_run, other, progress=False)
 
 
-def test_items_that_do_not_match_are_refused_with_the_shared_count(random_run: RunResult) -> None:
-    cite = random_run.tasks["cite"]
-    items = {key: (value[1:] if isinstance(value, list) else value) for key, value in cite.items.items()}
-    fewer = replace(random_run, tasks={"cite": replace(cite, items=items, metrics={
+def _with_cite_items(run: RunResult, kept: slice) -> RunResult:
+    cite = run.tasks["cite"]
+    items = {key: (value[kept] if isinstance(value, list) else value) for key, value in cite.items.items()}
+    return replace(run, tasks={"cite": replace(cite, items=items, metrics={
         m: MeanItems(items["ids"], items[m]).value() for m in cite.metrics})})
-    with pytest.raises(ScidocsEvalError, match=r"the queries differ \(random: 25, random: 24, 24 shared"):
-        compare(random_run, fewer, progress=False)
+
+
+def test_items_that_differ_are_compared_over_the_shared_ones_with_a_loud_note(random_run: RunResult) -> None:
+    fewer = _with_cite_items(random_run, slice(1, None))
+    comparison = compare(random_run, fewer, progress=False)
+    pair = comparison.pairs[0]
+    assert len(pair.notes) == 1 and "25 queries" in pair.notes[0] and "the 24 both scored" in pair.notes[0]
+    assert "NOT the headline numbers" in comparison.format_table()
+    for row in pair.rows:
+        assert row.n == 24 and row.delta == 0 and row.value_a == row.value_b == fewer.tasks["cite"].metrics[row.metric]
+    assert comparison.to_dict()["comparisons"][0]["notes"] == pair.notes
+
+
+def test_too_few_shared_items_are_refused_naming_the_counts(random_run: RunResult) -> None:
+    with pytest.raises(ScidocsEvalError, match=r"only 10 queries scored by both \(random: 25, random: 10\)"):
+        compare(random_run, _with_cite_items(random_run, slice(0, 10)), progress=False)
 
 
 def test_a_single_shared_item_is_refused_and_gets_no_interval(random_run: RunResult) -> None:
@@ -278,7 +292,7 @@ def test_compare_cli_json_markdown_and_several_files(random_run: RunResult, tmp_
     foreign = tmp_path / "notes.json"
     foreign.write_text("{}", encoding="utf-8")
     assert main(["compare", str(a), str(b), "--resamples", "100", "--json", str(foreign), "--quiet"]) == 2
-    assert "not written by scidocs-eval compare" in capsys.readouterr().err
+    assert "already exists and was not written by scidocs-eval" in capsys.readouterr().err
     assert foreign.read_text(encoding="utf-8") == "{}"
     assert main(["compare", str(a)]) == 2
 

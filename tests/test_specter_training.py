@@ -104,7 +104,7 @@ def test_resume_with_other_training_settings_is_refused(trained: tuple[Path, obj
     out, _ = trained
     shutil.copytree(out / "checkpoints" / "step-12", tmp_path / "checkpoints" / "step-12")
     command = ["train", "specter", "--data-dir", str(sample_dir), "--out", str(tmp_path), "--base-model",
-               str(tiny_bert), *SAME_AS_TRAINED, "--resume", "--quiet"]
+               str(tiny_bert), *SAME_AS_TRAINED, "--resume", "--quiet", "--overwrite"]  # a copied checkpoint
     assert main([*command, "--epochs", "2", "--lr", "1e-3"]) == 2
     assert capsys.readouterr().err == (
         f"scidocs-eval: error: --resume: {tmp_path / 'checkpoints' / 'step-12'} was produced with other settings "
@@ -123,8 +123,11 @@ def test_train_command_prints_the_validation_losses(trained: tuple[Path, object]
                                                     capsys: pytest.CaptureFixture) -> None:
     out, history = trained
     shutil.copytree(out / "checkpoints" / "step-8", tmp_path / "checkpoints" / "step-8")
-    assert main(["train", "specter", "--data-dir", str(sample_dir), "--out", str(tmp_path), "--base-model",
-                 str(tiny_bert), *SAME_AS_TRAINED, "--resume", "--quiet"]) == 0
+    command = ["train", "specter", "--data-dir", str(sample_dir), "--out", str(tmp_path), "--base-model",
+               str(tiny_bert), *SAME_AS_TRAINED, "--resume", "--quiet"]
+    assert main(command) == 2   # a copied checkpoint folder: not one the tool can prove it wrote
+    assert "is not empty and was not written by scidocs-eval train specter" in capsys.readouterr().err
+    assert main([*command, "--overwrite"]) == 0
     printed = capsys.readouterr().out
     assert f"epoch 2: validation loss {history.val_loss[2]:.4f}" in printed
     # 3 epochs of 59 triplets: the resumed run counts the steps before its checkpoint too

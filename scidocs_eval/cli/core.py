@@ -17,20 +17,23 @@ from scidocs_eval.cli.options import (
     add_model_options,
     add_output,
     parse_params,
+    seed_type,
 )
 from scidocs_eval.data.demo import DemoConfig, build_demo_suite
 from scidocs_eval.errors import InputError, ScidocsEvalError
 from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.runner import evaluate
-from scidocs_eval.evaluation.task import TASKS, embedding_groups, get_task, task_names
-from scidocs_eval.formats.safe_output import check_output_file, refuse_replacing_foreign, write_bytes_atomically
+from scidocs_eval.evaluation.task import DEFAULT_MIN_COVERAGE, TASKS, embedding_groups, get_task, task_names
+from scidocs_eval.formats.provenance import settings_file
+from scidocs_eval.formats.safe_output import claim_inputs_are_not_outputs, claim_output, write_bytes_atomically
 from scidocs_eval.leaderboard import render_table1
 from scidocs_eval.models.adapter import adapter_names
 from scidocs_eval.models.baseline import run_baseline
+from scidocs_eval.models.distributed import is_main_process
 from scidocs_eval.models.sharded_embedding import embed_suite_sharded, process_count
+from scidocs_eval.params import FRACTION, argument_type
 
 DEFAULT_RESULTS_DIR = "scidocs-results"
-TABLE_HEADER = b"| Model |"
 
 
 def _add_evaluation_options(parser: argparse.ArgumentParser) -> None:
@@ -43,6 +46,9 @@ def _add_evaluation_options(parser: argparse.ArgumentParser) -> None:
                         help="papers without an embedding: the official rules (default) or stop with a list")
     parser.add_argument("--task-param", action="append", metavar="TASK.KEY=VALUE", default=[],
                         help="a task constructor parameter, e.g. recomm.seeds=3 (repeatable)")
+    parser.add_argument("--min-coverage", type=argument_type([FRACTION], "--min-coverage", float),
+                        default=DEFAULT_MIN_COVERAGE, help="the least share (0 to 1) of each task's queries, "
+                        "candidates or papers with a usable embedding; below it the run stops (default: %(default)s)")
 
 
 def _task_params(pairs: list[str]) -> dict[str, dict[str, object]]:
@@ -90,17 +96,6 @@ def _print_result(result: RunResult, written: list[Path], ci: bool = False) -> i
     return 2 if result.failed else 0
 
 
-def _is_results_file(path: Path) -> bool:
-    try:
-        RunResult.load(path)
-    except InputError:
-        return False
-    return True
-
-
-def _is_table(path: Path) -> bool:
-    with open(path, "rb") as handle:
-        return handle.read(len(TABLE_HEADER)) == TABLE_HEADER
 def _embeddings(values: list[str]) -> str | dict[str, str]:
     """One FILE for every task, or {group: FILE} from GROUP=FILE values (a group is a registered task's)."""
     groups = embedding_groups()
@@ -130,10 +125,13 @@ def _run(args: argparse.Namespace) -> int:
     embeddings = _embeddings(list(args.embeddings or []) + aliases)
     output = Path(args.output) if args.output else None
     if output is not None:
-        refuse_replacing_foreign(output, "--out", _is_results_file, "a scidocs-eval results file")
+        inputs = list(embeddings.values()) if isinstance(embeddings, dict) else [embeddings]
+        claim_inputs_are_not_outputs(inputs, {"--out": output})
+        claim_output(output, "--out")
     result = evaluate(embeddings, args.data, tasks=_tasks(args.tasks), split=args.split, missing=args.missing,
                       task_params=_task_params(args.task_param), model=args.name, output=output,
-                      cache=not args.no_cache, dtype=args.dtype, progress=not args.quiet)
+                      cache=not args.no_cache, dtype=args.dtype, progress=not args.quiet,
+                      min_coverage=args.min_coverage)
     return _print_result(result, [output] if output else [], ci=args.ci)
 
 
@@ -148,10 +146,12 @@ def _table(args: argparse.Namespace) -> int:
         paths += found or [pattern]
     if not paths:
         raise ScidocsEvalError("no results files given or found")
+    if args.output:
+        claim_inputs_are_not_outputs(paths, {"--out": args.output})
+        claim_output(args.output, "--out")
     results = [RunResult.load(p) for p in paths]
     markdown = render_table1(results, include_paper=not args.no_paper, ci=args.ci)
     if args.output:
-        refuse_replacing_foreign(args.output, "--out", _is_table, "a table written by scidocs-eval table")
         write_bytes_atomically(args.output, markdown.encode("utf-8"), "--out")
         print(f"table written to {args.output}")
     else:
@@ -160,7 +160,7 @@ def _table(args: argparse.Namespace) -> int:
 
 
 def _baseline(args: argparse.Namespace) -> int:
-    check_output_file(Path(args.out_dir) / f"{args.name}.results.json", "--out-dir")
+    _claim_baseline_outputs(args)
     params = adapter_params(args, ("seed", "tune", "vectors", "citations", *MODEL_OPTIONS))
     resume = args.resume
     if args.name == "specter2" and (groups := parse_group_adapters(args.task_adapter or "")):
@@ -177,7 +177,7 @@ def _baseline(args: argparse.Namespace) -> int:
     result = run_baseline(args.name, args.data, out_dir=args.out_dir, params=params,
                           train_corpus=args.train_corpus, tasks=_tasks(args.tasks), split=args.split,
                           task_params=_task_params(args.task_param), resume=resume,
-                          progress=not args.quiet)
+                          progress=not args.quiet, min_coverage=args.min_coverage)
     return _print_result(result, _baseline_outputs(args.out_dir, args.name))
 
 
@@ -185,9 +185,27 @@ def _baseline_outputs(out_dir: str, name: str) -> list[Path]:
     return [Path(out_dir) / f"{name}.jsonl", Path(out_dir) / f"{name}.results.json"]
 
 
+def _claim_baseline_outputs(args: argparse.Namespace) -> None:
+    """Lock (and check) every file `baseline` writes in --out-dir before the adapter is fitted."""
+    out_dir = Path(args.out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ScidocsEvalError(f"--out-dir {out_dir} is a file, not a folder")
+    groups = (parse_group_adapters(args.task_adapter or "") if args.name == "specter2" else None) or {}
+    stems = [f"specter2-{group}" for group in groups] or [args.name]
+    inputs = [args.train_corpus, args.vectors, args.citations]
+    for stem in stems:
+        embeddings = out_dir / f"{stem}.jsonl"
+        claim_inputs_are_not_outputs(inputs, {"--out-dir": embeddings})
+        if process_count() == 1 or is_main_process():
+            claim_output(embeddings, "--out-dir")
+            claim_output(settings_file(embeddings), "--out-dir")
+    if process_count() == 1 or is_main_process():
+        claim_output(out_dir / f"{args.name}.results.json", "--out-dir")
+
+
 def _demo(args: argparse.Namespace) -> int:
     config = DemoConfig.scidocs(args.seed) if args.scale == "scidocs" else DemoConfig.small(args.seed)
-    suite = build_demo_suite(args.dest, config)
+    suite = build_demo_suite(args.dest, config, option="dest")
     print(f"synthetic demo suite ({args.scale}, seed {args.seed}) written to {suite.root}")
     return 0
 
@@ -246,7 +264,7 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
                           help="where NAME.jsonl and NAME.results.json go (default: %(default)s)")
     baseline.add_argument("--train-corpus", help="fit on this corpus (JSON lines {paper_id,title,abstract}) "
                           "instead of the suite's papers")
-    baseline.add_argument("--seed", type=int, help="seed of the adapter's randomness (default: the adapter's, 0)")
+    baseline.add_argument("--seed", type=seed_type(), help="the adapter's seed (default: the adapter's own)")
     baseline.add_argument("--tune", action="store_true", help="tune the adapter's settings on the val split")
     baseline.add_argument("--vectors", help="word vectors for fasttext-sum/sif (.vec/.bin file, or 'glove')")
     baseline.add_argument("--citations", help="citation edges (TSV citing<TAB>cited) for sgc")
@@ -261,7 +279,7 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     add_output(demo, "dest", kind="folder", help="the folder to write (new, empty, or an earlier demo suite)")
     demo.add_argument("--scale", choices=("small", "scidocs"), default="small",
                       help="small (seconds, the default) or scidocs (the official suite's sizes)")
-    demo.add_argument("--seed", type=int, default=0, help="seed of the generated text, labels and clicks")
+    demo.add_argument("--seed", type=seed_type(), default=0, help="seeds the synthetic suite (default: %(default)s)")
     demo.set_defaults(func=_demo)
 
     tasks = subparsers.add_parser("tasks", help="list the registered tasks",

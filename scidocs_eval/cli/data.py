@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from scidocs_eval.cli.options import COMMANDS, CommandGroup, add_hidden_alias, add_output
+from scidocs_eval.cli.options import COMMANDS, CommandGroup, add_hidden_alias, add_output, count_type, seed_type
 from scidocs_eval.data.download import DEFAULT_PREFIX, ENDPOINT_ENV
+from scidocs_eval.params import POSITIVE, Interval, argument_type
 from scidocs_eval.paths import default_data_dir
 
 
@@ -56,8 +57,10 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
                           help="also fetch the reference SPECTER embeddings (several GiB)")
     download.add_argument("--endpoint", help=f"the bucket's URL (default: ${ENDPOINT_ENV} or the public bucket)")
     download.add_argument("--prefix", default=DEFAULT_PREFIX, help="the release's folder (default: %(default)s)")
-    download.add_argument("--retries", type=int, default=5, help="retries per request (default: %(default)s)")
-    download.add_argument("--timeout", type=float, default=60.0, help="seconds before a stalled request is "
+    download.add_argument("--retries", type=argument_type([Interval(int, 0, None)], "--retries"),
+                          default=5, help="retries per request (default: %(default)s)")
+    download.add_argument("--timeout", type=argument_type([POSITIVE], "--timeout", float),
+                          default=60.0, help="seconds before a stalled request is "
                           "retried (default: %(default)s)")
     download.set_defaults(func=_download)
 
@@ -80,9 +83,9 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     add_hidden_alias(build, add_output(build, "--out-dir", dest="out", kind="folder", required=True,
                                        help="the suite folder to write (new or empty; a rebuild replaces only files "
                                        "an earlier build wrote)"), "--out")
-    build.add_argument("--seed", type=int, default=0, help="seed of the splits and sampled negatives")
+    build.add_argument("--seed", type=seed_type(), default=0, help="seeds the split (default: %(default)s)")
     build.add_argument("--label-task", default="mag", help="task folder for the labels (default: %(default)s)")
-    build.add_argument("--queries-per-split", type=int, default=1000,
+    build.add_argument("--queries-per-split", type=count_type("--queries-per-split"), default=1000,
                        help="most queries per ranking task and split (default: %(default)s, as SciDocs)")
     build.set_defaults(func=_build)
 

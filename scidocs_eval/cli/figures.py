@@ -6,14 +6,26 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import orjson
 
-from scidocs_eval.cli.options import COMMANDS, CommandGroup, add_hidden_alias, add_output
+from scidocs_eval.cli.options import COMMANDS, CommandGroup, add_hidden_alias, add_output, count_type, seed_type
 from scidocs_eval.errors import ScidocsEvalError
-from scidocs_eval.formats.safe_output import write_bytes_atomically
+from scidocs_eval.formats.safe_output import claim_inputs_are_not_outputs, claim_output, write_bytes_atomically
+from scidocs_eval.params import POSITIVE, Interval, argument_type
 
 FIGURE2_REQUIRED = ("embeddings", "task", "out")
+
+
+def _claim(inputs: list[str], outputs: dict[str, str | None]) -> None:
+    """Refuse an output that is an input or a file of the user's, before any drawing."""
+    claim_inputs_are_not_outputs(inputs, outputs)
+    if outputs.get("--out") and outputs.get("--out") == outputs.get("--json"):
+        raise ScidocsEvalError(f"--out and --json both name {outputs['--out']}; give two paths")
+    for option, path in outputs.items():
+        if path:
+            claim_output(path, option)
 
 
 def _figure2(args: argparse.Namespace) -> int:
@@ -23,6 +35,7 @@ def _figure2(args: argparse.Namespace) -> int:
     absent = [f"--{name}" for name in FIGURE2_REQUIRED if not getattr(args, name)]
     if absent:
         raise ScidocsEvalError(f"plot figure2 needs {', '.join(absent)} (or use `plot results` / `plot training`)")
+    _claim(args.embeddings, {"--out": args.out, "--json": args.json})
     clusters = ProjectionClusters(perplexity=args.perplexity, metric=args.metric, eps_scale=args.eps_scale,
                                   min_samples=args.min_samples, seed=args.seed)
     result = figure2(args.embeddings, resolve_suite(args.data), args.task, names=args.name, split=args.split,
@@ -40,6 +53,7 @@ def _results_chart(args: argparse.Namespace) -> int:
     from scidocs_eval.leaderboard.figures import draw_results, save_figure
     from scidocs_eval.leaderboard.runs import load_runs
 
+    _claim(args.results, {"--out": args.out})
     out = save_figure(draw_results(load_runs(args.results)), args.out)
     print(f"chart of {len(args.results)} results file(s) written to {out}")
     return 0
@@ -47,7 +61,9 @@ def _results_chart(args: argparse.Namespace) -> int:
 
 def _training(args: argparse.Namespace) -> int:
     from scidocs_eval.leaderboard.figures import draw_training, save_figure
+    from scidocs_eval.training.specter import HISTORY_FILE
 
+    _claim([str(Path(args.run_dir) / HISTORY_FILE)], {"--out": args.out})
     out = save_figure(draw_training(args.run_dir), args.out)
     print(f"training curves written to {out}")
     return 0
@@ -71,15 +87,18 @@ def _add_figure2_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--task", help="classification task whose papers and classes are shown: mag, mesh, ...")
     parser.add_argument("--split", choices=("train", "val", "test"), default="test",
                         help="the split whose papers are shown (default: %(default)s)")
-    parser.add_argument("--sample", type=int, default=3000, help="papers drawn at random (default: %(default)s)")
-    parser.add_argument("--seed", type=int, default=0, help="seeds the sample and t-SNE (default: %(default)s)")
-    parser.add_argument("--perplexity", type=float, default=30.0, help="t-SNE perplexity (default: %(default)s)")
+    parser.add_argument("--sample", type=argument_type([Interval(int, 2, None)], "--sample"),
+                        default=3000, help="papers drawn at random (default: %(default)s)")
+    parser.add_argument("--seed", type=seed_type(), default=0, help="seeds the sample and t-SNE (default: %(default)s)")
+    parser.add_argument("--perplexity", type=argument_type([POSITIVE], "--perplexity", float),
+                        default=30.0, help="t-SNE perplexity (default: %(default)s)")
     parser.add_argument("--metric", choices=("euclidean", "cosine"), default="euclidean",
                         help="t-SNE's distance between embeddings (default: %(default)s)")
-    parser.add_argument("--eps-scale", type=float, default=1.0,
+    parser.add_argument("--eps-scale", type=argument_type([POSITIVE], "--eps-scale", float), default=1.0,
                         help="DBSCAN eps as a multiple of the median distance to the MIN_SAMPLES-th nearest "
                              "neighbour in the projection (default: %(default)s; see docs/figures.md)")
-    parser.add_argument("--min-samples", type=int, default=10, help="DBSCAN min_samples (default: %(default)s)")
+    parser.add_argument("--min-samples", type=count_type("--min-samples"),
+                        default=10, help="DBSCAN min_samples (default: %(default)s)")
     add_output(parser, "--out", "-o", kind="file", help="image to write: .png, .svg or .pdf")
     add_output(parser, "--json", kind="file", help="also write the numbers (homogeneity, completeness, settings) here")
 

@@ -7,14 +7,31 @@ import logging
 import sys
 from collections.abc import Sequence
 from importlib import metadata
+from typing import NoReturn
 
-from scidocs_eval.cli.options import COMMANDS
+from scidocs_eval.cli.options import COMMANDS, output_actions
 from scidocs_eval.cli.quiet import quiet_mode
 from scidocs_eval.errors import ScidocsEvalError, describe_error
+from scidocs_eval.formats.safe_output import output_session
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse's parser, but a usage error is the one line `scidocs-eval: error: ...` of every other error (the
+    command named, `--help` for the usage), exit status 2; subcommands' parsers are of this class too."""
+
+    def error(self, message: str) -> NoReturn:
+        command = self.prog.removeprefix("scidocs-eval").strip()
+        where = f"{command}: " if command else ""
+        self.exit(2, f"scidocs-eval: error: {where}{one_line(message)} (see `{self.prog} --help`)\n")
+
+
+def one_line(message: str) -> str:
+    """`message` with its line breaks and runs of spaces made single spaces."""
+    return " ".join(message.split())
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="scidocs-eval", description="Evaluate scientific-document embeddings on the SciDocs benchmark.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log what is being done")
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}",
@@ -25,6 +42,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     for command in leaf_parsers(parser):
         command.add_argument("--quiet", action="store_true", help="no progress bars")
+        if output_actions(command):
+            command.add_argument("--overwrite", action="store_true",
+                                 help="replace files of yours that are in the way of this command's output (without "
+                                 "it, only files scidocs-eval wrote are replaced; see docs/errors_and_files.md)")
     return parser
 
 
@@ -66,10 +87,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _list_commands(parser)
         logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                             format="%(levelname)s %(message)s")
-        with quiet_mode(args.quiet):
+        with quiet_mode(args.quiet), output_session(overwrite=getattr(args, "overwrite", False)):
             return int(args.func(args) or 0)
     except (ScidocsEvalError, OSError) as error:
-        print(f"scidocs-eval: error: {describe_error(error)}", file=sys.stderr)
+        print(f"scidocs-eval: error: {one_line(describe_error(error))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("scidocs-eval: interrupted", file=sys.stderr)

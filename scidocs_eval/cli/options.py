@@ -11,6 +11,7 @@ import orjson
 
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.models.encoder import POOLINGS, PRECISIONS
+from scidocs_eval.params import AT_LEAST_ONE, SEED, argument_type
 from scidocs_eval.registry import Registry
 
 
@@ -28,6 +29,16 @@ COMMANDS: Registry[CommandGroup] = Registry("command group", CommandGroup, plugi
 
 
 OutputKind = Literal["file", "folder"]
+
+
+def seed_type() -> Any:
+    """The argparse `type=` of every `--seed` option (an int in 0 .. 2**32 - 1)."""
+    return argument_type([SEED], "--seed")
+
+
+def count_type(option: str) -> Any:
+    """The argparse `type=` of an option that counts something and must be at least 1."""
+    return argument_type([AT_LEAST_ONE], option)
 
 
 def add_output(parser: argparse.ArgumentParser, *flags: str, kind: OutputKind, **kwargs: Any) -> argparse.Action:
@@ -77,8 +88,8 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", help="checkpoint (hub id or local folder) for transformer adapters")
     parser.add_argument("--pooling", choices=POOLINGS,
                         help="transformer adapters: [CLS] vector, mean over tokens, or last non-padding token")
-    parser.add_argument("--max-length", type=int, help="transformer adapters: tokens per paper at most")
-    parser.add_argument("--batch-size", type=int, help="papers per forward pass")
+    parser.add_argument("--max-length", type=count_type("--max-length"), help="tokens per paper at most")
+    parser.add_argument("--batch-size", type=count_type("--batch-size"), help="papers per forward pass")
     parser.add_argument("--device", help="cpu, cuda or cuda:N (default: cuda when a GPU is visible)")
     parser.add_argument("--precision", choices=PRECISIONS,
                         help="transformer adapters: auto = bf16 on CUDA, float32 on CPU; bf16 also on CPU")

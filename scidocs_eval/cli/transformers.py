@@ -11,19 +11,27 @@ from scidocs_eval.cli.options import (
     add_hidden_alias,
     add_model_options,
     add_output,
+    count_type,
+    seed_type,
 )
+from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.formats.corpus import read_papers
-from scidocs_eval.formats.safe_output import check_output_file, refuse_existing
-from scidocs_eval.models.adapter import adapter_names, get_adapter
+from scidocs_eval.formats.safe_output import claim_inputs_are_not_outputs, claim_output
+from scidocs_eval.models.adapter import ADAPTERS, adapter_names, get_adapter
 from scidocs_eval.models.baseline import write_embeddings
 from scidocs_eval.models.distributed import is_main_process
 from scidocs_eval.models.sharded_embedding import embed_sharded, process_count
+from scidocs_eval.params import FRACTION, POSITIVE, Interval, argument_type
 
 
 def _embed(args: argparse.Namespace) -> int:
-    check_output_file(args.out, "--out")
-    if not (args.resume or args.overwrite):
-        refuse_existing(args.out, "--out", "give --overwrite to replace it, or --resume to add the papers it lacks")
+    if ADAPTERS[args.adapter].needs_fitting():
+        raise ScidocsEvalError(f"--adapter {args.adapter} is trained on a corpus before it embeds, and `embed` only "
+                               f"runs pretrained models; use `scidocs-eval baseline {args.adapter} --data SUITE` "
+                               "(it fits on the suite's papers, or on --train-corpus)")
+    claim_inputs_are_not_outputs([args.metadata], {"--out": args.out})
+    if is_main_process():
+        claim_output(args.out, "--out")
     adapter = get_adapter(args.adapter, **adapter_params(args))
     papers = read_papers(args.metadata)
     if process_count() > 1:
@@ -66,8 +74,6 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
                        help="model adapter (default: %(default)s; 'transformer' for any checkpoint)")
     add_model_options(embed)
     embed.add_argument("--resume", action="store_true", help="keep papers already in --out")
-    embed.add_argument("--overwrite", action="store_true", help="replace --out if it exists (without this or "
-                       "--resume, an existing non-empty --out is an error)")
     embed.set_defaults(func=_embed)
 
     train = subparsers.add_parser("train", help="train a model (specter: citation-triplet fine-tuning)",
@@ -84,17 +90,21 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
                      "--out")
     specter.add_argument("--base-model", default="allenai/scibert_scivocab_uncased",
                          help="checkpoint to start from (default: %(default)s)")
-    specter.add_argument("--epochs", type=int, default=2, help="passes over the training triplets (default: "
-                         "%(default)s)")
-    specter.add_argument("--lr", type=float, default=2e-5, help="peak learning rate of AdamW (default: %(default)s)")
-    specter.add_argument("--weight-decay", type=float, default=0.01, help="AdamW weight decay (default: %(default)s)")
-    specter.add_argument("--warmup", type=float, default=0.1, help="fraction of steps of linear warm-up")
-    specter.add_argument("--max-length", type=int, default=256, help="tokens per paper at most (default: "
-                         "%(default)s)")
-    specter.add_argument("--batch-size", type=int, default=4, help="triplets per forward pass and device")
-    specter.add_argument("--effective-batch-size", type=int, default=32, help="triplets per optimizer step")
-    specter.add_argument("--checkpoint-every", type=int, default=500, help="optimizer steps between checkpoints")
-    specter.add_argument("--seed", type=int, default=0, help="seeds weights, sampling and order (default: %(default)s)")
+    specter.add_argument("--epochs", type=count_type("--epochs"), default=2, help="passes over the triplets")
+    specter.add_argument("--lr", type=argument_type([POSITIVE], "--lr", float), default=2e-5,
+                         help="peak learning rate")
+    specter.add_argument("--weight-decay", type=argument_type([Interval(float, 0, None)], "--weight-decay", float),
+                         default=0.01, help="AdamW weight decay")
+    specter.add_argument("--warmup", type=argument_type([FRACTION], "--warmup", float), default=0.1,
+                         help="fraction of steps of linear warm-up")
+    specter.add_argument("--max-length", type=count_type("--max-length"), default=256, help="tokens per paper")
+    specter.add_argument("--batch-size", type=count_type("--batch-size"), default=4,
+                         help="triplets per forward pass and device")
+    specter.add_argument("--effective-batch-size", type=count_type("--effective-batch-size"), default=32,
+                         help="triplets per optimizer step")
+    specter.add_argument("--checkpoint-every", type=count_type("--checkpoint-every"), default=500,
+                         help="optimizer steps between checkpoints")
+    specter.add_argument("--seed", type=seed_type(), default=0, help="seeds initialisation and order")
     specter.add_argument("--device", help="cpu, cuda or cuda:N (default: cuda when a GPU is visible)")
     specter.add_argument("--resume", action="store_true", help="continue from the latest checkpoint in --out-dir")
     specter.set_defaults(func=_train_specter)

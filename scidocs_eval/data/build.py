@@ -368,7 +368,7 @@ def build_suite(
         if len(shares) != 3 or min(shares) <= 0 or abs(sum(shares) - 1) > 1e-9:
             raise ScidocsEvalError(f"{name} must be three positive shares summing to 1, got {tuple(shares)}")
     corpus = read_citation_corpus(papers_jsonl, edges_tsv)
-    with owned_folder(out_dir, "scidocs-eval data build") as out:
+    with owned_folder(out_dir, "scidocs-eval data build", option="--out") as out:
         rng = np.random.default_rng(seed)
         report = BuildReport(str(out_dir), seed, {"papers": str(papers_jsonl), "citations": str(edges_tsv)},
                              corpus.stats)

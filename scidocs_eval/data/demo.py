@@ -222,14 +222,14 @@ def _recomm(gen: _Generator, dest: Path) -> None:
     write_json(dest / "paper_metadata_recomm.json", {p["paper_id"]: _public(p) for p in papers})
 
 
-def build_demo_suite(dest: str | os.PathLike[str], config: DemoConfig | None = None) -> Suite:
+def build_demo_suite(dest: str | os.PathLike[str], config: DemoConfig | None = None, option: str = "output") -> Suite:
     """Write a synthetic suite in the official layout to `dest` and return it.
 
     A rebuild replaces only the files an earlier build wrote (`scidocs_eval.formats.safe_output.owned_folder`); a
     non-empty folder the tool did not write is refused.
     """
     config = config or DemoConfig.small()
-    with owned_folder(dest, "scidocs-eval demo") as staging:
+    with owned_folder(dest, "scidocs-eval demo", option=option) as staging:
         gen = _Generator(config)
         mag_mesh: dict[str, dict] = {}
         _classification(gen, staging, "mag", config.mag_papers, 19, 0, mag_mesh)

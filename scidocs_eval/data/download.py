@@ -2,11 +2,13 @@
 
 No AWS CLI, no credentials, no region setting: the bucket's address is one URL (`--endpoint`,
 $SCIDOCS_EVAL_ENDPOINT) under which `?list-type=2&prefix=...` lists the keys (S3 ListObjectsV2, paginated)
-and `/{key}` fetches one. Each key is written to `{dest}/{key}.part`, resumed with an HTTP Range request
-after an interruption, retried with exponential backoff on 5xx answers, time-outs and dropped connections,
-checked for size and (where the ETag is a plain MD5, i.e. not a multipart ETag) for MD5, and only then
-renamed to its final name. `{dest}/.scidocs-download.json` records each verified key's size and ETag, so a
-second run downloads (and hashes) nothing that is already whole.
+and `/{key}` fetches one. Each key is written to `{dest}/.scidocs-download-parts/{key}.part`, resumed with an
+HTTP Range request after an interruption, retried with exponential backoff on 5xx answers, time-outs and
+dropped connections, checked for size and (where the ETag is a plain MD5, i.e. not a multipart ETag) for MD5,
+and only then moved to its final name through the output layer (`safe_output.open_owned_folder`: the folder's manifest
+records each file's sha256, so a file you edited, such as a hand-fixed `cite/test.qrel`, is yours and is
+never replaced; a folder of files that `data download` did not write is refused). `{dest}/.scidocs-download.json`
+records each verified key's size and ETag, so a second run downloads (and hashes) nothing that is already whole.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import orjson
 
 from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.formats.safe_output import MANIFEST, OwnedFolder, disk_errors, open_owned_folder
 from scidocs_eval.progress import progress_bar
 
 if TYPE_CHECKING:
@@ -41,7 +44,9 @@ DEFAULT_ENDPOINT = "https://ai2-s2-research-public.s3-us-west-2.amazonaws.com"
 DEFAULT_PREFIX = "specter/scidocs/"
 EMBEDDINGS_FOLDER = "specter-embeddings/"
 STATE_FILE = ".scidocs-download.json"
+PARTS_FOLDER = ".scidocs-download-parts"
 PART_SUFFIX = ".part"
+COMMAND = "scidocs-eval data download"
 _S3_NAMESPACE = "{http://s3.amazonaws.com/doc/2006-03-01/}"
 _PLAIN_MD5 = re.compile(r"^[0-9a-f]{32}$")
 _CHUNK = 1 << 20
@@ -186,13 +191,17 @@ class S3Downloader:
                 if have and response.status != 206:
                     meter.rewind(have)
                     have = 0
-                with open(part, "ab" if have else "wb") as out:
-                    try:
-                        while chunk := response.read(_CHUNK):
-                            out.write(chunk)
-                            meter.advance(len(chunk))
-                    except (TimeoutError, ConnectionError, HTTPException) as error:
-                        raise _RetryableError(f"transfer broken ({type(error).__name__}: {error})") from None
+                try:
+                    with disk_errors(part, "--dest"), open(part, "ab" if have else "wb") as out:
+                        try:
+                            while chunk := response.read(_CHUNK):
+                                out.write(chunk)
+                                meter.advance(len(chunk))
+                        except (TimeoutError, ConnectionError, HTTPException) as error:
+                            raise _RetryableError(f"transfer broken ({type(error).__name__}: {error})") from None
+                except ScidocsEvalError:  # a full disk or a read-only folder: no partial file is left behind
+                    part.unlink(missing_ok=True)
+                    raise
         size = part.stat().st_size
         if size != obj.size:
             raise _RetryableError(f"got {size} bytes, the listing says {obj.size}")
@@ -201,15 +210,13 @@ class S3Downloader:
             part.unlink()
             raise _RetryableError(f"MD5 differs from the ETag {obj.md5}; the partial file was discarded")
 
-    def fetch(self, obj: RemoteObject, path: Path, meter: ByteMeter) -> None:
-        """Fetch `obj` to `path` through `{path}.part` (resumed if present), renaming only when verified."""
-        path.parent.mkdir(parents=True, exist_ok=True)
-        part = path.with_name(path.name + PART_SUFFIX)
+    def fetch(self, obj: RemoteObject, part: Path, meter: ByteMeter) -> None:
+        """Fetch `obj` into the partial file `part` (resumed if present) and verify it."""
+        part.parent.mkdir(parents=True, exist_ok=True)
         try:
             self._with_retries(obj.key, self._fetch_once, obj, part, meter)
         except KeyVanishedError as error:
             raise KeyVanishedError(f"{error} (listed, then gone: the bucket changed; run again)") from None
-        os.replace(part, path)
 
 
 class ByteMeter:
@@ -230,20 +237,33 @@ class ByteMeter:
 class _State:
     """`{dest}/.scidocs-download.json`: key -> {size, etag} of every file verified whole."""
 
-    def __init__(self, dest: Path):
-        self.path = dest / STATE_FILE
-        self.entries: dict[str, dict] = orjson.loads(self.path.read_bytes()) if self.path.exists() else {}
+    def __init__(self, owned: OwnedFolder):
+        self.owned = owned
+        self.path = owned.folder / STATE_FILE
+        self.entries: dict[str, dict] = self._read() if owned.owns(STATE_FILE) else {}
 
-    def is_whole(self, obj: RemoteObject, path: Path) -> bool:
-        recorded = self.entries.get(obj.key)
-        return (recorded == {"size": obj.size, "etag": obj.etag} and path.is_file()
-                and path.stat().st_size == obj.size)
+    def _read(self) -> dict[str, dict]:
+        """The recorded entries; a state file that is not a JSON object of entries (cut short by a crash, say)
+        only costs a re-check of every file: a warning, and it is rewritten as files are verified."""
+        try:
+            entries = orjson.loads(self.path.read_bytes())
+        except orjson.JSONDecodeError as error:
+            entries, problem = None, f"not JSON ({error})"
+        else:
+            problem = "not an object {key: {size, etag}}"
+        if isinstance(entries, dict) and all(isinstance(entry, dict) for entry in entries.values()):
+            return entries
+        log.warning("%s is %s: ignoring it, so every file already downloaded is checked again", self.path, problem)
+        return {}
+
+    def is_whole(self, obj: RemoteObject, name: str) -> bool:
+        """Whether `name` holds `obj` as fetched (and unchanged since: else it is the user's)."""
+        return self.entries.get(obj.key) == {"size": obj.size, "etag": obj.etag} and self.owned.owns(name)
 
     def record(self, obj: RemoteObject) -> None:
         self.entries[obj.key] = {"size": obj.size, "etag": obj.etag}
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        tmp.write_bytes(orjson.dumps(self.entries, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS))
-        os.replace(tmp, self.path)
+        self.owned.write_bytes(STATE_FILE, orjson.dumps(self.entries, option=orjson.OPT_INDENT_2 |
+                                                         orjson.OPT_SORT_KEYS))
 
 
 def _md5(path: Path) -> str:
@@ -254,12 +274,14 @@ def _md5(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _local_path(dest: Path, prefix: str, key: str) -> Path:
+def _local_name(prefix: str, key: str) -> str:
+    """The key's path relative to the destination folder."""
     relative = key[len(prefix):] if key.startswith(prefix) else key
-    path = (dest / relative).resolve()
-    if not path.is_relative_to(dest.resolve()):
-        raise DownloadError(f"key {key!r} would be written outside {dest}")
-    return path
+    if Path(relative).is_absolute() or ".." in Path(relative).parts or not relative:
+        raise DownloadError(f"key {key!r} would be written outside the destination folder")
+    if Path(relative).parts[0] in (MANIFEST, STATE_FILE, PARTS_FOLDER):
+        raise DownloadError(f"key {key!r} would replace the download's own record {Path(relative).parts[0]}")
+    return relative
 
 
 def _partial_bytes(paths: Iterator[Path]) -> int:
@@ -290,35 +312,49 @@ def download_release(
     Returns:
         a DownloadReport. A key that fails is recorded in `report.failed`; the others are still fetched.
     """
-    dest = Path(dest)
-    dest.mkdir(parents=True, exist_ok=True)
+    with open_owned_folder(dest, COMMAND, option="--dest", replaces=(COMMAND,)) as owned:
+        return _download_into(owned, endpoint, prefix, with_embeddings, objects, downloader, progress)
+
+
+def _download_into(owned: OwnedFolder, endpoint: str | None, prefix: str, with_embeddings: bool,
+                   objects: Sequence[RemoteObject] | None, downloader: S3Downloader | None,
+                   progress: bool) -> DownloadReport:
     client = downloader or S3Downloader(endpoint)
     listing = list(objects) if objects is not None else client.list_objects(prefix)
     if not listing:
         raise DownloadError(f"no keys under {client.endpoint}/{prefix}: wrong --endpoint or --prefix?")
-    state = _State(dest)
+    owned.write_manifest()  # before the first byte: an interrupted download's folder is the tool's
+    state = _State(owned)
     report = DownloadReport()
-    todo: list[tuple[RemoteObject, Path]] = []
+    todo: list[tuple[RemoteObject, str]] = []
     for obj in listing:
-        path = _local_path(dest, prefix, obj.key)
+        name = _local_name(prefix, obj.key)
         if not with_embeddings and obj.key[len(prefix):].startswith(EMBEDDINGS_FOLDER):
             report.skipped.append(obj.key)
-        elif state.is_whole(obj, path):
+        elif state.is_whole(obj, name):
             report.already_whole.append(obj.key)
         else:
-            todo.append((obj, path))
-    parts = (path.with_name(path.name + PART_SUFFIX) for _, path in todo)
-    resumed = _partial_bytes(parts)
+            todo.append((obj, name))
+    owned.refuse_in_the_way([STATE_FILE, *(name for _, name in todo)])
+    parts_folder = owned.folder / PARTS_FOLDER
+    resumed = _partial_bytes(parts_folder / f"{name}{PART_SUFFIX}" for _, name in todo)
     with progress_bar(total=sum(obj.size for obj, _ in todo), initial=resumed, unit="B", unit_scale=True,
                       unit_divisor=1024, desc="downloading SciDocs", enabled=progress) as bar:
         meter = ByteMeter(bar)
-        for obj, path in todo:
+        for obj, name in todo:
+            part = parts_folder / f"{name}{PART_SUFFIX}"
             try:
-                client.fetch(obj, path, meter)
+                client.fetch(obj, part, meter)
             except DownloadError as error:
                 report.failed[obj.key] = str(error)
                 continue
+            owned.install_file(part, name)
             state.record(obj)
             report.fetched.append(obj.key)
     report.bytes_downloaded = meter.received
+    for folder in sorted((p for p in parts_folder.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)):
+        if not any(folder.iterdir()):
+            folder.rmdir()
+    if parts_folder.is_dir() and not any(parts_folder.iterdir()):
+        parts_folder.rmdir()
     return report

@@ -56,6 +56,8 @@ class PairComparison:
     model: str
     rows: list[MetricComparison]
     skipped: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    """tasks compared over the items both results scored (their A and B are not the files' headline numbers)."""
 
 
 @dataclass
@@ -74,7 +76,7 @@ class Comparison:
         return {"format": COMPARISON_FORMAT, "split": self.split, "resamples": self.resamples, "seed": self.seed,
                 "alpha": self.alpha, "confidence": CONFIDENCE, "correction": "holm",
                 "comparisons": [{"baseline": pair.baseline, "model": pair.model, "skipped": pair.skipped,
-                                 "results": _nested(pair.rows)} for pair in self.pairs]}
+                                 "notes": pair.notes, "results": _nested(pair.rows)} for pair in self.pairs]}
 
     def format_table(self) -> str:
         """Plain text for the terminal: one block per pair, one line per metric."""
@@ -82,7 +84,8 @@ class Comparison:
         for pair in self.pairs:
             header = (f"A = {pair.baseline}\nB = {pair.model}\nsplit {self.split}; {self.resamples} resamples, "
                       f"seed {self.seed}; Holm correction over {len(pair.rows)} metrics, alpha {self.alpha}")
-            lines = [header, f"{'task':<8} {'metric':<9} {'A':>7} {'B':>7} {'B-A':>7}  {'95% CI of B-A':<18} "
+            lines = [header, *(f"NOTE {note}" for note in pair.notes),
+                     f"{'task':<8} {'metric':<9} {'A':>7} {'B':>7} {'B-A':>7}  {'95% CI of B-A':<18} "
                              f"{'p':>7} {'p Holm':>7}  {'shared items':<17} verdict"]
             for row in pair.rows:
                 shared = f"{row.n} {UNIT_NAMES.get(row.unit, row.unit)}"
@@ -100,6 +103,7 @@ class Comparison:
         for pair in self.pairs:
             lines = [f"**{pair.model}** vs **{pair.baseline}** (split {self.split}, {self.resamples} resamples, "
                      f"Holm over {len(pair.rows)} metrics, alpha {self.alpha})", "",
+                     *(f"**Note:** {note}.\n" for note in pair.notes),
                      "| Task | Metric | A | B | B − A | 95% CI | p | p (Holm) | Shared items | Verdict |",
                      "|---|---|---|---|---|---|---|---|---|---|"]
             lines += [f"| {r.task} | {r.metric} | {r.value_a:.2f} | {r.value_b:.2f} | {r.delta:+.2f} | "
@@ -166,12 +170,14 @@ def check_comparable(a: RunResult, label_a: str, b: RunResult, label_b: str) -> 
                                f"{shown}{more} differ")
 
 
-def aligned_metrics(task: str, a: RunResult, label_a: str, b: RunResult, label_b: str
-                    ) -> dict[str, tuple[ItemMetric, ItemMetric]]:
-    """metric -> (A's estimator, B's estimator on A's item order), for the metrics both report.
+def aligned_metrics(task: str, a: RunResult, label_a: str, b: RunResult, label_b: str,
+                    notes: list[str] | None = None) -> dict[str, tuple[ItemMetric, ItemMetric]]:
+    """metric -> (A's estimator, B's estimator), both over the items both results scored, in A's order, for the
+    metrics both report. When the items differ (a query one model had no embedding for is left out of its run),
+    a note for `notes` says how many each had and that the metrics are recomputed over the shared ones.
 
     Raises when a result has no per-item data, when a recomputed metric differs from the printed one, or when
-    the two results' items are not the same.
+    fewer than MIN_SHARED of either side's items are shared.
     """
     metrics = [m for m in a.tasks[task].metrics if m in b.tasks[task].metrics]
     estimators = []
@@ -193,27 +199,41 @@ def aligned_metrics(task: str, a: RunResult, label_a: str, b: RunResult, label_b
         raise ScidocsEvalError(f"cannot compare task {task}: {label_a} has per-{unit_a} results, {label_b} "
                                f"per-{unit_b}")
     ids_a, ids_b = a.tasks[task].items["ids"], b.tasks[task].items["ids"]
-    order = _alignment(task, UNIT_NAMES.get(unit_a, unit_a), ids_a, label_a, ids_b, label_b)
-    if len(order) < 2:
-        raise ScidocsEvalError(f"cannot compare task {task}: {len(order)} {UNIT_NAMES.get(unit_a, unit_a)} "
-                               "shared; a paired test needs at least 2")
-    return {m: (mine[m], theirs[m].reordered(order)) for m in metrics}
-
-
-def _alignment(task: str, unit: str, ids_a: list[str], label_a: str, ids_b: list[str], label_b: str
-               ) -> np.ndarray:
-    """Indices into `ids_b` that put B's items in A's order."""
+    unit = UNIT_NAMES.get(unit_a, unit_a)
     if ids_a == ids_b:
-        return np.arange(len(ids_b))
-    shared = set(ids_a) & set(ids_b)
-    if len(shared) == len(ids_a) == len(ids_b) == len(set(ids_a)) == len(set(ids_b)):
-        position = {item: i for i, item in enumerate(ids_b)}
-        return np.array([position[item] for item in ids_a], dtype=np.int64)
-    only_a = next((i for i in ids_a if i not in shared), None)
-    example = f"e.g. {only_a!r} only in A" if only_a is not None else "repeated ids in a different order"
-    raise ScidocsEvalError(f"cannot compare task {task}: the {unit} differ ({label_a}: {len(ids_a)}, {label_b}: "
-                           f"{len(ids_b)}, {len(shared)} shared; {example}); both must be scored on the same "
-                           f"{unit} (a query without an embedding is left out of the run)")
+        if len(ids_a) < 2:
+            raise ScidocsEvalError(f"cannot compare task {task}: {len(ids_a)} {unit} shared; a paired test needs "
+                                   "at least 2")
+        return {m: (mine[m], theirs[m]) for m in metrics}
+    rows_a, rows_b = _shared_rows(task, unit, ids_a, label_a, ids_b, label_b)
+    if notes is not None:
+        notes.append(f"task {task}: {label_a} scored {len(ids_a)} {unit}, {label_b} {len(ids_b)}; compared over "
+                     f"the {len(rows_a)} both scored, so its {', '.join(metrics)} here are recomputed over those "
+                     "and are NOT the headline numbers of the results files")
+    return {m: (mine[m].reordered(rows_a), theirs[m].reordered(rows_b)) for m in metrics}
+
+
+MIN_SHARED = 0.5
+"""The least share of each result's items that must be shared for a comparison over the shared items."""
+
+
+def _shared_rows(task: str, unit: str, ids_a: list[str], label_a: str, ids_b: list[str], label_b: str
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """Positions in A and in B of the items both scored, in A's order; an error naming the reason when the
+    items cannot be paired (an id repeated in one result) or too few are shared."""
+    for label, ids in ((label_a, ids_a), (label_b, ids_b)):
+        if len(set(ids)) != len(ids):
+            repeated = next(item for item in ids if ids.count(item) > 1)
+            raise ScidocsEvalError(f"cannot compare task {task}: {label} lists {unit} {repeated!r} more than once "
+                                   "and the two results' items differ, so they cannot be paired")
+    position_b = {item: row for row, item in enumerate(ids_b)}
+    pairs = [(row, position_b[item]) for row, item in enumerate(ids_a) if item in position_b]
+    if len(pairs) < 2 or len(pairs) < MIN_SHARED * max(len(ids_a), len(ids_b)):
+        raise ScidocsEvalError(f"cannot compare task {task}: only {len(pairs)} {unit} scored by both ({label_a}: "
+                               f"{len(ids_a)}, {label_b}: {len(ids_b)}); a comparison over shared {unit} needs at "
+                               f"least {MIN_SHARED:.0%} of each side's (and 2)")
+    rows = np.array(pairs, dtype=np.int64).reshape(-1, 2)
+    return rows[:, 0], rows[:, 1]
 
 
 def _verdict(delta: float, ci: tuple[float, float], p_holm: float, alpha: float) -> str:
@@ -232,8 +252,9 @@ def compare_pair(a: RunResult, label_a: str, b: RunResult, label_b: str, resampl
                for t in list(a.tasks) + list(b.tasks) if t not in shared}
     if not shared:
         raise ScidocsEvalError(f"cannot compare: {label_a} and {label_b} have no task in common")
+    notes: list[str] = []
     pairs = {(task, metric): estimators for task in shared
-             for metric, estimators in aligned_metrics(task, a, label_a, b, label_b).items()}
+             for metric, estimators in aligned_metrics(task, a, label_a, b, label_b, notes).items()}
     raw = []
     with progress_bar(enabled=progress, total=len(pairs), desc="compare", unit="metric") as bar:
         for (task, metric), (mine, theirs) in pairs.items():
@@ -245,12 +266,12 @@ def compare_pair(a: RunResult, label_a: str, b: RunResult, label_b: str, resampl
     adjusted = holm(np.array([r[-1] for r in raw]))
     rows = []
     for (task, metric, mine, ci, p_value), p_holm in zip(raw, adjusted):
-        value_a, value_b = a.tasks[task].metrics[metric], b.tasks[task].metrics[metric]
+        value_a, value_b = mine.value(), pairs[(task, metric)][1].value()
         delta = round(value_b - value_a, 2)
         rows.append(MetricComparison(task, metric, value_a, value_b, delta, round(ci[0], 2), round(ci[1], 2),
                                      p_value, float(p_holm), len(mine.ids), mine.unit,
                                      _verdict(delta, ci, float(p_holm), alpha)))
-    return PairComparison(label_a, label_b, rows, skipped)
+    return PairComparison(label_a, label_b, rows, skipped, notes)
 
 
 def compare(baseline: ResultSource, *others: ResultSource, resamples: int = RESAMPLES, seed: int = 0,
@@ -284,16 +305,5 @@ def compare(baseline: ResultSource, *others: ResultSource, resamples: int = RESA
 
 
 def write_json(comparison: Comparison, path: str | os.PathLike[str]) -> Path:
-    """Write `comparison.to_dict()` as JSON to `path`; an existing file is replaced only if compare wrote it."""
-    path = Path(path)
-    if path.exists():
-        try:
-            written_by_us = orjson.loads(path.read_bytes()).get("format") == COMPARISON_FORMAT
-        except (orjson.JSONDecodeError, AttributeError, OSError):
-            written_by_us = False
-        if not written_by_us:
-            raise ScidocsEvalError(f"{path} exists and was not written by scidocs-eval compare; not overwriting "
-                                   "it (give another path, or move it away)")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_bytes_atomically(path, orjson.dumps(comparison.to_dict(), option=orjson.OPT_INDENT_2), "--json")
-    return path
+    """Write `comparison.to_dict()` as JSON to `path` (through the output layer: a file of the user's is refused)."""
+    return write_bytes_atomically(path, orjson.dumps(comparison.to_dict(), option=orjson.OPT_INDENT_2), "--json")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 from dataclasses import asdict, dataclass, field
@@ -14,6 +15,8 @@ import orjson
 from scidocs_eval.errors import InputError
 from scidocs_eval.evaluation.task import TaskResult
 from scidocs_eval.formats.safe_output import write_bytes_atomically
+
+log = logging.getLogger("scidocs_eval")
 
 RESULTS_FORMAT = 1
 _VERSIONED_PACKAGES = ("scidocs-eval", "numpy", "scipy", "scikit-learn", "pytrec-eval-terrier", "torch",
@@ -31,19 +34,69 @@ def package_versions() -> dict[str, str]:
     return versions
 
 
+_RUN_FIELDS: dict[str, tuple[type, ...]] = {
+    "model": (str,), "tasks": (dict,), "settings": (dict,), "skipped": (dict,), "fingerprints": (dict,),
+    "versions": (dict,), "timings": (dict,), "synthetic": (bool,)}
+_TASK_FIELDS: dict[str, tuple[type, ...]] = {
+    "task": (str,), "metrics": (dict,), "coverage": (dict,), "details": (dict,), "seconds": (int, float),
+    "ci": (dict,), "items": (dict,)}
+_REQUIRED = ("model", "tasks")
+_TYPE_NAMES = {str: "a string", dict: "an object", bool: "true or false", int: "a number", float: "a number"}
+
+
+def _field_problem(name: str, value: Any, kinds: tuple[type, ...]) -> str | None:
+    if isinstance(value, kinds) and not (isinstance(value, bool) and bool not in kinds):
+        return None
+    got = "null" if value is None else f"{type(value).__name__} {value!r:.60}"
+    return f"field {name!r} must be {_TYPE_NAMES[kinds[0]]}, got {got}"
+
+
 def _results_file_problem(data: Any) -> str | None:
-    """What makes `data` (a parsed JSON file) not a results file, or None."""
+    """What makes `data` (a parsed JSON file) not a results file, or None: each known field of the file and of
+    each task must have its type (a malformed field is named); unknown fields are allowed (`unknown_fields`)."""
     if not isinstance(data, dict):
         return f"a JSON {type(data).__name__}, not an object"
-    if data.get("format") != RESULTS_FORMAT:
+    if not _is_int(data.get("format")):
         return f"'format' is {data.get('format')!r}, not {RESULTS_FORMAT}"
-    if not isinstance(data.get("model"), str) or not isinstance(data.get("tasks"), dict):
-        return "no 'model' name or no 'tasks' object"
+    if data["format"] > RESULTS_FORMAT:
+        return (f"'format' is {data['format']}: written by a newer scidocs-eval, which reads format "
+                f"{RESULTS_FORMAT}; upgrade scidocs-eval")
+    if data["format"] != RESULTS_FORMAT:
+        return f"'format' is {data['format']!r}, not {RESULTS_FORMAT}"
+    absent = [name for name in _REQUIRED if name not in data]
+    if absent:
+        return f"no {' and no '.join(repr(name) for name in absent)} field"
+    for name, kinds in _RUN_FIELDS.items():
+        if name in data and (problem := _field_problem(name, data[name], kinds)):
+            return problem
     for name, task in data["tasks"].items():
-        metrics = task.get("metrics") if isinstance(task, dict) else None
-        if not isinstance(metrics, dict) or not all(isinstance(v, (int, float)) for v in metrics.values()):
+        if not isinstance(task, dict):
+            return f"task {name!r} must be an object, got {type(task).__name__}"
+        for field_name, kinds in _TASK_FIELDS.items():
+            if field_name in task and (problem := _field_problem(field_name, task[field_name], kinds)):
+                return f"task {name!r}: {problem}"
+        metrics = task.get("metrics")
+        if not isinstance(metrics, dict) or not all(_is_real(v) for v in metrics.values()):
             return f"task {name!r} has no 'metrics' object of numbers"
+        if not isinstance(task.get("coverage", {}), dict) or not all(
+                _is_int(v) for v in task.get("coverage", {}).values()):
+            return f"task {name!r}: field 'coverage' must be an object of counts"
     return None
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_real(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def unknown_fields(data: dict[str, Any]) -> list[str]:
+    """The fields of a results file (and of its tasks, as "tasks.NAME.FIELD") this version does not know."""
+    unknown = [name for name in data if name not in _RUN_FIELDS and name != "format"]
+    return unknown + [f"tasks.{task}.{name}" for task, fields in data["tasks"].items() for name in fields
+                      if name not in _TASK_FIELDS]
 
 
 def _intervals_problem(task: str, intervals: Any) -> str | None:
@@ -74,9 +127,16 @@ class RunResult:
     versions: dict[str, str] = field(default_factory=package_versions)
     timings: dict[str, float] = field(default_factory=dict)
     synthetic: bool = False
+    unknown: dict[str, Any] = field(default_factory=dict)
+    """fields of a file written by a newer version (top level, and "tasks" -> {task: {field: value}}), kept as
+    they were so that rewriting the file keeps them."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"format": RESULTS_FORMAT, **asdict(self)}
+        data = {"format": RESULTS_FORMAT, **asdict(self)}
+        unknown = data.pop("unknown")
+        for task, fields in unknown.get("tasks", {}).items():
+            data["tasks"].get(task, {}).update(fields)
+        return {**data, **{name: value for name, value in unknown.items() if name != "tasks"}}
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         options = orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY
@@ -84,9 +144,15 @@ class RunResult:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunResult:
-        fields = {k: v for k, v in data.items() if k != "format"}
-        fields["tasks"] = {name: TaskResult(**task) for name, task in data["tasks"].items()}
-        return cls(**fields)
+        fields = {k: v for k, v in data.items() if k in _RUN_FIELDS}
+        fields["tasks"] = {name: TaskResult(**{k: v for k, v in task.items() if k in _TASK_FIELDS})
+                           for name, task in data["tasks"].items()}
+        unknown: dict[str, Any] = {k: v for k, v in data.items() if k not in _RUN_FIELDS and k != "format"}
+        unknown_in_tasks = {name: extra for name, task in data["tasks"].items()
+                            if (extra := {k: v for k, v in task.items() if k not in _TASK_FIELDS})}
+        if unknown_in_tasks:
+            unknown["tasks"] = unknown_in_tasks
+        return cls(**fields, unknown=unknown)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> RunResult:
@@ -102,9 +168,16 @@ class RunResult:
                 for name, task in data["tasks"].items():
                     if (bad_ci := _intervals_problem(name, task.get("ci", {}))) is not None:
                         raise InputError(path, bad_ci)
+                if unknown := unknown_fields(data):
+                    log.warning("%s: field(s) this scidocs-eval does not know, kept as they are (a file from a newer "
+                                "version?): %s", path, ", ".join(unknown))
                 return cls.from_dict(data)
-        except (orjson.JSONDecodeError, KeyError, TypeError) as error:
-            problem = str(error)
+        except orjson.JSONDecodeError as error:
+            problem = f"not JSON: {error}"
+        except (KeyError, TypeError) as error:
+            problem = f"malformed: {error}"
+        if problem.startswith(("field ", "task ")):
+            raise InputError(path, f"malformed results file: {problem}")
         raise InputError(path, f"not a scidocs-eval results file ({problem}; they are written by `scidocs-eval run "
                          "--out` and `scidocs-eval baseline`)")
 

@@ -15,11 +15,20 @@ from scidocs_eval.data.resolve import resolve_suite
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.significance import confidence_intervals
-from scidocs_eval.evaluation.task import TASKS, MissingPolicy, embedding_groups, get_task, task_names
+from scidocs_eval.evaluation.task import (
+    DEFAULT_MIN_COVERAGE,
+    TASKS,
+    MissingPolicy,
+    build_tasks,
+    check_coverage,
+    embedding_groups,
+    task_names,
+)
 from scidocs_eval.extras import MissingExtraError
 from scidocs_eval.formats.embeddings import EmbeddingStore
-from scidocs_eval.formats.safe_output import check_output_file
+from scidocs_eval.formats.safe_output import claim_output
 from scidocs_eval.formats.suite import Suite
+from scidocs_eval.params import FRACTION, check_value
 
 log = logging.getLogger("scidocs_eval")
 
@@ -83,6 +92,7 @@ def evaluate(
     cache: bool = True,
     dtype: Any = np.float32,
     progress: bool = True,
+    min_coverage: float = DEFAULT_MIN_COVERAGE,
 ) -> RunResult:
     """Score embeddings on the SciDocs tasks.
 
@@ -100,6 +110,8 @@ def evaluate(
         output: where to write the results JSON (none by default).
         cache: reuse/write the parsed-embeddings cache.
         dtype: the matrix's dtype (float32; float64 keeps every digit of the file).
+        min_coverage: the least share (0..1) of each task's queries, candidates or papers with a usable
+            embedding; below it, or with none at all, a CoverageError (a warning line whenever any lacks one).
 
     Returns:
         a RunResult; `result.tasks[name].metrics` holds the numbers (×100, 2 decimals).
@@ -108,16 +120,17 @@ def evaluate(
         raise ScidocsEvalError(f"split must be 'test' or 'val', not {split!r}")
     if missing not in ("official", "error"):
         raise ScidocsEvalError(f"missing must be 'official' or 'error', not {missing!r}")
+    check_value("min_coverage", min_coverage, [FRACTION], "evaluate")
+    names = TASKS.check(tasks) if tasks else task_names()
+    params = task_params or {}
+    checked = build_tasks(names, params)
     if output is not None:
-        check_output_file(output)
+        claim_output(output)
     started = time.perf_counter()
     suite = resolve_suite(data)
-    names = TASKS.check(tasks) if tasks else task_names()
     sources = _as_sources(embeddings)
     stores = _Stores(sources, cache, dtype, progress)
-    params = task_params or {}
     results, skipped, failed, files = {}, {}, {}, []
-    checked = {name: get_task(name, **params.get(name, {})) for name in dict.fromkeys([*names, *params])}
     for name in names:
         task = checked[name]
         required = task.required_files(split)
@@ -141,6 +154,7 @@ def evaluate(
             failed[name] = str(error)  # the CLI reports it (exit status 2); format_table shows it
             continue
         result.seconds = time.perf_counter() - task_started
+        check_coverage(name, result.coverage, min_coverage)
         result.ci = confidence_intervals(result.items, list(result.metrics))
         results[name] = result
     if not results:
@@ -154,7 +168,8 @@ def evaluate(
     run = RunResult(
         model=model, tasks=results, skipped=skipped, failed=failed,
         settings={"data": str(suite.root), "tasks": names, "split": split, "missing": missing,
-                  "task_params": {k: dict(v) for k, v in params.items()}, "dtype": np.dtype(dtype).name},
+                  "task_params": {k: dict(v) for k, v in params.items()}, "dtype": np.dtype(dtype).name,
+                  "min_coverage": min_coverage},
         fingerprints={"embeddings": stores.fingerprints(), "data": suite.fingerprint(sorted(set(files)))},
         timings=timings, synthetic=suite.is_synthetic,
     )

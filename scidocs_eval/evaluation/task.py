@@ -8,17 +8,19 @@ The runner (`scidocs_eval.evaluation.runner`) times every task; tasks only compu
 
 from __future__ import annotations
 
+import logging
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, ClassVar, Literal
 
-from scidocs_eval.errors import MissingEmbeddingsError
+from scidocs_eval.errors import MissingEmbeddingsError, ScidocsEvalError
 from scidocs_eval.extras import Requirement
 from scidocs_eval.formats.embeddings import MISSING, EmbeddingStore
 from scidocs_eval.formats.suite import Suite
+from scidocs_eval.params import Constraints
 from scidocs_eval.registry import Registry, check_params
 
 MissingPolicy = Literal["official", "error"]
@@ -26,6 +28,11 @@ FAMILIES = ("classification", "ranking", "recomm")
 """What a task's files look like: label CSVs, qrels, or clickthrough impressions. `data verify` checks a task's
 files by its family; `--tune` and SGC's leakage guard read the val/test qrels of every "ranking" task."""
 _NAME = re.compile(r"[a-z][a-z0-9_-]*")
+log = logging.getLogger("scidocs_eval")
+
+
+class CoverageError(ScidocsEvalError):
+    """Too few of a task's items have a usable embedding for its numbers to mean anything."""
 
 
 @dataclass(frozen=True)
@@ -110,6 +117,8 @@ class Task(ABC):
     description: ClassVar[str]
     embedding_group: ClassVar[str]
     metrics: ClassVar[tuple[str, ...]]
+    parameter_constraints: ClassVar[Constraints] = {}
+    """every constructor parameter's type and range (`scidocs_eval.params`), checked before any work starts."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -186,6 +195,52 @@ def task_names(family: str | None = None, benchmark: str | None = None) -> list[
 def get_task(name: str, **params: Any) -> Task:
     """An instance of the task registered as `name`, built with `params` (checked: `registry.check_params`)."""
     return TASKS[name](**check_params(TASKS[name], params, f"task {name!r}"))
+
+
+def build_tasks(names: Sequence[str], params: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Task]:
+    """Every task of `names` and of `params` built with its parameters: all checked before any work starts."""
+    params = params or {}
+    return {name: get_task(name, **params.get(name, {})) for name in dict.fromkeys([*names, *params])}
+
+
+DEFAULT_MIN_COVERAGE = 0.8
+"""The least share of a task's items (per role: queries, candidates, train papers, ...) with a usable embedding
+for its numbers to be reported; see docs/errors_and_files.md ("Coverage") for why 80%."""
+
+
+def coverage_shares(coverage: Mapping[str, int]) -> dict[str, tuple[int, int, int]]:
+    """{role: (items, absent, empty)} read from a TaskResult's coverage counts: every `ROLE_missing` count with
+    its `ROLE_empty` and its total `ROLE` (or `ROLE_papers`, as the classification tasks name it)."""
+    shares = {}
+    for key, absent in coverage.items():
+        if not key.endswith("_missing"):
+            continue
+        role = key.removesuffix("_missing")
+        total, name = (coverage[role], role) if role in coverage else (coverage.get(f"{role}_papers"), f"{role} papers")
+        if total:
+            shares[name] = (int(total), int(absent), int(coverage.get(f"{role}_empty", 0)))
+    return shares
+
+
+def check_coverage(task: str, coverage: Mapping[str, int], min_coverage: float) -> None:
+    """One warning line with the counts when some item of `task` lacks a usable embedding; an error when a role
+    has none at all, or a share below `min_coverage`."""
+    shares = coverage_shares(coverage)
+    lacking = {role: counts for role, counts in shares.items() if counts[1] + counts[2]}
+    if not lacking:
+        return
+    counts = "; ".join(f"{total - absent - empty} of {total} {role} usable ({absent} absent, {empty} empty)"
+                       for role, (total, absent, empty) in lacking.items())
+    worst_role, (total, absent, empty) = min(lacking.items(), key=lambda item: 1 - sum(item[1][1:]) / item[1][0])
+    share = (total - absent - empty) / total
+    if share == 0:
+        raise CoverageError(f"task {task}: none of its {total} {worst_role} has a usable embedding ({counts}); "
+                            "the embeddings are not of this suite's papers")
+    if share < min_coverage:
+        raise CoverageError(f"task {task}: {share:.1%} of its {worst_role} have a usable embedding, below the minimum "
+                            f"coverage {min_coverage:.0%} ({counts}); check that the embeddings are of this suite's "
+                            "papers, or lower --min-coverage")
+    log.warning("task %s: some items have no usable embedding: %s", task, counts)
 
 
 def metadata_file_of_group(group: str) -> str:

@@ -16,12 +16,15 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from scidocs_eval.errors import InputError
+from scidocs_eval.evaluation.integrity import classification_findings
 from scidocs_eval.evaluation.task import TASKS, get_task, task_names
-from scidocs_eval.formats.suite import METADATA_FILES, SPLITS, Suite, read_impressions
+from scidocs_eval.formats.suite import METADATA_FILES, SPLITS, LabelledPapers, Suite, read_impressions
 
 RANKING_SPLITS = ("val", "test")
 RECOMM_FILES = [f"recomm/{split}.csv" for split in SPLITS] + ["recomm/propensity_scores.json"]
 T = TypeVar("T")
+DEFAULT_FOLDS = 3
+"""the CV folds checked for a label folder no registered task reads."""
 SHOWN_IDS = 10
 """how many ids a problem lists before saying how many more there are."""
 
@@ -154,10 +157,12 @@ class _Verifier:
             return
         errors_before = len(self.report.errors)
         seen_in: dict[str, str] = {}
+        parsed: dict[str, LabelledPapers] = {}
         for split, relative in zip(SPLITS, files):
             labelled = self.parse(relative, self.suite.labels, task, split)
             if labelled is None:
                 continue
+            parsed[split] = labelled
             self.report.counts.setdefault(task, {})[split] = {"papers": len(labelled.ids),
                                                               "classes": len(set(labelled.labels.tolist()))}
             self.check_ids(relative, labelled.ids, _metadata_of(task, "mag_mesh"))
@@ -165,11 +170,17 @@ class _Verifier:
             if repeated:
                 self.report.add("warning", relative, f"{len(repeated)} paper(s) listed more than once: "
                                 f"{_listed(repeated)}")
-            shared = sorted({i for i in labelled.ids if seen_in.get(i, split) != split})
+            shared = sorted({i for i in labelled.ids if seen_in.get(i, split) not in (split, "train")})
             if shared:
                 self.report.add("warning", relative, f"{len(shared)} paper(s) also in another split: "
                                 f"{_listed(shared)}")
             seen_in.update(dict.fromkeys(labelled.ids, split))
+        folds = getattr(get_task(task), "folds", DEFAULT_FOLDS) if task in TASKS else DEFAULT_FOLDS
+        for split in ("val", "test"):
+            if "train" in parsed and split in parsed:
+                for finding in classification_findings(task, parsed["train"], parsed[split], split, folds):
+                    if Problem(finding.severity, finding.where, finding.message) not in self.report.problems:
+                        self.report.add(finding.severity, finding.where, finding.message)
         self.finish(task, files, _metadata_of(task, "mag_mesh"), errors_before)
 
     def ranking(self, task: str) -> None:

@@ -72,8 +72,10 @@ class _SquaredHingePath:
         x = self.x
         weights = np.array(start, dtype=np.float64)
         scale = 2.0 * c * self.gradient_at_zero
-        running = np.arange(weights.shape[1])  # a converged class's gradient no longer changes: drop it
-        margins = x @ weights
+        # A class whose gradient at zero vanishes (all-zero features) has zero as its optimum: f is convex.
+        weights[:, scale == 0] = 0.0
+        running = np.flatnonzero(scale > 0)  # a converged class's gradient no longer changes: drop it
+        margins = x @ weights[:, running]
         for _ in range(_MAX_NEWTON_STEPS):
             targets = self.targets[:, running]
             active = targets * margins < 1

@@ -25,6 +25,7 @@ import numpy as np
 from scidocs_eval.evaluation.metrics import propensity_adjusted, rank_terms
 from scidocs_eval.evaluators.recomm_features import COSINE, FEATURE_NAMES, ShownPapers
 from scidocs_eval.extras import Requirement
+from scidocs_eval.params import AT_LEAST_ONE, POSITIVE, SEED, Constraints, Interval, ListOf
 from scidocs_eval.registry import Registry
 
 
@@ -106,6 +107,8 @@ class Ranker(ABC):
     @classmethod
     def requirement(cls) -> Requirement:
         return Requirement(cls.package, "recomm", f"recomm's {cls.name} ranker")
+    parameter_constraints: ClassVar[Constraints] = {}
+    """every constructor parameter's type and range (`scidocs_eval.params`)."""
 
     @abstractmethod
     def fit(self, train: ShownPapers, val: ShownPapers) -> Ranker:
@@ -140,6 +143,12 @@ class MLPRanker(Ranker):
 
     name = "mlp"
     package = "torch"
+    parameter_constraints = {
+        "hidden": [AT_LEAST_ONE], "dropout_grid": [ListOf(Interval(float, 0, 1, closed="left"), min_length=1)],
+        "margin": [Interval(float, 0, None)], "batch_size": [AT_LEAST_ONE], "max_epochs": [AT_LEAST_ONE],
+        "patience": [AT_LEAST_ONE], "query_projection": [bool], "propensity_weights": [bool],
+        "max_pairs": [AT_LEAST_ONE], "threads": [AT_LEAST_ONE], "seed": [SEED],
+    }
 
     def __init__(self, hidden: int = 50, dropout_grid: tuple[float, ...] = (0.0, 0.4), margin: float = 0.1,
                  batch_size: int = 128, max_epochs: int = 20, patience: int = 3, query_projection: bool = False,
@@ -267,6 +276,12 @@ class LambdaRankRanker(Ranker):
 
     name = "lgbm"
     package = "lightgbm"
+    parameter_constraints = {
+        "num_leaves_grid": [ListOf(Interval(int, 2, None), min_length=1)], "learning_rate": [POSITIVE],
+        "max_rounds": [AT_LEAST_ONE], "patience": [AT_LEAST_ONE],
+        "subsample": [Interval(float, 0, 1, closed="right")], "min_child_samples": [AT_LEAST_ONE],
+        "propensity_weights": [bool], "threads": [AT_LEAST_ONE], "seed": [SEED],
+    }
 
     def __init__(self, num_leaves_grid: tuple[int, ...] = (7, 31), learning_rate: float = 0.05,
                  max_rounds: int = 300, patience: int = 30, subsample: float = 0.8, min_child_samples: int = 20,

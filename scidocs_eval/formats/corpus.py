@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 
 from scidocs_eval.errors import InputError
+from scidocs_eval.formats.lines import utf8_lines
 from scidocs_eval.formats.suite import Paper
 
 CitationLink = tuple[int, str, str]
@@ -113,15 +114,14 @@ def read_citations(path: str | os.PathLike[str], known: Container[str] | None = 
     if not path.is_file():
         raise InputError(path, "citations file not found (expected TSV lines citing<TAB>cited)")
     links = []
-    with open(path, encoding="utf-8") as handle:
-        for line, text in enumerate(handle, start=1):
-            if not text.strip():
-                continue
-            fields = [field.strip() for field in text.rstrip("\n").split("\t")]
-            if len(fields) != 2 or not all(fields):
-                raise InputError(path, f"expected 2 tab-separated fields citing<TAB>cited, got {len(fields)}", line)
-            citing, cited = fields
-            if line == 1 and known is not None and citing not in known and cited not in known:
-                continue
-            links.append((line, citing, cited))
+    for line, text in enumerate(utf8_lines(path), start=1):
+        if not text.strip():
+            continue
+        fields = [field.strip() for field in text.rstrip("\n").split("\t")]
+        if len(fields) != 2 or not all(fields):
+            raise InputError(path, f"expected 2 tab-separated fields citing<TAB>cited, got {len(fields)}", line)
+        citing, cited = fields
+        if line == 1 and known is not None and citing not in known and cited not in known:
+            continue
+        links.append((line, citing, cited))
     return links

@@ -15,7 +15,8 @@ from typing import Any
 
 import orjson
 
-from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.errors import InputError, ScidocsEvalError
+from scidocs_eval.formats.safe_output import write_bytes_atomically
 
 SETTINGS_SUFFIX = ".settings.json"
 
@@ -73,17 +74,19 @@ def read_settings(output: Path) -> dict[str, Any] | None:
     return settings
 
 
-def write_settings(output: Path, settings: Mapping[str, Any]) -> None:
-    settings_file(output).write_bytes(orjson.dumps(settings, default=str, option=orjson.OPT_INDENT_2 |
-                                                   orjson.OPT_NON_STR_KEYS))
+def write_settings(output: Path, settings: Mapping[str, Any], option: str = "output") -> None:
+    write_bytes_atomically(settings_file(output), orjson.dumps(settings, default=str, option=orjson.OPT_INDENT_2 |
+                                                               orjson.OPT_NON_STR_KEYS), option)
 
 
-def start_embeddings_output(path: Path, settings: Mapping[str, Any], resume: bool) -> tuple[set[str], int | None]:
-    """Prepare an embeddings file for writing by `settings`; returns (ids already in it, their dimension).
+def start_embeddings_output(path: Path, settings: Mapping[str, Any], resume: bool,
+                            option: str = "output") -> tuple[set[str], int | None, int]:
+    """Prepare an embeddings file for writing by `settings`; returns (ids already in it, their dimension, the
+    length of its whole lines: what to keep of it).
 
     Without `resume` the file is started afresh. With it, the file's recorded settings must equal `settings`
     (an error names the first that differs; a file without a record is refused), a torn last line left by an
-    interrupted run is cut off, and the ids and dimension of the lines already written are returned.
+    interrupted run is left out, and the ids and dimension of the lines already written are returned.
     """
     written = path.read_bytes() if resume and path.is_file() else b""
     done: set[str] = set()
@@ -95,17 +98,30 @@ def start_embeddings_output(path: Path, settings: Mapping[str, Any], resume: boo
                                    f"({settings_file(path).name}), so it cannot be continued safely; write a new "
                                    "output without --resume")
         check_same_settings(path, recorded, settings)
-        whole = written[: written.rfind(b"\n") + 1]
-        if len(whole) != len(written):
-            with open(path, "r+b") as handle:
-                handle.truncate(len(whole))
-        for line in whole.splitlines():
-            if line.strip():
-                record = orjson.loads(line)
-                done.add(record["paper_id"])
-                dim = dim or len(record["embedding"]) or None
-    write_settings(path, settings)
-    return done, dim
+    whole = written[: written.rfind(b"\n") + 1]
+    for number, line in enumerate(whole.splitlines(), start=1):
+        if line.strip():
+            paper_id, vector = _written_record(path, line, number)
+            done.add(paper_id)
+            dim = dim or len(vector) or None
+    write_settings(path, settings, option)
+    return done, dim, len(whole)
+
+
+def _written_record(path: Path, line: bytes, number: int) -> tuple[str, list]:
+    """(paper_id, embedding) of a whole line of an embeddings file being resumed; anything else is an error
+    naming the line (checked before anything is cut or added, so a refusal leaves the file as it was)."""
+    try:
+        record = orjson.loads(line)
+    except orjson.JSONDecodeError as error:
+        record, problem = None, f"not JSON ({error})"
+    else:
+        problem = "not a record {paper_id, embedding}"
+    if isinstance(record, dict) and isinstance(record.get("paper_id"), str) and isinstance(
+            record.get("embedding"), list):
+        return record["paper_id"], record["embedding"]
+    raise InputError(path, f"--resume: this line is {problem}, so the file cannot be continued safely; write a "
+                     "new output without --resume", number)
 
 
 def check_dimension(path: Path, dim: int | None, vectors_dim: int) -> None:

@@ -1,38 +1,170 @@
-"""Writing outputs without harming what is already there.
+"""The output layer: every file and folder a command writes passes through here, and nothing of the user's is
+replaced, deleted or written through.
 
-- `check_output_file` fails at once, in one line, when a path cannot be a file we write (a folder, a path
-  under a file), before any long work starts.
-- `atomic_write` writes through a temporary sibling renamed into place: an error or Ctrl-C leaves the old file
-  (or nothing), never an empty or partial one.
-- `refuse_existing` stops before replacing a non-empty file the user did not ask us to replace.
-- `owned_folder` builds a folder (a suite, a report site) in a staging folder beside it, then moves the files
-  in. A manifest in the folder lists the files the tool wrote; a rebuild removes only those. A non-empty folder
-  without a manifest is refused, so a user's files are never deleted or overwritten; so is, where the caller
-  says which commands' folders it may replace (`replaces`), a folder another command wrote.
+Ownership is decided by proof, never by shape:
+- a loose file (a results JSON, a table, an image, an embeddings file, a settings record) is the tool's when the
+  per-user ledger (`{cache}/outputs/ledger/`, one record per absolute real path) holds the sha256 it had when
+  the tool wrote it, and the file still has that sha256. A file edited since, or one that merely looks like
+  ours (a JSON with a `tasks` key, a markdown table), is the user's.
+- a folder the tool built (a suite, a report site, a checkpoint folder, a download) holds a manifest
+  (`.scidocs-eval-files.json`, itself a ledger-proved file) listing every file with its sha256 as written; a
+  listed file whose sha256 differs is the user's.
+
+Every write is atomic (a temporary sibling, flushed and fsynced, renamed into place; no symlink followed out of
+the destination folder), holds an exclusive lock on the output for the whole command (`output_session`; lock
+files live in the cache, not beside the output), gives a new file the mode the umask gives and keeps the mode of
+a file it replaces, and turns a full disk, a read-only folder or a refused permission into one line naming the
+file, leaving no partial file. `--overwrite` (`output_session(overwrite=True)`) is the one way to replace a file
+of the user's; a file of the user's is then replaced (the link itself, for a symlink), never written through.
 """
 
 from __future__ import annotations
 
+import errno
+import hashlib
 import os
 import shutil
+import stat
 import tempfile
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import orjson
+from filelock import FileLock, Timeout
 
 from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.paths import cache_dir
 
 MANIFEST = ".scidocs-eval-files.json"
-"""In a folder the tool built: {"written_by": command, "files": [paths relative to the folder]}."""
+"""In a folder the tool built: {"written_by": command, "files": {path relative to the folder: sha256}}."""
 
+HOW_TO_PROCEED = "pass --overwrite to replace it, or choose another path"
+DISK_ERRORS = {errno.ENOSPC: "no space left on the device", errno.EROFS: "read-only file system",
+               errno.EACCES: "permission denied", errno.EPERM: "permission denied",
+               errno.EDQUOT: "disk quota exceeded"}
+_CHUNK = 1 << 22
+
+
+@dataclass
+class OutputSession:
+    """The outputs one command claimed: their locks (held until the session ends) and `overwrite`."""
+
+    overwrite: bool = False
+    locks: dict[str, FileLock] = field(default_factory=dict)
+
+
+_SESSIONS: list[OutputSession] = []
+
+
+@contextmanager
+def output_session(overwrite: bool = False) -> Iterator[OutputSession]:
+    """The scope of one command: every output it claims stays locked until the block ends; `overwrite` lets it
+    replace files of the user's."""
+    session = OutputSession(overwrite)
+    _SESSIONS.append(session)
+    try:
+        yield session
+    finally:
+        _SESSIONS.remove(session)
+        for lock in session.locks.values():
+            lock.release()
+
+
+@contextmanager
+def _session() -> Iterator[OutputSession]:
+    """The command's session, or (a call from Python outside any) one for this write only."""
+    if _SESSIONS:
+        yield _SESSIONS[-1]
+    else:
+        with output_session() as session:
+            yield session
+
+
+def _real(path: Path) -> Path:
+    """The absolute path with every folder on the way resolved, the last component kept as is."""
+    return Path(os.path.realpath(path.parent)) / path.name
+
+
+def _key(real: Path) -> str:
+    return hashlib.sha256(str(real).encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def _lock(session: OutputSession, path: Path, option: str) -> None:
+    real = _real(path)
+    key = _key(real)
+    if key in session.locks:
+        return
+    lock = FileLock(cache_dir("outputs", "locks") / f"{key}.lock", timeout=0)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise ScidocsEvalError(f"{option} {path} is being written by another scidocs-eval command right now; wait "
+                               "for it to finish, or choose another path") from None
+    session.locks[key] = lock
+
+
+def sha256_of(path: Path, size: int | None = None) -> str:
+    """sha256 of the file at `path` (of its first `size` bytes when given)."""
+    digest = hashlib.sha256()
+    left = size
+    with open(path, "rb") as handle:
+        while chunk := handle.read(_CHUNK if left is None else min(_CHUNK, left)):
+            digest.update(chunk)
+            if left is not None:
+                left -= len(chunk)
+    return digest.hexdigest()
+
+
+# -- the ledger of loose files ---------------------------------------------------------------------------------
+
+def _ledger_file(real: Path) -> Path:
+    return cache_dir("outputs", "ledger") / f"{_key(real)}.json"
+
+
+def _write_ledger(path: Path, entry: dict[str, Any]) -> None:
+    real = _real(path)
+    record = _ledger_file(real)
+    temporary = record.with_name(f"{record.name}.{os.getpid()}.tmp")
+    temporary.write_bytes(orjson.dumps({"path": str(real), **entry}))
+    os.replace(temporary, record)
+
+
+def record_written(path: Path) -> str:
+    """Note in the ledger that the tool wrote `path` as it is now; its sha256."""
+    digest = sha256_of(path)
+    _write_ledger(path, {"sha256": digest})
+    return digest
+
+
+def is_ours(path: str | os.PathLike[str]) -> bool:
+    """Whether the tool wrote `path` as it is now (its sha256 is the one the ledger recorded; for a file a
+    command was appending to when it stopped, its first bytes are those recorded when the appending began)."""
+    path = Path(path)
+    if path.is_symlink() or not path.is_file():
+        return False
+    try:
+        entry = orjson.loads(_ledger_file(_real(path)).read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return False
+    if entry.get("path") != str(_real(path)):
+        return False
+    if "sha256" in entry:
+        return sha256_of(path) == entry["sha256"]
+    info = path.stat()
+    growing = entry.get("growing")
+    return (isinstance(growing, dict) and growing.get("inode") == [info.st_dev, info.st_ino]
+            and info.st_size >= growing["size"] and sha256_of(path, growing["size"]) == growing["sha256"])
+
+
+# -- claiming an output ------------------------------------------------------------------------------------------
 
 def check_output_file(path: str | os.PathLike[str], option: str = "output") -> Path:
     """`path` as a Path if a file can be written there; else a one-line error naming `option` and the path."""
     path = Path(path)
-    if path.is_dir():
+    if path.is_dir() and not path.is_symlink():
         raise ScidocsEvalError(f"{option} {path} is a folder; give a file path")
     for parent in path.parents:
         if parent.exists():
@@ -42,19 +174,81 @@ def check_output_file(path: str | os.PathLike[str], option: str = "output") -> P
     return path
 
 
+def _refuse_foreign(path: Path, option: str, session: OutputSession) -> None:
+    if session.overwrite or not (path.exists() or path.is_symlink()) or is_ours(path):
+        return
+    if path.is_symlink():
+        raise ScidocsEvalError(f"{option} {path} is a symbolic link (to {os.readlink(path)}); nothing is written "
+                               f"through it: {HOW_TO_PROCEED}")
+    raise ScidocsEvalError(f"{option} {path} already exists and was not written by scidocs-eval (or was changed "
+                           f"since); it is not replaced: {HOW_TO_PROCEED}")
+
+
+def claim_output(path: str | os.PathLike[str], option: str = "output") -> Path:
+    """Lock the file `path` for the command and check that it may be written: new, or the tool's (see `is_ours`),
+    or `--overwrite` given. Call it before long work so a refusal comes at once; every writer calls it too."""
+    path = check_output_file(path, option)
+    with _session() as session:
+        _lock(session, path, option)
+        _refuse_foreign(path, option, session)
+    return path
+
+
+def claim_inputs_are_not_outputs(inputs: Collection[str | os.PathLike[str]], outputs: dict[str, Any]) -> None:
+    """A one-line error when an output option names a file the command reads (`plot --json emb.jsonl`)."""
+    read = {_real(Path(p)): p for p in inputs if p}
+    for option, output in outputs.items():
+        if output and (source := read.get(_real(Path(output)))) is not None:
+            raise ScidocsEvalError(f"{option} {output} is also an input of this command ({source}); it is not "
+                                   "replaced: choose another path")
+
+
+@contextmanager
+def disk_errors(path: Path, option: str) -> Iterator[None]:
+    """A full disk, a read-only folder, a refused permission: one line naming the file `option` writes."""
+    try:
+        yield
+    except OSError as error:
+        if error.errno in DISK_ERRORS:
+            raise ScidocsEvalError(f"{option} {path}: cannot write ({DISK_ERRORS[error.errno]}); nothing was "
+                                   "written there") from None
+        raise
+
+
+def _new_file_mode() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+def _mode_for(path: Path) -> int:
+    if path.is_file() and not path.is_symlink():
+        return stat.S_IMODE(path.stat().st_mode)
+    return _new_file_mode()
+
+
+# -- writing a loose file ----------------------------------------------------------------------------------------
+
 @contextmanager
 def atomic_write(path: str | os.PathLike[str], option: str = "output") -> Iterator[IO[bytes]]:
-    """A binary handle whose bytes replace `path` only when the block ends without an exception."""
-    path = check_output_file(path, option)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
-    try:
-        with os.fdopen(descriptor, "wb") as handle:
-            yield handle
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    """A binary handle whose bytes replace `path` only when the block ends without an exception (claimed first,
+    see `claim_output`); the file is then recorded as the tool's."""
+    path = claim_output(path, option)
+    with disk_errors(path, option):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        mode = _mode_for(path)
+        descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
+        try:
+            os.fchmod(descriptor, mode)
+            with os.fdopen(descriptor, "wb") as handle:
+                yield handle
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(temporary, path)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
+        record_written(path)
 
 
 def write_bytes_atomically(path: str | os.PathLike[str], data: bytes, option: str = "output") -> Path:
@@ -64,113 +258,212 @@ def write_bytes_atomically(path: str | os.PathLike[str], data: bytes, option: st
     return Path(path)
 
 
-def refuse_existing(path: str | os.PathLike[str], option: str, how: str) -> None:
-    """A one-line error if `path` is a non-empty file: it is not replaced unless the user says so (`how`)."""
+@contextmanager
+def growing_file(path: str | os.PathLike[str], option: str = "output", append: bool = False,
+                 keep_bytes: int | None = None) -> Iterator[IO[bytes]]:
+    """A handle (positioned at the end) on `path` for a long write that an interrupted run may continue
+    (`append`: keep what is there, its first `keep_bytes` bytes when given; else start empty). The file stays the
+    tool's while it grows, so an interrupted run's file can be resumed; a full disk or a read-only folder puts
+    back what was there (nothing, for a new file)."""
+    path = claim_output(path, option)
+    with disk_errors(path, option):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        existed = append and path.is_file() and not path.is_symlink()
+        if not existed:
+            mode = _mode_for(path)
+            path.unlink(missing_ok=True)
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode))
+            os.chmod(path, mode)
+        elif keep_bytes is not None:
+            os.truncate(path, keep_bytes)
+        info = path.stat()
+        _write_ledger(path, {"growing": {"inode": [info.st_dev, info.st_ino], "size": info.st_size,
+                                         "sha256": sha256_of(path)}})
+        try:
+            with open(path, "r+b") as handle:
+                handle.seek(0, os.SEEK_END)
+                yield handle
+                handle.flush()
+                os.fsync(handle.fileno())
+        except BaseException as error:
+            if isinstance(error, OSError) and error.errno in DISK_ERRORS and existed:
+                os.truncate(path, info.st_size)
+            elif not existed and (isinstance(error, OSError) and error.errno in DISK_ERRORS
+                                  or path.stat().st_size == 0):
+                path.unlink(missing_ok=True)  # nothing to resume: no file left
+            raise
+        record_written(path)
+
+
+def discard(path: str | os.PathLike[str]) -> None:
+    """Delete `path` if the tool wrote it as it is now (see `is_ours`); anything else is left alone."""
     path = Path(path)
-    if path.is_file() and path.stat().st_size:
-        raise ScidocsEvalError(f"{option} {path} already exists ({path.stat().st_size} bytes) and would be "
-                               f"replaced; {how}")
+    if is_ours(path):
+        path.unlink()
 
 
-def refuse_replacing_foreign(path: str | os.PathLike[str], option: str, ours: Callable[[Path], bool],
-                             what: str) -> Path:
-    """`path` (checked as `check_output_file` does) if it is new, empty, or `ours(path)` says the tool wrote it (it
-    is `what`); else a one-line error: a file of another kind is never replaced."""
-    path = check_output_file(path, option)
-    if path.is_file() and path.stat().st_size and not ours(path):
-        raise ScidocsEvalError(f"{option} {path} exists and is not {what}; it is not replaced: give another path")
-    return path
+# -- folders the tool builds -------------------------------------------------------------------------------------
+
+def _inside(folder: Path, target: Path) -> bool:
+    """Whether `target`'s folder, all links resolved, is inside `folder` (resolved): no link on the way leads out."""
+    return Path(os.path.realpath(target.parent)).is_relative_to(os.path.realpath(folder))
 
 
-def _owned_files(folder: Path, command: str, replaces: Collection[str] | None) -> set[str]:
-    """The files an earlier run of the tool wrote in `folder` (none if it is new or empty); an error if `folder`
-    is a file, holds files and no manifest, or (with `replaces`) was written by a command not in `replaces`."""
+class OwnedFolder:
+    """A folder the tool writes (with its manifest); see `open_owned_folder`."""
+
+    def __init__(self, folder: Path, command: str, option: str, files: dict[str, str]):
+        self.folder, self.command, self.option = folder, command, option
+        self.files = files
+        """{relative path: sha256 as written} of every file the tool wrote here."""
+
+    def owns(self, name: str) -> bool:
+        """Whether the tool wrote `name` (relative) as it is now."""
+        target = self.folder / name
+        return (name in self.files and not target.is_symlink() and target.is_file()
+                and _inside(self.folder, target) and sha256_of(target) == self.files[name])
+
+    def _in_the_way(self, name: str, overwrite: bool) -> str | None:
+        """Why `name` cannot be written in the folder: a link on the way leading out, a file of the user's."""
+        target = self.folder / name
+        for parent in [*reversed(target.parents[: len(Path(name).parts) - 1])]:
+            if parent.is_symlink():
+                return f"{parent} is a symbolic link; nothing is written through it: choose another folder"
+            if parent.exists() and not parent.is_dir():
+                return f"{parent} is a file of yours where a folder is to be written; {HOW_TO_PROCEED}"
+        if not (target.exists() or target.is_symlink()) or overwrite or self.owns(name):
+            return None
+        return f"{target} is in the way and was not written by {self.command} (or was changed since); {HOW_TO_PROCEED}"
+
+    def refuse_in_the_way(self, names: Collection[str]) -> None:
+        """A one-line error naming the first of `names` (relative) that is the user's, or a link on its way."""
+        with _session() as session:
+            for name in names:
+                if (why := self._in_the_way(name, session.overwrite)) is not None:
+                    raise ScidocsEvalError(f"{self.option} {why}; nothing was changed")
+
+    def install(self, staging: Path, under: str = "", replace_all: bool = False) -> None:
+        """Move every file of `staging` into the folder (below `under`), replacing only files the tool wrote;
+        with `replace_all`, the tool's other files there go (a rebuild). Nothing changes if a file is in the way."""
+        self._move({str(Path(under, p.relative_to(staging))): p for p in sorted(staging.rglob("*"))
+                    if p.is_file() and not p.is_symlink()}, replace_all)
+
+    def install_file(self, source: Path, name: str) -> None:
+        """Move the finished file `source` (same file system) to `name` (relative), as `install` would."""
+        self._move({name: source}, replace_all=False)
+
+    def write_bytes(self, name: str, data: bytes) -> None:
+        """Write `data` as the file `name` (relative), atomically, as `install` would."""
+        with self.staging() as staging:
+            (staging / "file").write_bytes(data)
+            self.install_file(staging / "file", name)
+
+    def _move(self, new: dict[str, Path], replace_all: bool) -> None:
+        self.refuse_in_the_way(new)
+        with disk_errors(self.folder, self.option):
+            self.folder.mkdir(parents=True, exist_ok=True)
+            digests = {name: sha256_of(source) for name, source in new.items()}
+            old = set(self.files) - set(new) if replace_all else set()
+            self.files.update(digests)
+            self.write_manifest()
+            self.remove(old)
+            for name, source in new.items():
+                target = self.folder / name
+                mode = _mode_for(target)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                os.chmod(source, mode)
+                os.replace(source, target)
+
+    def remove(self, names: Collection[str]) -> None:
+        """Delete the tool's files `names` (a changed one is the user's and stays) and the folders left empty."""
+        emptied: set[Path] = set()
+        for name in names:
+            target = self.folder / name
+            if self.owns(name):
+                target.unlink()
+                emptied.update(p for p in target.parents if self.folder in p.parents)
+            self.files.pop(name, None)
+        for directory in sorted(emptied, key=lambda p: len(p.parts), reverse=True):
+            if directory.is_dir() and not directory.is_symlink() and not any(directory.iterdir()):
+                directory.rmdir()
+        self.write_manifest()
+
+    def remove_under(self, under: str) -> None:
+        """`remove` every file the tool wrote below the relative folder `under`."""
+        self.remove([name for name in self.files if Path(under) in Path(name).parents])
+
+    def write_manifest(self) -> None:
+        write_bytes_atomically(self.folder / MANIFEST, orjson.dumps(
+            {"written_by": self.command, "files": dict(sorted(self.files.items()))}, option=orjson.OPT_INDENT_2),
+            self.option)
+
+    @contextmanager
+    def staging(self) -> Iterator[Path]:
+        """An empty folder beside the folder (same file system) to write files into before `install`."""
+        with disk_errors(self.folder, self.option):
+            self.folder.parent.mkdir(parents=True, exist_ok=True)
+            staging = Path(tempfile.mkdtemp(prefix=f".{self.folder.name}.", suffix=".building",
+                                            dir=self.folder.parent))
+        try:
+            with disk_errors(self.folder, self.option):
+                yield staging
+        except ScidocsEvalError as error:  # name the file where it was to go, not its staging copy
+            raise ScidocsEvalError(str(error).replace(str(staging), str(self.folder))) from None
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+
+
+def _read_manifest(folder: Path, command: str, option: str, replaces: Collection[str] | None,
+                   overwrite: bool) -> dict[str, str]:
+    """The files an earlier run of the tool wrote in `folder` (see `open_owned_folder`)."""
     if not folder.exists():
-        return set()
+        return {}
     if not folder.is_dir():
-        raise ScidocsEvalError(f"{folder} is a file; give a folder to write into")
+        raise ScidocsEvalError(f"{option} {folder} is a file; give a folder to write into")
     manifest = folder / MANIFEST
-    if not manifest.is_file():
-        if any(folder.iterdir()):
-            raise ScidocsEvalError(f"{folder} is not empty and was not written by {command} (no {MANIFEST} in it); "
-                                   "nothing was changed: give a new or empty folder")
-        return set()
-    try:
-        recorded = orjson.loads(manifest.read_bytes())
-    except orjson.JSONDecodeError:
-        recorded = None
-    files = recorded.get("files") if isinstance(recorded, dict) else None
-    if not isinstance(files, list):
-        raise ScidocsEvalError(f"{manifest}: not a valid list of written files; nothing was changed: give a new "
-                               "or empty folder")
+    if not manifest.exists() and not manifest.is_symlink():
+        if any(folder.iterdir()) and not overwrite:
+            raise ScidocsEvalError(f"{option} {folder} is not empty and was not written by {command} (no {MANIFEST} "
+                                   f"in it); nothing was changed: give a new or empty folder, or pass --overwrite "
+                                   "to write into it (files of yours that are in the way are replaced, the others "
+                                   "kept)")
+        return {}
+    if not is_ours(manifest):
+        if overwrite:
+            return {}
+        raise ScidocsEvalError(f"{option} {manifest} was not written by scidocs-eval (or was changed since); nothing "
+                               f"was changed: give a new or empty folder, or pass --overwrite to write into it")
+    recorded = orjson.loads(manifest.read_bytes())
     written_by = recorded.get("written_by")
-    if replaces is not None and written_by not in replaces:
-        raise ScidocsEvalError(f"{folder} was written by {written_by or 'another command'}, not {command} (its "
-                               f"{MANIFEST} says so); nothing was changed: give a new or empty folder")
-    outside = [f for f in files if not isinstance(f, str) or Path(f).is_absolute() or ".." in Path(f).parts]
-    if outside:
-        raise ScidocsEvalError(f"{manifest}: lists {outside[0]!r}, not a path inside {folder}; nothing was changed")
-    return set(files)
-
-
-def _write_manifest(folder: Path, command: str, files: set[str]) -> None:
-    write_bytes_atomically(folder / MANIFEST, orjson.dumps({"written_by": command, "files": sorted(files)},
-                                                           option=orjson.OPT_INDENT_2))
-
-
-def _remove_owned(folder: Path, files: set[str]) -> None:
-    """Delete `files` (relative to `folder`) and the folders they leave empty, never `folder` itself."""
-    emptied: set[Path] = set()
-    for name in files:
-        path = folder / name
-        path.unlink(missing_ok=True)
-        emptied.update(p for p in path.parents if folder in p.parents)
-    for directory in sorted(emptied, key=lambda p: len(p.parts), reverse=True):
-        if directory.is_dir() and not any(directory.iterdir()):
-            directory.rmdir()
-
-
-def _in_the_way(folder: Path, name: str, owned: set[str]) -> Path | None:
-    """What of the user's would stop `name` being written in `folder`: the file itself, or a file where a
-    folder on its way should be."""
-    target = folder / name
-    if target.exists() and name not in owned:
-        return target
-    for parent in (p for p in target.parents if folder in p.parents):
-        if parent.exists() and not parent.is_dir() and str(parent.relative_to(folder)) not in owned:
-            return parent
-    return None
-
-
-def _install(staging: Path, folder: Path, command: str, owned: set[str]) -> None:
-    new = {str(p.relative_to(staging)) for p in staging.rglob("*") if p.is_file()}
-    for name in sorted(new):
-        if (taken := _in_the_way(folder, name, owned)) is not None:
-            raise ScidocsEvalError(f"{taken} is in the way and was not written by {command}; nothing was "
-                                   "changed: move it away or give another folder")
-    folder.mkdir(parents=True, exist_ok=True)
-    _write_manifest(folder, command, owned | new)
-    _remove_owned(folder, owned - new)
-    for name in sorted(new):
-        (folder / name).parent.mkdir(parents=True, exist_ok=True)
-        os.replace(staging / name, folder / name)
-    _write_manifest(folder, command, new)
+    if replaces is not None and written_by not in replaces and not overwrite:
+        raise ScidocsEvalError(f"{option} {folder} was written by {written_by or 'another command'}, not {command} "
+                               f"(its {MANIFEST} says so); nothing was changed: give a new or empty folder, or pass "
+                               "--overwrite to write into it")
+    files = recorded.get("files")
+    return {name: digest for name, digest in files.items()
+            if not Path(name).is_absolute() and ".." not in Path(name).parts}
 
 
 @contextmanager
-def owned_folder(folder: str | os.PathLike[str], command: str,
-                 replaces: Collection[str] | None = None) -> Iterator[Path]:
-    """A fresh staging folder to write into; when the block succeeds, its files replace those an earlier run of
-    `command` wrote in `folder` (other files there are kept). Refuses (before the block runs) a folder that
-    holds files but no manifest, or whose manifest names a command not in `replaces` (None: any command of the
-    tool, as `demo` and `data build` write the same kind of folder), and (after) any file of the user's that a
-    new file would replace."""
+def open_owned_folder(folder: str | os.PathLike[str], command: str, option: str = "output",
+                      replaces: Collection[str] | None = None) -> Iterator[OwnedFolder]:
+    """Lock `folder` for the command and open it for writing: new, empty, or built by the tool (its manifest, a
+    file of the tool's, lists what the tool wrote; with `replaces`, it must name one of these commands). A
+    non-empty folder without a manifest is refused unless `--overwrite` is given."""
     folder = Path(folder)
-    owned = _owned_files(folder, command, replaces)
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".building", dir=folder.parent))
-    try:
-        yield staging
-        _install(staging, folder, command, owned)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+    with _session() as session:
+        _lock(session, folder, option)
+        files = _read_manifest(folder, command, option, replaces, session.overwrite)
+        yield OwnedFolder(folder, command, option, files)
+
+
+@contextmanager
+def owned_folder(folder: str | os.PathLike[str], command: str, replaces: Collection[str] | None = None,
+                 option: str = "output") -> Iterator[Path]:
+    """A fresh staging folder to write into; when the block succeeds, its files replace those an earlier run of
+    the tool wrote in `folder` (other files there are kept; see `open_owned_folder` for what is refused)."""
+    with open_owned_folder(folder, command, option, replaces) as owned:
+        owned.refuse_in_the_way(list(owned.files))  # a file of the tool's that you changed: refused before the work
+        with owned.staging() as staging:
+            yield staging
+            owned.install(staging, replace_all=True)

@@ -24,6 +24,7 @@ import numpy as np
 import orjson
 
 from scidocs_eval.errors import InputError
+from scidocs_eval.formats.lines import utf8_lines
 
 METADATA_FILES = {
     "mag_mesh": "paper_metadata_mag_mesh.json",
@@ -165,25 +166,24 @@ class Suite:
         candidates: dict[str, list[str]] = {}
         relevance: dict[str, dict[str, int]] = {}
         repeated = 0
-        with open(path, encoding="utf-8") as handle:
-            for line, text in enumerate(handle, start=1):
-                fields = text.split()
-                if not fields:
-                    continue
-                if len(fields) != 4:
-                    raise InputError(path, f"expected 4 fields 'query_id 0 candidate_id relevance', "
-                                     f"got {len(fields)}", line)
-                query, _, candidate, grade = fields
-                try:
-                    grade_value = int(grade)
-                except ValueError:
-                    raise InputError(path, f"relevance {grade!r} is not an integer", line) from None
-                grades = relevance.setdefault(query, {})
-                if candidate in grades:
-                    repeated += 1
-                else:
-                    candidates.setdefault(query, []).append(candidate)
-                grades[candidate] = grade_value
+        for line, text in enumerate(utf8_lines(path), start=1):
+            fields = text.split()
+            if not fields:
+                continue
+            if len(fields) != 4:
+                raise InputError(path, f"expected 4 fields 'query_id 0 candidate_id relevance', "
+                                 f"got {len(fields)}", line)
+            query, _, candidate, grade = fields
+            try:
+                grade_value = int(grade)
+            except ValueError:
+                raise InputError(path, f"relevance {grade!r} is not an integer", line) from None
+            grades = relevance.setdefault(query, {})
+            if candidate in grades:
+                repeated += 1
+            else:
+                candidates.setdefault(query, []).append(candidate)
+            grades[candidate] = grade_value
         if not candidates:
             raise InputError(path, "no qrel lines")
         return Qrels(candidates, relevance, repeated)
@@ -234,17 +234,16 @@ def csv_rows(path: Path, header: str, is_data: Callable[[list[str]], bool]) -> I
     A first line that `is_data` takes for a data row means the header is missing (its row would be lost): an
     error saying so, with `header` as the expected shape.
     """
-    with open(path, newline="", encoding="utf-8") as handle:
-        reader = csv.reader(handle)
-        first = next(reader, None)
-        if first is None:
-            raise InputError(path, "file is empty (expected a header row)")
-        if is_data([cell.strip() for cell in first]):
-            raise InputError(path, f"the first line is a data row, not a header: the header row (such as "
-                             f"{header}) is missing, and without it this row would be skipped", reader.line_num)
-        for row in reader:
-            if row:
-                yield reader.line_num, [cell.strip() for cell in row]
+    reader = csv.reader(utf8_lines(path))
+    first = next(reader, None)
+    if first is None:
+        raise InputError(path, "file is empty (expected a header row)")
+    if is_data([cell.strip() for cell in first]):
+        raise InputError(path, f"the first line is a data row, not a header: the header row (such as "
+                         f"{header}) is missing, and without it this row would be skipped", reader.line_num)
+    for row in reader:
+        if row:
+            yield reader.line_num, [cell.strip() for cell in row]
 
 
 def _is_labelled_row(row: list[str]) -> bool:

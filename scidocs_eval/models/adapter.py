@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from scidocs_eval.formats.suite import Paper, Suite
+from scidocs_eval.params import Constraints
 from scidocs_eval.registry import Registry, check_params
 
 
@@ -29,10 +30,17 @@ class Adapter(ABC):
 
     name: ClassVar[str]
     paper_row: ClassVar[str | None] = None
+    parameter_constraints: ClassVar[Constraints] = {}
+    """every constructor parameter's type and range (`scidocs_eval.params`), checked before the adapter is built."""
 
     def fit(self, papers: Sequence[Paper], suite: Suite | None = None) -> Adapter:
         """Train on `papers` (the suite's metadata or a separate corpus); `suite` is there for tuning on val."""
         return self
+
+    @classmethod
+    def needs_fitting(cls) -> bool:
+        """True for an adapter trained on a corpus before it can embed (it overrides `fit`)."""
+        return cls.fit is not Adapter.fit
 
     @abstractmethod
     def transform(self, papers: Sequence[Paper]) -> np.ndarray:

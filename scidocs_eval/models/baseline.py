@@ -6,8 +6,7 @@ import hashlib
 import logging
 import os
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,10 +15,11 @@ import orjson
 from scidocs_eval.data.resolve import resolve_suite
 from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.runner import evaluate
-from scidocs_eval.evaluation.task import TASKS
+from scidocs_eval.evaluation.task import DEFAULT_MIN_COVERAGE, TASKS, build_tasks
 from scidocs_eval.formats.corpus import read_papers
 from scidocs_eval.formats.embeddings import format_embedding_line
 from scidocs_eval.formats.provenance import check_dimension, settings_file, start_embeddings_output
+from scidocs_eval.formats.safe_output import claim_output, discard, growing_file
 from scidocs_eval.formats.suite import METADATA_FILES, Paper, Suite
 from scidocs_eval.models.adapter import Adapter, get_adapter
 from scidocs_eval.progress import progress_bar
@@ -30,7 +30,8 @@ log = logging.getLogger("scidocs_eval")
 
 
 def write_embeddings(adapter: Adapter, papers: Sequence[Paper], path: str | os.PathLike[str],
-                     resume: bool = True, progress: bool = True, settings: Mapping[str, Any] | None = None) -> Path:
+                     resume: bool = True, progress: bool = True, settings: Mapping[str, Any] | None = None,
+                     option: str = "output") -> Path:
     """Embed `papers` into `path` (official format), appending batch by batch.
 
     A paper with neither title nor abstract gets ``"embedding": []``, as the reference embedder writes.
@@ -38,10 +39,14 @@ def write_embeddings(adapter: Adapter, papers: Sequence[Paper], path: str | os.P
     With `resume`, papers already in the file are not embedded again, provided the file was written with the
     same settings and dimension (else an error naming what differs; `scidocs_eval.formats.provenance`).
     """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with _removed_if_left_empty(path):
-        return _append_embeddings(adapter, papers, path, resume, progress, output_settings(adapter, settings))
+    path = claim_output(path, option)
+    record_existed = settings_file(path).exists()
+    try:
+        return _append_embeddings(adapter, papers, path, resume, progress, output_settings(adapter, settings), option)
+    except BaseException:
+        if not path.exists() and not record_existed:
+            discard(settings_file(path))
+        raise
 
 
 def output_settings(adapter: Adapter, settings: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -54,27 +59,11 @@ def fitted_settings(corpus: Sequence[Paper], train_corpus: str | os.PathLike[str
     return {"train_corpus": str(train_corpus) if train_corpus else None, "corpus_sha256": _digest(corpus)}
 
 
-@contextmanager
-def _removed_if_left_empty(path: Path) -> Iterator[None]:
-    """No empty file at `path` (nor its settings record) after an error (e.g. a model that cannot load) if there
-    was none before."""
-    existed = path.exists()
-    record_existed = settings_file(path).exists()
-    try:
-        yield
-    except BaseException:
-        if not existed and path.is_file() and path.stat().st_size == 0:
-            path.unlink()
-            if not record_existed:
-                settings_file(path).unlink(missing_ok=True)
-        raise
-
-
 def _append_embeddings(adapter: Adapter, papers: Sequence[Paper], path: Path, resume: bool, progress: bool,
-                       settings: Mapping[str, Any]) -> Path:
-    done, dim = start_embeddings_output(path, settings, resume)
+                       settings: Mapping[str, Any], option: str) -> Path:
+    done, dim, whole = start_embeddings_output(path, settings, resume, option)
     todo = [p for p in papers if p.paper_id not in done]
-    with open(path, "ab" if resume else "wb") as out, progress_bar(
+    with growing_file(path, option, append=resume, keep_bytes=whole) as out, progress_bar(
             total=len(todo), unit="paper", desc=f"embedding with {adapter.name}", enabled=progress) as bar:
         for paper in (p for p in todo if not p.has_text):
             out.write(format_embedding_line(paper.paper_id, None))
@@ -113,6 +102,7 @@ def run_baseline(
     task_params: Mapping[str, Mapping[str, Any]] | None = None,
     resume: bool = False,
     progress: bool = True,
+    min_coverage: float = DEFAULT_MIN_COVERAGE,
 ) -> RunResult:
     """Fit the adapter `name` on the suite's papers (or `train_corpus`), embed them, score, save results.
 
@@ -120,8 +110,9 @@ def run_baseline(
 
     Writes `{out_dir}/{name}.jsonl` (embeddings) and `{out_dir}/{name}.results.json`.
     """
-    suite = resolve_suite(data)
     adapter = get_adapter(name, **(params or {}))
+    build_tasks(TASKS.check(tasks) if tasks else [], task_params)
+    suite = resolve_suite(data)
     papers = suite.papers(_metadata_files(suite, tasks))
     corpus = read_papers(train_corpus) if train_corpus else papers
     started = time.perf_counter()
@@ -130,10 +121,10 @@ def run_baseline(
     fitted = time.perf_counter()
     out_dir = Path(out_dir)
     embeddings = write_embeddings(adapter, papers, out_dir / f"{name}.jsonl", resume=resume, progress=progress,
-                                  settings=fitted_settings(corpus, train_corpus))
+                                  settings=fitted_settings(corpus, train_corpus), option="--out-dir")
     embedded = time.perf_counter()
     result = evaluate(embeddings, suite, tasks=tasks, split=split, task_params=task_params, model=name,
-                      progress=progress)
+                      progress=progress, min_coverage=min_coverage)
     result.settings["adapter"] = {"name": name, "paper_row": adapter.paper_row, "params": adapter.get_params(),
                                   "train_corpus": str(train_corpus) if train_corpus else None,
                                   "row_detail": adapter.row_detail(), "row_note": adapter.row_note()}

@@ -30,6 +30,7 @@ from scidocs_eval.evaluation.runner import evaluate
 from scidocs_eval.evaluation.task import MissingPolicy
 from scidocs_eval.extras import require
 from scidocs_eval.formats.corpus import paper_text
+from scidocs_eval.formats.safe_output import atomic_write, claim_output
 from scidocs_eval.formats.suite import Paper, Suite
 from scidocs_eval.models.adapter import Adapter
 from scidocs_eval.models.baseline import _metadata_files, write_embeddings
@@ -159,14 +160,6 @@ def _cached_embeddings(adapter: EncoderAdapter, papers: Sequence[Paper], name: s
     return path
 
 
-def _copy_new(source: Path, target: Path) -> None:
-    """Copy `source` to `target`, which must not exist; a reader never sees a half-copied `target`."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(f"{target.name}.partial{os.getpid()}")
-    shutil.copyfile(source, partial)
-    os.replace(partial, target)
-
-
 def evaluate_model(
     model: Any,
     data: str | os.PathLike[str] | Suite | None = None,
@@ -210,8 +203,8 @@ def evaluate_model(
                              encode_kwargs=encode_kwargs)
     adapter.name = name or getattr(model, "__name__", None) or type(model).__name__
     save = Path(save_embeddings) if save_embeddings is not None else None
-    if save is not None and save.exists():
-        raise ScidocsEvalError(f"{save} already exists; give save_embeddings a new path (or delete the file)")
+    if save is not None:
+        claim_output(save, "save_embeddings")
     with tempfile.TemporaryDirectory(prefix="scidocs-eval-model-") as scratch:
         if name and cache:
             embeddings = _cached_embeddings(adapter, papers, name, progress)
@@ -219,7 +212,8 @@ def evaluate_model(
             embeddings = write_embeddings(adapter, papers, Path(scratch) / "embeddings.jsonl", resume=False,
                                           progress=progress)
         if save is not None:
-            _copy_new(embeddings, save)
+            with open(embeddings, "rb") as source, atomic_write(save, "save_embeddings") as target:
+                shutil.copyfileobj(source, target)
             embeddings = save
         embedded = time.perf_counter()
         result = evaluate(embeddings, suite, tasks=tasks, split=split, missing=missing, task_params=task_params,

@@ -30,6 +30,7 @@ from scidocs_eval.errors import InputError, ScidocsEvalError
 from scidocs_eval.extras import require
 from scidocs_eval.formats.embeddings import format_embedding_line
 from scidocs_eval.formats.provenance import write_settings
+from scidocs_eval.formats.safe_output import atomic_write
 from scidocs_eval.formats.suite import Paper
 from scidocs_eval.models.adapter import Adapter, get_adapter
 from scidocs_eval.models.baseline import _metadata_files, fitted_settings, output_settings
@@ -188,11 +189,9 @@ class _ShardedRun:
         if missing:
             raise ScidocsEvalError(f"{len(missing)} paper(s) are in no part of {self.parts} (the first "
                                    f"{missing[0]!r}); rerun with --resume")
-        partial = self.out.with_name(self.out.name + ".partial")
-        with open(partial, "wb") as handle:
+        with atomic_write(self.out, "--out") as handle:
             for paper in self.papers:
                 handle.write(lines[paper.paper_id] if paper.has_text else format_embedding_line(paper.paper_id, None))
-        os.replace(partial, self.out)
         for written in [*part_files, self.parts / MANIFEST]:
             written.unlink(missing_ok=True)
         self.parts.rmdir()

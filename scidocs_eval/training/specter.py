@@ -15,10 +15,9 @@ import logging
 import math
 import os
 import random
-import shutil
 import time
 from collections.abc import Sequence
-from contextlib import nullcontext
+from contextlib import ExitStack, nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,7 @@ from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.extras import require
 from scidocs_eval.formats.corpus import paper_text
 from scidocs_eval.formats.provenance import check_same_settings
+from scidocs_eval.formats.safe_output import OwnedFolder, open_owned_folder
 from scidocs_eval.models.distributed import Distributed, init_distributed, leave_process_group
 from scidocs_eval.models.encoder import resolve_model
 from scidocs_eval.progress import progress_bar
@@ -43,6 +43,7 @@ CHECKPOINTS = "checkpoints"
 STATE_FILE = "training_state.pt"
 HISTORY_FILE = "training_history.json"
 SETTINGS_FILE = "training_settings.json"
+COMMAND = "scidocs-eval train specter"
 
 
 @dataclass
@@ -219,80 +220,88 @@ def train_specter(
     if checkpoint:
         _check_checkpoint_settings(checkpoint, settings)
     dist, device = init_distributed(device)
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
+    with ExitStack() as outputs:
+        owned = outputs.enter_context(open_owned_folder(out_dir, COMMAND, "--out", replaces=(COMMAND,))) \
+            if dist.is_main else None
+        if owned is not None and not resume:
+            owned.refuse_in_the_way(list(owned.files))
+            owned.remove(list(owned.files))  # a fresh run keeps nothing of an earlier one: no mixed checkpoint
+        random.seed(seed)
+        np.random.seed(seed)
+        torch.manual_seed(seed)
 
-    data = TrainingData.read(data_dir)
-    sampler = TripletSampler(data, "train", seed=seed)
-    val_triplets = sample_triplets(data, data.queries["val"], seed=seed)
-    tokenizer = AutoTokenizer.from_pretrained(resolve_model(base_model))
-    model = AutoModel.from_pretrained(str(checkpoint) if checkpoint else resolve_model(base_model)).to(device)
-    model.train()
-    if getattr(model, "pooler", None) is not None:  # the loss reads [CLS] before the pooler; DDP needs every
-        model.pooler.requires_grad_(False)          # trainable parameter to get a gradient
-    if dist.world_size > 1:
-        model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[dist.local_rank]
-                                                          if device.startswith("cuda") else None)
-    steps_per_epoch = math.ceil(len(sampler) / effective_batch_size)
-    history = TrainingHistory(total_steps=epochs * steps_per_epoch)
-    optimizer = torch.optim.AdamW(_parameter_groups(model, weight_decay), lr=learning_rate,
-                                  fused=device.startswith("cuda"))
-    scheduler = get_linear_schedule_with_warmup(optimizer, int(warmup_fraction * history.total_steps),
-                                                history.total_steps)
-    loss = _TripletLoss(model, tokenizer, data.papers, max_length, margin, device)
-    epoch_losses: list[float] = []
+        data = TrainingData.read(data_dir)
+        sampler = TripletSampler(data, "train", seed=seed)
+        val_triplets = sample_triplets(data, data.queries["val"], seed=seed)
+        tokenizer = AutoTokenizer.from_pretrained(resolve_model(base_model))
+        model = AutoModel.from_pretrained(str(checkpoint) if checkpoint else resolve_model(base_model)).to(device)
+        model.train()
+        if getattr(model, "pooler", None) is not None:  # the loss reads [CLS] before the pooler; DDP needs every
+            model.pooler.requires_grad_(False)          # trainable parameter to get a gradient
+        if dist.world_size > 1:
+            model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[dist.local_rank]
+                                                              if device.startswith("cuda") else None)
+        steps_per_epoch = math.ceil(len(sampler) / effective_batch_size)
+        history = TrainingHistory(total_steps=epochs * steps_per_epoch)
+        optimizer = torch.optim.AdamW(_parameter_groups(model, weight_decay), lr=learning_rate,
+                                      fused=device.startswith("cuda"))
+        scheduler = get_linear_schedule_with_warmup(optimizer, int(warmup_fraction * history.total_steps),
+                                                    history.total_steps)
+        loss = _TripletLoss(model, tokenizer, data.papers, max_length, margin, device)
+        epoch_losses: list[float] = []
 
-    if checkpoint:
-        state = torch.load(checkpoint / STATE_FILE, weights_only=False, map_location="cpu")
-        optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
-        sampler.load_state_dict(state["sampler"])
-        history = TrainingHistory(**state["history"])
-        epoch_losses = state["epoch_losses"]
-        _set_rng_state(_load_rng_state(checkpoint, dist))
-        if dist.is_main:
-            log.info("resuming from %s (step %d of %d)", checkpoint, history.steps, history.total_steps)
-    elif val_triplets:
-        history.val_loss[0] = loss.mean(val_triplets, batch_size, dist)
-    with progress_bar(total=history.total_steps, initial=history.steps, unit="step", desc="training SPECTER",
-                      enabled=progress and dist.is_main) as bar:
-        while history.steps < history.total_steps:
-            epoch = sampler.epoch
-            started = time.perf_counter()
-            step_triplets = sampler.next_batch(effective_batch_size)
-            step_loss = _accumulate_gradients(model, loss, step_triplets, batch_size, dist)
-            torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad(set_to_none=True)
-            history.step_seconds += time.perf_counter() - started
-            history.step_triplets += len(step_triplets)
-            history.steps += 1
-            epoch_losses.append(step_loss)
-            bar.update(1)
-            bar.set_postfix(loss=f"{step_loss:.4f}", epoch=epoch + 1)
-            epoch_done = sampler.epoch != epoch
-            if epoch_done:
-                history.train_loss[epoch + 1] = float(np.mean(epoch_losses))
-                epoch_losses = []
-                if val_triplets:
-                    history.val_loss[epoch + 1] = loss.mean(val_triplets, batch_size, dist)
-                    if dist.is_main:
-                        log.info("epoch %d: validation loss %.4f", epoch + 1, history.val_loss[epoch + 1])
-            if epoch_done or history.steps % checkpoint_every == 0:
-                _save_checkpoint(out_dir, settings, model, optimizer, scheduler, sampler, history, epoch_losses,
-                                 dist, keep_checkpoints)
+        if checkpoint:
+            state = torch.load(checkpoint / STATE_FILE, weights_only=False, map_location="cpu")
+            optimizer.load_state_dict(state["optimizer"])
+            scheduler.load_state_dict(state["scheduler"])
+            sampler.load_state_dict(state["sampler"])
+            history = TrainingHistory(**state["history"])
+            epoch_losses = state["epoch_losses"]
+            _set_rng_state(_load_rng_state(checkpoint, dist))
+            if dist.is_main:
+                log.info("resuming from %s (step %d of %d)", checkpoint, history.steps, history.total_steps)
+        elif val_triplets:
+            history.val_loss[0] = loss.mean(val_triplets, batch_size, dist)
+        with progress_bar(total=history.total_steps, initial=history.steps, unit="step", desc="training SPECTER",
+                          enabled=progress and dist.is_main) as bar:
+            while history.steps < history.total_steps:
+                epoch = sampler.epoch
+                started = time.perf_counter()
+                step_triplets = sampler.next_batch(effective_batch_size)
+                step_loss = _accumulate_gradients(model, loss, step_triplets, batch_size, dist)
+                torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+                optimizer.step()
+                scheduler.step()
+                optimizer.zero_grad(set_to_none=True)
+                history.step_seconds += time.perf_counter() - started
+                history.step_triplets += len(step_triplets)
+                history.steps += 1
+                epoch_losses.append(step_loss)
+                bar.update(1)
+                bar.set_postfix(loss=f"{step_loss:.4f}", epoch=epoch + 1)
+                epoch_done = sampler.epoch != epoch
+                if epoch_done:
+                    history.train_loss[epoch + 1] = float(np.mean(epoch_losses))
+                    epoch_losses = []
+                    if val_triplets:
+                        history.val_loss[epoch + 1] = loss.mean(val_triplets, batch_size, dist)
+                        if dist.is_main:
+                            log.info("epoch %d: validation loss %.4f", epoch + 1, history.val_loss[epoch + 1])
+                if epoch_done or history.steps % checkpoint_every == 0:
+                    _save_checkpoint(owned, settings, model, optimizer, scheduler, sampler, history, epoch_losses,
+                                     dist, keep_checkpoints)
 
-    if dist.is_main:
-        getattr(model, "module", model).save_pretrained(out_dir)
-        tokenizer.save_pretrained(out_dir)
-        (out_dir / HISTORY_FILE).write_bytes(orjson.dumps(asdict(history), option=orjson.OPT_INDENT_2 |
-                                                          orjson.OPT_NON_STR_KEYS))
-    if dist.world_size > 1:
-        del model, loss  # the DDP wrapper holds the process group, which leave_process_group must free
-        leave_process_group()
-    return history
+        if owned is not None:
+            with owned.staging() as staging:
+                getattr(model, "module", model).save_pretrained(staging)
+                tokenizer.save_pretrained(staging)
+                (staging / HISTORY_FILE).write_bytes(orjson.dumps(asdict(history), option=orjson.OPT_INDENT_2 |
+                                                                  orjson.OPT_NON_STR_KEYS))
+                owned.install(staging)
+        if dist.world_size > 1:
+            del model, loss  # the DDP wrapper holds the process group, which leave_process_group must free
+            leave_process_group()
+        return history
 
 
 def _accumulate_gradients(model: Any, loss: _TripletLoss, step_triplets: Sequence[Triplet], batch_size: int,
@@ -327,25 +336,30 @@ def _check_checkpoint_settings(checkpoint: Path, settings: dict[str, Any]) -> No
     check_same_settings(checkpoint, orjson.loads(record.read_bytes()), settings)
 
 
-def _save_checkpoint(out_dir: Path, settings: dict[str, Any], model: Any, optimizer: Any, scheduler: Any,
-                     sampler: TripletSampler, history: TrainingHistory, epoch_losses: list[float],
+def _save_checkpoint(owned: OwnedFolder | None, settings: dict[str, Any], model: Any, optimizer: Any,
+                     scheduler: Any, sampler: TripletSampler, history: TrainingHistory, epoch_losses: list[float],
                      dist: Distributed, keep: int | None) -> None:
-    """Write out_dir/checkpoints/step-N (model weights, optimizer, scheduler, sampler, RNG); prune old ones."""
+    """Write out_dir/checkpoints/step-N (model weights, optimizer, scheduler, sampler, every process's RNG) through
+    the output layer (`owned`, held by the main process); prune old ones."""
     torch = require("torch", NEEDED_BY)
 
-    folder = out_dir / CHECKPOINTS / f"step-{history.steps}"
-    folder.mkdir(parents=True, exist_ok=True)
-    torch.save(_rng_state(), folder / f"rng-{dist.rank}.pt")
+    states = [_rng_state()]
     if dist.world_size > 1:
-        torch.distributed.barrier()
-    if not dist.is_main:
+        states = [None] * dist.world_size
+        torch.distributed.all_gather_object(states, _rng_state())
+    if owned is None:
         return
-    getattr(model, "module", model).save_pretrained(folder)
-    (folder / SETTINGS_FILE).write_bytes(orjson.dumps(settings))
-    torch.save({"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
-                "sampler": sampler.state_dict(), "history": asdict(history), "epoch_losses": epoch_losses},
-               folder / STATE_FILE)
-    folders = sorted((p for p in folder.parent.glob("step-*") if (p / STATE_FILE).is_file()),
+    name = f"{CHECKPOINTS}/step-{history.steps}"
+    with owned.staging() as staging:
+        for rank, state in enumerate(states):
+            torch.save(state, staging / f"rng-{rank}.pt")
+        getattr(model, "module", model).save_pretrained(staging)
+        (staging / SETTINGS_FILE).write_bytes(orjson.dumps(settings))
+        torch.save({"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
+                    "sampler": sampler.state_dict(), "history": asdict(history), "epoch_losses": epoch_losses},
+                   staging / STATE_FILE)
+        owned.install(staging, under=name)
+    folders = sorted((p for p in (owned.folder / CHECKPOINTS).glob("step-*") if (p / STATE_FILE).is_file()),
                      key=lambda p: int(p.name.split("-")[1]))
     for old in folders[:-keep] if keep else []:
-        shutil.rmtree(old)
+        owned.remove_under(f"{CHECKPOINTS}/{old.name}")
