@@ -123,7 +123,7 @@ FIGURE2 = ["--task", "mag", "--sample", "40", "--perplexity", "5", "--min-sample
 RECIPES: dict[str, Callable[[World], list[str]]] = {
     "run": lambda w: ["run", "--embeddings", str(w.embeddings), "--data", str(w.suite), "--tasks", "cite"],
     "table": lambda w: ["table", str(w.results[0])],
-    "compare": lambda w: ["compare", *map(str, w.results), "--resamples", "20"],
+    "compare": lambda w: ["compare", *map(str, w.results), "--resamples", "40"],
     "plot": lambda w: ["plot", "--embeddings", str(w.embeddings), "--data", str(w.suite), *FIGURE2],
     "plot figure2": lambda w: ["plot", "figure2", "--embeddings", str(w.embeddings), "--data", str(w.suite), *FIGURE2],
     "plot results": lambda w: ["plot", "results", *map(str, w.results)],
@@ -164,8 +164,12 @@ def _kind(command: str, flag: str) -> str:
 def _argv(world: World, command: str, flag: str, target: Path, spare: Path) -> list[str]:
     """The command writing `flag` to `target`, its other outputs to fresh paths under `spare`."""
     argv = [*RECIPES[command](world), "--quiet"]
+    given = {a.dest for a in output_actions(_leaf(command)) if _flag(a) == flag}  # one spelling per output
     for action in output_actions(_leaf(command)):
         other = _flag(action)
+        if other != flag and action.dest in given:
+            continue
+        given.add(action.dest)
         path = target if other == flag else spare / f"{other.strip('-')}{_suffix(command, other)}"
         argv += [str(path)] if not action.option_strings else [other, str(path)]
     return argv

@@ -19,8 +19,8 @@ FEW_RESAMPLES = 1000
 
 def _compare(args: argparse.Namespace) -> int:
     if args.json:
-        claim_inputs_are_not_outputs(args.results, {"--json": args.json})
-        claim_output(args.json, "--json")
+        claim_inputs_are_not_outputs(args.results, {"--out": args.json})
+        claim_output(args.json, "--out")
     if args.resamples < FEW_RESAMPLES:
         print(f"scidocs-eval: warning: --resamples {args.resamples} is below {FEW_RESAMPLES}: the 95% intervals' ends "
               f"and the p-values (none below {1 / (args.resamples + 1):.3f}) are coarse; use the default "
