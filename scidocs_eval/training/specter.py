@@ -221,7 +221,7 @@ def train_specter(
         _check_checkpoint_settings(checkpoint, settings)
     dist, device = init_distributed(device)
     with ExitStack() as outputs:
-        owned = outputs.enter_context(open_owned_folder(out_dir, COMMAND, "--out", replaces=(COMMAND,))) \
+        owned = outputs.enter_context(open_owned_folder(out_dir, COMMAND, "--out-dir", replaces=(COMMAND,))) \
             if dist.is_main else None
         if owned is not None and not resume:
             owned.refuse_in_the_way(list(owned.files))
