@@ -14,9 +14,12 @@ from typing import Any
 import numpy as np
 
 from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.extras import require
 from scidocs_eval.formats.suite import Paper, Suite
 from scidocs_eval.models.adapter import Adapter, register_adapter
 from scidocs_eval.params import AT_LEAST_ONE, POSITIVE, SEED
+
+NEEDED_BY = "the citeomatic adapter"
 
 
 @register_adapter
@@ -58,7 +61,7 @@ class CiteomaticAdapter(Adapter):
                                    "files with -p training_data=DIR (data.json, metadata.json, train.txt)")
 
     def learn(self, papers: Sequence[Paper], suite: Suite | None) -> None:
-        import torch
+        torch = require("torch", NEEDED_BY)
         from sklearn.feature_extraction.text import CountVectorizer
 
         from scidocs_eval.training.triplets import TrainingData, TripletSampler
@@ -95,7 +98,7 @@ class CiteomaticAdapter(Adapter):
         return self._network([self._word_ids(p.title) for p in papers], [self._word_ids(p.abstract) for p in papers])
 
     def transform(self, papers: Sequence[Paper]) -> np.ndarray:
-        import torch
+        torch = require("torch", NEEDED_BY)
 
         with torch.inference_mode():
             return np.concatenate([self._embed(papers[i:i + 1024]).numpy() for i in range(0, len(papers), 1024)])
@@ -103,7 +106,7 @@ class CiteomaticAdapter(Adapter):
 
 def _CiteomaticNetwork(vocabulary_size: int, dim: int) -> Any:  # noqa: N802 - builds a torch module class lazily
     """The Citeomatic encoder as a torch module (torch is imported here, not at module import)."""
-    import torch
+    torch = require("torch", NEEDED_BY)
 
     class CiteomaticNetwork(torch.nn.Module):
         def __init__(self) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from scidocs_eval.extras import require
 from scidocs_eval.formats.corpus import paper_text
 from scidocs_eval.formats.suite import Paper, Suite
 from scidocs_eval.models.adapter import Adapter, register_adapter
@@ -26,6 +27,8 @@ from scidocs_eval.models.model_cache import cached_model, corpus_fingerprint
 from scidocs_eval.models.text import analyzer, tokenize_papers
 from scidocs_eval.models.tuning import ValScorer, parameter_grid
 from scidocs_eval.params import AT_LEAST_ONE, FRACTION, SEED, Interval
+
+NEEDED_BY = "the doc2vec adapter"
 
 PAPER_GRID: dict[str, tuple] = {"window": (5, 10, 15), "sample": (0, 1e-6, 1e-5), "epochs": (50, 100, 200)}
 MAX_TRAINED_TOKENS = 120_000_000
@@ -72,7 +75,8 @@ class Doc2VecAdapter(Adapter):
                   "seed": self.seed, "workers": self.workers}
 
         def train() -> Any:
-            from gensim.models.doc2vec import Doc2Vec, TaggedDocument
+            doc2vec = require("gensim.models.doc2vec", NEEDED_BY)
+            Doc2Vec, TaggedDocument = doc2vec.Doc2Vec, doc2vec.TaggedDocument
 
             tokens = tokenize_papers(papers)
             epochs = scheduled_epochs(params["epochs"], SCHEDULE, sum(map(len, tokens)), max_trained_tokens,

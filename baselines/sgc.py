@@ -18,12 +18,13 @@ distance). docs/baselines.md has what each does on Cora and CiteSeer.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Sequence
 
 import numpy as np
 from scipy import sparse
 
-from scidocs_eval.evaluation.task import task_names
+from scidocs_eval.evaluation.task import TASKS, task_names
 from scidocs_eval.formats.corpus import read_citations
 from scidocs_eval.formats.suite import METADATA_FILES, Paper, Suite
 from scidocs_eval.models.adapter import register_adapter
@@ -31,6 +32,8 @@ from scidocs_eval.models.sif_weighting import SifWeightedAdapter
 from scidocs_eval.models.tuning import ValScorer, parameter_grid
 from scidocs_eval.models.word_vectors import MAX_TRAINED_TOKENS, TUNE_MAX_TOKENS, WordVectors
 from scidocs_eval.params import Interval, Options
+
+log = logging.getLogger(__name__)
 
 Edge = tuple[str, str]
 """(citing paper id, cited paper id)."""
@@ -111,8 +114,12 @@ class SgcAdapter(SifWeightedAdapter):
         links = read_citations(self.citations, known) if self.citations else []
         edges = [(citing, cited) for _, citing, cited in links]
         if suite is not None:
-            edges = guard_edges(edges + metadata_citations(suite), suite)
+            edges += metadata_citations(suite)
+        read = len(edges)
+        if suite is not None:
+            edges = guard_edges(edges, suite)
         self.edges_ = edges
+        self._warn_where_it_equals_sif(known, suite, read)
         self.fit_sif(papers, suite, word_vectors, tune_a=False)
         if not self.tune:
             return None
@@ -124,6 +131,24 @@ class SgcAdapter(SifWeightedAdapter):
         search = scorer.search(parameter_grid(k=K_GRID), lambda s: steps[s["k"]][val_rows], desc="tuning sgc k")
         self.best_params_["k"] = search.best["k"]
         return search.best_score
+
+    def _warn_where_it_equals_sif(self, known: set[str], suite: Suite | None, read: int) -> None:
+        """A warning naming the tasks whose papers no surviving edge touches: there SGC scores what SIF scores."""
+        linked = {paper for citing, cited in self.edges_ if citing != cited and citing in known and cited in known
+                  for paper in (citing, cited)}
+        if suite is None:
+            unlinked = [] if linked else ["every task"]
+        else:
+            by_file: dict[str, list[str]] = {}
+            for name in task_names():
+                by_file.setdefault(TASKS[name].spec.metadata_file, []).append(name)
+            unlinked = [name for file, names in by_file.items() if suite.has(file)
+                        and linked.isdisjoint(suite.metadata(file)) for name in names]
+        if unlinked:
+            log.warning("sgc: no citation edge survives the leakage guard among the papers of %s (%d edges read, "
+                        "%d papers linked): each keeps its SIF vector, so sgc scores what sif scores there. Give "
+                        "a citation graph with --citations FILE (TSV citing<TAB>cited).", ", ".join(unlinked), read,
+                        len(linked))
 
     def propagate_steps(self, papers: Sequence[Paper], k: int) -> list[np.ndarray]:
         """[X, S X, S² X, …, S^k X] for `papers`, each (n, dim) float64, rows rescaled as `row_norm` says."""

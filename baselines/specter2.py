@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluation.task import TASKS
+from scidocs_eval.extras import require
 from scidocs_eval.models.adapter import Adapter, register_adapter
 from scidocs_eval.models.encoder import TransformerEncoder
 from scidocs_eval.models.transformer_adapter import TransformerAdapter
@@ -59,12 +60,9 @@ class Specter2Encoder(TransformerEncoder):
         self.task_adapter = task_adapter
 
     def load_network(self, path: str) -> Any:
-        try:
-            from adapters import AutoAdapterModel
-        except ImportError:
-            raise ScidocsEvalError("baseline specter2 needs the adapters library, which pins its own transformers "
-                                   "version: pip install 'scidocs-eval[specter2]' in an environment of its own "
-                                   "(see docs/transformers.md)") from None
+        AutoAdapterModel = require(
+            "adapters", "the specter2 adapter (adapters pins its own transformers: install it in an environment of "
+            "its own, see docs/transformers.md)").AutoAdapterModel
         network = AutoAdapterModel.from_pretrained(path)
         source = TASK_ADAPTERS.get(self.task_adapter, self.task_adapter)
         local = Path(source).expanduser().is_dir()

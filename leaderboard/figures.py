@@ -23,6 +23,7 @@ import numpy as np
 import orjson
 
 from scidocs_eval.errors import InputError, ScidocsEvalError
+from scidocs_eval.extras import require
 from scidocs_eval.formats.embeddings import EMPTY, MISSING, EmbeddingStore
 from scidocs_eval.formats.embeddings_tables import ReadOptions
 from scidocs_eval.formats.safe_output import atomic_write
@@ -31,6 +32,8 @@ from scidocs_eval.leaderboard.runs import LoadedRun
 from scidocs_eval.leaderboard.table1 import COLUMNS, our_row
 from scidocs_eval.progress import progress_bar
 from scidocs_eval.training.specter import HISTORY_FILE
+
+NEEDED_BY = "drawing figures"
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -42,11 +45,7 @@ IMAGE_SUFFIXES = (".png", ".svg", ".pdf")
 
 def new_figure(**kwargs: Any) -> Figure:
     """A matplotlib Figure (Agg canvas, no pyplot); a clear error when matplotlib is not installed."""
-    try:
-        from matplotlib.figure import Figure
-    except ImportError:
-        raise ScidocsEvalError("drawing figures needs matplotlib: pip install 'scidocs-eval[plot]'") from None
-    return Figure(**kwargs)
+    return require("matplotlib.figure", NEEDED_BY).Figure(**kwargs)
 
 
 def save_figure(figure: Figure, out: str | os.PathLike[str], option: str = "--out") -> Path:
@@ -253,6 +252,7 @@ def figure2(embeddings: Sequence[str | os.PathLike[str]], suite: Suite, task: st
     `names` label the panels (default: each file's stem). Papers missing from any file are left out of every
     panel with a warning. `clusters` carries the t-SNE/DBSCAN settings; its seed defaults to `seed`.
     """
+    require("matplotlib", NEEDED_BY)  # before minutes of t-SNE, not after
     if not embeddings:
         raise ScidocsEvalError("figure 2 needs at least one embeddings file")
     names = list(names) if names else [Path(e).stem for e in embeddings]
@@ -281,7 +281,7 @@ def figure2(embeddings: Sequence[str | os.PathLike[str]], suite: Suite, task: st
 
 def draw_figure2(result: Figure2) -> Figure:
     """Panels side by side, points coloured by class, one shared legend (class names where the suite has them)."""
-    from matplotlib import colormaps
+    colormaps = require("matplotlib", NEEDED_BY).colormaps
 
     classes = sorted(set(result.labels.tolist()))
     palette = colormaps["tab20" if len(classes) > 10 else "tab10"]
@@ -316,7 +316,7 @@ def draw_results(runs: Sequence[LoadedRun]) -> Figure:
     columns = [c for c in COLUMNS if any(c in row for row in rows)]
     if not columns:
         raise ScidocsEvalError("none of the results files has a Table 1 column to chart")
-    from matplotlib import colormaps
+    colormaps = require("matplotlib", NEEDED_BY).colormaps
 
     palette = colormaps["tab10"]
     width = 0.8 / len(runs)

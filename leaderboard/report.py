@@ -25,6 +25,7 @@ from typing import Any
 import orjson
 
 from scidocs_eval.errors import InputError, ScidocsEvalError
+from scidocs_eval.extras import require
 from scidocs_eval.formats.safe_output import owned_folder
 from scidocs_eval.leaderboard.figures import draw_results, save_figure
 from scidocs_eval.leaderboard.runs import LoadedRun
@@ -176,10 +177,7 @@ def _format(value: float | None) -> str:
 
 def render_page(rows: Sequence[Row], chart: str | None, figures: Sequence[str], title: str) -> str:
     """The page's HTML (autoescaped; every string from a results file is text)."""
-    try:
-        import jinja2
-    except ImportError:
-        raise ScidocsEvalError("the report page needs jinja2: pip install 'scidocs-eval[plot]'") from None
+    jinja2 = require("jinja2", "the report page")
     template_text, script = _template()
     environment = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True,
                                      lstrip_blocks=True)

@@ -23,4 +23,5 @@ def format_run(result: RunResult, ci: bool = False) -> str:
             lines.append(f"{name if i == 0 else '':<{width}} {metric:<{metric_width}} {value:>7.2f}   {interval}"
                          f"{coverage if i == 0 else ''}")
     lines += [f"{name:<{width}} skipped: {why}" for name, why in result.skipped.items()]
+    lines += [f"{name:<{width}} NOT RUN: {why}" for name, why in result.failed.items()]
     return "\n".join(lines)

@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
+from typing import Literal
 
 from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.task import TASKS, TaskResult
@@ -148,9 +149,18 @@ def distinguishing_details(results: Sequence[RunResult]) -> list[list[str]]:
             for split, suite in zip(splits, shown)]
 
 
+def paper_row_name(result: RunResult) -> str | None:
+    """The paper's row to read beside `result`: the adapter's declared row, else the row whose name is the
+    result's model name (any case), else None."""
+    declared = result.model_info.paper_row if result.model_info else None
+    by_name = {row.model.lower(): row.model for row in paper_rows()}
+    return declared or by_name.get(result.model.lower())
+
+
 def render_table1(results: Sequence[RunResult], names: Sequence[str] | None = None,
-                  include_paper: bool = True, ci: bool = False) -> str:
-    """Markdown Table 1: our rows (named by `names` or each result's model) then the paper's.
+                  include_paper: bool | Literal["same-name"] = True, ci: bool = False) -> str:
+    """Markdown Table 1: our rows (named by `names` or each result's model) then the paper's (all of them, or
+    with `include_paper="same-name"` only the rows of the same name as ours, see `paper_row_name`).
 
     Avg is the plain mean of the 12 columns; a row missing a column gets "—" for Avg and a note saying which
     columns are missing, never an average of fewer numbers. With `ci`, each value is followed by its 95%
@@ -180,8 +190,9 @@ def render_table1(results: Sequence[RunResult], names: Sequence[str] | None = No
         notes.append("[low, high]: 95% bootstrap interval over the task's queries, test papers or impressions "
                      "(recommendation: the ranker's seeds resampled too); see docs/significance.md.")
     if include_paper:
+        wanted = {paper_row_name(result) for result in results}
         lines += [f"| {row.label} | " + " | ".join(_cell(row.values[c]) for c in COLUMNS) + f" | {_cell(row.avg)} |"
-                  for row in paper_table1_rows()]
+                  for row in paper_table1_rows() if include_paper is True or row.name in wanted]
     if notes:
         lines.append("")
         lines += [f"- {note}" for note in notes]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from os import PathLike
 
 
@@ -18,6 +19,8 @@ class InputError(ScidocsEvalError):
         self.row = row
         where = f"{self.path}:{line}" if line is not None else f"{self.path}: row {row}" if row is not None \
             else self.path
+        if not os.path.isabs(self.path) and not os.path.lexists(self.path):
+            message += f" (looked in {os.getcwd()})"  # relative paths are the shell's: say which folder that was
         super().__init__(f"{where}: {message}")
 
 
@@ -42,6 +45,8 @@ def describe_error(error: Exception) -> str:
     is a directory), naming the file the system call failed on."""
     if isinstance(error, OSError) and error.filename is not None:
         reason = error.strerror or str(error)
+        if isinstance(error, FileNotFoundError) and not os.path.isabs(error.filename):
+            reason += f" (looked in {os.getcwd()})"
         if error.filename2 is not None:
             return f"{error.filename} -> {error.filename2}: {reason}"
         return f"{error.filename}: {reason}"

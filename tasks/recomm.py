@@ -17,6 +17,7 @@ from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluation.task import MissingPolicy, Task, TaskResult, TaskSpec, check_missing, register_task
 from scidocs_eval.evaluators.recomm_features import RecommFeaturizer, ShownPapers
 from scidocs_eval.evaluators.recomm_rankers import RANKERS, impression_metrics, impression_terms
+from scidocs_eval.extras import Requirement
 from scidocs_eval.formats.embeddings import EmbeddingStore
 from scidocs_eval.formats.suite import METADATA_FILES, Suite
 from scidocs_eval.params import AT_LEAST_ONE, SEED, InstanceOf, Options
@@ -64,6 +65,9 @@ class RecommTask(Task):
         self.propensity_weights = bool(propensity_weights)
         self.threads = int(threads)
         self.ranker_params = dict(ranker_params or {})
+
+    def requirements(self) -> list[Requirement]:
+        return [RANKERS[self.ranker].requirement()]
 
     def required_files(self, split: str) -> list[str]:
         splits = dict.fromkeys(("train", "val", split))

@@ -21,11 +21,11 @@ def test_run_prints_table_and_writes_json(cite_suite: tuple[Path, Path], tmp_pat
     assert main(["run", "--embeddings", str(embeddings), "--data", str(root), "--tasks", "cite",
                  "--output", str(out), "--quiet"]) == 0
     printed = capsys.readouterr().out
-    assert printed.splitlines()[0] == "mine"
+    assert printed.splitlines()[1] == "mine"  # after the line saying values are ×100
     assert "cite     map         50.00" in printed
     assert "| Model | MAG F1 | MeSH F1 |" in printed and "| mine (ours) | — | — | — | — | — | — | 50.00 |" in printed
     assert "(paper)" not in printed
-    assert f"results written to {out}" in printed
+    assert f"Wrote {out} (results)" in printed
     saved = RunResult.load(out)
     assert saved.tasks["cite"].metrics == {"map": 50.0, "ndcg": 63.09}
     assert saved.tasks["cite"].metrics == evaluate(embeddings, root, tasks=["cite"], progress=False).tasks[
@@ -88,7 +88,7 @@ def test_table_renders_markdown(cite_suite: tuple[Path, Path], tmp_path: Path,
     assert main(["table", str(tmp_path / "results" / "mine.results.json"), "--no-paper", "-o", str(out)]) == 0
     assert "(paper)" not in out.read_text(encoding="utf-8")
     assert main(["table", str(tmp_path / "absent.json")]) == 2
-    assert "results file not found" in capsys.readouterr().err
+    assert "absent.json: no such results file or folder" in capsys.readouterr().err
 
 
 def test_baseline_random_writes_official_embeddings_and_results(demo_suite: Suite, tmp_path: Path,
@@ -96,7 +96,7 @@ def test_baseline_random_writes_official_embeddings_and_results(demo_suite: Suit
     out_dir = tmp_path / "out"
     assert main(["baseline", "random", "--data", str(demo_suite.root), "--tasks", "cite,cocite",
                  "--out-dir", str(out_dir), "--seed", "3", "--quiet"]) == 0
-    assert f"results written to {out_dir / 'random.results.json'}" in capsys.readouterr().out
+    assert f"{out_dir / 'random.results.json'} (results)" in capsys.readouterr().out
     records = [orjson.loads(line) for line in (out_dir / "random.jsonl").read_bytes().splitlines()]
     # only the papers the ranking tasks read are embedded (their test queries and candidates), in input order
     assert [p.paper_id for p in papers_to_embed(demo_suite, ["cite", "cocite"])] == [r["paper_id"] for r in records]
@@ -112,7 +112,7 @@ def test_baseline_random_writes_official_embeddings_and_results(demo_suite: Suit
 
 def test_tasks_lists_the_seven_tasks(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["tasks"]) == 0
-    names = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
+    names = [line.split()[0] for line in capsys.readouterr().out.splitlines()[1:]]  # after the header
     assert names == ["mag", "mesh", "coview", "coread", "cite", "cocite", "recomm"]
 
 

@@ -36,7 +36,7 @@ def files_in(folder: Path) -> list[str]:
     return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
 
 
-# -- run --output ------------------------------------------------------------------------------------------------
+# -- run --out ---------------------------------------------------------------------------------------------------
 
 def test_run_output_a_folder_or_under_a_file_fails_first_and_writes_nothing(
         cite_suite: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -46,9 +46,9 @@ def test_run_output_a_folder_or_under_a_file_fails_first_and_writes_nothing(
     before = files_in(tmp_path)
     run = ["run", "--embeddings", str(embeddings), "--data", str(root), "--tasks", "cite", "--quiet", "-o"]
     assert main([*run, str(tmp_path / "results")]) == 2
-    assert error_line(capsys) == f"--output {tmp_path / 'results'} is a folder; give a file path"
+    assert error_line(capsys) == f"--out {tmp_path / 'results'} is a folder; give a file path"
     assert main([*run, str(tmp_path / "afile" / "x.json")]) == 2
-    assert error_line(capsys) == (f"--output {tmp_path / 'afile' / 'x.json'}: {tmp_path / 'afile'} is a file, not a "
+    assert error_line(capsys) == (f"--out {tmp_path / 'afile' / 'x.json'}: {tmp_path / 'afile'} is a file, not a "
                                   "folder")
     assert files_in(tmp_path) == before and (tmp_path / "afile").read_text() == "mine"
 
@@ -64,12 +64,12 @@ def test_run_output_never_replaces_a_file_that_is_not_a_results_file(
     thesis.write_text("precious")
     assert main(["run", "--embeddings", str(embeddings), "--data", str(root), "--tasks", "cite", "-o", str(thesis),
                  "--quiet"]) == 2
-    assert error_line(capsys) == f"--output {thesis} {NOT_OURS}"
+    assert error_line(capsys) == f"--out {thesis} {NOT_OURS}"
     assert thesis.read_text() == "precious"
     assert main(["run", "--embeddings", str(embeddings), "--data", str(root), "--tasks", "cite", "-o",
                  str(tmp_path / "r.json"), "--quiet"]) == 0
     assert main(["table", str(tmp_path / "r.json"), "-o", str(thesis)]) == 2
-    assert error_line(capsys) == f"--output {thesis} {NOT_OURS}"
+    assert error_line(capsys) == f"--out {thesis} {NOT_OURS}"
     assert thesis.read_text() == "precious"
     assert main(["table", str(tmp_path / "r.json"), "-o", str(tmp_path / "t.md")]) == 0
     assert main(["table", str(tmp_path / "r.json"), "-o", str(tmp_path / "t.md"), "--no-paper"]) == 0   # its own

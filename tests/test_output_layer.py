@@ -167,8 +167,12 @@ def _kind(command: str, flag: str) -> str:
 def _argv(world: World, command: str, flag: str, target: Path, spare: Path) -> list[str]:
     """The command writing `flag` to `target`, its other outputs to fresh paths under `spare`."""
     argv = [*RECIPES[command](world), "--quiet"]
+    given = {a.dest for a in output_actions(_leaf(command)) if _flag(a) == flag}  # one spelling per output
     for action in output_actions(_leaf(command)):
         other = _flag(action)
+        if other != flag and action.dest in given:
+            continue
+        given.add(action.dest)
         path = target if other == flag else spare / f"{other.strip('-')}{_suffix(command, other)}"
         argv += [str(path)] if not action.option_strings else [other, str(path)]
     return argv

@@ -39,7 +39,7 @@ def test_baseline_fasttext_with_recomm_is_quiet(tmp_path: Path) -> None:
     done = run_quietly("baseline", "fasttext-sum", "--data", str(suite.root), "--tasks", "cite,recomm",
                        "--task-param", "recomm.seeds=2", "--out-dir", str(tmp_path / "results"), cwd=tmp_path)
     assert_no_progress(done)
-    assert "results written to" in done.stdout
+    assert ".results.json (results)" in done.stdout
 
 
 @pytest.mark.slow

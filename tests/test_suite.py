@@ -105,7 +105,7 @@ def test_resolve_suite_without_data_says_how_to_get_it(tmp_path: Path, make: str
         resolve_suite(root)
     message = str(caught.value)
     assert message.startswith(f"no SciDocs data at {root}.")
-    assert f"scidocs-eval data download --dest {root}" in message and "--data demo" in message
+    assert f"scidocs-eval data download --out-dir {root}" in message and "--data demo" in message
 
 
 def test_resolve_suite_default_uses_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

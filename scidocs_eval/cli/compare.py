@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from scidocs_eval.cli.options import COMMANDS, CommandGroup, add_output, seed_type
+from scidocs_eval.cli.options import COMMANDS, CommandGroup, add_hidden_alias, add_output, seed_type
 from scidocs_eval.evaluation.comparison import ALPHA, compare, write_json
 from scidocs_eval.evaluation.significance import RESAMPLES
 from scidocs_eval.formats.safe_output import claim_inputs_are_not_outputs, claim_output
@@ -19,8 +19,8 @@ FEW_RESAMPLES = 1000
 
 def _compare(args: argparse.Namespace) -> int:
     if args.json:
-        claim_inputs_are_not_outputs(args.results, {"--json": args.json})
-        claim_output(args.json, "--json")
+        claim_inputs_are_not_outputs(args.results, {"--out": args.json})
+        claim_output(args.json, "--out")
     if args.resamples < FEW_RESAMPLES:
         print(f"scidocs-eval: warning: --resamples {args.resamples} is below {FEW_RESAMPLES}: the 95% intervals' ends "
               f"and the p-values (none below {1 / (args.resamples + 1):.3f}) are coarse; use the default "
@@ -36,7 +36,7 @@ def _compare(args: argparse.Namespace) -> int:
 def add_commands(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "compare", help="paired significance tests: is B better than A, per task and metric?",
-        description="Compare results files (from `run --output` or `baseline`) scored on the same suite files and "
+        description="Compare results files (from `run --out` or `baseline`) scored on the same suite files and "
                     "split: per task and metric, B - A, its 95% paired-bootstrap interval, a paired test's p-value "
                     "(randomization; recomm: bootstrap), Holm-corrected over the metrics, and a verdict. With more "
                     "than two files, each is compared with the first. See docs/significance.md.")
@@ -50,7 +50,8 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--alpha", type=argument_type([Interval(float, 0, 1, closed="neither")], "--alpha", float),
                         default=ALPHA,
                         help="significance level of the verdicts, on Holm-corrected p-values (default: %(default)s)")
-    add_output(parser, "--json", kind="file", metavar="OUT", help="also write the comparison as JSON here")
+    add_hidden_alias(parser, add_output(parser, "-o", "--out", dest="json", kind="file", metavar="OUT",
+                                        help="also write the comparison as JSON here"), "--json")
     parser.add_argument("--markdown", action="store_true", help="print markdown tables instead of plain text")
     parser.set_defaults(func=_compare)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import glob
+import sys
 from pathlib import Path
 
 from scidocs_eval.cli.options import (
@@ -12,6 +13,7 @@ from scidocs_eval.cli.options import (
     CommandGroup,
     adapter_params,
     add_embeddings_read_options,
+    add_hidden_alias,
     add_model_options,
     add_output,
     embeddings_read_options,
@@ -19,7 +21,7 @@ from scidocs_eval.cli.options import (
     seed_type,
 )
 from scidocs_eval.data.demo import DemoConfig, build_demo_suite
-from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.errors import InputError, ScidocsEvalError
 from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.runner import evaluate
 from scidocs_eval.evaluation.task import (
@@ -28,6 +30,7 @@ from scidocs_eval.evaluation.task import (
     DEFAULT_MIN_COVERAGE,
     TASKS,
     embedding_groups,
+    get_task,
     task_names,
 )
 from scidocs_eval.formats.safe_output import claim_inputs_are_not_outputs, claim_output, write_bytes_atomically
@@ -47,7 +50,8 @@ def _add_evaluation_options(parser: argparse.ArgumentParser) -> None:
                         f"suite's seven; `scidocs-eval benchmarks` lists them: {', '.join(BENCHMARKS.names())})")
     parser.add_argument("--tasks", help="comma-separated tasks, of any benchmark (with --benchmark, of that one): "
                         f"{','.join(task_names())}")
-    parser.add_argument("--split", choices=("test", "val"), default="test")
+    parser.add_argument("--split", choices=("test", "val"), default="test",
+                        help="the split scored: test (what the paper reports, default) or val")
     parser.add_argument("--missing", choices=("official", "error"), default="official",
                         help="papers without an embedding: the official rules (default) or stop with a list")
     parser.add_argument("--task-param", action="append", metavar="TASK.KEY=VALUE", default=[],
@@ -71,13 +75,36 @@ def _tasks(text: str | None) -> list[str] | None:
     return [t.strip() for t in text.split(",") if t.strip()] if text else None
 
 
-def _print_result(result: RunResult, output: Path | None, ci: bool = False) -> None:
+VALUES_NOTE = "Values are ×100 (F1, MAP, nDCG and P@1 in percent, 2 decimals), as the paper prints them."
+
+
+def _describe_file(path: Path) -> str:
+    size = path.stat().st_size
+    what = "results" if path.name.endswith(".results.json") else "embeddings"  # run and baseline write no other
+    return f"{path} ({what}, {size / 1e6:.1f} MB)" if size >= 100_000 else f"{path} ({what})"
+
+
+def _print_result(result: RunResult, written: list[Path], ci: bool = False) -> int:
+    """The run's table, the Table 1 row beside the paper's row of the same name, what was written where and the
+    next command; exit status 2 when a task could not run (an error line each)."""
+    print(VALUES_NOTE)
     print(format_run(result, ci=ci))
     if any(TASKS[name].spec.table1 for name in result.tasks if name in TASKS):
         print()
-        print(render_table1([result], include_paper=False))
-    if output:
-        print(f"results written to {output}")
+        print(render_table1([result], include_paper="same-name"))
+    results_file = next((path for path in written if path.name.endswith(".json")), None)
+    if written:
+        print(f"Wrote {', '.join(_describe_file(path) for path in written if path.exists())}.")
+    if results_file is not None:
+        print(f"Next: `scidocs-eval table {results_file.parent}/` (Table 1 beside every paper row), "
+              f"`scidocs-eval compare OTHER.results.json {results_file}`, "
+              f"`scidocs-eval report {results_file} --out-dir site/`.")
+    else:
+        print("Results not kept: add `-o results.json` to write them (then `scidocs-eval table`, `compare`, "
+              "`report` read them).")
+    for name, why in result.failed.items():
+        print(f"scidocs-eval: error: task {name} not run: {why}", file=sys.stderr)
+    return 2 if result.failed else 0
 
 
 def _embeddings(values: list[str]) -> str | dict[str, str]:
@@ -110,33 +137,34 @@ def _run(args: argparse.Namespace) -> int:
     output = Path(args.output) if args.output else None
     if output is not None:
         inputs = list(embeddings.values()) if isinstance(embeddings, dict) else [embeddings]
-        claim_inputs_are_not_outputs(inputs, {"--output": output})
-        claim_output(output, "--output")
+        claim_inputs_are_not_outputs(inputs, {"--out": output})
+        claim_output(output, "--out")
     result = evaluate(embeddings, args.data, tasks=_tasks(args.tasks), benchmark=args.benchmark, split=args.split,
-                      missing=args.missing,
-                      task_params=_task_params(args.task_param), model=args.name, output=output,
-                      cache=not args.no_cache, dtype=args.dtype, progress=not args.quiet,
+                      missing=args.missing, task_params=_task_params(args.task_param), model=args.name,
+                      output=output, cache=not args.no_cache, dtype=args.dtype, progress=not args.quiet,
                       min_coverage=args.min_coverage, read_options=embeddings_read_options(args),
                       exclude=args.exclude)
-    _print_result(result, output, ci=args.ci)
-    return 0
+    return _print_result(result, [output] if output else [], ci=args.ci)
 
 
 def _table(args: argparse.Namespace) -> int:
     paths: list[str] = []
     for pattern in args.results or [f"{DEFAULT_RESULTS_DIR}/*.results.json"]:
         found = sorted(glob.glob(str(Path(pattern) / "*.results.json"))) if Path(pattern).is_dir() else \
-            sorted(glob.glob(pattern)) or [pattern]
-        paths += found
+            sorted(glob.glob(pattern))
+        if not found and not Path(pattern).exists():
+            raise InputError(pattern, f"no such results file or folder (`baseline` writes {DEFAULT_RESULTS_DIR}/ "
+                             "in the folder it runs in)")
+        paths += found or [pattern]
     if not paths:
         raise ScidocsEvalError("no results files given or found")
     if args.output:
-        claim_inputs_are_not_outputs(paths, {"--output": args.output})
-        claim_output(args.output, "--output")
+        claim_inputs_are_not_outputs(paths, {"--out": args.output})
+        claim_output(args.output, "--out")
     results = [RunResult.load(p) for p in paths]
     markdown = render_table1(results, include_paper=not args.no_paper, ci=args.ci)
     if args.output:
-        write_bytes_atomically(args.output, markdown.encode("utf-8"), "--output")
+        write_bytes_atomically(args.output, markdown.encode("utf-8"), "--out")
         print(f"table written to {args.output}")
     else:
         print(markdown, end="")
@@ -150,9 +178,11 @@ def _baseline(args: argparse.Namespace) -> int:
                           task_params=_task_params(args.task_param), resume=args.resume, progress=not args.quiet,
                           embeddings_format=args.embeddings_format, min_coverage=args.min_coverage,
                           benchmark=args.benchmark)
-    if result is not None:  # None in the torchrun processes but rank 0
-        _print_result(result, Path(args.out_dir) / f"{args.name}.results.json")
-    return 0
+    if result is None:  # the torchrun processes but rank 0
+        return 0
+    out_dir = Path(args.out_dir)
+    embeddings = sorted(out_dir.glob(f"{glob.escape(args.name)}*.{args.embeddings_format}"))
+    return _print_result(result, [*embeddings, out_dir / f"{args.name}.results.json"])
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -163,14 +193,17 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _list_tasks(args: argparse.Namespace) -> int:
-    names = task_names(benchmark=BENCHMARKS.check([args.benchmark])[0])
-    width = max(len(name) for name in names)
-    for name in names:
+    rows = [("task", "benchmark", "embeddings", "metrics", "needs", "description")]
+    for name in task_names(benchmark=BENCHMARKS.check([args.benchmark])[0]):
         task = TASKS[name]
-        groups = "+".join(reversed(task.groups()))
         metrics = ",".join(task.metrics) if len(task.metrics) <= 4 else \
             f"{task.spec.main_score} (+{len(task.metrics) - 1})"
-        print(f"{name:<{width}} {task.spec.benchmark:<13} {groups:<14} {metrics:<18} {task.description}")
+        extras = sorted({f"[{r.extra}] ({r.module})" for r in get_task(name).requirements()})
+        rows.append((name, task.spec.benchmark, "+".join(reversed(task.groups())), metrics, " ".join(extras) or "-",
+                     task.description))
+    widths = [max(len(row[column]) for row in rows) for column in range(5)]
+    for row in rows:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[5])
     return 0
 
 
@@ -194,7 +227,8 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--user-citation", help="same as --embeddings user-citation=FILE (view_cite_read metadata)")
     run.add_argument("--recomm", help="same as --embeddings recomm=FILE (paper_metadata_recomm.json)")
     _add_evaluation_options(run)
-    add_output(run, "--output", "-o", kind="file", help="write the results JSON here")
+    add_hidden_alias(run, add_output(run, "-o", "--out", dest="output", kind="file",
+                                     help="write the results JSON here"), "--output")
     run.add_argument("--name", help="model name shown in results and tables (default: the file's stem)")
     add_embeddings_read_options(run)
     run.add_argument("--dtype", choices=("float32", "float64"), default="float32",
@@ -206,15 +240,21 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
                      "audit --out) found leaked; the results and Table 1's row say so")
     run.set_defaults(func=_run)
 
-    table = subparsers.add_parser("table", help="render Table 1 as markdown from results files")
+    table = subparsers.add_parser("table", help="render Table 1 as markdown from results files",
+                                  description="Table 1 of the paper as markdown: a row per results file, then the "
+                                  "paper's published rows; Avg only for rows with all 12 columns.")
     table.add_argument("results", nargs="*", help=f"results files, globs or folders "
                        f"(default: {DEFAULT_RESULTS_DIR}/*.results.json)")
-    table.add_argument("--no-paper", action="store_true", help="leave out the paper's published rows")
+    add_hidden_alias(table, table.add_argument("--no-paper-rows", dest="no_paper", action="store_true",
+                                               help="leave out the paper's published rows"), "--no-paper")
     table.add_argument("--ci", action="store_true", help="show each value's 95%% bootstrap interval")
-    add_output(table, "--output", "-o", kind="file", help="write the markdown here instead of printing it")
+    add_hidden_alias(table, add_output(table, "-o", "--out", dest="output", kind="file",
+                                       help="write the markdown here instead of printing it"), "--output")
     table.set_defaults(func=_table)
 
-    baseline = subparsers.add_parser("baseline", help="embed a suite with a model adapter and score it")
+    baseline = subparsers.add_parser("baseline", help="embed a suite with a model adapter and score it",
+                                     description="Fit a model adapter (where it learns), embed the papers the tasks "
+                                     "read, write OUT_DIR/NAME.jsonl and OUT_DIR/NAME.results.json, print the scores.")
     baseline.add_argument("name", choices=adapter_names(), metavar="NAME",
                           help=f"one of: {', '.join(adapter_names())}")
     _add_evaluation_options(baseline)
@@ -233,13 +273,19 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
                           "(default: %(default)s)")
     baseline.set_defaults(func=_baseline)
 
-    demo = subparsers.add_parser("demo", help="write a SYNTHETIC demo suite in the official layout")
-    add_output(demo, "dest", kind="folder")
-    demo.add_argument("--scale", choices=("small", "scidocs"), default="small")
+    demo = subparsers.add_parser("demo", help="write a SYNTHETIC demo suite in the official layout",
+                                 description="A synthetic suite with every file of the official layout (topic-"
+                                 "structured text, qrels, clicks with known propensities); results on it are "
+                                 "labelled synthetic.")
+    add_output(demo, "dest", kind="folder", help="the folder to write (new, empty, or an earlier demo suite)")
+    demo.add_argument("--scale", choices=("small", "scidocs"), default="small",
+                      help="small (seconds, the default) or scidocs (the official suite's sizes)")
     demo.add_argument("--seed", type=seed_type(), default=0, help="seeds the synthetic suite (default: %(default)s)")
     demo.set_defaults(func=_demo)
 
-    tasks = subparsers.add_parser("tasks", help="list the registered tasks (benchmark, embeddings groups, metrics)")
+    tasks = subparsers.add_parser("tasks", help="list the registered tasks",
+                                  description="The tasks of a benchmark: its embeddings groups, metrics, the extra it "
+                                  "needs beyond the light core, and what it scores.")
     tasks.add_argument("--benchmark", default=DEFAULT_BENCHMARK, help="list this benchmark's tasks (default: "
                        "%(default)s; `scidocs-eval benchmarks` lists every benchmark)")
     tasks.set_defaults(func=_list_tasks)

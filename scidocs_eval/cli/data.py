@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from scidocs_eval.cli.options import COMMANDS, CommandGroup, add_output, count_type, seed_type
+from scidocs_eval.cli.options import COMMANDS, CommandGroup, add_hidden_alias, add_output, count_type, seed_type
 from scidocs_eval.data.download import DEFAULT_PREFIX, ENDPOINT_ENV
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.formats.corpus import Published, parse_published
@@ -102,8 +102,9 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
         "download", help="fetch the official release over HTTPS (anonymous, resumable, checked)",
         description="List the official release's keys (S3 ListObjectsV2) and fetch what the tasks need, resuming "
                     "partial files, retrying failures and checking sizes and MD5s. No AWS CLI or region needed.")
-    add_output(download, "--dest", kind="folder",
-               help="where to put it (default: $SCIDOCS_EVAL_DATA or the per-user data dir)")
+    add_hidden_alias(download, add_output(download, "--out-dir", dest="dest", kind="folder",
+                                          help="where to put it (default: $SCIDOCS_EVAL_DATA or the per-user data "
+                                          "dir)"), "--dest")
     download.add_argument("--benchmark", help="the benchmark whose data to fetch (default: scidocs, the official "
                           "release from S3); mteb-scidocs: its datasets from the Hugging Face hub at the revisions "
                           "MTEB pins, written in the BEIR layout, one folder per task")
@@ -139,8 +140,9 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     build.add_argument("--papers", help="JSON lines {paper_id, title, abstract, label?} (suite format)")
     build.add_argument("--citations", help="TSV citing<TAB>cited, a header row allowed (suite format)")
     build.add_argument("--data", help="the suite to read (beir format): a folder, or 'demo'")
-    add_output(build, "--out", kind="folder", required=True,
-               help="the suite folder to write (new or empty; a rebuild replaces only files an earlier build wrote)")
+    add_hidden_alias(build, add_output(build, "--out-dir", dest="out", kind="folder", required=True,
+                                       help="the suite folder to write (new or empty; a rebuild replaces only files "
+                                       "an earlier build wrote)"), "--out")
     build.add_argument("--seed", type=seed_type(), default=0, help="seeds the split (default: %(default)s)")
     build.add_argument("--label-task", default="mag", help="task folder for the labels (default: %(default)s)")
     build.add_argument("--queries-per-split", type=count_type("--queries-per-split"), default=1000,

@@ -14,6 +14,7 @@ from scidocs_eval.cli.options import (
     COMMANDS,
     CommandGroup,
     add_embeddings_read_options,
+    add_hidden_alias,
     add_output,
     count_type,
     embeddings_read_options,
@@ -95,7 +96,8 @@ def _add_figure2_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--name", action="append", help="panel title per --embeddings (default: the file's stem)")
     parser.add_argument("--data", help="suite directory, or 'demo' (default: $SCIDOCS_EVAL_DATA or the data dir)")
     parser.add_argument("--task", help="classification task whose papers and classes are shown: mag, mesh, ...")
-    parser.add_argument("--split", choices=("train", "val", "test"), default="test")
+    parser.add_argument("--split", choices=("train", "val", "test"), default="test",
+                        help="the split whose papers are shown (default: %(default)s)")
     parser.add_argument("--sample", type=argument_type([Interval(int, 2, None)], "--sample"),
                         default=3000, help="papers drawn at random (default: %(default)s)")
     parser.add_argument("--seed", type=seed_type(), default=0, help="seeds the sample and t-SNE (default: %(default)s)")
@@ -127,10 +129,13 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     _add_figure2_options(figure)
     figure.set_defaults(func=_figure2)
 
-    results = kinds.add_parser("results", help="grouped bars per task for several results files")
+    results = kinds.add_parser("results", help="grouped bars per task for several results files",
+                               description="A bar per results file for each Table 1 column, with 95% intervals "
+                               "where the files hold them.")
     results.add_argument("results", nargs="+", help="results files (*.results.json)")
-    training = kinds.add_parser("training", help="training and validation loss of a `train specter` run")
-    training.add_argument("run_dir", help="the --out folder of `scidocs-eval train specter`")
+    training = kinds.add_parser("training", help="training and validation loss of a `train specter` run",
+                                description="Training and validation loss per epoch of a `train specter` run.")
+    training.add_argument("run_dir", help="the --out-dir folder of `scidocs-eval train specter`")
     for parser, func in ((results, _results_chart), (training, _training)):
         add_output(parser, "--out", "-o", kind="file", required=True, help="image to write: .png, .svg or .pdf")
         parser.set_defaults(func=func)
@@ -140,8 +145,8 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
         description="Table 1 with our rows and the paper's (sortable, best marked, provenance per row), the result "
                     "chart and Figure 2 images, in a folder that works offline from file://.")
     report.add_argument("results", nargs="+", help="results files (*.results.json)")
-    add_output(report, "--out", "-o", kind="folder", required=True,
-               help="site folder (new, empty, or a previous report's)")
+    add_hidden_alias(report, add_output(report, "--out-dir", dest="out", kind="folder", required=True,
+                                        help="site folder (new, empty, or a previous report's)"), "--out", "-o")
     report.add_argument("--paper-rows", action=argparse.BooleanOptionalAction, default=True,
                         help="include the paper's published rows (default: yes)")
     report.add_argument("--figures", nargs="+", default=[], metavar="IMAGE", help="images (.png, .svg) to show")

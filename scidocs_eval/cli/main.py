@@ -6,6 +6,7 @@ import argparse
 import logging
 import sys
 from collections.abc import Sequence
+from importlib import metadata
 from typing import NoReturn
 
 from scidocs_eval.cli.options import COMMANDS, output_actions
@@ -33,9 +34,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog="scidocs-eval", description="Evaluate scientific-document embeddings on the SciDocs benchmark.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log what is being done")
-    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}",
+                        help="print the version and exit")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
     for _, group in COMMANDS.items():
         group.add_commands(subparsers)
+
     for command in leaf_parsers(parser):
         command.add_argument("--quiet", action="store_true", help="no progress bars")
         if output_actions(command):
@@ -43,6 +47,25 @@ def build_parser() -> argparse.ArgumentParser:
                                  help="replace files of yours that are in the way of this command's output (without "
                                  "it, only files scidocs-eval wrote are replaced; see docs/errors_and_files.md)")
     return parser
+
+
+def _version() -> str:
+    try:
+        return metadata.version("scidocs-eval")
+    except metadata.PackageNotFoundError:
+        return "(not installed)"
+
+
+def _list_commands(parser: argparse.ArgumentParser) -> int:
+    """A bare `scidocs-eval`: every command with its one line, and where to go next."""
+    print(f"scidocs-eval {_version()}: {parser.description}\n")
+    subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    helps = {action.dest: action.help for action in subparsers._choices_actions}
+    width = max(map(len, helps))
+    for name, text in helps.items():
+        print(f"  {name:<{width}}  {text}")
+    print("\nscidocs-eval COMMAND --help says more; start with `scidocs-eval baseline random --data demo`.")
+    return 0
 
 
 def leaf_parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
@@ -60,6 +83,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
+        if args.command is None:
+            return _list_commands(parser)
         logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                             format="%(levelname)s %(message)s")
         with quiet_mode(args.quiet), output_session(overwrite=getattr(args, "overwrite", False)):

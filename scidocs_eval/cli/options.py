@@ -91,7 +91,7 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
                         help="transformer adapters: [CLS] vector, mean over tokens, or last non-padding token")
     parser.add_argument("--max-length", type=count_type("--max-length"), help="tokens per paper at most")
     parser.add_argument("--batch-size", type=count_type("--batch-size"), help="papers per forward pass")
-    parser.add_argument("--device")
+    parser.add_argument("--device", help="cpu, cuda or cuda:N (default: cuda when a GPU is visible)")
     parser.add_argument("--precision", choices=PRECISIONS,
                         help="transformer adapters: auto = bf16 on CUDA, float32 on CPU; bf16 also on CPU")
     parser.add_argument("--prompt", help="text put before every paper (transformer, sentence-transformer)")
@@ -131,3 +131,22 @@ def embeddings_read_options(args: argparse.Namespace) -> ReadOptions | None:
         return None
     return ReadOptions(ids_file=args.ids, id_column=args.id_column,
                        embedding_columns=tuple(args.embedding_column or ()))
+
+
+def add_hidden_alias(parser: argparse.ArgumentParser, action: argparse.Action, *flags: str) -> argparse.Action:
+    """An old spelling of `action`'s option (`--output` for `--out`): it still works, sets the same value, and
+    `--help` does not show it, so each idea has one spelling in the help and scripts keep working."""
+    kwargs: dict[str, Any] = {"dest": action.dest, "help": argparse.SUPPRESS, "default": argparse.SUPPRESS}
+    if isinstance(action, argparse._StoreConstAction):
+        kwargs.update(action="store_const", const=action.const)
+    else:
+        kwargs.update(type=action.type, choices=action.choices, metavar=action.metavar, nargs=action.nargs)
+    container: Any = parser
+    if action.required:  # either spelling satisfies it: one required group of the two
+        action.required = False
+        container = parser.add_mutually_exclusive_group(required=True)
+        container._group_actions.append(action)
+    alias = container.add_argument(*flags, **kwargs)
+    if kind := getattr(action, "output_kind", None):
+        alias.output_kind = kind  # type: ignore[attr-defined]
+    return alias

@@ -14,6 +14,8 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+from scidocs_eval.extras import require
+
 QUIET_ENVIRONMENT = {
     "SCIDOCS_EVAL_QUIET": "1",
     "HF_HUB_DISABLE_PROGRESS_BARS": "1",
@@ -26,12 +28,12 @@ def _bars_switches() -> dict[str, tuple[bool, Callable[[], None], Callable[[], N
     they are imported."""
     switches = {}
     if "huggingface_hub" in sys.modules:
-        from huggingface_hub import utils as hub
+        hub = require("huggingface_hub.utils", "--quiet")
 
         switches["huggingface_hub"] = (not hub.are_progress_bars_disabled(), hub.enable_progress_bars,
                                        hub.disable_progress_bars)
     if "transformers" in sys.modules:
-        from transformers.utils import logging as transformers_logging
+        transformers_logging = require("transformers.utils.logging", "--quiet")
 
         switches["transformers"] = (transformers_logging.is_progress_bar_enabled(),
                                     transformers_logging.enable_progress_bar, transformers_logging.disable_progress_bar)

@@ -8,6 +8,7 @@ from scidocs_eval.cli.options import (
     COMMANDS,
     CommandGroup,
     adapter_params,
+    add_hidden_alias,
     add_model_options,
     add_output,
     count_type,
@@ -52,23 +53,26 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
                                   "lines {paper_id, title, abstract}) into the official embeddings format. "
                                   "Several processes/GPUs: torchrun --nproc-per-node N -m scidocs_eval.cli embed ...")
     embed.add_argument("--metadata", required=True, help="the papers to embed")
-    add_output(embed, "--out", kind="file", required=True, help="embeddings file to write: JSON lines, or Parquet, "
-               ".npz, Arrow when the name ends in .parquet, .npz, .arrow")
+    add_output(embed, "-o", "--out", kind="file", required=True, help="embeddings file to write: JSON lines, or "
+               "Parquet, .npz, Arrow when the name ends in .parquet, .npz, .arrow")
     embed.add_argument("--adapter", default="specter", choices=adapter_names(), metavar="NAME",
                        help="model adapter (default: %(default)s; 'transformer' for any checkpoint)")
     add_model_options(embed)
     embed.add_argument("--resume", action="store_true", help="keep papers already in --out")
     embed.set_defaults(func=_embed)
 
-    train = subparsers.add_parser("train", help="train a model (specter: citation-triplet fine-tuning)")
+    train = subparsers.add_parser("train", help="train a model (specter: citation-triplet fine-tuning)",
+                                  description="Train a model; `train specter` fine-tunes a transformer on citation "
+                                  "triplets.")
     models = train.add_subparsers(dest="model_kind", required=True, metavar="MODEL")
     specter = models.add_parser("specter", help="fine-tune a transformer with SPECTER's triplet objective",
                                 description="Train SPECTER from the official training files (data.json, "
                                 "metadata.json, train.txt, val.txt). Several GPUs: torchrun --nproc-per-node N "
                                 "-m scidocs_eval.cli train specter ...")
     specter.add_argument("--data-dir", required=True, help="folder with data.json, metadata.json, train.txt, val.txt")
-    add_output(specter, "--out", kind="folder", required=True,
-               help="output folder (a transformers checkpoint, plus checkpoints/)")
+    add_hidden_alias(specter, add_output(specter, "--out-dir", dest="out", kind="folder", required=True,
+                                         help="output folder (a transformers checkpoint, plus checkpoints/)"),
+                     "--out")
     specter.add_argument("--base-model", default="allenai/scibert_scivocab_uncased",
                          help="checkpoint to start from (default: %(default)s)")
     specter.add_argument("--epochs", type=count_type("--epochs"), default=2, help="passes over the triplets")
@@ -86,8 +90,8 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     specter.add_argument("--checkpoint-every", type=count_type("--checkpoint-every"), default=500,
                          help="optimizer steps between checkpoints")
     specter.add_argument("--seed", type=seed_type(), default=0, help="seeds initialisation and order")
-    specter.add_argument("--device")
-    specter.add_argument("--resume", action="store_true", help="continue from the latest checkpoint in --out")
+    specter.add_argument("--device", help="cpu, cuda or cuda:N (default: cuda when a GPU is visible)")
+    specter.add_argument("--resume", action="store_true", help="continue from the latest checkpoint in --out-dir")
     specter.set_defaults(func=_train_specter)
 
 

@@ -26,9 +26,10 @@ def resolve_suite(data: str | os.PathLike[str] | Suite | None = None) -> Suite:
         return default_demo_suite()
     root = Path(data) if data is not None else default_data_dir()
     if not root.is_dir() or not any(root.iterdir()):
+        looked = "" if root.is_absolute() else f" (looked in {Path.cwd()})"
         raise SuiteNotFoundError(
-            f"no SciDocs data at {root}. Download the official release with "
-            f"`scidocs-eval data download --dest {root}`, point --data (or $SCIDOCS_EVAL_DATA) at a copy, "
+            f"no SciDocs data at {root}{looked}. Download the official release with "
+            f"`scidocs-eval data download --out-dir {root}`, point --data (or $SCIDOCS_EVAL_DATA) at a copy, "
             "or try the synthetic demo suite with `--data demo`."
         )
     return Suite(root)

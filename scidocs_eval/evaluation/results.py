@@ -167,6 +167,8 @@ class RunResult:
     tasks: dict[str, TaskResult]
     settings: dict[str, Any] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)
+    failed: dict[str, str] = field(default_factory=dict)
+    """Tasks that could not run (an optional package missing), with the reason; the CLI exits non-zero."""
     fingerprints: dict[str, Any] = field(default_factory=dict)
     versions: dict[str, str] = field(default_factory=package_versions)
     timings: dict[str, float] = field(default_factory=dict)
@@ -227,4 +229,4 @@ class RunResult:
         if problem.startswith(("field ", "task ")):
             raise InputError(path, f"malformed results file: {problem}")
         raise InputError(path, f"not a scidocs-eval results file ({problem}; they are written by `scidocs-eval run "
-                         "--output` and `scidocs-eval baseline`)")
+                         "--out` and `scidocs-eval baseline`)")

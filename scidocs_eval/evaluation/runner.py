@@ -33,6 +33,7 @@ from scidocs_eval.evaluation.task import (
     embedding_groups,
     selected_tasks,
 )
+from scidocs_eval.extras import MissingExtraError
 from scidocs_eval.formats.embeddings import EmbeddingStore
 from scidocs_eval.formats.embeddings_files import STDIN
 from scidocs_eval.formats.embeddings_tables import ReadOptions
@@ -82,13 +83,15 @@ class _Stores:
 
 def score_tasks(stores: _Stores | Mapping[str, EmbeddingStore], suite: Suite, names: Sequence[str], split: str,
                 missing: MissingPolicy = "official", checked: Mapping[str, Task] | None = None,
-                min_coverage: float | None = None) -> tuple[dict[str, TaskResult], dict[str, str], list[str]]:
+                min_coverage: float | None = None, failed: dict[str, str] | None = None,
+                ) -> tuple[dict[str, TaskResult], dict[str, str], list[str]]:
     """The scoring core: each task of `names` scored on `split` (timed), without intervals, fingerprints or files.
 
     `evaluate` adds those; `--tune`'s grid calls this directly. `stores` gives each embeddings group's store;
     `checked` the tasks built with their parameters (default: `build_tasks(names)`); `min_coverage`, when given,
-    is checked after each task (`check_coverage`). Returns (results by task, skipped tasks with the reason, the
-    suite files read).
+    is checked after each task (`check_coverage`); `failed`, when given, gets the tasks whose optional package is
+    missing (`MissingExtraError`, the extra to install), which else is raised. Returns (results by task, skipped
+    tasks with the reason, the suite files read).
     """
     groups = stores.sources if isinstance(stores, _Stores) else stores
     results, skipped, files = {}, {}, []
@@ -104,6 +107,14 @@ def score_tasks(stores: _Stores | Mapping[str, EmbeddingStore], suite: Suite, na
         absent_groups = [group for group in task.groups() if group not in groups]
         if absent_groups:
             skipped[name] = f"no {' or '.join(repr(g) for g in absent_groups)} embeddings given"
+            continue
+        try:
+            for requirement in task.requirements():
+                requirement.import_module()
+        except MissingExtraError as error:
+            if failed is None:
+                raise
+            failed[name] = str(error)  # the CLI reports it (exit status 2); format_run shows it
             continue
         files += required
         task_stores = {group: stores.get(group) if isinstance(stores, _Stores) else stores[group]
@@ -164,6 +175,8 @@ def evaluate(
             skipped with a note.
         benchmark: a registered benchmark (`BENCHMARKS`; default "scidocs", the 2020 suite's seven tasks); with
             `tasks`, each must belong to it.
+            A task whose optional package is missing is not run and is listed in `result.failed` with the extra to
+            install (the other tasks are scored; the CLI exits with status 2).
         split: "test" (what the paper reports) or "val".
         missing: "official" (the official rules for papers without an embedding) or "error".
         task_params: constructor parameters per task name, e.g. {"recomm": {"seeds": 3}}.
@@ -196,7 +209,9 @@ def evaluate(
     suite = resolve_suite(data)
     sources = _as_sources(embeddings, names)
     stores = _Stores(sources, cache, dtype, progress, read_options)
-    results, skipped, files = score_tasks(stores, suite, names, split, missing, checked, min_coverage)
+    failed: dict[str, str] = {}
+    results, skipped, files = score_tasks(stores, suite, names, split, missing, checked, min_coverage,
+                                          failed)
     for name, result in list(results.items()):
         if audit is not None:
             check_same_suite(audit, str(exclude), split, suite.fingerprint(checked[name].input_files(suite, split)),
@@ -205,13 +220,13 @@ def evaluate(
         result.ci = confidence_intervals(result.items, list(result.metrics))
     if not results:
         raise ScidocsEvalError(f"no task could run on {suite.root}: " + "; ".join(f"{k}: {v}" for k, v in
-                                                                             skipped.items()))
+                                                                             {**skipped, **failed}.items()))
     first_source = next(iter(sources.values()))
     model = model or (Path(first_source).stem if not isinstance(first_source, EmbeddingStore)
                       and str(first_source) != STDIN else "embeddings")
     timings = {"loading_embeddings": round(stores.seconds, 3), "total": round(time.perf_counter() - started, 3)}
     run = RunResult(
-        model=model, tasks=results, skipped=skipped,
+        model=model, tasks=results, skipped=skipped, failed=failed,
         settings={"data": str(suite.root), **({"benchmark": benchmark} if benchmark else {}), "tasks": names,
                   "split": split, "missing": missing,
                   "task_params": {k: dict(v) for k, v in params.items()}, "dtype": np.dtype(dtype).name,

@@ -17,6 +17,7 @@ from types import MappingProxyType
 from typing import Any, ClassVar, Literal
 
 from scidocs_eval.errors import MissingEmbeddingsError, ScidocsEvalError
+from scidocs_eval.extras import Requirement
 from scidocs_eval.formats.embeddings import MISSING, EmbeddingStore
 from scidocs_eval.formats.suite import Suite
 from scidocs_eval.params import Constraints
@@ -142,6 +143,11 @@ class Task(ABC):
                 raise TypeError(f"{cls.__name__}.spec must be a TaskSpec, got {spec!r}")
             cls.name, cls.description = spec.name, spec.description
             cls.embedding_group, cls.metrics = spec.embedding_group, spec.metrics
+
+    def requirements(self) -> list[Requirement]:
+        """The optional packages this task, as configured, needs (checked before it runs; `scidocs-eval tasks`
+        lists them). The default: none, the light core scores it."""
+        return []
 
     @abstractmethod
     def required_files(self, split: str) -> list[str]:

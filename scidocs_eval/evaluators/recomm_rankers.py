@@ -24,6 +24,7 @@ import numpy as np
 
 from scidocs_eval.evaluation.metrics import propensity_adjusted, rank_terms
 from scidocs_eval.evaluators.recomm_features import COSINE, FEATURE_NAMES, ShownPapers
+from scidocs_eval.extras import Requirement
 from scidocs_eval.params import AT_LEAST_ONE, POSITIVE, SEED, Constraints, Interval, ListOf
 from scidocs_eval.registry import ENTRY_POINT_GROUPS, Registry
 
@@ -52,7 +53,7 @@ def _selection_score(shown: ShownPapers, scores: np.ndarray) -> float:
 @contextlib.contextmanager
 def _reproducible_torch(seed: int, threads: int) -> Iterator[None]:
     """Seed torch's global RNG (restored afterwards), use deterministic kernels and `threads` threads."""
-    import torch
+    torch = MLPRanker.requirement().import_module()
 
     previous_threads = torch.get_num_threads()
     previous_deterministic = torch.are_deterministic_algorithms_enabled()
@@ -70,8 +71,8 @@ def _reproducible_torch(seed: int, threads: int) -> Iterator[None]:
 def _build_network(n_features: int, hidden: int, dropout: float, embedding_dim: int | None) -> Any:
     """The scorer: the MLP over the features; with `embedding_dim`, a query projection (identity at start)
     whose output replaces the cosine column."""
-    import torch
-    from torch import nn
+    torch = MLPRanker.requirement().import_module()
+    nn = torch.nn
 
     class PairScorer(nn.Module):
         def __init__(self) -> None:
@@ -100,6 +101,12 @@ class Ranker(ABC):
     """A recommendation ranker: learns a score per (query, shown paper) from the features; `name` registers it."""
 
     name: ClassVar[str]
+    package: ClassVar[str]
+    """The optional package (see `scidocs_eval.extras`) it trains with; the `recomm` extra installs it."""
+
+    @classmethod
+    def requirement(cls) -> Requirement:
+        return Requirement(cls.package, "recomm", f"recomm's {cls.name} ranker")
     parameter_constraints: ClassVar[Constraints] = {}
     """every constructor parameter's type and range (`scidocs_eval.params`)."""
 
@@ -135,6 +142,7 @@ class MLPRanker(Ranker):
     """
 
     name = "mlp"
+    package = "torch"
     parameter_constraints = {
         "hidden": [AT_LEAST_ONE], "dropout_grid": [ListOf(Interval(float, 0, 1, closed="left"), min_length=1)],
         "margin": [Interval(float, 0, None)], "batch_size": [AT_LEAST_ONE], "max_epochs": [AT_LEAST_ONE],
@@ -183,7 +191,7 @@ class MLPRanker(Ranker):
                       weights: np.ndarray) -> dict[str, Any]:
         """The training pairs as tensors: features of both sides (n_pairs, 2, 11), weights, and with the
         projection the query and both candidates' embeddings (n_pairs, d) / (n_pairs, 2, d)."""
-        import torch
+        torch = self.requirement().import_module()
 
         rows = np.stack([clicked, other], axis=1)
         pairs = {"features": torch.from_numpy(train.features[rows]),
@@ -196,7 +204,7 @@ class MLPRanker(Ranker):
     def _fit_one(self, pairs: dict[str, Any], val: ShownPapers, dropout: float,
                  embedding_dim: int) -> tuple[Any, float, int]:
         """(network at its best epoch, its val adj-nDCG, that epoch)."""
-        import torch
+        torch = self.requirement().import_module()
 
         torch.manual_seed(self.seed)
         network = _build_network(len(FEATURE_NAMES), self.hidden, dropout,
@@ -232,7 +240,7 @@ class MLPRanker(Ranker):
 
     def _score(self, network: Any, shown: ShownPapers) -> np.ndarray:
         """(n_rows,) scores in eval mode; each distinct query is projected once."""
-        import torch
+        torch = self.requirement().import_module()
 
         network.eval()
         with torch.no_grad():
@@ -267,6 +275,7 @@ class LambdaRankRanker(Ranker):
     """
 
     name = "lgbm"
+    package = "lightgbm"
     parameter_constraints = {
         "num_leaves_grid": [ListOf(Interval(int, 2, None), min_length=1)], "learning_rate": [POSITIVE],
         "max_rounds": [AT_LEAST_ONE], "patience": [AT_LEAST_ONE],
@@ -292,7 +301,7 @@ class LambdaRankRanker(Ranker):
 
         Sets `model_`, `best_params_` ({"num_leaves", "rounds"}) and `val_adj_ndcg_` (per num_leaves).
         """
-        import lightgbm
+        lightgbm = self.requirement().import_module()
 
         weights = train.weights[train.impression] if self.propensity_weights else None
         self.val_adj_ndcg_: dict[int, float] = {}

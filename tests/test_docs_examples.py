@@ -1,0 +1,159 @@
+"""Every fenced code block of README.md and docs/ runs, offline, or says why not (the conventions below).
+
+A page's blocks run in order in one fresh folder (also $HOME, so `~/x` stays inside it): `bash` blocks through
+bash, `python` blocks through python, `json` blocks must parse line by line. The HTML comment on the line before
+a block changes that:
+
+- `<!-- test: output -->` on a `text` block: it must equal what the previous block printed (a line `...` stands
+  for any lines), so printed outputs shown in the docs cannot go stale.
+- `<!-- test: slow -->`: runs with `-m slow` only.
+- `<!-- test: online -->`: needs the network, a hub id or a GPU; the next block must be its offline equivalent.
+- `<!-- test: ci -->`: install commands, which `.ci/run` runs in fresh environments.
+- `<!-- test: synopsis -->`: a usage summary; every `--option` of each `scidocs-eval ...` line must exist.
+- `<!-- test: diagram -->`: a picture, not code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+import pytest
+
+from scidocs_eval.cli.main import build_parser
+
+REPO = Path(__file__).resolve().parents[1]
+PAGES = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
+MARKERS = ("output", "slow", "online", "ci", "synopsis", "diagram")
+RUNNABLE = ("bash", "python", "json")
+FENCE = re.compile(r"^```(\S*)\s*$")
+MARKER = re.compile(r"^<!-- test: (\w+)")
+
+
+@dataclass(frozen=True)
+class Block:
+    page: Path
+    line: int
+    language: str
+    marker: str | None
+    code: str
+
+    @property
+    def where(self) -> str:
+        return f"{self.page.relative_to(REPO)}:{self.line}"
+
+
+def blocks_of(page: Path) -> list[Block]:
+    lines = page.read_text(encoding="utf-8").splitlines()
+    blocks, index = [], 0
+    while index < len(lines):
+        opening = FENCE.match(lines[index])
+        if not opening:
+            index += 1
+            continue
+        end = next(i for i in range(index + 1, len(lines)) if lines[i].startswith("```"))
+        marker = MARKER.match(lines[index - 1]) if index else None
+        blocks.append(Block(page, index + 1, opening.group(1), marker and marker.group(1),
+                            "\n".join(lines[index + 1:end]) + "\n"))
+        index = end + 1
+    return blocks
+
+
+def test_every_block_is_runnable_or_marked() -> None:
+    problems = []
+    for page in PAGES:
+        blocks = blocks_of(page)
+        for position, block in enumerate(blocks):
+            if block.marker is not None and block.marker not in MARKERS:
+                problems.append(f"{block.where}: unknown marker {block.marker!r} (one of {', '.join(MARKERS)})")
+            elif block.marker is None and block.language not in RUNNABLE:
+                problems.append(f"{block.where}: ```{block.language} is not runnable: mark it (see this file)")
+            elif block.marker == "output" and (position == 0 or blocks[position - 1].language not in RUNNABLE):
+                problems.append(f"{block.where}: an output block follows no runnable block")
+            elif block.marker == "online" and (position + 1 == len(blocks)
+                                               or blocks[position + 1].marker not in (None, "slow")):
+                problems.append(f"{block.where}: an online block needs its offline equivalent as the next block")
+    assert not problems, "\n".join(problems)
+
+
+def _parser_of(words: list[str]) -> argparse.ArgumentParser:
+    """The parser of the (sub)command that `words` (after `scidocs-eval`) name."""
+    parser = build_parser()
+    for word in words:
+        choices = next((action.choices for action in parser._actions
+                        if isinstance(action, argparse._SubParsersAction)), None)
+        if not choices or word not in choices:
+            break
+        parser = choices[word]
+    return parser
+
+
+def test_synopsis_options_exist() -> None:
+    problems = []
+    for page in PAGES:
+        for block in blocks_of(page):
+            if block.marker != "synopsis":
+                continue
+            for command in re.findall(r"scidocs-eval ((?:[^\n]|\\\n)*)", block.code.replace("scidocs_eval.cli", "")):
+                words = command.split()
+                options = {o for action in _parser_of(words)._actions for o in action.option_strings}
+                problems += [f"{block.where}: `scidocs-eval {' '.join(words[:2])}` has no option {flag}"
+                             for flag in re.findall(r"(?<![\w-])(--?[a-z][\w-]*)", command) if flag not in options]
+    assert not problems, "\n".join(problems)
+
+
+def _matches(expected: str, printed: str) -> bool:
+    """`printed` line by line against `expected`, where an `...` line stands for any lines (none included)."""
+    pattern = "\n".join(".*?" if line.strip() == "..." else re.escape(line.rstrip())
+                        for line in expected.strip("\n").splitlines())
+    cleaned = "\n".join(line.rstrip() for line in printed.strip("\n").splitlines())
+    return re.fullmatch(pattern, cleaned, flags=re.DOTALL) is not None
+
+
+def _run(block: Block, folder: Path) -> str:
+    environment = {**os.environ, "HOME": str(folder), "SCIDOCS_EVAL_CACHE": str(folder / ".cache"),
+                   "SCIDOCS_EVAL_QUIET": "1", "COLUMNS": "120"}
+    if block.language == "json":
+        for line in block.code.splitlines():
+            orjson.loads(line)
+        return ""
+    command = ["bash", "-euo", "pipefail", "-c", block.code] if block.language == "bash" else \
+        [sys.executable, "-c", block.code]
+    process = subprocess.run(command, cwd=folder, env=environment, capture_output=True, text=True, timeout=1800)
+    assert process.returncode == 0, f"{block.where} failed ({process.returncode}):\n{process.stdout}\n{process.stderr}"
+    return process.stdout
+
+
+def run_page(page: Path, folder: Path, slow: bool) -> None:
+    printed: str | None = None  # None: the previous block did not run here, so its output is not checked
+    for block in blocks_of(page):
+        if block.marker in ("online", "ci", "synopsis", "diagram") or (block.marker == "slow" and not slow):
+            printed = None
+            continue
+        if block.marker == "output":
+            assert printed is None or _matches(block.code, printed), \
+                f"{block.where}: the page shows\n{block.code}\nthe block printed\n{printed}"
+            continue
+        printed = _run(block, folder)
+
+
+def _has(page: Path, marker: str | None) -> bool:
+    return any(block.marker == marker for block in blocks_of(page))
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: str(page.relative_to(REPO)))
+def test_page_examples_run(page: Path, tmp_path: Path) -> None:
+    run_page(page, tmp_path, slow=False)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("page", [page for page in PAGES if _has(page, "slow")],
+                         ids=lambda page: str(page.relative_to(REPO)))
+def test_page_examples_run_with_slow_blocks(page: Path, tmp_path: Path) -> None:
+    run_page(page, tmp_path, slow=True)
