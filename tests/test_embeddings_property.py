@@ -217,6 +217,7 @@ def test_random_valid_tables_read_as_their_json_lines_do(tmp_path: Path, table: 
     paper_ids, vectors = table
     lines = "".join(json.dumps({"paper_id": i, "embedding": v}) + "\n" for i, v in zip(paper_ids, vectors))
     assume(any(vectors))
+    assume(kind != "npz" or not any(str(i).endswith("\x00") for i in paper_ids))  # NumPy strips them; we refuse
     ids_, matrix, empty, repeats = reference_reading(lines.encode("utf-8"))
     store = EmbeddingStore.load(write_table(tmp_path / f"e.{kind}", kind, paper_ids, vectors), cache=False,
                                 progress=False)

@@ -32,6 +32,7 @@ from scidocs_eval.cli.main import build_parser, leaf_parsers, main
 from scidocs_eval.cli.options import output_actions
 from scidocs_eval.data.demo import DemoConfig, build_demo_suite
 from scidocs_eval.evaluation.results import RunResult
+from scidocs_eval.evaluation.runner import evaluate
 from scidocs_eval.formats.safe_output import MANIFEST, is_ours
 from scidocs_eval.models.adapter import get_adapter
 from scidocs_eval.models.embedding import write_embeddings
@@ -55,6 +56,7 @@ class World:
     bert: Path
     run_dir: Path
     endpoint: str
+    mteb_results: Path
 
 
 class _Bucket(http.server.BaseHTTPRequestHandler):
@@ -94,13 +96,13 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     for source, result in zip((embeddings, other), results):
         assert main(["run", "--embeddings", str(source), "--data", str(suite), "--tasks", "cite", "-o", str(result),
                      "--quiet"]) == 0
-    count = 60
+    count = 120  # enough that training triplets remain once the test papers are held out of them
     papers = root / "papers.jsonl"
     papers.write_bytes(b"".join(orjson.dumps({"paper_id": f"p{i}", "title": f"paper {i} topic {i % 3}",
                                               "abstract": f"words about topic {i % 3}", "label": i % 2}) + b"\n"
                                 for i in range(count)))
     citations = root / "cites.tsv"
-    citations.write_text("".join(f"p{i}\tp{j}\n" for i in range(count) for j in (i + 1, i + 2, i + 3) if j < count))
+    citations.write_text("".join(f"p{i}\tp{j}\n" for i in range(count) for j in range(i + 1, i + 6) if j < count))
     assert main(["data", "build", "--papers", str(papers), "--citations", str(citations), "--out",
                  str(root / "built")]) == 0
     pytest.importorskip("transformers")
@@ -112,10 +114,17 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     run_dir.mkdir()
     (run_dir / "training_history.json").write_bytes(orjson.dumps({"val_loss": {"0": 1.0, "1": 0.5},
                                                                   "train_loss": {"1": 0.7}}))
+    from builders import build_retrieval_dataset, write_vectors
+
+    built = build_retrieval_dataset(root / "mteb" / "scidocs-rr", documents=60, queries=6, candidates=10)
+    mteb_results = root / "mteb.results.json"
+    evaluate({"queries": write_vectors(root / "q.jsonl", built["queries"]),
+              "corpus": write_vectors(root / "c.jsonl", built["corpus"])}, root / "mteb", tasks=["scidocs-rr"],
+             cache=False, progress=False, output=mteb_results, model="org/model")
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Bucket)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield World(suite, embeddings, results, papers, citations, root / "built" / "specter", bert, run_dir,
-                f"http://127.0.0.1:{server.server_address[1]}")
+                f"http://127.0.0.1:{server.server_address[1]}", mteb_results)
     server.shutdown()
 
 
@@ -124,6 +133,7 @@ RECIPES: dict[str, Callable[[World], list[str]]] = {
     "run": lambda w: ["run", "--embeddings", str(w.embeddings), "--data", str(w.suite), "--tasks", "cite"],
     "table": lambda w: ["table", str(w.results[0])],
     "convert": lambda w: ["convert", str(w.embeddings)],
+    "export mteb": lambda w: ["export", "mteb", str(w.mteb_results)],
     "audit": lambda w: ["audit", "--train", str(w.specter_data), "--data", str(w.suite),
                         "--tasks", "cite"],
     "compare": lambda w: ["compare", *map(str, w.results), "--resamples", "1000"],

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from scidocs_eval.cli.options import COMMANDS, CommandGroup, add_output
+from scidocs_eval.cli.options import COMMANDS, CommandGroup, add_hidden_alias, add_output
 from scidocs_eval.evaluation.mteb_export import NO_REVISION, export_mteb
 
 
@@ -24,8 +24,9 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
                     "SciDocsRR, nano-scidocs -> NanoSCIDOCSRetrieval) as MTEB TaskResult files, loadable by "
                     "mteb.ResultCache and TaskResult.from_disk; every other task is listed as not exported.")
     mteb.add_argument("results", nargs="+", metavar="RESULTS.json", help="scidocs-eval results files")
-    add_output(mteb, "--out", kind="folder", required=True,
-               help="the results folder to write (new or empty, or one an earlier export wrote)")
+    add_hidden_alias(mteb, add_output(mteb, "--out-dir", dest="out", kind="folder", required=True,
+                                      help="the results folder to write (new or empty, or one an earlier export "
+                                      "wrote)"), "--out")
     mteb.add_argument("--model-name", help="the model's MTEB name, org/name (default: the results' model name)")
     mteb.add_argument("--revision", default=NO_REVISION, help="the model's revision (default: %(default)s)")
     mteb.set_defaults(func=_export_mteb)

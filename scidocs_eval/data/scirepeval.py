@@ -116,8 +116,9 @@ def write_synthetic_scirepeval(dest: str | os.PathLike[str], seed: int = 0, dim:
         else:
             _ranking(dest, papers, kind, meta_config, test_config, meta_config in meta_written, rng)
             meta_written.add(meta_config)
-    (dest / SYNTHETIC_MARKER).write_text("Synthetic SciRepEval data written by scidocs-eval "
-                                         f"(write_synthetic_scirepeval, seed {seed}); its numbers mean nothing.\n")
+    with atomic_write(dest / SYNTHETIC_MARKER) as handle:
+        handle.write(f"Synthetic SciRepEval data written by scidocs-eval (write_synthetic_scirepeval, seed {seed}); "
+                     "its numbers mean nothing.\n".encode())
     return papers.vectors
 
 

@@ -16,16 +16,21 @@ from scidocs_eval.errors import InputError
 from scidocs_eval.formats.suite import LabelledPapers, Suite
 
 SHOWN_IDS = 10
-"""how many ids a finding lists before saying how many more there are."""
+"""how many ids a problem lists before saying how many more there are."""
 
 
 @dataclass(frozen=True)
-class Finding:
-    """One problem: `where` is a suite-relative file."""
+class Problem:
+    """One finding about a suite: `where` is a suite-relative file, with ":line" when one line is at fault
+    (`data verify` lists them all; `run` refuses on the errors of the checks that decide whether a number means
+    anything)."""
 
     severity: Literal["error", "warning"]
     where: str
     message: str
+
+    def __str__(self) -> str:
+        return f"{self.severity.upper()} {self.where}: {self.message}"
 
 
 def listed(ids: Iterable[str]) -> str:
@@ -36,7 +41,7 @@ def listed(ids: Iterable[str]) -> str:
 
 
 def classification_findings(task: str, train: LabelledPapers, scored: LabelledPapers, split: str,
-                            folds: int) -> list[Finding]:
+                            folds: int) -> list[Problem]:
     """Errors when papers of `split` are also in train (the classifier would be scored on papers it learnt) or
     when train's smallest class has fewer papers than the cross-validation `folds`."""
     findings = []
@@ -44,18 +49,18 @@ def classification_findings(task: str, train: LabelledPapers, scored: LabelledPa
     distinct = list(dict.fromkeys(scored.ids))
     shared = [paper_id for paper_id in distinct if paper_id in in_train]
     if shared:
-        findings.append(Finding("error", f"{task}/{split}.csv", f"{len(shared)} of its {len(distinct)} papers are "
+        findings.append(Problem("error", f"{task}/{split}.csv", f"{len(shared)} of its {len(distinct)} papers are "
                                 f"also in {task}/train.csv (a classifier scored on papers it was trained on): "
                                 f"{listed(shared)}"))
     label, smallest = min(Counter(train.labels.tolist()).items(), key=lambda pair: (pair[1], pair[0]))
     if smallest < folds:
-        findings.append(Finding("error", f"{task}/train.csv", f"class {label} has {smallest} paper(s), fewer than "
+        findings.append(Problem("error", f"{task}/train.csv", f"class {label} has {smallest} paper(s), fewer than "
                                 f"the {folds} cross-validation folds (task parameter folds); every class needs at "
                                 f"least one paper per fold"))
     return findings
 
 
-def raise_first_error(suite: Suite, findings: list[Finding]) -> None:
+def raise_first_error(suite: Suite, findings: list[Problem]) -> None:
     """The first error among `findings` as an InputError naming the file (for `run`)."""
     for finding in findings:
         if finding.severity == "error":

@@ -553,6 +553,9 @@ class StatisticItems(ItemMetric):
     def reordered(self, order: np.ndarray) -> StatisticItems:
         return StatisticItems([self.ids[i] for i in order], self.statistic, self.gold[order], self.predicted[order])
 
+    def _metric_from_counts(self, rng: np.random.Generator, *counts: np.ndarray) -> tuple[np.ndarray, ...]:
+        return tuple(self._on(self.predicted, c) for c in counts)
+
     def _on(self, predicted: np.ndarray, counts: np.ndarray) -> np.ndarray:
         predicted = np.broadcast_to(predicted, (len(counts), *self.predicted.shape)) if predicted.ndim == \
             self.predicted.ndim else predicted

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from scidocs_eval.errors import InputError
-from scidocs_eval.evaluation.integrity import classification_findings
+from scidocs_eval.evaluation.integrity import Problem, classification_findings, listed
 from scidocs_eval.evaluation.task import TASKS, get_task, task_names
 from scidocs_eval.formats.retrieval import dangling_judgements, detect_layout, read_retrieval_data, splits_of
 from scidocs_eval.formats.suite import METADATA_FILES, SPLITS, LabelledPapers, Suite, read_impressions
@@ -26,22 +26,6 @@ RECOMM_FILES = [f"recomm/{split}.csv" for split in SPLITS] + ["recomm/propensity
 T = TypeVar("T")
 DEFAULT_FOLDS = 3
 """the CV folds checked for a label folder no registered task reads."""
-SHOWN_IDS = 10
-"""how many ids a problem lists before saying how many more there are."""
-
-
-@dataclass(frozen=True)
-class Problem:
-    """One finding: `where` is a suite-relative file, with ":line" when one line is at fault."""
-
-    severity: Literal["error", "warning"]
-    where: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.severity.upper()} {self.where}: {self.message}"
-
-
 @dataclass
 class VerifyReport:
     """Counts per task and split (`counts[task][split] = {"rows": ..}`), metadata sizes, problems, and which
@@ -88,12 +72,6 @@ def _message(error: InputError) -> str:
     return str(error).removeprefix(f"{where}: ")
 
 
-def _listed(ids: Iterable[str]) -> str:
-    ids = list(ids)
-    more = f" (and {len(ids) - SHOWN_IDS} more)" if len(ids) > SHOWN_IDS else ""
-    return ", ".join(ids[:SHOWN_IDS]) + more
-
-
 class _Verifier:
     def __init__(self, suite: Suite):
         self.suite = suite
@@ -131,7 +109,7 @@ class _Verifier:
         unknown = sorted({i for i in ids if i not in known})
         if unknown:
             self.report.add("warning", relative, f"{len(unknown)} id(s) have no metadata in "
-                            f"{METADATA_FILES.get(group, group)}: {_listed(unknown)}")
+                            f"{METADATA_FILES.get(group, group)}: {listed(unknown)}")
 
     def parse(self, relative: str, parser: Callable[..., T], *args: Any) -> T | None:
         """`parser(*args)` if `relative` exists and parses; else None, with the parse error recorded."""
@@ -171,18 +149,18 @@ class _Verifier:
             repeated = sorted(i for i, n in Counter(labelled.ids).items() if n > 1)
             if repeated:
                 self.report.add("warning", relative, f"{len(repeated)} paper(s) listed more than once: "
-                                f"{_listed(repeated)}")
+                                f"{listed(repeated)}")
             shared = sorted({i for i in labelled.ids if seen_in.get(i, split) not in (split, "train")})
             if shared:
                 self.report.add("warning", relative, f"{len(shared)} paper(s) also in another split: "
-                                f"{_listed(shared)}")
+                                f"{listed(shared)}")
             seen_in.update(dict.fromkeys(labelled.ids, split))
         folds = getattr(get_task(task), "folds", DEFAULT_FOLDS) if task in TASKS else DEFAULT_FOLDS
         for split in ("val", "test"):
             if "train" in parsed and split in parsed:
                 for finding in classification_findings(task, parsed["train"], parsed[split], split, folds):
-                    if Problem(finding.severity, finding.where, finding.message) not in self.report.problems:
-                        self.report.add(finding.severity, finding.where, finding.message)
+                    if finding not in self.report.problems:
+                        self.report.problems.append(finding)
         self.finish(task, files, _metadata_of(task, "mag_mesh"), errors_before)
 
     def ranking(self, task: str) -> None:
@@ -206,7 +184,7 @@ class _Verifier:
             without = [q for q, n in positives.items() if n == 0]
             if without:
                 self.report.add("warning", relative, f"{len(without)} query(ies) without a positive (they score "
-                                f"0): {_listed(without)}")
+                                f"0): {listed(without)}")
         self.finish(task, files, _metadata_of(task, "view_cite_read"), errors_before)
 
     def recomm(self) -> None:
@@ -302,14 +280,14 @@ class _Verifier:
             unknown, unreachable = dangling_judgements(data)
             if unknown:
                 self.report.add("warning", qrels_file, f"{len(unknown)} judged query(ies) not in the queries "
-                                f"(left out of the scores): {_listed(unknown)}")
+                                f"(left out of the scores): {listed(unknown)}")
             if unreachable:
                 self.report.add("warning", qrels_file, f"{len(unreachable)} judged document(s) not in the corpus "
-                                f"(never retrieved): {_listed(unreachable)}")
+                                f"(never retrieved): {listed(unreachable)}")
             without = [q for q in judged if not any(g > 0 for g in data.qrels[q].values())]
             if without:
                 self.report.add("warning", qrels_file, f"{len(without)} query(ies) without a positive (they score "
-                                f"0): {_listed(without)}")
+                                f"0): {listed(without)}")
         if present and len(self.report.errors) == errors_before:
             self.report.complete.append(label)
 

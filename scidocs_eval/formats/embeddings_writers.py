@@ -92,6 +92,10 @@ class _NpzWriter:
         self.dim: int | None = None
 
     def write(self, ids: list[str], rows: np.ndarray, empty: np.ndarray) -> None:
+        cut = next((paper_id for paper_id in ids if paper_id.endswith("\x00")), None)
+        if cut is not None:  # NumPy drops a string's trailing NULs: the id would be read back as another one
+            raise ScidocsEvalError(f"id {cut!r} ends in a NUL character, which a NumPy string array cannot hold; "
+                                   "write JSON lines, Parquet or Arrow instead")
         self.dim = rows.shape[1]
         self.ids += ids
         self.empty.append(np.asarray(empty, dtype=bool))

@@ -19,7 +19,6 @@ import inspect
 import logging
 import os
 import re
-import shutil
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -35,9 +34,9 @@ from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.task import MissingPolicy
 from scidocs_eval.extras import require
 from scidocs_eval.formats.corpus import paper_text
-from scidocs_eval.formats.embeddings_writers import convert_embeddings, output_kind
+from scidocs_eval.formats.embeddings_writers import output_kind, save_embeddings_as
 from scidocs_eval.formats.provenance import settings_file
-from scidocs_eval.formats.safe_output import atomic_write, claim_output, discard
+from scidocs_eval.formats.safe_output import claim_output, discard
 from scidocs_eval.formats.suite import Paper, Suite
 from scidocs_eval.models.adapter import Adapter
 from scidocs_eval.models.model_cache import corpus_fingerprint
@@ -294,11 +293,7 @@ def evaluate_model(
             raise
         assert result is not None  # a model object is embedded on one process
         if save is not None and embeddings != save and embeddings.is_file():
-            if output_kind(save) != "jsonl":
-                convert_embeddings(embeddings, save, progress=False, option="save_embeddings")
-            else:
-                with open(embeddings, "rb") as source, atomic_write(save, "save_embeddings") as target:
-                    shutil.copyfileobj(source, target)
+            save_embeddings_as(embeddings, save)
     if output is not None:
         result.save(output)
     return result
