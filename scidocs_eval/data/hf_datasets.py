@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.extras import require
 from scidocs_eval.formats.retrieval import Document, write_beir
 from scidocs_eval.formats.safe_output import owned_folder
 
@@ -22,7 +23,8 @@ CONFIGS = {"corpus": ("corpus",), "queries": ("queries", "query"), "qrels": ("de
 
 
 def _load_config(hub_id: str, revision: str, configs: list[str], role: str, split: str) -> Any:
-    from datasets import get_dataset_split_names, load_dataset
+    datasets = require("datasets", "downloading MTEB's datasets from the Hugging Face hub")
+    get_dataset_split_names, load_dataset = datasets.get_dataset_split_names, datasets.load_dataset
 
     config = next((name for name in CONFIGS[role] if name in configs), None)
     if config is None:

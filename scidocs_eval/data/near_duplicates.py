@@ -24,6 +24,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from scidocs_eval.extras import require
+
+NEEDED_BY = "MinHash near-duplicate matching (audit, data build)"
 SHINGLE_WORDS = 3
 MIN_SHINGLES = 8
 DEFAULT_THRESHOLD = 0.5
@@ -157,7 +160,7 @@ def shingle(texts: Sequence[str], width: int = SHINGLE_WORDS, threads: int = 2) 
 
 def permutations(num_perm: int, seed: int) -> np.ndarray:
     """(2, num_perm) uint32: datasketch's affine32 permutations (a, b) for `num_perm` and `seed`."""
-    from datasketch import MinHash
+    MinHash = require("datasketch", NEEDED_BY).MinHash  # noqa: N806 (a class)
 
     return np.asarray(MinHash(num_perm=num_perm, seed=seed, scheme="affine32").permutations, dtype=np.uint32)
 
@@ -192,7 +195,7 @@ def signatures(shingles: Shingles, num_perm: int, seed: int, threads: int = 2) -
 
 def lsh_bands(threshold: float, num_perm: int) -> tuple[int, int]:
     """(bands, rows per band) that `datasketch.MinHashLSH(threshold, num_perm, weights=LSH_WEIGHTS)` uses."""
-    from datasketch import MinHashLSH
+    MinHashLSH = require("datasketch", NEEDED_BY).MinHashLSH  # noqa: N806 (a class)
 
     index = MinHashLSH(threshold=threshold, num_perm=num_perm, weights=LSH_WEIGHTS)
     return index.b, index.r

@@ -12,6 +12,7 @@ import numpy as np
 import orjson
 
 from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.extras import require
 from scidocs_eval.formats.safe_output import atomic_write
 from scidocs_eval.formats.scirepeval import META_DATASET, META_SPLIT, TASK_TABLE, TEST_DATASET, meta_file, test_file
 from scidocs_eval.formats.suite import SYNTHETIC_MARKER
@@ -50,10 +51,7 @@ def download_scirepeval(dest: str | os.PathLike[str], titles: Sequence[str] | No
 
     Needs the `datasets` package and the network; every split of every config is written as JSON lines.
     """
-    try:
-        import datasets
-    except ImportError:
-        raise ScidocsEvalError("downloading SciRepEval needs the `datasets` package (pip install datasets)") from None
+    datasets = require("datasets", "downloading SciRepEval")
     dest = _empty_destination(dest)
     meta, test = configs(titles)
     for config in meta:

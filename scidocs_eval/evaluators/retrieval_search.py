@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from scidocs_eval.extras import require
+
 SIMILARITIES = ("cosine", "dot", "neg-l2")
 ENGINES = ("numpy", "faiss", "faiss-hnsw", "faiss-ivf")
 APPROXIMATE_ENGINES = ("faiss-hnsw", "faiss-ivf")
@@ -103,7 +105,7 @@ def exact_top_k(queries: np.ndarray, documents: np.ndarray, id_rank: np.ndarray,
 
 
 def _faiss_index(documents: np.ndarray, similarity: str, engine: str) -> Any:
-    import faiss
+    faiss = require("faiss", f"the {engine} search engine")
 
     metric = faiss.METRIC_L2 if similarity == "neg-l2" else faiss.METRIC_INNER_PRODUCT
     dim = documents.shape[1]

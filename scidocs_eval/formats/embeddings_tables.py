@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from scidocs_eval.errors import InputError, ScidocsEvalError
+from scidocs_eval.extras import require
 from scidocs_eval.formats.embeddings_files import (
     ARROW_FILE,
     ARROW_STREAM,
@@ -139,13 +140,8 @@ def _arrow_table(source: EmbeddingsInput) -> tuple[Any, str]:
 
 
 def _pyarrow(name: str) -> tuple[Any, Any]:
-    try:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-    except ImportError:
-        raise InputError(name, "is a Parquet/Arrow file; reading it needs pyarrow "
-                         "(pip install 'scidocs-eval[formats]')") from None
-    return pa, pq
+    needed_by = f"reading {name} (a Parquet/Arrow file)"
+    return require("pyarrow", needed_by), require("pyarrow.parquet", needed_by)
 
 
 def _dataset_files(folder: Path) -> list[Path]:
@@ -294,12 +290,9 @@ def _npz(name: str, data: bytes | Path, options: ReadOptions) -> MatrixWithIds:
 
 
 def _safetensors(name: str, data: bytes | Path, options: ReadOptions) -> MatrixWithIds:
-    try:
-        from safetensors import SafetensorError
-        from safetensors.numpy import load
-    except ImportError:
-        raise InputError(name, "is a safetensors file; reading it needs safetensors "
-                         "(pip install 'scidocs-eval[formats]')") from None
+    needed_by = f"reading {name} (a safetensors file)"
+    SafetensorError = require("safetensors", needed_by).SafetensorError  # noqa: N806 (a class)
+    load = require("safetensors.numpy", needed_by).load
     if isinstance(data, Path):
         data = data.read_bytes()
     try:

@@ -22,6 +22,7 @@ from typing import IO, Any, Protocol
 import numpy as np
 
 from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.extras import require
 from scidocs_eval.formats.embeddings import format_embedding_line, iter_embeddings
 from scidocs_eval.formats.embeddings_tables import ReadOptions
 from scidocs_eval.formats.provenance import settings_file
@@ -61,8 +62,8 @@ class _ArrowWriter:
     """Parquet or Arrow IPC file: one record batch (row group) per batch written."""
 
     def __init__(self, handle: IO[bytes], kind: str):
-        import pyarrow as pa
-        import pyarrow.parquet as pq
+        pa = require("pyarrow", f"writing {kind}")
+        pq = require("pyarrow.parquet", f"writing {kind}")
 
         self.pa = pa
         self.schema = pa.schema([("paper_id", pa.string()), ("embedding", pa.list_(pa.float32()))])

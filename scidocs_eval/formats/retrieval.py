@@ -26,6 +26,7 @@ from pathlib import Path
 import orjson
 
 from scidocs_eval.errors import InputError
+from scidocs_eval.extras import require
 from scidocs_eval.formats.safe_output import write_bytes_atomically
 
 LAYOUTS = ("beir", "hf-parquet")
@@ -243,7 +244,7 @@ def _parquet_config_dir(folder: Path, config: str) -> Path | None:
 
 def _parquet_rows(config_dir: Path, split: str) -> tuple[list[dict], Path]:
     """The rows of one config's `split` (or of its only split), with the first file read (for messages)."""
-    import pyarrow.parquet as pq
+    pq = require("pyarrow.parquet", "reading a retrieval dataset in the HF parquet layout")
 
     files = sorted(config_dir.glob("*.parquet"))
     if not files:

@@ -120,10 +120,11 @@ class EncoderAdapter(Adapter):
 
     def _mteb_encode(self, encode: Callable[..., Any], texts: list[str]) -> Any:
         """One batch through MTEB 2.x's EncoderProtocol: a DataLoader of {"text": ...} and the task's metadata."""
-        import mteb
-        from datasets import Dataset
-        from mteb.types import PromptType
-        from torch.utils.data import DataLoader
+        needed_by = "a model with MTEB's encode() protocol"
+        mteb = require("mteb", needed_by)
+        Dataset = require("datasets", needed_by).Dataset  # noqa: N806 (a class)
+        PromptType = require("mteb.types", needed_by).PromptType  # noqa: N806 (a class)
+        DataLoader = require("torch.utils.data", needed_by).DataLoader  # noqa: N806 (a class)
 
         loader = DataLoader(Dataset.from_dict({"text": list(texts)}), batch_size=self.batch_size)
         prompt_type = PromptType(self.prompt_type) if self.prompt_type else None
