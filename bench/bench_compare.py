@@ -28,6 +28,7 @@ from scidocs_eval.evaluation.comparison import compare
 from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.significance import confidence_intervals, task_metrics
 from scidocs_eval.evaluation.task import TaskResult
+from scidocs_eval.leaderboard.compare_table import format_comparison
 
 RANKING = ("coview", "coread", "cite", "cocite")
 CLASSIFICATION = {"mag": (5000, 19), "mesh": (4600, 11)}
@@ -90,7 +91,7 @@ def main() -> None:
     cmp_wall, cmp_cpu, comparison = _timed(lambda: compare(a, b, resamples=args.resamples, progress=False))
     with tempfile.TemporaryDirectory() as tmp:
         size = a.save(Path(tmp) / "a.results.json").stat().st_size
-    print(comparison.format_table())
+    print(format_comparison(comparison))
     print(json.dumps({
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores visible",
         "resamples": args.resamples, "metrics": sum(len(r.metrics) for r in a.tasks.values()),

@@ -31,5 +31,5 @@ def test_training_lowers_the_loss_and_gives_unit_vectors(shared_data: Path) -> N
 def test_citeomatic_needs_training_triplets() -> None:
     with pytest.raises(ScidocsEvalError, match="-p training_data=DIR"):
         get_adapter("citeomatic").fit([])
-    with pytest.raises(ScidocsEvalError, match="call fit.. before transform"):
+    with pytest.raises(ScidocsEvalError, match="adapter 'citeomatic' is not fitted"):
         get_adapter("citeomatic").transform([])

@@ -314,6 +314,7 @@ def test_convert_streams_json_lines_a_chunk_at_a_time(tmp_path: Path, monkeypatc
 
 
 def test_evaluate_model_saves_parquet_when_asked(tiny_suite: Suite, tmp_path: Path) -> None:
+    from scidocs_eval.evaluation.papers import papers_to_embed
     from scidocs_eval.models.model_object import evaluate_model
 
     def model(texts: list[str]) -> np.ndarray:
@@ -322,7 +323,7 @@ def test_evaluate_model_saves_parquet_when_asked(tiny_suite: Suite, tmp_path: Pa
     saved = tmp_path / "saved.parquet"
     result = evaluate_model(model, tiny_suite, tasks=["cite"], save_embeddings=saved, cache=False, progress=False)
     store = EmbeddingStore.load(saved)
-    assert len(store) == len({p.paper_id for p in tiny_suite.papers(("view_cite_read",))}) and store.dim == 3
+    assert store.ids == [p.paper_id for p in papers_to_embed(tiny_suite, ["cite"])] and store.dim == 3
     assert result.fingerprints["embeddings"]["user-citation"]["path"] == str(saved)
 
 

@@ -115,7 +115,7 @@ def test_bad_settings_and_models_are_reported(tmp_path: Path) -> None:
     with pytest.raises(ScidocsEvalError, match="precision='fp16' is not allowed; precision must be one of 'auto'"):
         get_adapter("specter", precision="fp16")
     with pytest.raises(ScidocsEvalError, match="baseline 'transformer' needs --model"):
-        get_adapter("transformer")
+        get_adapter("transformer").fit([])  # parameters are checked by fit (the estimator contract)
     with pytest.raises(ScidocsEvalError, match="cannot load transformers checkpoint"):
         TransformerEncoder(str(tmp_path)).load()
 

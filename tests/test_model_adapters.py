@@ -9,6 +9,7 @@ import orjson
 import pytest
 
 from scidocs_eval.cli import main
+from scidocs_eval.evaluation.papers import papers_to_embed
 from scidocs_eval.formats.corpus import paper_text
 from scidocs_eval.formats.suite import Suite
 from scidocs_eval.models.encoder import TransformerEncoder, pool, resolve_model
@@ -36,8 +37,8 @@ def test_baseline_sentence_transformer_runs_end_to_end(tiny_suite: Suite, tmp_pa
     assert results["model_info"]["params"]["prompt"] == "A paper: "
     assert results["model_info"]["row_detail"] == "all-MiniLM-L6-v2"  # Table 1 labels the row with it
     vectors = _embeddings(tmp_path / "sentence-transformer.jsonl")
-    papers = tiny_suite.papers(("mag_mesh",))
-    assert sorted(vectors) == sorted(p.paper_id for p in papers)
+    papers = papers_to_embed(tiny_suite, ["mesh"])  # only the papers mesh reads are embedded, in input order
+    assert list(vectors) == [p.paper_id for p in papers]
     model = SentenceTransformer(resolve_model("all-MiniLM-L6-v2"), device="cpu")
     model.max_seq_length = 32
     direct = model.encode(["A paper: " + paper_text(p, "[SEP]") for p in papers[:8]], normalize_embeddings=True)
@@ -105,7 +106,7 @@ def test_baseline_transformer_with_last_pooling_and_a_prompt_runs_end_to_end(tin
     results = orjson.loads((tmp_path / "transformer.results.json").read_bytes())
     assert set(results["tasks"]) == {"mesh"}
     assert results["model_info"]["params"]["pooling"] == "last"
-    paper = tiny_suite.papers()[0]
+    paper = papers_to_embed(tiny_suite, ["mesh"])[0]
     expected = TransformerEncoder(str(tiny_decoder), pooling="last", max_length=32, device="cpu").encode(
         ["Represent the paper: " + paper_text(paper, "[SEP]")])[0]
     np.testing.assert_allclose(_embeddings(tmp_path / "transformer.jsonl")[paper.paper_id], expected, atol=1e-5)
@@ -113,8 +114,8 @@ def test_baseline_transformer_with_last_pooling_and_a_prompt_runs_end_to_end(tin
 
 def test_specter2_task_adapter_must_be_known_or_a_folder(tiny_suite: Suite, capsys: pytest.CaptureFixture) -> None:
     assert main(["baseline", "specter2", "--task-adapter", "search", "--data", str(tiny_suite.root)]) == 2
-    assert "--task-adapter must be one of proximity, classification, regression, adhoc_query or an adapter " \
-        "folder, not 'search'" in capsys.readouterr().err
+    assert "--task-adapter must be one of proximity, classification, regression, adhoc_query, an adapter " \
+        "folder, by-group or GROUP=ADAPTER pairs, not 'search'" in capsys.readouterr().err
 
 
 def test_specter2_without_the_adapters_library_says_how_to_install_it(tiny_suite: Suite, tmp_path: Path,
@@ -127,7 +128,9 @@ def test_specter2_without_the_adapters_library_says_how_to_install_it(tiny_suite
         pytest.skip("the adapters library is installed here")
     assert main(["baseline", "specter2", "--model", str(minilm.get_model_path()), "--data", str(tiny_suite.root),
                  "--tasks", "mesh", "--out-dir", str(tmp_path), "--quiet"]) == 2
-    assert "baseline specter2 needs the adapters library" in capsys.readouterr().err
+    assert "the specter2 adapter (adapters pins its own transformers: install it in an environment of its own, see " \
+        "docs/transformers.md) needs adapters, which is not installed: pip install 'scidocs-eval[specter2]'" \
+        in capsys.readouterr().err
 
 
 def test_specter2_adapters_per_group_are_parsed() -> None:

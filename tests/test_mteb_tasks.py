@@ -228,7 +228,7 @@ def test_export_lists_what_it_cannot_export(tmp_path: Path, demo_suite: Any, cap
     partial = dict(list(built["corpus"].items())[:50])
     result = evaluate({"queries": write_vectors(tmp_path / "q.jsonl", built["queries"]),
                        "corpus": write_vectors(tmp_path / "c.jsonl", partial)}, tmp_path, tasks=["scidocs-rr"],
-                      cache=False, progress=False, output=tmp_path / "r.json")
+                      cache=False, progress=False, output=tmp_path / "r.json", min_coverage=0)
     assert result.tasks["scidocs-rr"].coverage["documents_missing"] > 0
     assert main(["export", "mteb", str(tmp_path / "r.json"), "--out", str(tmp_path / "out")]) == 2
     assert "no embedding" in capsys.readouterr().err
@@ -238,23 +238,27 @@ def test_export_lists_what_it_cannot_export(tmp_path: Path, demo_suite: Any, cap
 
 def test_missing_vectors_score_zero_loudly_or_stop(tmp_path: Path, caplog: Any) -> None:
     from scidocs_eval.errors import MissingEmbeddingsError, ScidocsEvalError
+    from scidocs_eval.evaluation.task import CoverageError
 
     built = build_retrieval_dataset(tmp_path / "scidocs-retrieval", documents=100, queries=10)
     full = _ours(tmp_path, built, "scidocs-retrieval")
     queries = dict(list(built["queries"].items())[:6])
     files = {"queries": write_vectors(tmp_path / "q6.jsonl", queries),
              "corpus": write_vectors(tmp_path / "c.jsonl", built["corpus"])}
-    part = evaluate(files, tmp_path, tasks=["scidocs-retrieval"], cache=False, progress=False).tasks[
-        "scidocs-retrieval"]
+    part = evaluate(files, tmp_path, tasks=["scidocs-retrieval"], cache=False, progress=False,
+                    min_coverage=0).tasks["scidocs-retrieval"]  # 60% of the queries: below the default guard
     assert part.coverage["queries_missing"] == 4 and "have no embedding" in caplog.text
     kept = [i for i, q in enumerate(full.items["ids"]) if q in queries]
     assert part.items["ndcg_at_10"] == [full.items["ndcg_at_10"][i] if i in kept else 0.0
                                         for i in range(len(full.items["ids"]))]
+    with pytest.raises(CoverageError, match="60.0% of its queries"):
+        evaluate(files, tmp_path, tasks=["scidocs-retrieval"], cache=False, progress=False)
     with pytest.raises(MissingEmbeddingsError):
-        evaluate(files, tmp_path, tasks=["scidocs-retrieval"], missing="error", cache=False, progress=False)
+        evaluate(files, tmp_path, tasks=["scidocs-retrieval"], missing="error", cache=False, progress=False,
+                 min_coverage=0)
     files["queries"] = write_vectors(tmp_path / "q3.jsonl", {q: v[:3] for q, v in queries.items()})
     with pytest.raises(ScidocsEvalError, match="3 dimensions"):
-        evaluate(files, tmp_path, tasks=["scidocs-retrieval"], cache=False, progress=False)
+        evaluate(files, tmp_path, tasks=["scidocs-retrieval"], cache=False, progress=False, min_coverage=0)
 
 
 def test_any_object_with_mtebs_encode_signature_is_fed_as_mteb_feeds_it(tmp_path: Path) -> None:

@@ -31,8 +31,7 @@ ALLOWED = {
                                                     "manifest is in it); the merged file goes through atomic_write"),
     "scidocs_eval/models/word_vectors.py": (1, "a temporary folder of its own"),
     "scidocs_eval/models/weights.py": (3, "the weight-digest memo (per user cache dir)"),
-    "scidocs_eval/formats/embeddings_writers.py": (4, "members of a .npz inside an `atomic_write` handle; the settings "
-                                                      "record of its own staging file moved beside the output"),
+    "scidocs_eval/formats/embeddings_writers.py": (2, "members of a .npz inside an `atomic_write` handle"),
 }
 
 

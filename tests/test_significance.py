@@ -29,6 +29,7 @@ from scidocs_eval.evaluation.significance import (
 )
 from scidocs_eval.evaluation.task import task_names
 from scidocs_eval.formats.suite import Suite
+from scidocs_eval.leaderboard.compare_table import format_comparison
 from scidocs_eval.models.adapter import get_adapter
 from scidocs_eval.models.baseline import run_baseline
 from scidocs_eval.models.embedding import write_embeddings
@@ -240,7 +241,7 @@ def test_items_that_differ_are_compared_over_the_shared_ones_with_a_loud_note(ra
     comparison = compare(random_run, fewer, progress=False)
     pair = comparison.pairs[0]
     assert len(pair.notes) == 1 and "25 queries" in pair.notes[0] and "the 24 both scored" in pair.notes[0]
-    assert "NOT the headline numbers" in comparison.format_table()
+    assert "NOT the headline numbers" in format_comparison(comparison)
     for row in pair.rows:
         assert row.n == 24 and row.delta == 0 and row.value_a == row.value_b == fewer.tasks["cite"].metrics[row.metric]
     assert comparison.to_dict()["comparisons"][0]["notes"] == pair.notes

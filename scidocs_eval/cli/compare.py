@@ -9,6 +9,7 @@ from scidocs_eval.cli.options import COMMANDS, CommandGroup, add_hidden_alias, a
 from scidocs_eval.evaluation.comparison import ALPHA, compare, write_json
 from scidocs_eval.evaluation.significance import RESAMPLES
 from scidocs_eval.formats.safe_output import claim_inputs_are_not_outputs, claim_output
+from scidocs_eval.leaderboard.compare_table import comparison_markdown, format_comparison
 from scidocs_eval.params import Interval, argument_type
 
 MIN_RESAMPLES = 40
@@ -27,7 +28,7 @@ def _compare(args: argparse.Namespace) -> int:
               f"{RESAMPLES} for numbers to report", file=sys.stderr)
     comparison = compare(*args.results, resamples=args.resamples, seed=args.seed, alpha=args.alpha,
                          progress=not args.quiet)
-    print(comparison.format_markdown() if args.markdown else comparison.format_table())
+    print(comparison_markdown(comparison) if args.markdown else format_comparison(comparison))
     if args.json:
         print(f"comparison written to {write_json(comparison, args.json)}")
     return 0

@@ -80,7 +80,7 @@ VALUES_NOTE = "Values are ×100 (F1, MAP, nDCG and P@1 in percent, 2 decimals), 
 
 def _describe_file(path: Path) -> str:
     size = path.stat().st_size
-    what = "results" if path.name.endswith(".results.json") else "embeddings"  # run and baseline write no other
+    what = "results" if path.suffix == ".json" else "embeddings"  # run and baseline write nothing else
     return f"{path} ({what}, {size / 1e6:.1f} MB)" if size >= 100_000 else f"{path} ({what})"
 
 
@@ -291,7 +291,10 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     tasks.set_defaults(func=_list_tasks)
 
     benchmarks = subparsers.add_parser("benchmarks", help="list the named benchmarks and their tasks "
-                                       "(run/baseline --benchmark NAME)")
+                                       "(run/baseline --benchmark NAME)",
+                                       description="Every registered benchmark (a named set of tasks: the 2020 "
+                                       "suite, MTEB's SciDocs tasks, SciRepEval, ...) with its tasks; `run`, "
+                                       "`baseline` and `audit` take one with --benchmark.")
     benchmarks.set_defaults(func=_list_benchmarks)
 
 

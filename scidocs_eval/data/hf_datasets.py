@@ -40,8 +40,8 @@ def _load_config(hub_id: str, revision: str, configs: list[str], role: str, spli
 def fetch_hub_dataset(hub_id: str, revision: str, split: str, dest: str | os.PathLike[str],
                       reranking: bool = False) -> Path:
     """Download one split of the hub dataset `hub_id` at `revision` into `dest` in the BEIR layout."""
-    from datasets import get_dataset_config_names
-
+    get_dataset_config_names = require("datasets", "downloading MTEB's datasets from the Hugging Face hub"
+                                       ).get_dataset_config_names
     configs = list(get_dataset_config_names(hub_id, revision=revision))
     corpus = _load_config(hub_id, revision, configs, "corpus", split)
     queries = _load_config(hub_id, revision, configs, "queries", split)

@@ -26,7 +26,7 @@ from scidocs_eval.extras import require
 from scidocs_eval.formats.embeddings import format_embedding_line, iter_embeddings
 from scidocs_eval.formats.embeddings_tables import ReadOptions
 from scidocs_eval.formats.provenance import settings_file
-from scidocs_eval.formats.safe_output import atomic_write, discard
+from scidocs_eval.formats.safe_output import atomic_write, discard, move_ours
 
 TABLE_SUFFIXES = {".parquet": "parquet", ".npz": "npz", ".arrow": "arrow", ".feather": "arrow"}
 """output suffixes written as tables or arrays; any other name gets JSON lines."""
@@ -178,10 +178,10 @@ def write_through_json_lines(path: Path, resume: bool, write_json_lines: Callabl
     if resume and path.is_file() and not staging.exists():
         convert_embeddings(path, staging, progress=False)
         if settings_file(path).is_file():
-            os.replace(settings_file(path), settings_file(staging))
+            move_ours(settings_file(path), settings_file(staging))
     write_json_lines(staging)
     convert_embeddings(staging, path, progress=False)
     if settings_file(staging).is_file():
-        os.replace(settings_file(staging), settings_file(path))
+        move_ours(settings_file(staging), settings_file(path))
     discard(staging)
     return path

@@ -295,6 +295,19 @@ def growing_file(path: str | os.PathLike[str], option: str = "output", append: b
         record_written(path)
 
 
+def move_ours(source: str | os.PathLike[str], target: str | os.PathLike[str], option: str = "output") -> Path:
+    """Move a file the tool wrote (`is_ours`) to `target`, which must be claimable (`claim_output`); the ledger
+    then knows `target`. A `source` that is not the tool's is an error and nothing moves."""
+    source, target = Path(source), claim_output(target, option)
+    if not is_ours(source):
+        raise ScidocsEvalError(f"{option} {source} was not written by scidocs-eval (or was changed since); it is "
+                               f"not moved to {target}")
+    with disk_errors(target, option):
+        os.replace(source, target)
+    record_written(target)
+    return target
+
+
 def discard(path: str | os.PathLike[str]) -> None:
     """Delete `path` if the tool wrote it as it is now (see `is_ours`); anything else is left alone."""
     path = Path(path)

@@ -42,6 +42,8 @@ def claim_baseline_outputs(name: str, adapter: Adapter, out_dir: Path,
                            inputs: Sequence[str | os.PathLike[str] | None], embeddings_format: str = "jsonl") -> None:
     """Lock (and check) every file `baseline` writes in `out_dir` before the adapter is fitted; none of them may
     be one of the command's `inputs` (rank 0 alone writes, under torchrun)."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ScidocsEvalError(f"{OUT_DIR_OPTION} {out_dir} is a file, not a folder")
     for embeddings in embeddings_files(name, adapter, out_dir, embeddings_format):
         claim_inputs_are_not_outputs([path for path in inputs if path], {OUT_DIR_OPTION: embeddings})
         if is_main_process():

@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 
 from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.extras import require
 from scidocs_eval.models.encoder import resolve_model
 from scidocs_eval.paths import cache_dir
 
@@ -81,7 +82,7 @@ def object_fingerprint(model: Any) -> str | None:
     state_dict = getattr(model, "state_dict", None)
     if not callable(state_dict):
         return None
-    import torch
+    torch = require("torch", "the weights digest of a torch model")
 
     digest = hashlib.sha256()
     for name, tensor in state_dict().items():
