@@ -34,7 +34,7 @@ from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.task import MissingPolicy
 from scidocs_eval.extras import require
 from scidocs_eval.formats.corpus import paper_text
-from scidocs_eval.formats.embeddings_writers import output_kind, save_embeddings_as
+from scidocs_eval.formats.embeddings_writers import save_embeddings_as
 from scidocs_eval.formats.provenance import settings_file
 from scidocs_eval.formats.safe_output import claim_output, discard
 from scidocs_eval.formats.suite import Paper, Suite
@@ -275,11 +275,14 @@ def evaluate_model(
         if cached is not None and cached.is_file() and adapter.weights_identity() is None:
             log.warning("reusing the embeddings of %r cached at %s (its weights cannot be read to tell a changed "
                         "model apart); after changing the model, pass cache=False or another name", name, cached)
-        embeddings = cached or (save if save is not None and output_kind(save) == "jsonl" else None) or \
-            Path(scratch) / "embeddings.jsonl"
+        embeddings = cached or save or Path(scratch) / "embeddings.jsonl"
 
         def embeddings_path(group: str | None) -> Path:
-            return embeddings if group is None else embeddings.with_name(f"{embeddings.stem}.{group}.jsonl")
+            """The papers' file; a retrieval group's queries or documents go beside the cache entry, or to the
+            scratch folder (never beside the user's `save_embeddings`)."""
+            if group is None:
+                return embeddings
+            return (cached.parent if cached else Path(scratch)) / f"{(cached or embeddings).stem}.{group}.jsonl"
 
         try:
             result = embed_and_score(adapter, suite, embeddings_path, name=adapter.name, tasks=tasks,
