@@ -19,7 +19,7 @@ Every parse error names the file and, in JSON lines and TSV files, the line.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +27,7 @@ import orjson
 
 from scidocs_eval.errors import InputError
 from scidocs_eval.extras import require
+from scidocs_eval.formats.lines import json_lines
 from scidocs_eval.formats.safe_output import write_bytes_atomically
 
 LAYOUTS = ("beir", "hf-parquet")
@@ -144,19 +145,6 @@ def _split_of(path: Path) -> str:
     return path.name.split("-")[0].removesuffix(".parquet")
 
 
-def _jsonl_records(path: Path) -> Iterator[tuple[int, dict]]:
-    with open(path, "rb") as handle:
-        for line, raw in enumerate(handle, start=1):
-            if not raw.strip():
-                continue
-            try:
-                record = orjson.loads(raw)
-            except orjson.JSONDecodeError as error:
-                raise InputError(path, f"malformed JSON ({error})", line) from None
-            if not isinstance(record, dict):
-                raise InputError(path, f"expected a JSON object, got {type(record).__name__}", line)
-            yield line, record
-
 
 def _string_field(path: Path, record: Mapping, names: Sequence[str], line: int | None, required: bool = True) -> str:
     for name in names:
@@ -179,7 +167,7 @@ def _unique(path: Path, seen: Mapping[str, object], key: str, line: int | None) 
 
 def _read_beir_corpus(path: Path) -> dict[str, Document]:
     corpus: dict[str, Document] = {}
-    for line, record in _jsonl_records(path):
+    for line, record in json_lines(path):
         doc_id = _string_field(path, record, ("_id", "id"), line)
         _unique(path, corpus, doc_id, line)
         corpus[doc_id] = Document(doc_id, _string_field(path, record, ("title",), line, required=False),
@@ -191,7 +179,7 @@ def _read_beir_corpus(path: Path) -> dict[str, Document]:
 
 def _read_beir_queries(path: Path) -> dict[str, str]:
     queries: dict[str, str] = {}
-    for line, record in _jsonl_records(path):
+    for line, record in json_lines(path):
         query_id = _string_field(path, record, ("_id", "id"), line)
         _unique(path, queries, query_id, line)
         queries[query_id] = _string_field(path, record, ("text",), line)
@@ -226,7 +214,7 @@ def read_qrels_tsv(path: Path) -> dict[str, dict[str, int]]:
 
 def _read_top_ranked_jsonl(path: Path) -> dict[str, list[str]]:
     top_ranked: dict[str, list[str]] = {}
-    for line, record in _jsonl_records(path):
+    for line, record in json_lines(path):
         query_id = _string_field(path, record, ("query-id",), line)
         _unique(path, top_ranked, query_id, line)
         candidates = record.get("corpus-ids")

@@ -15,15 +15,14 @@ Ids are read as strings. Every parse error names the file and line.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import orjson
 
 from scidocs_eval.errors import InputError
+from scidocs_eval.formats.lines import json_lines
 
 META_DATASET = "allenai/scirepeval"
 TEST_DATASET = "allenai/scirepeval_test"
@@ -69,20 +68,6 @@ def test_file(config: str, split: str) -> str:
     """Folder-relative file of one split of a config of allenai/scirepeval_test."""
     return f"scirepeval_test/{config}/{split}.jsonl"
 
-
-def json_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(1-based line, object) for each non-blank line; an error naming the line for anything else."""
-    with open(path, "rb") as handle:
-        for line, raw in enumerate(handle, start=1):
-            if not raw.strip():
-                continue
-            try:
-                record = orjson.loads(raw)
-            except orjson.JSONDecodeError as error:
-                raise InputError(path, f"malformed JSON ({error})", line) from None
-            if not isinstance(record, dict):
-                raise InputError(path, f"expected a JSON object, got {type(record).__name__}", line)
-            yield line, record
 
 
 def _field(path: Path, line: int, record: dict[str, Any], key: str) -> Any:
