@@ -27,9 +27,10 @@ import orjson
 from scidocs_eval.errors import InputError, ScidocsEvalError
 from scidocs_eval.extras import require
 from scidocs_eval.formats.safe_output import owned_folder
+from scidocs_eval.leaderboard import scirepeval_table
 from scidocs_eval.leaderboard.figures import draw_results, save_figure
 from scidocs_eval.leaderboard.runs import LoadedRun
-from scidocs_eval.leaderboard.table1 import COLUMNS, Table1Row, our_row, paper_table1_rows
+from scidocs_eval.leaderboard.table1 import COLUMNS, Table1Row, our_row, paper_table1_rows, table1_row
 
 COMMAND = "scidocs-eval report"
 """The command named in the site folder's manifest; `report` replaces only folders it wrote."""
@@ -121,12 +122,12 @@ def _row(row: Table1Row, run: LoadedRun | None = None) -> Row:
     return Row(row.name, True, cells, provenance(run), notes, row.synthetic)
 
 
-def _mark_best(rows: Sequence[Row]) -> None:
+def _mark_best(rows: Sequence[Row], columns: Sequence[str] = (*COLUMNS, AVG)) -> None:
     """Mark the highest value of each column, separately among our rows and among the paper's (theirs are the
     SciDocs test set; ours are on whatever suite each file names)."""
     for ours in (True, False):
         group = [row for row in rows if row.ours == ours]
-        for column in [*COLUMNS, AVG]:
+        for column in columns:
             values = [row.cells[column].value for row in group if row.cells[column].value is not None]
             if values:
                 best = max(values)
@@ -139,6 +140,19 @@ def build_rows(runs: Sequence[LoadedRun], include_paper: bool = True) -> list[Ro
     rows = [_row(our_row(run.result, run.label), run) for run in runs]
     rows += [_row(row) for row in paper_table1_rows()] if include_paper else []
     _mark_best(rows)
+    return rows
+
+
+def build_scirepeval_rows(runs: Sequence[LoadedRun], include_paper: bool = True) -> list[Row]:
+    """SciRepEval's table (`scirepeval_table`): our rows of the runs holding its tasks, then BENCHMARKING.md's;
+    none when no run holds one. Best values marked."""
+    ours = [scirepeval_table.our_row(run.result, run.label) for run in runs
+            if scirepeval_table.has_scirepeval(run.result)]
+    theirs = scirepeval_table.published_rows() if ours and include_paper else []
+    rows = [Row(row.name if row.ours else row.label, row.ours,
+                {c: Cell(row.values[c]) for c in scirepeval_table.COLUMNS}, notes=row.notes, synthetic=row.synthetic)
+            for row in ours + theirs]
+    _mark_best(rows, list(scirepeval_table.COLUMNS))
     return rows
 
 
@@ -175,8 +189,10 @@ def _format(value: float | None) -> str:
     return "—" if value is None or math.isnan(value) else f"{value:.2f}"
 
 
-def render_page(rows: Sequence[Row], chart: str | None, figures: Sequence[str], title: str) -> str:
-    """The page's HTML (autoescaped; every string from a results file is text)."""
+def render_page(rows: Sequence[Row], chart: str | None, figures: Sequence[str], title: str,
+                scirepeval_rows: Sequence[Row] = ()) -> str:
+    """The page's HTML (autoescaped; every string from a results file is text); SciRepEval's table second when
+    `scirepeval_rows` are given."""
     jinja2 = require("jinja2", "the report page")
     template_text, script = _template()
     environment = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True,
@@ -187,7 +203,9 @@ def render_page(rows: Sequence[Row], chart: str | None, figures: Sequence[str], 
     return environment.from_string(template_text).render(
         title=title, rows=rows, columns=[(c, COLUMNS[c]) for c in filled] + [(AVG, "Avg")],
         absent=[COLUMNS[c] for c in COLUMNS if c not in filled], chart=chart, figures=figures, script=script,
-        script_hash=script_hash, synthetic=any(row.synthetic for row in rows),
+        script_hash=script_hash, synthetic=any(row.synthetic for row in [*rows, *scirepeval_rows]),
+        scirepeval_rows=scirepeval_rows, scirepeval_columns=list(scirepeval_table.COLUMNS),
+        scirepeval_definition=scirepeval_table.DEFINITION,
         has_paper=any(not row.ours for row in rows), has_ci=any(cell.ci for row in rows
                                                                  for cell in row.cells.values()),
         generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
@@ -197,14 +215,16 @@ def write_report(runs: Sequence[LoadedRun], out: str | os.PathLike[str], *, incl
                  figures: Sequence[str | os.PathLike[str]] = (), chart: bool = True,
                  title: str = "SciDocs leaderboard") -> Path:
     """Write `out/index.html` with the result chart (`out/results.png`) and copies of `figures`; returns the
-    page's path. Refuses a folder holding files `report` did not write (see `owned_folder`)."""
+    page's path (no chart when no run has a Table 1 column: SciRepEval's runs). Refuses a folder holding files
+    `report` did not write (see `owned_folder`)."""
     if not runs:
         raise ScidocsEvalError("no results files given")
+    chart = chart and any(table1_row(run.result) for run in runs)
     _check_figures(figures)
     with owned_folder(out, COMMAND, replaces=(COMMAND,), option="--out") as site:
         if chart:
             save_figure(draw_results(runs), site / CHART)
         copied = _copy_figures(figures, site)
         (site / PAGE).write_text(render_page(build_rows(runs, include_paper), CHART if chart else None, copied,
-                                             title), encoding="utf-8")
+                                             title, build_scirepeval_rows(runs, include_paper)), encoding="utf-8")
     return Path(out) / PAGE

@@ -148,6 +148,16 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _table(args: argparse.Namespace) -> int:
+    from scidocs_eval.leaderboard.scirepeval_table import render_scirepeval_table
+
+    renderers = {DEFAULT_BENCHMARK: lambda results: render_table1(results, include_paper=not args.no_paper,
+                                                                  ci=args.ci),
+                 "scirepeval": lambda results: render_scirepeval_table(results, include_paper=not args.no_paper)}
+    BENCHMARKS.check([args.benchmark])
+    if args.benchmark not in renderers:
+        raise ScidocsEvalError(f"benchmark {args.benchmark!r} has no results table; tables: {', '.join(renderers)}")
+    if args.ci and args.benchmark != DEFAULT_BENCHMARK:
+        raise ScidocsEvalError(f"--ci: the {args.benchmark} table shows averages, it has no intervals")
     paths: list[str] = []
     for pattern in args.results or [f"{DEFAULT_RESULTS_DIR}/*.results.json"]:
         found = sorted(glob.glob(str(Path(pattern) / "*.results.json"))) if Path(pattern).is_dir() else \
@@ -162,7 +172,7 @@ def _table(args: argparse.Namespace) -> int:
         claim_inputs_are_not_outputs(paths, {"--out": args.output})
         claim_output(args.output, "--out")
     results = [RunResult.load(p) for p in paths]
-    markdown = render_table1(results, include_paper=not args.no_paper, ci=args.ci)
+    markdown = renderers[args.benchmark](results)
     if args.output:
         write_bytes_atomically(args.output, markdown.encode("utf-8"), "--out")
         print(f"table written to {args.output}")
@@ -242,12 +252,16 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
 
     table = subparsers.add_parser("table", help="render Table 1 as markdown from results files",
                                   description="Table 1 of the paper as markdown: a row per results file, then the "
-                                  "paper's published rows; Avg only for rows with all 12 columns.")
+                                  "paper's published rows; Avg only for rows with all 12 columns. With --benchmark "
+                                  "scirepeval: SciRepEval's table (In-Train, Out-of-Train, SciDocs, Average) instead.")
     table.add_argument("results", nargs="*", help=f"results files, globs or folders "
                        f"(default: {DEFAULT_RESULTS_DIR}/*.results.json)")
     add_hidden_alias(table, table.add_argument("--no-paper-rows", dest="no_paper", action="store_true",
                                                help="leave out the paper's published rows"), "--no-paper")
     table.add_argument("--ci", action="store_true", help="show each value's 95%% bootstrap interval")
+    table.add_argument("--benchmark", default=DEFAULT_BENCHMARK, help="whose table: scidocs (Table 1 of the SPECTER "
+                       "paper, default) or scirepeval (SciRepEval's In-Train, Out-of-Train, SciDocs and Average "
+                       "columns beside the rows its BENCHMARKING.md publishes; docs/scirepeval.md)")
     add_hidden_alias(table, add_output(table, "-o", "--out", dest="output", kind="file",
                                        help="write the markdown here instead of printing it"), "--output")
     table.set_defaults(func=_table)

@@ -37,7 +37,8 @@ def package_versions() -> dict[str, str]:
 
 _RUN_FIELDS: dict[str, tuple[type, ...]] = {
     "model": (str,), "tasks": (dict,), "settings": (dict,), "skipped": (dict,), "fingerprints": (dict,),
-    "versions": (dict,), "timings": (dict,), "synthetic": (bool,), "model_info": (dict, type(None))}
+    "versions": (dict,), "timings": (dict,), "synthetic": (bool,), "model_info": (dict, type(None)),
+    "failed": (dict,)}
 _TASK_FIELDS: dict[str, tuple[type, ...]] = {
     "task": (str,), "metrics": (dict,), "coverage": (dict,), "details": (dict,), "seconds": (int, float),
     "ci": (dict,), "items": (dict,)}
