@@ -75,9 +75,10 @@ def test_tune_searches_fasttext_epochs_and_learning_rate_within_the_budget(
     tried = {(int(line.split("'epochs': ")[1].split(",")[0]), float(line.split("'lr': ")[1].split("}")[0]))
              for line in caplog.text.splitlines() if "tuning sif: fastText {" in line}
     assert tried == {(1, 0.025), (1, 0.05), (1, 0.1), (2, 0.025)}  # 1+1+1+2 epochs within 5.5 corpus passes
-    assert (adapter.epochs, adapter.lr) in tried
+    best = adapter.best_params_  # the tuned values; the constructor's stay as given (the estimator contract)
+    assert (best["epochs"], best["lr"]) in tried and (adapter.epochs, adapter.lr) == (2, 0.05)
     assert "best fastText setting" in caplog.text and caplog.text.count("tuning sif epochs x lr: skipping") == 5
-    assert adapter.a in (1e-5, 3e-5, 1e-4, 3e-4, 1e-3)
+    assert best["a"] in (1e-5, 3e-5, 1e-4, 3e-4, 1e-3)
     assert adapter.transform(papers[:3]).shape == (3, 10)
 
 
