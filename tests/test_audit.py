@@ -182,6 +182,9 @@ def test_training_readers(tmp_path: Path, shared_data: Path) -> None:
     first = orjson.loads((shared_data / "scirepeval-sample/specter_small.json").read_bytes())[0]
     assert first["query"]["sha"] in triplets.roles and str(first["query"]["corpus_id"]) in triplets.roles
     assert first["pos"]["sha"] in triplets.positives[first["query"]["sha"]]
+    one = tmp_path / "one-triplet.jsonl"  # one line is one JSON object: still a triplet, not a metadata file
+    one.write_text('{"query": "q1", "pos": "p1", "neg": "n1"}\n')
+    assert read_training_data([one]).positives == {"q1": {"p1"}}
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"query": "a", "pos": "b"}\n{"query": "a", "pos": [1]}\n')
     with pytest.raises(InputError, match=r"bad.jsonl:2: 'pos'"):

@@ -88,7 +88,7 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--examples", type=argument_type(AUDIT_PARAMETERS["examples"], "--examples"),
                         default=EXAMPLES, help="examples per task and near-duplicate pairs shown (default: "
                         "%(default)s)")
-    parser.add_argument("--results", help="a results file (run --output) to score over all, clean and leaked items")
+    parser.add_argument("--results", help="a results file (run -o) to score over all, clean and leaked items")
     parser.add_argument("--resamples", type=count_type("--resamples"),
                         default=RESAMPLES, help="bootstrap resamples for --results (default: %(default)s)")
     add_output(parser, "--out", kind="file", metavar="AUDIT.json",

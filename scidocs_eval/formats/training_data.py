@@ -111,7 +111,7 @@ _NOT_JSON = object()
 
 def _read_file(path: Path, data: TrainingData) -> str:
     whole = _json(path)
-    if isinstance(whole, dict) and whole and "paper_id" not in whole:
+    if isinstance(whole, dict) and whole and "paper_id" not in whole and not any(key in whole for key in TRIPLET_KEYS):
         first = next(iter(whole.values()))
         if isinstance(first, dict) and first and all(isinstance(v, dict) and "count" in v for v in first.values()):
             _read_counts(path, whole, None, data)
