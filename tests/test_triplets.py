@@ -99,6 +99,10 @@ def test_missing_or_malformed_training_files_are_named(tmp_path: Path) -> None:
     (folder / "data.json").write_text('{"q": {"c": {"n": 5}}}')
     with pytest.raises(InputError, match="query q: every candidate needs an integer 'count'"):
         TrainingData.read(folder)
+    folder = _write(tmp_path / "binary", {"q": {"c": 5}}, {"q": "t"}, ["q"])
+    (folder / "train.txt").write_bytes(b"q\n\x80\xff\n")  # not UTF-8: one line naming the file and line
+    with pytest.raises(InputError, match=r"train\.txt:2: byte 0x80 at column 1 is not UTF-8"):
+        TrainingData.read(folder)
 
 
 def test_a_split_without_triplets_is_an_error(tmp_path: Path) -> None:

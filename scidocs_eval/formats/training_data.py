@@ -28,6 +28,7 @@ import orjson
 
 from scidocs_eval.errors import InputError
 from scidocs_eval.formats.corpus import metadata_record, read_paper_records, text_field
+from scidocs_eval.formats.lines import utf8_lines
 
 QUERY, POSITIVE, NEGATIVE, CORPUS = 1, 2, 4, 8
 ROLE_NAMES = {QUERY: "query", POSITIVE: "positive", NEGATIVE: "negative", CORPUS: "corpus paper"}
@@ -152,7 +153,7 @@ def _read_file(path: Path, data: TrainingData) -> str:
 def _id_list(path: Path) -> list[str]:
     """One id a line (blank lines skipped); a line with spaces inside is an error naming it."""
     ids = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for number, line in enumerate(utf8_lines(path), start=1):
         text = line.strip()
         if not text:
             continue

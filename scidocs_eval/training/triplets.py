@@ -26,6 +26,7 @@ import orjson
 
 from scidocs_eval.errors import InputError, ScidocsEvalError
 from scidocs_eval.formats.corpus import metadata_record, text_field
+from scidocs_eval.formats.lines import utf8_lines
 from scidocs_eval.formats.suite import SPLITS, Paper
 
 log = logging.getLogger("scidocs_eval")
@@ -72,7 +73,7 @@ class TrainingData:
         queries = {}
         for split in SPLITS:
             path = data_dir / f"{split}.txt"
-            queries[split] = path.read_text(encoding="utf-8").split() if path.is_file() else []
+            queries[split] = "".join(utf8_lines(path)).split() if path.is_file() else []
         return cls(counts, papers, queries)
 
 
