@@ -1,6 +1,6 @@
 """Before/after check for refactors of the model side: run every offline adapter on a small demo suite.
 
-    python bench/adapter_outputs.py record OUT_DIR     # demo suite (small) + baseline NAME for each adapter
+    python bench/adapter_outputs.py record OUT_DIR [SUITE]   # demo suite (small), or SUITE; baseline NAME each
     python bench/adapter_outputs.py compare BEFORE AFTER
 
 `compare` checks that each results JSON is the same apart from timings, settings and model info (whose shape
@@ -22,12 +22,13 @@ ADAPTERS = {"random": [], "tfidf": [], "sif": [], "fasttext-sum": [], "doc2vec":
             "citeomatic": ["-p", "training_data=/work/shared/data/specter-sample", "-p", "epochs=2"],
             "sentence-transformer": ["--model", str(get_model_path())],
             "transformer": ["--model", str(get_model_path())]}
-IGNORED = ("timings", "settings", "model_info", "seconds", "embeddings")
-"""Keys left out of the comparison at any depth ("embeddings": the fingerprints of the embeddings files)."""
+IGNORED = ("timings", "settings", "model_info", "seconds", "embeddings", "failed")
+"""Keys left out of the comparison at any depth ("embeddings": the fingerprints of the embeddings files; "failed":
+tasks an optional package was missing for, a field newer than some recordings)."""
 
 
-def record(out: Path) -> None:
-    suite = out / "demo"
+def record(out: Path, suite: Path | None = None) -> None:
+    suite = suite or out / "demo"
     cli = [sys.executable, "-m", "scidocs_eval.cli"]
     if not suite.exists():
         subprocess.run([*cli, "demo", str(suite), "--scale", "small"], check=True)
@@ -71,7 +72,7 @@ def compare(before: Path, after: Path) -> bool:
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["record"]:
-        record(Path(sys.argv[2]))
+        record(Path(sys.argv[2]), Path(sys.argv[3]) if len(sys.argv) > 3 else None)
     elif sys.argv[1:2] == ["compare"]:
         sys.exit(0 if compare(Path(sys.argv[2]), Path(sys.argv[3])) else 1)
     else:
