@@ -1,21 +1,42 @@
-"""Progress bars for long work, on stderr, silenced with `enabled=False` or SCIDOCS_EVAL_QUIET=1."""
+"""Progress bars for long work, on stderr, silenced with `enabled=False`, inside `silenced()`, or with
+SCIDOCS_EVAL_QUIET=1."""
 
 from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from tqdm.auto import tqdm
 
+_SILENCED: ContextVar[bool] = ContextVar("scidocs_eval_progress_silenced", default=False)
+
+
+@contextmanager
+def silenced(silent: bool = True) -> Iterator[None]:
+    """Within the block (when `silent`), every bar and announcement is off: for work a caller asked to run
+    without progress (`progress=False`) whose inner steps (an adapter's `--tune` grid) do not take the flag."""
+    token = _SILENCED.set(_SILENCED.get() or silent)
+    try:
+        yield
+    finally:
+        _SILENCED.reset(token)
+
+
+def _quiet() -> bool:
+    return _SILENCED.get() or os.environ.get("SCIDOCS_EVAL_QUIET") == "1"
+
 
 def announce(line: str, *, enabled: bool = True) -> None:
     """One line on stderr before long work (how much there is), silenced as the progress bars are."""
-    if enabled and os.environ.get("SCIDOCS_EVAL_QUIET") != "1":
+    if enabled and not _quiet():
         tqdm.write(line, file=sys.stderr)
 
 
 def progress_bar(*, enabled: bool = True, **kwargs: Any) -> tqdm:
     """A tqdm bar (usable as a context manager) that is disabled when progress is off."""
-    disable = not enabled or os.environ.get("SCIDOCS_EVAL_QUIET") == "1"
+    disable = not enabled or _quiet()
     return tqdm(disable=disable, leave=False, dynamic_ncols=True, **kwargs)

@@ -68,3 +68,20 @@ def test_every_command_takes_quiet() -> None:
         "run", "table", "demo", "tasks", "data build", "data verify", "plot results", "plot training", "report"}
     for command in commands:
         assert "--quiet" in command._option_string_actions, command.prog
+
+
+def test_progress_false_silences_an_adapters_own_bars(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """`run_baseline(..., progress=False)` from Python: the --tune grid's bar (the adapter's own) stays off too."""
+    from scidocs_eval.models.baseline import run_baseline
+    from scidocs_eval.progress import progress_bar, silenced
+
+    suite = build_demo_suite(tmp_path / "suite", DemoConfig(mag_papers=60, mesh_papers=40, ranking_queries=4,
+                                                            recomm_impressions=(40, 10, 10), recomm_papers=80))
+    capfd.readouterr()
+    run_baseline("fasttext-sum", suite, out_dir=tmp_path / "results", params={"tune": True, "min_count": 1,
+                                                                              "dim": 8, "epochs": 1},
+                 tasks=["cite"], progress=False)
+    err = capfd.readouterr().err
+    assert "tuning fasttext-sum" not in err and "%|" not in err, err
+    with silenced():
+        assert progress_bar(total=1).disable

@@ -37,6 +37,7 @@ from scidocs_eval.formats.suite import Paper, Suite
 from scidocs_eval.models.adapter import Adapter, get_adapter
 from scidocs_eval.models.distributed import is_main_process
 from scidocs_eval.models.embedding import fitted_settings, write_embeddings
+from scidocs_eval.progress import silenced
 
 log = logging.getLogger("scidocs_eval")
 
@@ -112,7 +113,8 @@ def embed_and_score(
     for adapter in {id(a): a for a in (adapters.values() if adapters else [model])}.values():  # type: ignore[union-attr]
         if adapter.requires_fit:
             log.info("fitting %s on %d papers", adapter.name, len(corpus))
-        adapter.fit(corpus, suite)
+        with silenced(not progress):  # an adapter's own bars (its --tune grid) follow `progress` too
+            adapter.fit(corpus, suite)
     fitted = time.perf_counter()
     settings = fitted_settings(corpus, train_corpus_path)
 
