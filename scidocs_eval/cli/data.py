@@ -87,7 +87,7 @@ def _build_full_corpus(args: argparse.Namespace) -> int:
 
     if args.papers or args.citations:
         raise ScidocsEvalError("--format beir reads a suite (--data SUITE), not --papers/--citations: build the "
-                               "suite first with `data build --papers ... --citations ... --out SUITE`")
+                               "suite first with `data build --papers ... --citations ... --out-dir SUITE`")
     report = build_full_corpus(resolve_suite(args.data), args.out, task_names("ranking"))
     print(report.format())
     print(f"score it: scidocs-eval run --data {args.out} --benchmark full-corpus --embeddings FILE")
