@@ -278,6 +278,13 @@ def test_run_exclude_cli(demo_suite: Suite, tmp_path: Path, capsys: pytest.Captu
     assert main(["run", "--embeddings", str(embeddings), "--data", str(demo_suite.root), "--tasks", "cite",
                  "--exclude", str(ids)]) == 2
     assert "not an audit file" in capsys.readouterr().err
+    refused = tmp_path / "refused.json"
+    for extra, message in ((["--tasks", "cite,cocite"], "did not audit task(s) cocite"),
+                           (["--tasks", "cite", "--split", "val"], "audits the test split, not val")):
+        assert main(["run", "--embeddings", str(embeddings), "--data", str(demo_suite.root), *extra,
+                     "--exclude", str(audit_path), "-o", str(refused)]) == 2
+        assert message in capsys.readouterr().err
+        assert not refused.exists()
 
 
 # -- data build: audits clean, and --test-after ----------------------------------------------------------------

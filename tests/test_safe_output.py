@@ -1,4 +1,5 @@
-"""`owned_folder`: which earlier folders a run may replace (the manifest's `written_by` against `replaces`)."""
+"""`owned_folder`: which earlier folders a run may replace (the manifest's `written_by` against `replaces`);
+`move_ours`: only a file of the tool's moves, and the ledger follows it."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import orjson
 import pytest
 
 from scidocs_eval.errors import ScidocsEvalError
-from scidocs_eval.formats.safe_output import MANIFEST, owned_folder
+from scidocs_eval.formats.safe_output import MANIFEST, is_ours, move_ours, owned_folder, write_bytes_atomically
 
 
 def build(folder: Path, command: str, files: dict[str, str], replaces: tuple[str, ...] | None = None) -> None:
@@ -40,3 +41,17 @@ def test_replaces_limits_the_folders_a_run_may_replace_to_those_its_commands_wro
     (folder / MANIFEST).write_bytes(orjson.dumps({"written_by": "tool c", "files": {"z.txt": "0" * 64}}))
     with pytest.raises(ScidocsEvalError, match=f"{MANIFEST} was not written by scidocs-eval"):
         build(folder, "tool c", {"z.txt": "c"}, replaces=("tool c",))
+
+
+def test_move_ours_moves_only_the_tools_files_and_the_ledger_follows(tmp_path: Path) -> None:
+    ours = write_bytes_atomically(tmp_path / "record.json", b'{"a": 1}')
+    moved = move_ours(ours, tmp_path / "moved.json")
+    assert moved.read_bytes() == b'{"a": 1}' and is_ours(moved) and not ours.exists()
+    theirs = tmp_path / "notes.json"
+    theirs.write_bytes(b"mine")
+    with pytest.raises(ScidocsEvalError, match="notes.json was not written by scidocs-eval"):
+        move_ours(theirs, tmp_path / "elsewhere.json")
+    assert theirs.read_bytes() == b"mine" and not (tmp_path / "elsewhere.json").exists()
+    with pytest.raises(ScidocsEvalError, match="notes.json already exists and was not written by scidocs-eval"):
+        move_ours(moved, theirs)  # nor over a file of the user's
+    assert theirs.read_bytes() == b"mine" and moved.is_file()

@@ -209,13 +209,16 @@ def evaluate(
     suite = resolve_suite(data)
     sources = _as_sources(embeddings, names)
     stores = _Stores(sources, cache, dtype, progress, read_options)
+    if audit is not None:  # a mismatched audit is refused before any task is scored
+        for name in names:
+            inputs = checked[name].input_files(suite, split)
+            if all(suite.has(f) for f in inputs):
+                check_same_suite(audit, str(exclude), split, suite.fingerprint(inputs), [name])
     failed: dict[str, str] = {}
     results, skipped, files = score_tasks(stores, suite, names, split, missing, checked, min_coverage,
                                           failed)
     for name, result in list(results.items()):
         if audit is not None:
-            check_same_suite(audit, str(exclude), split, suite.fingerprint(checked[name].input_files(suite, split)),
-                             [name])
             result = results[name] = without_leaked(result, excluded_items(audit, name))
         result.ci = confidence_intervals(result.items, list(result.metrics))
     if not results:
