@@ -15,6 +15,8 @@ from scidocs_eval.models.adapter import get_adapter
 
 def test_baseline_output_guides(demo_suite: Suite, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out_dir = tmp_path / "res"
+    out_dir.mkdir()
+    (out_dir / "random-old.jsonl").write_text("a user's file beside the outputs\n")
     assert main(["baseline", "random", "--data", str(demo_suite.root), "--tasks", "mesh", "--out-dir",
                  str(out_dir), "--quiet"]) == 0
     printed = capsys.readouterr().out
@@ -24,6 +26,7 @@ def test_baseline_output_guides(demo_suite: Suite, tmp_path: Path, capsys: pytes
     assert "| SIF (paper) |" not in printed  # only the row of the same name
     assert f"Wrote {out_dir / 'random.jsonl'} (embeddings" in printed
     assert f"{out_dir / 'random.results.json'} (results)" in printed
+    assert "random-old.jsonl" not in printed  # only what this run wrote is named
     assert f"Next: `scidocs-eval table {out_dir}/`" in printed
 
 

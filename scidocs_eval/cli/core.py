@@ -190,9 +190,8 @@ def _baseline(args: argparse.Namespace) -> int:
                           benchmark=args.benchmark)
     if result is None:  # the torchrun processes but rank 0
         return 0
-    out_dir = Path(args.out_dir)
-    embeddings = sorted(out_dir.glob(f"{glob.escape(args.name)}*.{args.embeddings_format}"))
-    return _print_result(result, [*embeddings, out_dir / f"{args.name}.results.json"])
+    written = dict.fromkeys(Path(source["path"]) for source in result.fingerprints["embeddings"].values())
+    return _print_result(result, [*written, Path(args.out_dir) / f"{args.name}.results.json"])
 
 
 def _demo(args: argparse.Namespace) -> int:
