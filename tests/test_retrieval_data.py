@@ -78,6 +78,9 @@ def test_a_broken_line_is_named(tmp_path: Path) -> None:
     (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nquery0000\tdoc00001\thigh\n")
     with pytest.raises(InputError, match=r"test.tsv:2: score 'high' is not an integer"):
         read_qrels_tsv(folder / "qrels" / "test.tsv")
+    (folder / "qrels" / "test.tsv").write_bytes(b"query0000\tdoc00001\t1\nquery0001\tdoc\xff\t1\n")
+    with pytest.raises(InputError, match=r"test.tsv:2: byte 0xff at column 14 is not UTF-8"):
+        read_qrels_tsv(folder / "qrels" / "test.tsv")
 
 
 def test_dangling_judgements_are_warnings(tmp_path: Path) -> None:

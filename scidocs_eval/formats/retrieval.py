@@ -27,7 +27,7 @@ import orjson
 
 from scidocs_eval.errors import InputError
 from scidocs_eval.extras import require
-from scidocs_eval.formats.lines import json_lines
+from scidocs_eval.formats.lines import json_lines, utf8_lines
 from scidocs_eval.formats.safe_output import write_bytes_atomically
 
 LAYOUTS = ("beir", "hf-parquet")
@@ -191,22 +191,21 @@ def _read_beir_queries(path: Path) -> dict[str, str]:
 def read_qrels_tsv(path: Path) -> dict[str, dict[str, int]]:
     """BEIR's qrels TSV: an optional header `query-id corpus-id score`, then tab-separated judgements."""
     qrels: dict[str, dict[str, int]] = {}
-    with open(path, encoding="utf-8") as handle:
-        for line, text in enumerate(handle, start=1):
-            fields = text.rstrip("\n").rstrip("\r").split("\t")
-            if not text.strip():
-                continue
-            if line == 1 and tuple(f.strip() for f in fields) == QRELS_HEADER:
-                continue
-            if len(fields) != 3:
-                raise InputError(path, f"expected 3 tab-separated fields query-id, corpus-id, score, got "
-                                 f"{len(fields)}", line)
-            query_id, doc_id, score = (f.strip() for f in fields)
-            try:
-                grade = int(score)
-            except ValueError:
-                raise InputError(path, f"score {score!r} is not an integer", line) from None
-            qrels.setdefault(query_id, {})[doc_id] = grade
+    for line, text in enumerate(utf8_lines(path), start=1):
+        fields = text.rstrip("\n").rstrip("\r").split("\t")
+        if not text.strip():
+            continue
+        if line == 1 and tuple(f.strip() for f in fields) == QRELS_HEADER:
+            continue
+        if len(fields) != 3:
+            raise InputError(path, f"expected 3 tab-separated fields query-id, corpus-id, score, got "
+                             f"{len(fields)}", line)
+        query_id, doc_id, score = (f.strip() for f in fields)
+        try:
+            grade = int(score)
+        except ValueError:
+            raise InputError(path, f"score {score!r} is not an integer", line) from None
+        qrels.setdefault(query_id, {})[doc_id] = grade
     if not qrels:
         raise InputError(path, "no judgements")
     return qrels
