@@ -2,34 +2,42 @@
 
 Unlike `sent-bert` (each sentence embedded alone and the vectors summed, as the SPECTER paper ran its
 Sent-BERT baseline), the model reads title + separator + abstract as one text, as its authors run it for
-documents; `--prompt` / `--prompt-name` give instruction-tuned models their prefix.
+documents; `--prompt` / `--prompt-name` give instruction-tuned models their prefix, `--format-prompt` one per input
+format.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.formats.suite import Paper
 from scidocs_eval.models.adapter import Adapter, register_adapter
+from scidocs_eval.models.format_prompts import FORMAT_PROMPTS, FormatPrompts
 from scidocs_eval.models.model_object import EncoderAdapter
 from scidocs_eval.models.sentence_models import load_sentence_transformer
 from scidocs_eval.models.weights import checkpoint_identity
 from scidocs_eval.params import AT_LEAST_ONE
 
+if TYPE_CHECKING:
+    from scidocs_eval.evaluation.papers import EmbeddingRole
+
 
 @register_adapter
-class SentenceTransformerAdapter(Adapter):
+class SentenceTransformerAdapter(FormatPrompts, Adapter):
     """Whole-paper embeddings with a sentence-transformers model.
 
     Args:
         model: a sentence-transformers folder or hub id.
         prompt: text put before every paper (an instruction prefix).
         prompt_name: one of the prompts the model's configuration defines (e.g. "document").
+        format_prompts: {input format: prompt} used instead of `prompt` / `prompt_name` for the papers embedded for
+            that format (`scidocs_eval.models.format_prompts`).
         normalize: L2-normalise the vectors (a no-op for models whose pipeline already normalises).
         max_length: tokens per paper (None: the model's own limit, 256 for MiniLM).
         batch_size: papers per forward pass.
@@ -38,16 +46,18 @@ class SentenceTransformerAdapter(Adapter):
     """
 
     name = "sentence-transformer"
-    parameter_constraints = {"model": [str], "prompt": [str, None], "prompt_name": [str, None], "normalize": [bool],
+    parameter_constraints = {"model": [str], "prompt": [str, None], "prompt_name": [str, None],
+                             "format_prompts": [FORMAT_PROMPTS, None], "normalize": [bool],
                              "max_length": [AT_LEAST_ONE, None], "batch_size": [AT_LEAST_ONE],
                              "device": [str, None], "separator": [str, None]}
 
     def __init__(self, model: str = "all-MiniLM-L6-v2", prompt: str | None = None, prompt_name: str | None = None,
-                 normalize: bool = False, max_length: int | None = None, batch_size: int = 32,
+                 format_prompts: dict[str, str] | None = None, normalize: bool = False, max_length: int | None = None, batch_size: int = 32,
                  device: str | None = None, separator: str | None = None):
         self.model = model
         self.prompt = prompt
         self.prompt_name = prompt_name
+        self.format_prompts = format_prompts
         self.normalize = normalize
         self.max_length = max_length
         self.batch_size = batch_size
@@ -82,6 +92,20 @@ class SentenceTransformerAdapter(Adapter):
             self._encoder = EncoderAdapter(loaded, batch_size=self.batch_size, separator=self.separator,
                                            encode_kwargs=options)
         return self._encoder
+
+    @contextmanager
+    def embedding_role(self, role: EmbeddingRole) -> Iterator[None]:
+        """Papers embedded for a format `format_prompts` names get its prompt (instead of the others)."""
+        options = self.encoder.encode_kwargs
+        saved = dict(options)
+        if self.format_prompts and role.input_format in self.format_prompts:
+            options.pop("prompt_name", None)
+            options["prompt"] = self.format_prompts[role.input_format]
+        try:
+            yield
+        finally:
+            options.clear()
+            options.update(saved)
 
     def transform_batches(self, papers: Sequence[Paper]) -> Iterator[tuple[Sequence[Paper], np.ndarray]]:
         yield from self.encoder.transform_batches(papers)

@@ -51,7 +51,7 @@ from scidocs_eval.formats.retrieval import (
     layout_files,
     read_retrieval_data,
 )
-from scidocs_eval.formats.suite import Suite
+from scidocs_eval.formats.suite import Paper, Suite
 from scidocs_eval.params import Options, validate_params
 
 log = logging.getLogger("scidocs_eval")
@@ -120,14 +120,13 @@ class RetrievalTask(Task):
     def read(self, suite: Suite, split: str) -> RetrievalData:
         return read_retrieval_data(self.dataset_folder(suite), self.split_name(split), self.reranking)
 
-    def role_texts(self, suite: Suite, split: str) -> dict[str, tuple[list[str], list[str], str]]:
-        """group -> (ids, texts, MTEB prompt type) of what a model embeds: the judged queries' texts, and each
-        document as MTEB joins it (title, a space, text)."""
+    def role_papers(self, suite: Suite, split: str) -> dict[str, tuple[list[Paper], str]]:
+        """group -> (papers, MTEB prompt type) of what a model embeds: the judged queries' texts, and each document
+        as MTEB joins it (title, a space, text), each text as a title (`Task.role_papers`)."""
         data = self.read(suite, split)
         relevance = judged(data)
-        documents = list(data.corpus.values())
-        return {QUERY_GROUP: (list(relevance), [data.queries[q] for q in relevance], "query"),
-                DOCUMENT_GROUP: ([d.doc_id for d in documents], [d.mteb_text for d in documents], "document")}
+        return {QUERY_GROUP: ([Paper(q, data.queries[q], "") for q in relevance], "query"),
+                DOCUMENT_GROUP: ([Paper(d.doc_id, d.mteb_text, "") for d in data.corpus.values()], "document")}
 
     def evaluate(self, suite: Suite, embeddings: EmbeddingStore, split: str = "test",
                  missing: MissingPolicy = "official") -> TaskResult:

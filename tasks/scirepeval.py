@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -42,7 +42,7 @@ from scidocs_eval.formats.scirepeval import (
     read_reviewers,
     test_file,
 )
-from scidocs_eval.formats.suite import Suite
+from scidocs_eval.formats.suite import Paper, Suite
 from scidocs_eval.params import InstanceOf, Interval, Options, validate_params
 
 BENCHMARKS.register(Benchmark("scirepeval", "SciRepEval (EMNLP 2023): classification, regression, proximity and "
@@ -95,8 +95,6 @@ class SciRepEvalTask(Task):
     """
 
     title: ClassVar[str]
-    input_format: ClassVar[str]
-    """SciRepEval's task format (`FORMATS`): the input a per-format model (SPECTER2's adapters) gets."""
     meta_config: ClassVar[str]
     test_config: ClassVar[str]
     parameter_constraints: ClassVar[dict[str, list]] = {"as_float16": [InstanceOf(bool)]}
@@ -311,17 +309,50 @@ class ProximityTask(SciRepEvalTask):
 
     def evaluate(self, suite: Suite, embeddings: EmbeddingStore, split: str = "test",
                  missing: MissingPolicy = "official") -> TaskResult:
+        return self._rank(suite, embeddings, embeddings, split, missing)
+
+    def _rank(self, suite: Suite, query_store: EmbeddingStore, candidate_store: EmbeddingStore, split: str,
+              missing: MissingPolicy) -> TaskResult:
         qrels = read_qrels(suite.require(test_split_file(self.test_config, split), "JSON lines {query_id, cand_id, "
                                          "score}"))
         coverage: dict[str, int] = {}
-        queries = self._vectors(embeddings, list(qrels), "queries", missing, coverage)
-        candidates = self._vectors(embeddings, [c for grades in qrels.values() for c in grades], "candidates",
+        queries = self._vectors(query_store, list(qrels), "queries", missing, coverage)
+        candidates = self._vectors(candidate_store, [c for grades in qrels.values() for c in grades], "candidates",
                                    missing, coverage)
         run = models.negative_l2_run({**candidates.by_id, **queries.by_id}, qrels)
         _check_scored(self.name, run, suite.path(test_split_file(self.test_config, split)))
         values, items = self._scored(qrels, run, self.metrics)
         coverage["queries_scored"] = len(items["ids"])
         return TaskResult(self.name, values, coverage, {}, items=items)
+
+
+class SearchTask(ProximityTask):
+    """Ad-hoc search: each query's candidates ranked by −L2 distance to the query's vector, as proximity; the
+    queries (texts, or papers) are embedded apart from the candidates, in the group `spec.query_group`, for a model
+    that embeds a search query differently (SciRepEval's [QRY] task id, SPECTER2's adhoc_query adapter). One
+    embeddings file may hold both, as SciRepEval's does."""
+
+    def paper_ids(self, suite: Suite, split: str) -> list[str]:
+        queries = set(suite.query_ids(self.spec.metadata_file))
+        return [paper_id for paper_id in suite.metadata(self.spec.metadata_file) if paper_id not in queries]
+
+    def role_papers(self, suite: Suite, split: str) -> dict[str, tuple[list[Paper], str]]:
+        records = suite.metadata(self.spec.metadata_file)
+        queries = [Paper(q, records[q].get("title") or "", records[q].get("abstract") or "")
+                   for q in suite.query_ids(self.spec.metadata_file)]
+        assert self.spec.query_group is not None
+        return {self.spec.query_group: (queries, "query")}
+
+    def evaluate(self, suite: Suite, embeddings: EmbeddingStore, split: str = "test",
+                 missing: MissingPolicy = "official") -> TaskResult:
+        assert self.spec.query_group is not None
+        return self.evaluate_groups(suite, {self.embedding_group: embeddings, self.spec.query_group: embeddings},
+                                    split, missing)
+
+    def evaluate_groups(self, suite: Suite, stores: Mapping[str, EmbeddingStore], split: str = "test",
+                        missing: MissingPolicy = "official") -> TaskResult:
+        assert self.spec.query_group is not None
+        return self._rank(suite, stores[self.spec.query_group], stores[self.embedding_group], split, missing)
 
 
 class ReviewerMatchingTask(ProximityTask):
@@ -370,18 +401,24 @@ class ReviewerMatchingTask(ProximityTask):
 
 _BASES: dict[str, type[SciRepEvalTask]] = {"classification": ClassificationTask, "multi_label": ClassificationTask,
                                             "regression": RegressionTask, "proximity": ProximityTask,
-                                            "adhoc_search": ProximityTask, "reviewer_matching": ReviewerMatchingTask}
+                                            "adhoc_search": SearchTask, "reviewer_matching": ReviewerMatchingTask}
 FORMATS = {"classification": "classification", "multi_label": "classification", "regression": "regression",
            "proximity": "proximity", "adhoc_search": "adhoc_search", "reviewer_matching": "proximity"}
-"""SciRepEval's task type (its `TASK_IDS` key: which input a per-format model gets) of each of our kinds."""
+"""SciRepEval's task type (its `TASK_IDS` key) of each of our kinds."""
+INPUT_FORMAT = {"classification": "classification", "regression": "regression", "proximity": "proximity",
+                "adhoc_search": "proximity"}
+"""The input format (`INPUT_FORMATS`) of a task type's papers: SciRepEval's task id for it ([CLF], [RGN], [PRX];
+a search's candidates [PRX], its queries, embedded apart, [QRY])."""
 NOT_SUPPORTED = {"S2AND": "author name disambiguation needs the `s2and` package's clustering and the S2AND data "
                           "from S3 (not on the Hugging Face hub); the `s2and` package is not on PyPI"}
 
 
 def _spec(name: str, title: str, kind: str, meta_config: str, metrics: tuple[str, ...]) -> TaskSpec:
+    group = "scirepeval-" + meta_config.lower().replace("_", "-")
     return TaskSpec(name, f"SciRepEval {title} ({FORMATS[kind].replace('_', ' ')}; {', '.join(metrics)})",
-                    "scirepeval", metrics, metrics[0], "scirepeval-" + meta_config.lower().replace("_", "-"),
-                    meta_file(meta_config), benchmark=BENCHMARK)
+                    "scirepeval", metrics, metrics[0], group, meta_file(meta_config), benchmark=BENCHMARK,
+                    input_format=INPUT_FORMAT[FORMATS[kind]],
+                    query_group=f"{group}-queries" if kind == "adhoc_search" else None)
 
 
 def _class_name(name: str) -> str:
@@ -392,7 +429,7 @@ def _register(title: str, kind: str, meta_config: str, test_config: str, metrics
               few_shot: tuple[tuple[int, int], ...]) -> None:
     """Register the task of one row of SciRepEval's task table, and its few-shot variants."""
     attributes: dict[str, Any] = {"title": title, "meta_config": meta_config, "test_config": test_config,
-                                  "input_format": FORMATS[kind], "multi_label": kind == "multi_label",
+                                  "multi_label": kind == "multi_label",
                                   "metric": metrics[0], "__module__": __name__}
     name = task_name(title)
     register_task(type(_class_name(name), (_BASES[kind],), {**attributes, "spec": _spec(name, title, kind, meta_config,

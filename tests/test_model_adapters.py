@@ -114,8 +114,8 @@ def test_baseline_transformer_with_last_pooling_and_a_prompt_runs_end_to_end(tin
 
 def test_specter2_task_adapter_must_be_known_or_a_folder(tiny_suite: Suite, capsys: pytest.CaptureFixture) -> None:
     assert main(["baseline", "specter2", "--task-adapter", "search", "--data", str(tiny_suite.root)]) == 2
-    assert "--task-adapter must be one of proximity, classification, regression, adhoc_query, an adapter " \
-        "folder, by-group or GROUP=ADAPTER pairs, not 'search'" in capsys.readouterr().err
+    assert "--task-adapter must be by-format, one of proximity, classification, regression, adhoc_query, an " \
+        "adapter folder or GROUP=ADAPTER pairs, not 'search'" in capsys.readouterr().err
 
 
 def test_specter2_without_the_adapters_library_says_how_to_install_it(tiny_suite: Suite, tmp_path: Path,
@@ -137,9 +137,7 @@ def test_specter2_adapters_per_group_are_parsed() -> None:
     from scidocs_eval.baselines.specter2 import parse_group_adapters
     from scidocs_eval.errors import ScidocsEvalError
 
-    recipe = parse_group_adapters("by-group")  # the SciDocs groups, then those of SciRepEval's tasks
-    assert dict(list(recipe.items())[:3]) == {"cls": "classification", "user-citation": "proximity",
-                                              "recomm": "proximity"}
+    assert parse_group_adapters("by-format") is None  # one adapter object, switching by input format
     assert parse_group_adapters("cls=classification, recomm=/tmp/a") == {"cls": "classification",
                                                                          "recomm": "/tmp/a"}
     assert parse_group_adapters("proximity") is None

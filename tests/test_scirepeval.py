@@ -22,11 +22,12 @@ from scidocs_eval.data.scirepeval import write_embeddings_jsonl, write_synthetic
 from scidocs_eval.errors import InputError, MissingEmbeddingsError, ScidocsEvalError
 from scidocs_eval.evaluation.comparison import compare
 from scidocs_eval.evaluation.runner import evaluate
-from scidocs_eval.evaluation.task import BENCHMARKS, TASKS, get_task, task_names
+from scidocs_eval.evaluation.task import BENCHMARKS, TASKS, get_task, group_input_formats, task_names
 from scidocs_eval.evaluators import scirepeval as models
 from scidocs_eval.formats.embeddings import EmbeddingStore
 from scidocs_eval.formats.scirepeval import TASK_TABLE, read_labels
 from scidocs_eval.models.model_object import evaluate_model
+from scidocs_eval.tasks.scirepeval import task_name
 
 REPO = Path(__file__).resolve().parents[1]
 CHECKOUT = Path(os.environ.get("SCIREPEVAL_CHECKOUT", "/work/.mirror/allenai+scirepeval/repo"))
@@ -259,18 +260,19 @@ def test_data_verify_checks_every_scirepeval_file_once(copy: tuple[Path, Path], 
     assert "scirepeval-drsm" not in usable and "scirepeval-relish" in usable
 
 
-def test_specter2_recipe_gives_each_scirepeval_group_its_formats_adapter() -> None:
-    from scidocs_eval.baselines.specter2 import parse_group_adapters
-
-    recipe = parse_group_adapters("by-group")
-    assert recipe is not None
-    expected = {"classification": "classification", "regression": "regression", "proximity": "proximity",
-                "adhoc_search": "proximity"}
-    for name in task_names(benchmark="scirepeval"):
-        task = TASKS[name]
-        assert recipe[task.spec.embedding_group] == expected[task.input_format]
-    assert recipe["scirepeval-drsm"] == "classification" and recipe["scirepeval-tweet-mentions"] == "regression"
-    assert {recipe[g] for g in ("cls", "user-citation", "recomm")} == {"classification", "proximity"}
+def test_each_scirepeval_group_is_embedded_for_its_tasks_format_and_search_queries_apart() -> None:
+    """SciRepEval's task ids: [CLF] classification, [RGN] regression, [PRX] proximity and search candidates,
+    [QRY] search queries (a group of their own)."""
+    expected = {"classification": "classification", "multi_label": "classification", "regression": "regression",
+                "proximity": "proximity", "reviewer_matching": "proximity", "adhoc_search": "proximity"}
+    formats = group_input_formats()
+    for title, kind, *_ in TASK_TABLE:
+        spec = TASKS[task_name(title)].spec
+        assert formats[spec.embedding_group] == spec.input_format == expected[kind]
+        assert (spec.query_group is not None) == (kind == "adhoc_search")
+        if spec.query_group:
+            assert formats[spec.query_group] == "adhoc_query"
+    assert {formats[g] for g in ("cls", "user-citation", "recomm")} == {"classification", "proximity"}
 
 
 @pytest.mark.parametrize("statistic", ["f1_binary", "f1_macro_multilabel", "kendalltau", "pearsonr"])

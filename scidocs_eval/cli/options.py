@@ -10,6 +10,7 @@ from typing import Any, Literal
 import orjson
 
 from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.evaluation.task import INPUT_FORMATS
 from scidocs_eval.formats.embeddings_tables import ReadOptions
 from scidocs_eval.models.encoder import POOLINGS, PRECISIONS
 from scidocs_eval.params import AT_LEAST_ONE, SEED, argument_type
@@ -81,7 +82,7 @@ def parse_params(pairs: Sequence[str] | None) -> dict[str, object]:
 
 
 MODEL_OPTIONS = ("model", "pooling", "max_length", "batch_size", "device", "precision", "prompt", "prompt_name",
-                 "normalize", "task_adapter")
+                 "format_prompts", "normalize", "task_adapter")
 
 
 def add_model_options(parser: argparse.ArgumentParser) -> None:
@@ -96,12 +97,25 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
                         help="transformer adapters: auto = bf16 on CUDA, float32 on CPU; bf16 also on CPU")
     parser.add_argument("--prompt", help="text put before every paper (transformer, sentence-transformer)")
     parser.add_argument("--prompt-name", help="sentence-transformer: a prompt defined by the model's configuration")
+    parser.add_argument("--format-prompt", action="append", dest="format_prompts", metavar="FORMAT=TEXT",
+                        type=_format_prompt, help="transformer adapters, sentence-transformer: the prompt of papers "
+                        f"embedded for FORMAT ({', '.join(INPUT_FORMATS)}) instead of --prompt (repeatable); the "
+                        "papers of each format are then embedded apart")
     parser.add_argument("--normalize", action="store_true", help="sentence-transformer: L2-normalise the vectors")
-    parser.add_argument("--task-adapter", help="specter2: proximity (default), classification, regression, "
-                        "adhoc_query, an adapter folder, by-group (the authors' adapter per task group), or "
+    parser.add_argument("--task-adapter", help="specter2: by-format (default: the authors' adapter for each "
+                        "input format), proximity, classification, regression, adhoc_query, an adapter folder, or "
                         "GROUP=ADAPTER pairs such as cls=classification,user-citation=proximity,recomm=proximity")
     parser.add_argument("--param", "-p", action="append", metavar="KEY=VALUE",
                         help="any other adapter parameter (repeatable)")
+
+
+def _format_prompt(text: str) -> tuple[str, str]:
+    """One `--format-prompt FORMAT=TEXT` (the text may hold '='; the format is checked by the adapter)."""
+    input_format, sep, prompt = text.partition("=")
+    if not sep or input_format.strip() not in INPUT_FORMATS:
+        raise argparse.ArgumentTypeError(f"wants FORMAT=TEXT with a format of {', '.join(INPUT_FORMATS)}, got "
+                                         f"{text!r}")
+    return input_format.strip(), prompt
 
 
 def adapter_params(args: argparse.Namespace, options: Sequence[str] = MODEL_OPTIONS) -> dict[str, object]:
@@ -109,6 +123,11 @@ def adapter_params(args: argparse.Namespace, options: Sequence[str] = MODEL_OPTI
     params = parse_params(args.param)
     for option in options:
         value = getattr(args, option)
+        if option == "format_prompts" and value:
+            formats = [input_format for input_format, _ in value]
+            if repeated := sorted({f for f in formats if formats.count(f) > 1}):
+                raise ScidocsEvalError(f"--format-prompt gives {', '.join(repeated)} twice; give each format once")
+            value = dict(value)
         if value not in (None, False):
             params[option] = value
     return params

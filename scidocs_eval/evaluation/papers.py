@@ -4,8 +4,10 @@ A fitted adapter learns from every paper of the metadata files the chosen tasks 
 paper's baselines did; a model embeds only the papers the chosen tasks score for the split (`papers_to_embed`):
 classification its train split and the scored split, ranking the scored split's queries and candidates,
 recommendation the queries and shown papers of the impressions it trains and scores on. Each task says so with
-`Task.paper_ids`; a task that does not gets every paper of its metadata file. A task whose queries and documents
-are texts of its own (retrieval, `Task.role_texts`) has them embedded apart, one file per group (`role_papers`).
+`Task.paper_ids`; a task that does not gets every paper of its metadata file. A task whose queries or documents
+are texts of its own (retrieval, the queries of a search: `Task.role_papers`) has them embedded apart, one file
+per group (`papers_by_role`). Each group is embedded in its role (`group_role`): what for (its input format) and,
+for a retrieval side, MTEB's prompt type and task.
 
 `tasks` is None for the default benchmark's tasks (`selected_tasks`).
 """
@@ -13,9 +15,10 @@ are texts of its own (retrieval, `Task.role_texts`) has them embedded apart, one
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from scidocs_eval.errors import ScidocsEvalError
-from scidocs_eval.evaluation.task import TASKS, get_task, selected_tasks
+from scidocs_eval.evaluation.task import TASKS, get_task, group_input_formats, selected_tasks
 from scidocs_eval.formats.suite import METADATA_FILES, Paper, Suite
 
 
@@ -41,7 +44,7 @@ def fit_papers(suite: Suite, tasks: Sequence[str] | None = None, benchmark: str 
 def papers_by_group(suite: Suite, tasks: Sequence[str] | None = None, split: str = "test",
                     benchmark: str | None = None) -> dict[str, list[Paper]]:
     """{embeddings group: the papers its runnable tasks read for `split`}, each in metadata-file order (tasks with
-    texts of their own: see `role_papers`)."""
+    texts of their own: see `papers_by_role`)."""
     wanted: dict[str, set[str] | None] = {}
     files: dict[str, str] = {}
     for name in _runnable(suite, tasks, split, benchmark):
@@ -64,25 +67,44 @@ def papers_to_embed(suite: Suite, tasks: Sequence[str] | None = None, split: str
     return [paper for paper in fit_papers(suite, tasks, benchmark) if paper.paper_id in wanted]
 
 
-def role_papers(suite: Suite, tasks: Sequence[str] | None = None, split: str = "test",
-                benchmark: str | None = None) -> dict[str, tuple[list[Paper], str]]:
-    """group -> (papers, MTEB prompt type) of the tasks whose queries and documents are embedded apart
-    (`Task.role_texts`; only those whose files the suite has).
-
-    Each text rides in `Paper.title` with an empty abstract, so `paper_text` gives back MTEB's exact text (a
-    document's title and text joined by a space) whatever separator a model uses. An id a second task gives
-    another text is an error naming both.
-    """
+def papers_by_role(suite: Suite, tasks: Sequence[str] | None = None, split: str = "test",
+                   benchmark: str | None = None) -> dict[str, tuple[list[Paper], str]]:
+    """group -> (papers, MTEB prompt type) of the tasks' papers embedded apart (`Task.role_papers`; only tasks
+    whose files the suite has). An id a second task gives another text is an error naming both."""
     roles: dict[str, tuple[dict[str, Paper], str]] = {}
     origin: dict[tuple[str, str], str] = {}
     for name in _runnable(suite, tasks, split, benchmark):
-        for group, (ids, texts, prompt_type) in get_task(name).role_texts(suite, split).items():
+        for group, (given, prompt_type) in get_task(name).role_papers(suite, split).items():
             papers, _ = roles.setdefault(group, ({}, prompt_type))
-            for item_id, text in zip(ids, texts):
-                known = papers.get(item_id)
-                if known is not None and known.title != text:
-                    raise ScidocsEvalError(f"{group} id {item_id!r} has one text in task {origin[group, item_id]!r} "
-                                           f"and another in task {name!r}; score those tasks in separate runs")
-                papers[item_id] = Paper(item_id, text, "")
-                origin.setdefault((group, item_id), name)
+            for paper in given:
+                known = papers.get(paper.paper_id)
+                if known is not None and known != paper:
+                    raise ScidocsEvalError(f"{group} id {paper.paper_id!r} has one text in task "
+                                           f"{origin[group, paper.paper_id]!r} and another in task {name!r}; score "
+                                           "those tasks in separate runs")
+                papers[paper.paper_id] = paper
+                origin.setdefault((group, paper.paper_id), name)
     return {group: (list(papers.values()), prompt_type) for group, (papers, prompt_type) in roles.items()}
+
+
+@dataclass(frozen=True)
+class EmbeddingRole:
+    """What a group's papers are embedded for, told to a model that embeds differently per use
+    (`Adapter.embedding_role`).
+
+    Attributes:
+        input_format: one of `INPUT_FORMATS` (classification, regression, proximity, adhoc_query).
+        prompt_type: "query" or "document" for a side of a retrieval task (MTEB's prompt type), else None.
+        mteb_task: the MTEB task whose queries or documents the group holds, if any.
+    """
+
+    input_format: str
+    prompt_type: str | None = None
+    mteb_task: str | None = None
+
+
+def group_role(group: str, tasks: Sequence[str], prompt_type: str | None = None) -> EmbeddingRole:
+    """The role of embeddings group `group` in a run of `tasks` (`prompt_type` from `papers_by_role`)."""
+    mteb_task = next((TASKS[name].spec.mteb_task for name in tasks
+                      if group in TASKS[name].groups() and TASKS[name].spec.mteb_task), None)
+    return EmbeddingRole(group_input_formats()[group], prompt_type, mteb_task)

@@ -19,7 +19,7 @@ from typing import Any, ClassVar, Literal
 from scidocs_eval.errors import MissingEmbeddingsError, ScidocsEvalError
 from scidocs_eval.extras import Requirement
 from scidocs_eval.formats.embeddings import MISSING, EmbeddingStore
-from scidocs_eval.formats.suite import Suite
+from scidocs_eval.formats.suite import Paper, Suite
 from scidocs_eval.params import Constraints
 from scidocs_eval.registry import ENTRY_POINT_GROUPS, Registry, check_params
 
@@ -29,6 +29,14 @@ FAMILIES = ("classification", "ranking", "recomm", "retrieval", "reranking", "sc
 parquet layout; "reranking" adds each query's candidate list), or SciRepEval's JSON lines configs. `data verify`
 checks a task's files by its family; `--tune` and SGC's leakage guard read the val/test qrels of every "ranking"
 task."""
+INPUT_FORMATS = ("classification", "regression", "proximity", "adhoc_query")
+"""What a model embeds a group's papers for (SciRepEval's task formats, its [CLF], [RGN], [PRX] and [QRY]): papers
+fed to a classifier, to a regressor, compared with papers (or searched: the candidates of a search), or short search
+queries. A model that embeds differently per use (SPECTER2's task adapters, per-format prompts) is told which."""
+QUERY_INPUT_FORMAT = "adhoc_query"
+"""The input format of every `query_group` (the queries of a search, embedded apart from its documents)."""
+_FAMILY_FORMAT = {"classification": "classification"}
+"""A spec that names no input format gets its family's (proximity for every family not listed)."""
 _NAME = re.compile(r"[a-z][a-z0-9_-]*")
 log = logging.getLogger("scidocs_eval")
 
@@ -58,6 +66,9 @@ class TaskSpec:
         dataset: where its data comes from when it is not in the suite, e.g. {"path": HF hub id, "revision":
             the commit MTEB pins}; empty for the suite's own tasks.
         mteb_task: the name of the MTEB task it reproduces (`export mteb` writes results under it), if any.
+        input_format: what its `embedding_group`'s papers are embedded for (`INPUT_FORMATS`); empty: its
+            family's (classification for "classification", proximity otherwise). Its `query_group` is
+            `QUERY_INPUT_FORMAT`.
     """
 
     name: str
@@ -72,8 +83,11 @@ class TaskSpec:
     query_group: str | None = None
     dataset: Mapping[str, str] = field(default_factory=dict)
     mteb_task: str | None = None
+    input_format: str = ""
 
     def __post_init__(self) -> None:
+        if not self.input_format:
+            object.__setattr__(self, "input_format", _FAMILY_FORMAT.get(self.family, "proximity"))
         object.__setattr__(self, "metrics", tuple(self.metrics))
         object.__setattr__(self, "table1", MappingProxyType(dict(self.table1)))
         object.__setattr__(self, "dataset", MappingProxyType(dict(self.dataset)))
@@ -99,6 +113,8 @@ class TaskSpec:
         if self.query_group is not None and (not _NAME.fullmatch(self.query_group)
                                              or self.query_group == self.embedding_group):
             problems.append(f"query_group {self.query_group!r} must be a group name other than embedding_group")
+        if self.input_format not in INPUT_FORMATS:
+            problems.append(f"input_format {self.input_format!r} must be one of {', '.join(INPUT_FORMATS)}")
         if not _NAME.fullmatch(self.benchmark):
             problems.append(f"benchmark {self.benchmark!r} must be lowercase letters, digits, '-' or '_'")
         if problems:
@@ -158,9 +174,11 @@ class Task(ABC):
         task whose files depend on the layout found on disk overrides it."""
         return self.required_files(split)
 
-    def role_texts(self, suite: Suite, split: str) -> dict[str, tuple[list[str], list[str], str]]:
-        """group -> (ids, texts, MTEB prompt type "query" or "document") of what a model embeds for a task whose
-        texts are its own (retrieval tasks); {} for a task reading the papers of its metadata file."""
+    def role_papers(self, suite: Suite, split: str) -> dict[str, tuple[list[Paper], str]]:
+        """group -> (papers, MTEB prompt type "query" or "document") of what a model embeds apart from the papers
+        of the metadata file: the texts of a retrieval task (each in `Paper.title`, so that `paper_text` gives it
+        back whatever separator a model uses), a search task's queries; {} for a task that reads only the papers
+        of its metadata file."""
         return {}
 
     @abstractmethod
@@ -209,7 +227,23 @@ def register_task(cls: type[Task]) -> type[Task]:
                              f"papers of {cls.spec.metadata_file or 'its own files'}, but task {other.spec.name!r} "
                              f"reads that group as {other.spec.metadata_file or 'its own files'}; give it an "
                              "embeddings group of its own")
+    formats = {group: fmt for other in TASKS.registered() for group, fmt in _group_formats(other.spec)}
+    for group, input_format in _group_formats(cls.spec):
+        if formats.get(group, input_format) != input_format:
+            raise ValueError(f"task {cls.spec.name!r} embeds group {group!r} for {input_format}, but registered "
+                             f"tasks embed it for {formats[group]}; give it an embeddings group of its own")
     return TASKS.register(cls)
+
+
+def _group_formats(spec: TaskSpec) -> list[tuple[str, str]]:
+    return [(spec.embedding_group, spec.input_format)] + \
+        ([(spec.query_group, QUERY_INPUT_FORMAT)] if spec.query_group else [])
+
+
+def group_input_formats() -> dict[str, str]:
+    """{embeddings group: input format} of every registered task's groups (one format a group, checked when a task
+    registers)."""
+    return {group: input_format for _, cls in TASKS.items() for group, input_format in _group_formats(cls.spec)}
 
 
 @dataclass(frozen=True)

@@ -105,6 +105,7 @@ class Suite:
     def __init__(self, root: str | os.PathLike[str]):
         self.root = Path(root)
         self._metadata: dict[str, dict[str, dict]] = {}
+        self._queries: dict[str, list[str]] = {}
 
     def __repr__(self) -> str:
         return f"Suite({str(self.root)!r})"
@@ -153,7 +154,14 @@ class Suite:
                         "does): %s", path, len(meta.conflicts), ", ".join(meta.conflicts[:5]))
         for paper_id, record in meta.records.items():
             check_metadata_record(path, paper_id, record)
+        self._queries[relative] = meta.queries
         return meta.records
+
+    def query_ids(self, metadata_file: str) -> list[str]:
+        """The ids of the queries of a metadata file of query lines (SciRepEval's `{doc_id, query, candidates}`
+        configs), in file order; [] for a file of papers."""
+        self.metadata(metadata_file)
+        return self._queries.get(METADATA_FILES.get(metadata_file, metadata_file), [])
 
     def papers(self, metadata_files: tuple[str, ...] | None = None) -> list[Paper]:
         """Every paper of the given metadata files (suite-relative names, or keys of METADATA_FILES; all present

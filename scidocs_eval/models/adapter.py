@@ -24,7 +24,7 @@ import logging
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -32,6 +32,9 @@ from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.formats.suite import Paper, Suite
 from scidocs_eval.params import Constraints, validate_params
 from scidocs_eval.registry import ENTRY_POINT_GROUPS, Registry, check_params
+
+if TYPE_CHECKING:
+    from scidocs_eval.evaluation.papers import EmbeddingRole
 
 log = logging.getLogger("scidocs_eval")
 
@@ -133,11 +136,18 @@ class Adapter(ABC):
         task adapters); None (the default): this adapter embeds every group."""
         return None
 
+    @property
+    def by_format(self) -> bool:
+        """Whether this adapter embeds a paper differently for each input format (`INPUT_FORMATS`: SPECTER2's
+        task adapters, per-format prompts): a run then embeds the papers of each format apart, each once, inside
+        `embedding_role`. False by default: every group's papers are embedded alike, once."""
+        return False
+
     @contextmanager
-    def embedding_role(self, prompt_type: str, mteb_task: str | None) -> Iterator[None]:
-        """While embedding one side of a retrieval task: `prompt_type` "query" or "document" and the MTEB task it
-        belongs to. A model that prompts by side (model objects: MTEB encoders, sentence-transformers prompts)
-        overrides this; the default embeds both sides alike, as the 2020 suite's papers."""
+    def embedding_role(self, role: EmbeddingRole) -> Iterator[None]:
+        """While embedding papers in `role`: what for (its input format) and, for a side of a retrieval task,
+        MTEB's prompt type and task. An adapter that embeds by format (`by_format`) or by side (model objects: MTEB
+        encoders, sentence-transformers prompts) overrides this; the default embeds every role alike."""
         yield
 
     def weights_identity(self) -> dict[str, str] | None:

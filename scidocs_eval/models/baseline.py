@@ -9,7 +9,7 @@ from typing import Any
 
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluation.results import RunResult
-from scidocs_eval.evaluation.task import DEFAULT_MIN_COVERAGE
+from scidocs_eval.evaluation.task import DEFAULT_MIN_COVERAGE, TASKS, selected_tasks
 from scidocs_eval.formats.corpus import read_papers
 from scidocs_eval.formats.provenance import settings_file
 from scidocs_eval.formats.safe_output import claim_inputs_are_not_outputs, claim_output
@@ -26,25 +26,32 @@ EMBEDDINGS_FORMATS = ("jsonl", "parquet")
 def embeddings_path(name: str, out_dir: Path, embeddings_format: str = "jsonl") -> Callable[[str | None], Path]:
     """Where `baseline NAME` writes each embeddings file in `out_dir`: `{name}.{format}` for one file for every
     group (None), `{name}-{group}.{format}` for a group embedded apart (SPECTER2's per-group adapters, the queries
-    and documents of retrieval tasks)."""
+    and documents of retrieval tasks) and `{name}-{input format}.{format}` for the papers of one input format (an
+    adapter that embeds by format)."""
     return lambda group: out_dir / (f"{name}.{embeddings_format}" if group is None
                                     else f"{name}-{group}.{embeddings_format}")
 
 
-def embeddings_files(name: str, adapter: Adapter, out_dir: Path, embeddings_format: str = "jsonl") -> list[Path]:
-    """The embeddings files `baseline NAME` writes in `out_dir` for the suite's metadata groups (those of
-    retrieval tasks are known once the suite is read, and claimed when written)."""
+def embeddings_files(name: str, adapter: Adapter, out_dir: Path, embeddings_format: str = "jsonl",
+                     tasks: Sequence[str] = ()) -> list[Path]:
+    """The embeddings files `baseline NAME` writes in `out_dir` for the metadata groups of `tasks` (those
+    embedded apart, a retrieval task's or a search's queries, are known once the suite is read, and claimed when
+    written)."""
     path = embeddings_path(name, out_dir, embeddings_format)
+    if adapter.by_format and not adapter.group_adapters():
+        return [path(input_format) for input_format in
+                dict.fromkeys(TASKS[task].spec.input_format for task in tasks if TASKS[task].spec.metadata_file)]
     return [path(group) for group in adapter.group_adapters() or [None]]
 
 
 def claim_baseline_outputs(name: str, adapter: Adapter, out_dir: Path,
-                           inputs: Sequence[str | os.PathLike[str] | None], embeddings_format: str = "jsonl") -> None:
+                           inputs: Sequence[str | os.PathLike[str] | None], embeddings_format: str = "jsonl",
+                           tasks: Sequence[str] = ()) -> None:
     """Lock (and check) every file `baseline` writes in `out_dir` before the adapter is fitted; none of them may
     be one of the command's `inputs` (rank 0 alone writes, under torchrun)."""
     if out_dir.exists() and not out_dir.is_dir():
         raise ScidocsEvalError(f"{OUT_DIR_OPTION} {out_dir} is a file, not a folder")
-    for embeddings in embeddings_files(name, adapter, out_dir, embeddings_format):
+    for embeddings in embeddings_files(name, adapter, out_dir, embeddings_format, tasks):
         claim_inputs_are_not_outputs([path for path in inputs if path], {OUT_DIR_OPTION: embeddings})
         if is_main_process():
             claim_output(embeddings, OUT_DIR_OPTION)
@@ -74,7 +81,8 @@ def run_baseline(
 
     With `tasks` (or a `benchmark`'s tasks; default "scidocs"), only their papers are fitted on and embedded.
     Writes `{out_dir}/{name}.{embeddings_format}` (embeddings: "jsonl" or "parquet"; `{name}-{group}.{format}` per
-    embeddings group embedded apart: SPECTER2 by group, the queries and documents of retrieval tasks) and
+    embeddings group embedded apart: SPECTER2 by group, the queries and documents of retrieval tasks;
+    `{name}-{input format}.{format}` per input format for an adapter that embeds by format) and
     `{out_dir}/{name}.results.json`. Under torchrun every process embeds a share and only rank 0 scores: the
     others return None.
     """
@@ -84,7 +92,7 @@ def run_baseline(
     out_dir = Path(out_dir)
     claim_baseline_outputs(name, adapter, out_dir,
                            [train_corpus, *(v for v in (params or {}).values() if isinstance(v, (str, Path)))],
-                           embeddings_format)
+                           embeddings_format, selected_tasks(tasks, benchmark))
     return embed_and_score(
         adapter.group_adapters() or adapter, data, embeddings_path(name, out_dir, embeddings_format), name=name,
         tasks=tasks, benchmark=benchmark, split=split, task_params=task_params,

@@ -29,7 +29,7 @@ import numpy as np
 
 from scidocs_eval.data.resolve import resolve_suite
 from scidocs_eval.errors import ScidocsEvalError
-from scidocs_eval.evaluation.papers import papers_to_embed, role_papers
+from scidocs_eval.evaluation.papers import EmbeddingRole, papers_by_role, papers_to_embed
 from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.task import MissingPolicy
 from scidocs_eval.extras import require
@@ -133,9 +133,9 @@ class EncoderAdapter(Adapter):
                       **self.encode_kwargs)
 
     @contextmanager
-    def embedding_role(self, prompt_type: str, mteb_task: str | None) -> Iterator[None]:
+    def embedding_role(self, role: EmbeddingRole) -> Iterator[None]:
         """Queries or documents of a retrieval task: the prompt type and MTEB task go to the model's calls."""
-        self.prompt_type, self.mteb_task = prompt_type, mteb_task or "SCIDOCS"
+        self.prompt_type, self.mteb_task = role.prompt_type, role.mteb_task or "SCIDOCS"
         try:
             yield
         finally:
@@ -268,7 +268,7 @@ def evaluate_model(
     with tempfile.TemporaryDirectory(prefix="scidocs-eval-model-") as scratch:
         if name and cache:  # the key covers every text embedded: the papers and the retrieval tasks' own texts
             keyed = papers_to_embed(suite, tasks, split, benchmark) + \
-                [paper for papers, _ in role_papers(suite, tasks, split, benchmark).values() for paper in papers]
+                [paper for papers, _ in papers_by_role(suite, tasks, split, benchmark).values() for paper in papers]
             cached = _cache_path(adapter, keyed, name)
         else:
             cached = None

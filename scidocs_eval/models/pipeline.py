@@ -4,9 +4,11 @@
 under torchrun (every process embeds a share, rank 0 scores). It takes an adapter, or {embeddings group: adapter}
 when each group has a model of its own; it fits each adapter on every paper of the metadata files the tasks read
 (or a separate corpus), embeds only the papers the chosen tasks score for the split
-(`scidocs_eval.evaluation.papers`; the queries and documents of retrieval tasks apart, one file per group, with
-their MTEB prompt type: `Adapter.embedding_role`), writes them through `write_embeddings` in input order, scores
-with `evaluate` and records what embedded them as the result's `ModelInfo`.
+(`scidocs_eval.evaluation.papers`; the texts of retrieval tasks and a search's queries apart, one file per group),
+writes them through `write_embeddings` in input order, scores with `evaluate` and records what embedded them as
+the result's `ModelInfo`. Each group is embedded in its role (`Adapter.embedding_role`: its input format, and a
+retrieval side's MTEB prompt type); an adapter that embeds by format (`Adapter.by_format`) writes one file per
+input format, each paper once in it.
 """
 
 from __future__ import annotations
@@ -14,18 +16,25 @@ from __future__ import annotations
 import logging
 import os
 import time
+from dataclasses import asdict
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from scidocs_eval.data.resolve import resolve_suite
 from scidocs_eval.errors import ScidocsEvalError
-from scidocs_eval.evaluation.papers import fit_papers, papers_by_group, papers_to_embed, role_papers
+from scidocs_eval.evaluation.papers import (
+    EmbeddingRole,
+    fit_papers,
+    group_role,
+    papers_by_group,
+    papers_by_role,
+    papers_to_embed,
+)
 from scidocs_eval.evaluation.results import ModelInfo, RunResult
 from scidocs_eval.evaluation.runner import evaluate
 from scidocs_eval.evaluation.task import (
     DEFAULT_MIN_COVERAGE,
-    TASKS,
     MissingPolicy,
     build_tasks,
     embedding_groups,
@@ -105,11 +114,10 @@ def embed_and_score(
     suite = resolve_suite(data)
     adapters = dict(model) if isinstance(model, Mapping) else None
     by_group = papers_by_group(suite, names, split)
-    roles = role_papers(suite, names, split)
-    if adapters is not None and (absent := sorted((set(by_group) | set(roles)) - set(adapters))):
+    apart = papers_by_role(suite, names, split)
+    if adapters is not None and (absent := sorted((set(by_group) | set(apart)) - set(adapters))):
         raise ScidocsEvalError(f"no adapter given for the {', '.join(absent)} embeddings group(s) the tasks need")
-    corpus = list(train_corpus) if train_corpus is not None else \
-        fit_papers(suite, names) + [paper for papers, _ in roles.values() for paper in papers]
+    corpus = list(train_corpus) if train_corpus is not None else _fit_corpus(suite, names, apart)
     for adapter in {id(a): a for a in (adapters.values() if adapters else [model])}.values():  # type: ignore[union-attr]
         if adapter.requires_fit:
             log.info("fitting %s on %d papers", adapter.name, len(corpus))
@@ -118,30 +126,39 @@ def embed_and_score(
     fitted = time.perf_counter()
     settings = fitted_settings(corpus, train_corpus_path)
 
-    def write(adapter: Adapter, papers: Sequence[Paper], group: str | None) -> Path:
-        return write_embeddings(adapter, papers, embeddings_path(group), resume=resume, progress=progress,
-                                settings=settings, option=option)
+    def write(adapter: Adapter, papers: Sequence[Paper], name: str | None, role: EmbeddingRole | None) -> Path:
+        if role is None:
+            return write_embeddings(adapter, papers, embeddings_path(name), resume=resume, progress=progress,
+                                    settings=settings, option=option)
+        with adapter.embedding_role(role):  # recorded, so a resume never mixes vectors embedded for other uses
+            return write_embeddings(adapter, papers, embeddings_path(name), resume=resume, progress=progress,
+                                    settings={**settings, "role": asdict(role)} if adapter.by_format else settings,
+                                    option=option)
 
-    files: Path | dict[str, Path] = {}
-    if adapters is None:
+    files: dict[str, Path] = {}
+    if adapters is not None:
+        files = {group: write(adapters[group], papers, group, group_role(group, names))
+                 for group, papers in by_group.items()}
+    elif isinstance(model, Adapter) and model.by_format:
+        formats: dict[str, dict[str, Paper]] = {}
+        for group, papers in by_group.items():
+            formats.setdefault(group_role(group, names).input_format, {}).update(
+                (paper.paper_id, paper) for paper in papers)
+        written = {input_format: write(model, list(papers.values()), input_format, EmbeddingRole(input_format))
+                   for input_format, papers in formats.items()}
+        files = {group: written[group_role(group, names).input_format] for group in by_group}
+    elif by_group or not apart:
         assert isinstance(model, Adapter)
-        if by_group or not roles:
-            papers = fit_papers(suite, names) if model.transductive else papers_to_embed(suite, names, split)
-            files = write(model, papers, None)
-    else:
-        files = {group: write(adapters[group], papers, group) for group, papers in by_group.items()}
-    apart = {}
-    for group, (papers, prompt_type) in roles.items():
+        papers = fit_papers(suite, names) if model.transductive else papers_to_embed(suite, names, split)
+        files = dict.fromkeys(embedding_groups(), write(model, papers, None, None))
+    for group, (papers, prompt_type) in apart.items():
         adapter = adapters[group] if adapters is not None else model
         assert isinstance(adapter, Adapter)
-        with adapter.embedding_role(prompt_type, _mteb_task(names, group)):
-            apart[group] = write(adapter, papers, group)
-    if apart:
-        files = {**(dict.fromkeys(embedding_groups(), files) if isinstance(files, Path) else files), **apart}
+        files[group] = write(adapter, papers, group, group_role(group, names, prompt_type))
     embedded = time.perf_counter()
     if not is_main_process():
         return None
-    result = evaluate(files, suite, tasks=names, split=split, missing=missing, task_params=task_params, model=name,
+    result = evaluate(_one_file_or_groups(files), suite, tasks=names, split=split, missing=missing, task_params=task_params, model=name,
                       cache=cache, progress=progress, min_coverage=min_coverage)
     result.model_info = model_info(model, train_corpus_path, call)
     result.timings.update(fit=round(fitted - started, 3), embed=round(embedded - fitted, 3))
@@ -150,10 +167,18 @@ def embed_and_score(
     return result
 
 
-def _mteb_task(names: Sequence[str], group: str) -> str | None:
-    """The MTEB task whose queries or documents `group` holds (an MTEB encoder is given its metadata)."""
-    return next((TASKS[name].spec.mteb_task for name in names
-                 if group in TASKS[name].groups() and TASKS[name].spec.mteb_task), None)
+def _fit_corpus(suite: Suite, names: Sequence[str], apart: Mapping[str, tuple[list[Paper], str]]) -> list[Paper]:
+    """What a fitted adapter learns from: every paper of the tasks' metadata files, then the papers embedded apart
+    that are not among them (a search's queries are in its metadata file already)."""
+    corpus = fit_papers(suite, names)
+    known = set(corpus)
+    return corpus + [paper for papers, _ in apart.values() for paper in papers if paper not in known]
+
+
+def _one_file_or_groups(files: Mapping[str, Path]) -> Path | dict[str, Path]:
+    """One file for every group (what `evaluate` records as a single source) when every group went to one file."""
+    paths = set(files.values())
+    return paths.pop() if len(paths) == 1 and set(files) == set(embedding_groups()) else dict(files)
 
 
 def embed_metadata(adapter_name: str, params: Mapping[str, Any], metadata: str | os.PathLike[str],

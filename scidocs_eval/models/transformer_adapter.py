@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any, ClassVar
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -11,11 +12,15 @@ from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.formats.suite import Paper
 from scidocs_eval.models.adapter import Adapter
 from scidocs_eval.models.encoder import POOLINGS, PRECISIONS, TransformerEncoder
+from scidocs_eval.models.format_prompts import FORMAT_PROMPTS, FormatPrompts
 from scidocs_eval.models.weights import checkpoint_identity
 from scidocs_eval.params import AT_LEAST_ONE, Options
 
+if TYPE_CHECKING:
+    from scidocs_eval.evaluation.papers import EmbeddingRole
 
-class TransformerAdapter(Adapter):
+
+class TransformerAdapter(FormatPrompts, Adapter):
     """A transformers checkpoint on title [SEP] abstract.
 
     Args:
@@ -27,17 +32,21 @@ class TransformerAdapter(Adapter):
         precision: "auto" (bf16 autocast on CUDA, float32 elsewhere), "fp32", or "bf16" (also on CPU: much
             faster on CPUs with AMX or AVX512-BF16, embeddings within about 1e-2 relative of float32).
         prompt: text put before every paper (an instruction prefix such as "Represent this paper: ").
+        format_prompts: {input format: prompt} used instead of `prompt` for the papers embedded for that format
+            (`scidocs_eval.models.format_prompts`); None: `prompt` for every paper.
     """
 
     name = "transformer"
     parameter_constraints = {"model": [str, None], "pooling": [Options(POOLINGS)], "max_length": [AT_LEAST_ONE],
                              "batch_size": [AT_LEAST_ONE], "device": [str, None],
-                             "precision": [Options(PRECISIONS)], "prompt": [str]}
+                             "precision": [Options(PRECISIONS)], "prompt": [str],
+                             "format_prompts": [FORMAT_PROMPTS, None]}
     default_model: ClassVar[str | None] = None
     """The checkpoint used when `model` is None (None: `model` is required)."""
 
     def __init__(self, model: str | None = None, pooling: str = "cls", max_length: int = 512, batch_size: int = 32,
-                 device: str | None = None, precision: str = "auto", prompt: str = ""):
+                 device: str | None = None, precision: str = "auto", prompt: str = "",
+                 format_prompts: dict[str, str] | None = None):
         self.model = model
         self.pooling = pooling
         self.max_length = max_length
@@ -45,6 +54,7 @@ class TransformerAdapter(Adapter):
         self.device = device
         self.precision = precision
         self.prompt = prompt
+        self.format_prompts = format_prompts
         self._encoder: TransformerEncoder | None = None
 
     def check_params(self) -> None:
@@ -69,6 +79,16 @@ class TransformerAdapter(Adapter):
         """The `TransformerEncoder` parameters this adapter sets."""
         return {"pooling": self.pooling, "max_length": self.max_length, "batch_size": self.batch_size,
                 "device": self.device, "precision": self.precision, "prompt": self.prompt}
+
+    @contextmanager
+    def embedding_role(self, role: EmbeddingRole) -> Iterator[None]:
+        """Papers embedded for `role` get its format's prompt (`format_prompts`)."""
+        encoder = self.encoder
+        encoder.prompt = self.role_prompt(role) or ""
+        try:
+            yield
+        finally:
+            encoder.prompt = self.prompt
 
     def transform_batches(self, papers: Sequence[Paper]) -> Iterator[tuple[Sequence[Paper], np.ndarray]]:
         yield from self.encoder.encode_papers(papers)
