@@ -36,13 +36,13 @@ class SentenceTransformerAdapter(FormatPrompts, Adapter):
         model: a sentence-transformers folder or hub id.
         prompt: text put before every paper (an instruction prefix).
         prompt_name: one of the prompts the model's configuration defines (e.g. "document").
-        format_prompts: {input format: prompt} used instead of `prompt` / `prompt_name` for the papers embedded for
-            that format (`scidocs_eval.models.format_prompts`).
         normalize: L2-normalise the vectors (a no-op for models whose pipeline already normalises).
         max_length: tokens per paper (None: the model's own limit, 256 for MiniLM).
         batch_size: papers per forward pass.
         device: "cpu", "cuda", ...; None picks a GPU when there is one.
         separator: between title and abstract; None: the tokenizer's [SEP] token (as our other adapters).
+        format_prompts: {input format: prompt} used instead of `prompt` / `prompt_name` for the papers embedded for
+            that format (`scidocs_eval.models.format_prompts`).
     """
 
     name = "sentence-transformer"
@@ -52,8 +52,9 @@ class SentenceTransformerAdapter(FormatPrompts, Adapter):
                              "device": [str, None], "separator": [str, None]}
 
     def __init__(self, model: str = "all-MiniLM-L6-v2", prompt: str | None = None, prompt_name: str | None = None,
-                 format_prompts: dict[str, str] | None = None, normalize: bool = False, max_length: int | None = None, batch_size: int = 32,
-                 device: str | None = None, separator: str | None = None):
+                 normalize: bool = False, max_length: int | None = None, batch_size: int = 32,
+                 device: str | None = None, separator: str | None = None,
+                 format_prompts: dict[str, str] | None = None):
         self.model = model
         self.prompt = prompt
         self.prompt_name = prompt_name

@@ -10,11 +10,12 @@ allenai/specter2; SciRepEval's evaluation does the same with its task ids):
 - adhoc_query (allenai/specter2_adhoc_query): short search queries (SciRepEval's and MTEB's search queries).
 
 `--task-adapter by-format` (the default) follows this recipe in one run: each group's papers are embedded with the
-adapter of the group's input format, one file per format, a paper two formats need once with each. It also takes
-one adapter for everything (a name above, a hub id downloaded by `adapters`, which needs internet, or a local folder
-written by `model.save_adapter(...)`) or pairs such as `cls=classification,user-citation=proximity,recomm=DIR`.
-`adapters` pins its own transformers version (see docs/transformers.md): install it in an environment of its own
-with ``pip install "scidocs-eval[specter2]"``.
+adapter of the group's input format, one file per format, a paper two formats need once with each;
+FORMAT=ADAPTER pairs (`classification=DIR,adhoc_query=DIR2`) replace the adapters of the formats they name. It
+also takes one adapter for everything (a name above, a hub id downloaded by `adapters`, which needs internet, or a
+local folder written by `model.save_adapter(...)`) or GROUP=ADAPTER pairs such as
+`cls=classification,user-citation=proximity,recomm=DIR`. `adapters` pins its own transformers version (see
+docs/transformers.md): install it in an environment of its own with ``pip install "scidocs-eval[specter2]"``.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from typing import Any, ClassVar
 
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluation.papers import EmbeddingRole
-from scidocs_eval.evaluation.task import group_input_formats
+from scidocs_eval.evaluation.task import INPUT_FORMATS, group_input_formats
 from scidocs_eval.extras import require
 from scidocs_eval.models.adapter import Adapter, register_adapter
 from scidocs_eval.models.encoder import TransformerEncoder
@@ -35,8 +36,8 @@ from scidocs_eval.models.transformer_adapter import TransformerAdapter
 
 log = logging.getLogger("scidocs_eval")
 
-TASK_ADAPTERS = {"proximity": "allenai/specter2", "classification": "allenai/specter2_classification",
-                 "regression": "allenai/specter2_regression", "adhoc_query": "allenai/specter2_adhoc_query"}
+TASK_ADAPTERS = {"classification": "allenai/specter2_classification", "regression": "allenai/specter2_regression",
+                 "proximity": "allenai/specter2", "adhoc_query": "allenai/specter2_adhoc_query"}
 """The authors' adapter of each input format (the keys are `INPUT_FORMATS`)."""
 BY_FORMAT = "by-format"
 OLD_BY_FORMAT = "by-group"
@@ -91,8 +92,9 @@ class Specter2Adapter(TransformerAdapter):
     """SPECTER2: the [CLS] vector of allenai/specter2_base with a task adapter (see the module docstring).
 
     Args:
-        task_adapter: "by-format" (the authors' adapter for each input format), proximity, classification,
-            regression, adhoc_query, a local adapter folder, or GROUP=ADAPTER pairs (`parse_group_adapters`).
+        task_adapter: "by-format" (the authors' adapter for each input format), FORMAT=ADAPTER pairs
+            (`format_adapters`), proximity, classification, regression, adhoc_query, a local adapter folder, or
+            GROUP=ADAPTER pairs (`parse_group_adapters`).
         model, pooling, max_length, batch_size, device, precision, prompt, format_prompts: as for "transformer".
     """
 
@@ -111,17 +113,18 @@ class Specter2Adapter(TransformerAdapter):
         super().check_params()
         if self.task_adapter == OLD_BY_FORMAT:
             log.warning("--task-adapter by-group is now called by-format (each input format's adapter)")
-        if self.by_recipe:
-            return
-        for task_adapter in (parse_group_adapters(self.task_adapter) or {"": self.task_adapter}).values():
+        chosen = format_adapters(self.task_adapter) or parse_group_adapters(self.task_adapter) or \
+            {"": self.task_adapter}
+        for task_adapter in chosen.values():
             if task_adapter not in TASK_ADAPTERS and not Path(task_adapter).expanduser().is_dir():
                 raise ScidocsEvalError(f"--task-adapter must be by-format, one of {', '.join(TASK_ADAPTERS)}, an "
-                                       f"adapter folder or GROUP=ADAPTER pairs, not {task_adapter!r}")
+                                       f"adapter folder, or GROUP=ADAPTER or FORMAT=ADAPTER pairs, not "
+                                       f"{task_adapter!r}")
 
     @property
     def by_recipe(self) -> bool:
-        """Whether each input format gets the authors' adapter (`task_adapter` "by-format")."""
-        return self.task_adapter in (BY_FORMAT, OLD_BY_FORMAT)
+        """Whether each input format gets its own adapter (`task_adapter` "by-format" or FORMAT=ADAPTER pairs)."""
+        return format_adapters(self.task_adapter) is not None
 
     @property
     def by_format(self) -> bool:
@@ -132,8 +135,9 @@ class Specter2Adapter(TransformerAdapter):
         """By format: papers embedded for `role` go through its input format's adapter (and prompt)."""
         with super().embedding_role(role):
             encoder = self.encoder
-            if self.by_recipe:
-                encoder.task_adapter = role.input_format
+            recipe = format_adapters(self.task_adapter)
+            if recipe is not None:
+                encoder.task_adapter = recipe[role.input_format]
             try:
                 yield
             finally:
@@ -141,8 +145,9 @@ class Specter2Adapter(TransformerAdapter):
 
     @property
     def outside_roles(self) -> str:
-        """The adapter of papers embedded in no role (`embed`): with "by-format", proximity's (comparing papers)."""
-        return "proximity" if self.by_recipe else self.task_adapter
+        """The adapter of papers embedded in no role (`embed`): by format, proximity's (comparing papers)."""
+        recipe = format_adapters(self.task_adapter)
+        return recipe["proximity"] if recipe is not None else self.task_adapter
 
     def group_adapters(self) -> dict[str, Adapter] | None:
         """With GROUP=ADAPTER pairs: one SPECTER2 adapter per embeddings group (those named alike shared), as
@@ -161,16 +166,38 @@ class Specter2Adapter(TransformerAdapter):
         return self._encoder
 
 
-def parse_group_adapters(spec: str) -> dict[str, str] | None:
-    """"cls=classification,recomm=..." as {embedding group: task adapter}; None for one adapter or by-format."""
+def _pairs(spec: str) -> dict[str, str] | None:
+    """"a=b,c=d" as {a: b, c: d}; None for a spec without '='."""
     if "=" not in spec:
         return None
-    groups = group_input_formats()
-    chosen = {}
+    pairs = {}
     for pair in spec.split(","):
-        group, _, adapter = (part.strip() for part in pair.partition("="))
-        if group not in groups or not adapter:
-            raise ScidocsEvalError(f"--task-adapter wants GROUP=ADAPTER pairs with a group of "
-                                   f"{', '.join(groups)}, got {pair!r}")
-        chosen[group] = adapter
-    return chosen
+        key, _, adapter = (part.strip() for part in pair.partition("="))
+        if not key or not adapter:
+            raise ScidocsEvalError(f"--task-adapter wants GROUP=ADAPTER or FORMAT=ADAPTER pairs, got {pair!r}")
+        pairs[key] = adapter
+    return pairs
+
+
+def format_adapters(spec: str) -> dict[str, str] | None:
+    """{input format: task adapter} for "by-format" (the authors' adapters) or FORMAT=ADAPTER pairs (the formats
+    not named keep the authors'); None for one adapter or GROUP=ADAPTER pairs."""
+    pairs = {} if spec in (BY_FORMAT, OLD_BY_FORMAT) else _pairs(spec)
+    if pairs is None or not set(pairs) <= set(TASK_ADAPTERS):
+        return None
+    return {**{input_format: input_format for input_format in INPUT_FORMATS}, **pairs}
+
+
+def parse_group_adapters(spec: str) -> dict[str, str] | None:
+    """"cls=classification,recomm=..." as {embedding group: task adapter}; None for one adapter, by-format or
+    FORMAT=ADAPTER pairs."""
+    pairs = _pairs(spec)
+    if pairs is None or set(pairs) <= set(TASK_ADAPTERS):
+        return None
+    groups = group_input_formats()
+    unknown = [f"{key}={adapter}" for key, adapter in pairs.items() if key not in groups]
+    if unknown:
+        raise ScidocsEvalError(f"--task-adapter wants GROUP=ADAPTER pairs with a group of {', '.join(groups)}, or "
+                               f"FORMAT=ADAPTER pairs with a format of {', '.join(INPUT_FORMATS)}; got "
+                               f"{', '.join(map(repr, unknown))}")
+    return pairs

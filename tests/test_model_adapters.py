@@ -114,8 +114,8 @@ def test_baseline_transformer_with_last_pooling_and_a_prompt_runs_end_to_end(tin
 
 def test_specter2_task_adapter_must_be_known_or_a_folder(tiny_suite: Suite, capsys: pytest.CaptureFixture) -> None:
     assert main(["baseline", "specter2", "--task-adapter", "search", "--data", str(tiny_suite.root)]) == 2
-    assert "--task-adapter must be by-format, one of proximity, classification, regression, adhoc_query, an " \
-        "adapter folder or GROUP=ADAPTER pairs, not 'search'" in capsys.readouterr().err
+    assert "--task-adapter must be by-format, one of classification, regression, proximity, adhoc_query, an " \
+        "adapter folder, or GROUP=ADAPTER or FORMAT=ADAPTER pairs, not 'search'" in capsys.readouterr().err
 
 
 def test_specter2_without_the_adapters_library_says_how_to_install_it(tiny_suite: Suite, tmp_path: Path,
@@ -133,14 +133,24 @@ def test_specter2_without_the_adapters_library_says_how_to_install_it(tiny_suite
         in capsys.readouterr().err
 
 
-def test_specter2_adapters_per_group_are_parsed() -> None:
-    from scidocs_eval.baselines.specter2 import parse_group_adapters
+def test_specter2_adapters_per_group_and_per_format_are_parsed() -> None:
+    from scidocs_eval.baselines.specter2 import format_adapters, parse_group_adapters
     from scidocs_eval.errors import ScidocsEvalError
 
     assert parse_group_adapters("by-format") is None  # one adapter object, switching by input format
+    authors = {"classification": "classification", "regression": "regression", "proximity": "proximity",
+               "adhoc_query": "adhoc_query"}
+    assert format_adapters("by-format") == format_adapters("by-group") == authors
+    assert format_adapters("adhoc_query=/tmp/q, classification=/tmp/c") == {**authors, "adhoc_query": "/tmp/q",
+                                                                            "classification": "/tmp/c"}
+    assert format_adapters("cls=classification") is None and format_adapters("proximity") is None
+    assert parse_group_adapters("adhoc_query=/tmp/q") is None
     assert parse_group_adapters("cls=classification, recomm=/tmp/a") == {"cls": "classification",
                                                                          "recomm": "/tmp/a"}
     assert parse_group_adapters("proximity") is None
     with pytest.raises(ScidocsEvalError, match="GROUP=ADAPTER pairs with a group of cls, user-citation, recomm, "
-                       ".*got 'mag=classification'"):
+                       ".*or FORMAT=ADAPTER pairs with a format of classification, regression, proximity, "
+                       "adhoc_query; got 'mag=classification'"):
         parse_group_adapters("mag=classification")
+    with pytest.raises(ScidocsEvalError, match="got 'cls='"):
+        parse_group_adapters("cls=")

@@ -24,26 +24,33 @@ pytest.importorskip("adapters", reason="SPECTER2 needs the adapters library, whi
 from builders import build_small_bert  # noqa: E402
 
 
-@pytest.fixture(scope="module")
-def base_and_adapter(tiny_suite: Suite, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """A tiny BERT, and a bottleneck adapter on it trained for one step and saved as SPECTER2's are."""
+def _train_adapter(base: Path, texts: list[str], out: Path, first: int) -> Path:
+    """A bottleneck adapter on `base` trained for one step (pulling two texts' [CLS] vectors together), saved as
+    SPECTER2's are."""
     from adapters import AutoAdapterModel
     from transformers import AutoTokenizer
 
-    folder = tmp_path_factory.mktemp("specter2")
-    texts = [f"{p.title} {p.abstract}" for p in tiny_suite.papers()]
-    base = build_small_bert(texts, folder / "base", vocab_size=500, hidden_size=32)
+    torch.manual_seed(first)
     model = AutoAdapterModel.from_pretrained(base)
-    model.add_adapter("proximity", config="seq_bn")
-    model.train_adapter("proximity")
-    batch = AutoTokenizer.from_pretrained(base)(texts[:4], padding=True, truncation=True, max_length=32,
-                                                return_tensors="pt")
+    model.add_adapter("task", config="seq_bn")
+    model.train_adapter("task")
+    batch = AutoTokenizer.from_pretrained(base)(texts[first:first + 4], padding=True, truncation=True,
+                                                max_length=32, return_tensors="pt")
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-2)
     cls = model(**batch).last_hidden_state[:, 0]
     (cls[0] - cls[1]).pow(2).sum().backward()
     optimizer.step()
-    model.save_adapter(str(folder / "proximity"), "proximity")
-    return base, folder / "proximity"
+    model.save_adapter(str(out), "task")
+    return out
+
+
+@pytest.fixture(scope="module")
+def base_and_adapter(tiny_suite: Suite, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A tiny BERT, and a bottleneck adapter on it trained for one step and saved as SPECTER2's are."""
+    folder = tmp_path_factory.mktemp("specter2")
+    texts = [f"{p.title} {p.abstract}" for p in tiny_suite.papers()]
+    base = build_small_bert(texts, folder / "base", vocab_size=500, hidden_size=32)
+    return base, _train_adapter(base, texts, folder / "proximity", 0)
 
 
 def _cls(base: Path, texts: list[str], adapter: Path | None) -> np.ndarray:
@@ -54,7 +61,7 @@ def _cls(base: Path, texts: list[str], adapter: Path | None) -> np.ndarray:
         model = AutoModel.from_pretrained(base).eval()
     else:
         model = AutoAdapterModel.from_pretrained(base).eval()
-        model.load_adapter(str(adapter), load_as="proximity", set_active=True)
+        model.load_adapter(str(adapter), load_as="task", set_active=True)
     batch = AutoTokenizer.from_pretrained(base)(texts, padding=True, truncation=True, max_length=32,
                                                 return_tensors="pt")
     with torch.no_grad():
@@ -98,3 +105,41 @@ def test_by_group_embeds_each_group_with_its_own_adapter(base_and_adapter: tuple
     vectors = {row["paper_id"]: row["embedding"] for row in rows}
     np.testing.assert_allclose(np.array([vectors[p.paper_id] for p in papers]),
                                _cls(base, [paper_text(p, "[SEP]") for p in papers], adapter), atol=1e-5)
+
+
+def test_by_format_embeds_each_format_with_its_adapter_in_one_run(base_and_adapter: tuple[Path, Path],
+                                                                  tiny_suite: Suite, tmp_path: Path) -> None:
+    """SciRepEval's recipe: [CLF] classification, [RGN] regression, [PRX] proximity and search candidates, [QRY]
+    search queries, each paper once per format; here with local adapters in place of the authors' hub ones."""
+    from scidocs_eval.data.scirepeval import write_synthetic_scirepeval
+    from scidocs_eval.formats.scirepeval import meta_file, read_meta
+    from scidocs_eval.formats.suite import Paper
+
+    base, _ = base_and_adapter
+    texts = [f"{p.title} {p.abstract}" for p in tiny_suite.papers()]
+    adapters = {name: _train_adapter(base, texts, tmp_path / name, seed)
+                for seed, name in enumerate(("classification", "regression", "proximity", "adhoc_query"))}
+    data = tmp_path / "scirepeval"
+    write_synthetic_scirepeval(data, seed=2)
+    out = tmp_path / "out"
+    pairs = ",".join(f"{name}={folder}" for name, folder in adapters.items())
+    assert main(["baseline", "specter2", "--model", str(base), "--task-adapter", pairs, "--data", str(data),
+                 "--tasks", "scirepeval-search,scirepeval-drsm,scirepeval-tweet-mentions", "--max-length", "32",
+                 "--device", "cpu", "--out-dir", str(out), "--quiet"]) == 0
+    results = orjson.loads((out / "specter2.results.json").read_bytes())
+    assert set(results["tasks"]) == {"scirepeval-search", "scirepeval-drsm", "scirepeval-tweet-mentions"}
+    written = {"classification": ("drsm", None), "regression": ("tweet_mentions", None),
+               "proximity": ("search", None), "adhoc_query": ("search", "queries")}
+    for name, (config, role) in written.items():
+        meta = read_meta(data / meta_file(config))
+        ids = meta.queries if role else [i for i in meta.records if i not in set(meta.queries)]
+        file = out / ("specter2-scirepeval-search-queries.jsonl" if role else f"specter2-{name}.jsonl")
+        vectors = {row["paper_id"]: row["embedding"] for row in map(orjson.loads, file.read_bytes().splitlines())}
+        assert set(ids) <= set(vectors)
+        papers = [Paper(i, meta.records[i].get("title") or "", meta.records[i].get("abstract") or "")
+                  for i in ids[:4]]
+        got = np.array([vectors[p.paper_id] for p in papers])
+        texts_in = [paper_text(p, "[SEP]") for p in papers]
+        np.testing.assert_allclose(got, _cls(base, texts_in, adapters[name]), atol=1e-5, err_msg=name)
+        for other in set(adapters) - {name}:  # each format's papers went through its adapter, no other
+            assert np.abs(got - _cls(base, texts_in, adapters[other])).max() > 1e-4, (name, other)

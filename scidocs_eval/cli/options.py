@@ -103,8 +103,9 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
                         "papers of each format are then embedded apart")
     parser.add_argument("--normalize", action="store_true", help="sentence-transformer: L2-normalise the vectors")
     parser.add_argument("--task-adapter", help="specter2: by-format (default: the authors' adapter for each "
-                        "input format), proximity, classification, regression, adhoc_query, an adapter folder, or "
-                        "GROUP=ADAPTER pairs such as cls=classification,user-citation=proximity,recomm=proximity")
+                        "input format), FORMAT=ADAPTER pairs such as classification=DIR,adhoc_query=DIR2 (the other "
+                        "formats keep the authors'), one of proximity, classification, regression, adhoc_query, an "
+                        "adapter folder, or GROUP=ADAPTER pairs such as cls=classification,user-citation=proximity")
     parser.add_argument("--param", "-p", action="append", metavar="KEY=VALUE",
                         help="any other adapter parameter (repeatable)")
 

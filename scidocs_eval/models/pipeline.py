@@ -16,8 +16,8 @@ from __future__ import annotations
 import logging
 import os
 import time
-from dataclasses import asdict
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -158,8 +158,8 @@ def embed_and_score(
     embedded = time.perf_counter()
     if not is_main_process():
         return None
-    result = evaluate(_one_file_or_groups(files), suite, tasks=names, split=split, missing=missing, task_params=task_params, model=name,
-                      cache=cache, progress=progress, min_coverage=min_coverage)
+    result = evaluate(_one_file_or_groups(files), suite, tasks=names, split=split, missing=missing,
+                      task_params=task_params, model=name, cache=cache, progress=progress, min_coverage=min_coverage)
     result.model_info = model_info(model, train_corpus_path, call)
     result.timings.update(fit=round(fitted - started, 3), embed=round(embedded - fitted, 3))
     if output is not None:

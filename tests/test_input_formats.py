@@ -1,0 +1,170 @@
+"""Input formats (`INPUT_FORMATS`): each embeddings group is embedded for its tasks' format, and a model that
+embeds by format (per-format prompts, SPECTER2's adapters: tests/test_specter2.py) gets each paper once per
+format, a search's queries apart from its candidates, in one run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import orjson
+import pytest
+
+from scidocs_eval.cli.main import main
+from scidocs_eval.data.scirepeval import write_embeddings_jsonl, write_synthetic_scirepeval
+from scidocs_eval.evaluation.runner import evaluate
+from scidocs_eval.evaluation.task import TASKS, TaskSpec, group_input_formats, register_task
+from scidocs_eval.formats.corpus import paper_text
+from scidocs_eval.formats.provenance import read_settings
+from scidocs_eval.formats.scirepeval import meta_file, read_meta
+from scidocs_eval.formats.suite import Paper, Suite
+from scidocs_eval.models.encoder import TransformerEncoder
+
+pytest.importorskip("transformers")
+
+from builders import build_small_bert  # noqa: E402
+
+SEARCH, DRSM = "scirepeval-search", "scirepeval-drsm"
+
+
+def _embeddings(path: Path) -> dict[str, np.ndarray]:
+    rows = [orjson.loads(line) for line in path.read_bytes().splitlines()]
+    return {row["paper_id"]: np.array(row["embedding"]) for row in rows}
+
+
+@pytest.fixture(scope="module")
+def tiny_bert(tiny_suite: Suite, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    texts = [paper_text(p) for p in tiny_suite.papers()]
+    return build_small_bert(texts, tmp_path_factory.mktemp("bert") / "bert", vocab_size=400, hidden_size=32)
+
+
+@pytest.fixture(scope="module")
+def scirepeval_copy(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    folder = tmp_path_factory.mktemp("scirepeval")
+    vectors = write_synthetic_scirepeval(folder / "data", seed=3)
+    return folder / "data", write_embeddings_jsonl(folder / "embeddings.jsonl", vectors)
+
+
+def _encode(model: Path, prompt: str, papers: list[Paper]) -> np.ndarray:
+    encoder = TransformerEncoder(str(model), max_length=32, device="cpu", prompt=prompt)
+    return encoder.encode(encoder.paper_texts(papers))
+
+
+def test_format_prompts_embed_each_format_with_its_prompt_once(tiny_bert: Path, tiny_suite: Suite,
+                                                               tmp_path: Path) -> None:
+    assert main(["baseline", "transformer", "--model", str(tiny_bert), "--format-prompt", "classification=Classify: ",
+                 "--prompt", "Paper: ", "--data", str(tiny_suite.root), "--tasks", "mesh,cite", "--max-length",
+                 "32", "--device", "cpu", "--out-dir", str(tmp_path), "--quiet"]) == 0
+    assert not (tmp_path / "transformer.jsonl").exists()
+    classification = _embeddings(tmp_path / "transformer-classification.jsonl")
+    proximity = _embeddings(tmp_path / "transformer-proximity.jsonl")
+    mesh_papers = [p for p in tiny_suite.papers(("mag_mesh",)) if p.paper_id in classification][:5]
+    cite_papers = [p for p in tiny_suite.papers(("view_cite_read",)) if p.paper_id in proximity][:5]
+    assert len(mesh_papers) == len(cite_papers) == 5
+    assert "Classify: " + paper_text(mesh_papers[0], "[SEP]") in \
+        TransformerEncoder(str(tiny_bert), prompt="Classify: ").paper_texts(mesh_papers)
+    np.testing.assert_allclose(np.array([classification[p.paper_id] for p in mesh_papers]),
+                               _encode(tiny_bert, "Classify: ", mesh_papers), atol=1e-5)
+    np.testing.assert_allclose(np.array([proximity[p.paper_id] for p in cite_papers]),
+                               _encode(tiny_bert, "Paper: ", cite_papers), atol=1e-5)  # no prompt of its own: --prompt
+    assert np.abs(np.array([proximity[p.paper_id] for p in cite_papers]) -
+                  _encode(tiny_bert, "Classify: ", cite_papers)).max() > 1e-3  # the prompts change the vectors
+    assert read_settings(tmp_path / "transformer-classification.jsonl")["role"]["input_format"] == "classification"
+    results = orjson.loads((tmp_path / "transformer.results.json").read_bytes())
+    assert results["model_info"]["params"]["format_prompts"] == {"classification": "Classify: "}
+    assert set(results["tasks"]) == {"mesh", "cite"}
+    # a resume with other prompts would mix vectors: refused, naming what differs
+    assert main(["baseline", "transformer", "--model", str(tiny_bert), "--format-prompt", "classification=Other: ",
+                 "--prompt", "Paper: ", "--data", str(tiny_suite.root), "--tasks", "mesh", "--max-length", "32",
+                 "--device", "cpu", "--out-dir", str(tmp_path), "--quiet", "--resume"]) == 2
+
+
+def test_search_queries_are_embedded_apart_with_their_formats_prompt(tiny_bert: Path,
+                                                                     scirepeval_copy: tuple[Path, Path],
+                                                                     tmp_path: Path) -> None:
+    data, _ = scirepeval_copy
+    assert main(["baseline", "transformer", "--model", str(tiny_bert), "--format-prompt", "adhoc_query=Query: ",
+                 "--data", str(data), "--tasks", f"{SEARCH},{DRSM}", "--max-length", "32", "--device", "cpu",
+                 "--batch-size", "64", "--out-dir", str(tmp_path), "--quiet"]) == 0
+    meta = read_meta(data / meta_file("search"))
+    queries = _embeddings(tmp_path / "transformer-scirepeval-search-queries.jsonl")
+    candidates = _embeddings(tmp_path / "transformer-proximity.jsonl")
+    assert set(queries) == set(meta.queries)
+    assert not set(meta.queries) & set(candidates)
+    assert set(candidates) == set(meta.records) - set(meta.queries)
+    first = meta.queries[:3]
+    papers = [Paper(q, meta.records[q]["title"], "") for q in first]
+    np.testing.assert_allclose(np.array([queries[q] for q in first]), _encode(tiny_bert, "Query: ", papers),
+                               atol=1e-5)
+    assert np.abs(np.array([queries[q] for q in first]) - _encode(tiny_bert, "", papers)).max() > 1e-3
+    assert read_settings(tmp_path / "transformer-scirepeval-search-queries.jsonl")["role"] == {
+        "input_format": "adhoc_query", "prompt_type": "query", "mteb_task": None}
+    assert (tmp_path / "transformer-classification.jsonl").is_file()
+    results = orjson.loads((tmp_path / "transformer.results.json").read_bytes())
+    assert set(results["tasks"]) == {SEARCH, DRSM}
+
+
+def test_one_file_of_queries_and_candidates_scores_as_the_files_apart(scirepeval_copy: tuple[Path, Path],
+                                                                      tmp_path: Path) -> None:
+    """SciRepEval keeps queries and candidates in one dict: one file for both groups gives the same numbers as a
+    file per group, and a baseline that embeds alike writes the queries apart with the same vectors."""
+    data, embeddings = scirepeval_copy
+    together = evaluate(embeddings, data, tasks=[SEARCH, "scirepeval-trec-covid"], cache=False, progress=False)
+    apart = evaluate({"scirepeval-search": embeddings, "scirepeval-search-queries": embeddings,
+                      "scirepeval-trec-covid": embeddings, "scirepeval-trec-covid-queries": embeddings}, data,
+                     tasks=[SEARCH, "scirepeval-trec-covid"], cache=False, progress=False)
+    for name in (SEARCH, "scirepeval-trec-covid"):
+        assert together.tasks[name].metrics == apart.tasks[name].metrics
+        assert together.tasks[name].coverage["queries_without_vector"] == 0
+    assert main(["baseline", "tfidf", "--data", str(data), "--tasks", SEARCH, "--out-dir", str(tmp_path),
+                 "--quiet"]) == 0
+    queries = _embeddings(tmp_path / "tfidf-scirepeval-search-queries.jsonl")
+    merged = tmp_path / "merged.jsonl"
+    merged.write_bytes((tmp_path / "tfidf.jsonl").read_bytes() +
+                       (tmp_path / "tfidf-scirepeval-search-queries.jsonl").read_bytes())
+    rescored = evaluate(merged, data, tasks=[SEARCH], cache=False, progress=False)
+    baseline = orjson.loads((tmp_path / "tfidf.results.json").read_bytes())
+    assert rescored.tasks[SEARCH].metrics == baseline["tasks"][SEARCH]["metrics"]
+    assert len(queries) == len(read_meta(data / meta_file("search")).queries)
+
+
+def test_a_query_group_given_no_file_skips_the_search_with_its_name(scirepeval_copy: tuple[Path, Path]) -> None:
+    data, embeddings = scirepeval_copy
+    result = evaluate({"scirepeval-search": embeddings, "scirepeval-drsm": embeddings}, data, tasks=[SEARCH, DRSM],
+                      cache=False, progress=False)
+    assert SEARCH not in result.tasks and DRSM in result.tasks
+    assert result.skipped[SEARCH] == "no 'scirepeval-search-queries' embeddings given"
+
+
+@pytest.mark.parametrize("option, message", [
+    (["--format-prompt", "search=Query: "], "--format-prompt: wants FORMAT=TEXT with a format of classification, "
+                                            "regression, proximity, adhoc_query, got 'search=Query: '"),
+    (["--format-prompt", "Query: "], "--format-prompt: wants FORMAT=TEXT"),
+    (["--format-prompt", "proximity=A", "--format-prompt", "proximity=B"],
+     "--format-prompt gives proximity twice; give each format once"),
+    (["-p", 'format_prompts={"proximity": 3}'], "format_prompts"),
+])
+def test_a_bad_format_prompt_is_one_line_naming_it(option: list[str], message: str, tiny_suite: Suite,
+                                                   tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    try:
+        status = main(["baseline", "transformer", "--model", "x", *option, "--data", str(tiny_suite.root),
+                       "--out-dir", str(tmp_path), "--quiet"])
+    except SystemExit as stop:  # argparse's own errors
+        status = stop.code
+    assert status == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+    assert not list(tmp_path.iterdir())
+
+
+def test_a_group_is_embedded_for_one_format() -> None:
+    cls_group = TASKS["mesh"].spec
+    assert group_input_formats()["cls"] == cls_group.input_format == "classification"
+    with pytest.raises(ValueError, match="embeds group 'cls' for regression, but registered tasks embed it for "
+                                         "classification"):
+        register_task(type("CitationCountOfMeshPapers", (TASKS["mesh"],), {"spec": TaskSpec(
+            "mesh-regression", "x", "classification", ("f1",), "f1", "cls", cls_group.metadata_file,
+            input_format="regression")}))
+    with pytest.raises(ValueError, match="input_format 'search' must be one of classification, regression, "
+                                         "proximity, adhoc_query"):
+        TaskSpec("x", "x", "ranking", ("map",), "map", "x", "", input_format="search")
