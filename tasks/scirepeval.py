@@ -34,6 +34,7 @@ from scidocs_eval.evaluation.task import (
 from scidocs_eval.evaluators import scirepeval as models
 from scidocs_eval.formats.embeddings import PRESENT, EmbeddingStore
 from scidocs_eval.formats.scirepeval import (
+    EXTRA_TEXT_FIELDS,
     TASK_TABLE,
     Labelled,
     meta_file,
@@ -42,7 +43,7 @@ from scidocs_eval.formats.scirepeval import (
     read_reviewers,
     test_file,
 )
-from scidocs_eval.formats.suite import Paper, Suite
+from scidocs_eval.formats.suite import Paper, Suite, paper_of_record
 from scidocs_eval.params import InstanceOf, Interval, Options, validate_params
 
 BENCHMARKS.register(Benchmark("scirepeval", "SciRepEval (EMNLP 2023): classification, regression, proximity and "
@@ -338,7 +339,7 @@ class SearchTask(ProximityTask):
 
     def role_papers(self, suite: Suite, split: str) -> dict[str, tuple[list[Paper], str]]:
         records = suite.metadata(self.spec.metadata_file)
-        queries = [Paper(q, records[q].get("title") or "", records[q].get("abstract") or "")
+        queries = [paper_of_record(q, records[q], self.spec.text_fields)
                    for q in suite.query_ids(self.spec.metadata_file)]
         assert self.spec.query_group is not None
         return {self.spec.query_group: (queries, "query")}
@@ -418,7 +419,8 @@ def _spec(name: str, title: str, kind: str, meta_config: str, metrics: tuple[str
     return TaskSpec(name, f"SciRepEval {title} ({FORMATS[kind].replace('_', ' ')}; {', '.join(metrics)})",
                     "scirepeval", metrics, metrics[0], group, meta_file(meta_config), benchmark=BENCHMARK,
                     input_format=INPUT_FORMAT[FORMATS[kind]],
-                    query_group=f"{group}-queries" if kind == "adhoc_search" else None)
+                    query_group=f"{group}-queries" if kind == "adhoc_search" else None,
+                    text_fields=EXTRA_TEXT_FIELDS.get(meta_config, ()))
 
 
 def _class_name(name: str) -> str:

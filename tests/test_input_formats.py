@@ -4,6 +4,9 @@ format, a search's queries apart from its candidates, in one run."""
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
+import os
 from pathlib import Path
 
 import numpy as np
@@ -12,12 +15,13 @@ import pytest
 
 from scidocs_eval.cli.main import main
 from scidocs_eval.data.scirepeval import write_embeddings_jsonl, write_synthetic_scirepeval
+from scidocs_eval.evaluation.papers import papers_by_group, papers_by_role
 from scidocs_eval.evaluation.runner import evaluate
 from scidocs_eval.evaluation.task import TASKS, TaskSpec, group_input_formats, register_task
 from scidocs_eval.formats.corpus import paper_text
 from scidocs_eval.formats.provenance import read_settings
 from scidocs_eval.formats.scirepeval import meta_file, read_meta
-from scidocs_eval.formats.suite import Paper, Suite
+from scidocs_eval.formats.suite import Paper, Suite, paper_of_record
 from scidocs_eval.models.encoder import TransformerEncoder
 
 pytest.importorskip("transformers")
@@ -25,6 +29,7 @@ pytest.importorskip("transformers")
 from builders import build_small_bert  # noqa: E402
 
 SEARCH, DRSM = "scirepeval-search", "scirepeval-drsm"
+REPO = Path(__file__).resolve().parent.parent
 
 
 def _embeddings(path: Path) -> dict[str, np.ndarray]:
@@ -92,6 +97,11 @@ def test_search_queries_are_embedded_apart_with_their_formats_prompt(tiny_bert: 
     assert set(queries) == set(meta.queries)
     assert not set(meta.queries) & set(candidates)
     assert set(candidates) == set(meta.records) - set(meta.queries)
+    # Search's candidates are read with their venue and year (its "fields" in scirepeval_tasks.jsonl)
+    shown = [paper_of_record(i, meta.records[i], ("venue", "year")) for i in list(candidates)[:3]]
+    assert paper_text(shown[0], "[SEP]").endswith("[SEP]Synthetic Venue[SEP]2020")
+    np.testing.assert_allclose(np.array([candidates[p.paper_id] for p in shown]), _encode(tiny_bert, "", shown),
+                               atol=1e-5)
     first = meta.queries[:3]
     papers = [Paper(q, meta.records[q]["title"], "") for q in first]
     np.testing.assert_allclose(np.array([queries[q] for q in first]), _encode(tiny_bert, "Query: ", papers),
@@ -168,3 +178,37 @@ def test_a_group_is_embedded_for_one_format() -> None:
     with pytest.raises(ValueError, match="input_format 'search' must be one of classification, regression, "
                                          "proximity, adhoc_query"):
         TaskSpec("x", "x", "ranking", ("map",), "map", "x", "", input_format="search")
+
+
+CHECKOUT = Path(os.environ.get("SCIREPEVAL_CHECKOUT", "/work/.mirror/allenai+scirepeval/repo"))
+
+
+@pytest.mark.skipif(not CHECKOUT.exists(), reason="no allenai/scirepeval checkout (set SCIREPEVAL_CHECKOUT)")
+def test_a_model_reads_the_texts_scirepeval_gives_it(scirepeval_copy: tuple[Path, Path], tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """SciRepEval's own datasets (`evaluation/eval_datasets.py`) build each paper's text from the task's fields
+    joined by " [SEP] ": ours, for the candidates and queries of Search (title, abstract, venue, year) and the
+    papers of a flat config, are the same texts."""
+    pytest.importorskip("datasets")
+    spec = importlib.util.spec_from_file_location("scirepeval_agreement", REPO / "bench" / "scirepeval_agreement.py")
+    assert spec is not None and spec.loader is not None
+    agreement = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(agreement)
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf"))
+    data, _ = scirepeval_copy
+    suite = Suite(data)
+    with agreement.checkout_tree(CHECKOUT) as tree:
+        monkeypatch.syspath_prepend(str(tree))
+        eval_datasets = importlib.import_module("evaluation.eval_datasets")
+        search = eval_datasets.IRDataset(str(data / meta_file("search")), "[SEP]",
+                                         fields=["title", "abstract", "venue", "year"])
+        theirs = {bid: text for texts, ids in search.batches() for text, bid in zip(texts, ids)}
+        flat = eval_datasets.SimpleDataset(str(data / meta_file("drsm")), "[SEP]")
+        theirs_flat = {bid: text for texts, ids in flat.batches() for text, bid in zip(texts, ids)}
+    candidates = papers_by_group(suite, [SEARCH])["scirepeval-search"]
+    queries, _ = papers_by_role(suite, [SEARCH])["scirepeval-search-queries"]
+    ours = {**{(p.paper_id, "c"): paper_text(p, " [SEP] ") for p in candidates},
+            **{(p.paper_id, "q"): paper_text(p, " [SEP] ") for p in queries}}
+    assert ours == theirs
+    assert {p.paper_id: paper_text(p, " [SEP] ") for p in papers_by_group(suite, [DRSM])["scirepeval-drsm"]} == \
+        theirs_flat

@@ -36,9 +36,15 @@ def metadata_files(suite: Suite, tasks: Sequence[str] | None = None, benchmark: 
     return tuple(name for name in official + sorted(wanted - set(official)) if suite.has(name))
 
 
+def text_fields(tasks: Sequence[str] | None = None, benchmark: str | None = None) -> dict[str, tuple[str, ...]]:
+    """{metadata file: the fields its tasks embed after title and abstract} (`TaskSpec.text_fields`)."""
+    return {TASKS[name].spec.metadata_file: TASKS[name].spec.text_fields
+            for name in selected_tasks(tasks, benchmark) if TASKS[name].spec.text_fields}
+
+
 def fit_papers(suite: Suite, tasks: Sequence[str] | None = None, benchmark: str | None = None) -> list[Paper]:
     """Every paper of the metadata files the tasks read: the corpus a fitted adapter learns from."""
-    return suite.papers(metadata_files(suite, tasks, benchmark))
+    return suite.papers(metadata_files(suite, tasks, benchmark), text_fields(tasks, benchmark))
 
 
 def papers_by_group(suite: Suite, tasks: Sequence[str] | None = None, split: str = "test",
@@ -55,7 +61,8 @@ def papers_by_group(suite: Suite, tasks: Sequence[str] | None = None, split: str
         ids = get_task(name).paper_ids(suite, split)
         known = wanted.setdefault(spec.embedding_group, set())
         wanted[spec.embedding_group] = None if ids is None or known is None else known | set(ids)
-    return {group: [paper for paper in suite.papers((files[group],)) if ids is None or paper.paper_id in ids]
+    fields = text_fields(tasks, benchmark)
+    return {group: [paper for paper in suite.papers((files[group],), fields) if ids is None or paper.paper_id in ids]
             for group, ids in wanted.items()}
 
 

@@ -69,6 +69,8 @@ class TaskSpec:
         input_format: what its `embedding_group`'s papers are embedded for (`INPUT_FORMATS`); empty: its
             family's (classification for "classification", proximity otherwise). Its `query_group` is
             `QUERY_INPUT_FORMAT`.
+        text_fields: fields of its metadata records a model reads after title and abstract, in order, each that a
+            record has (`Paper.extra`; SciRepEval's Search: venue, year); empty for title and abstract alone.
     """
 
     name: str
@@ -84,8 +86,10 @@ class TaskSpec:
     dataset: Mapping[str, str] = field(default_factory=dict)
     mteb_task: str | None = None
     input_format: str = ""
+    text_fields: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "text_fields", tuple(self.text_fields))
         if not self.input_format:
             object.__setattr__(self, "input_format", _FAMILY_FORMAT.get(self.family, "proximity"))
         object.__setattr__(self, "metrics", tuple(self.metrics))
@@ -113,6 +117,8 @@ class TaskSpec:
         if self.query_group is not None and (not _NAME.fullmatch(self.query_group)
                                              or self.query_group == self.embedding_group):
             problems.append(f"query_group {self.query_group!r} must be a group name other than embedding_group")
+        if not all(isinstance(name, str) and name and name not in ("title", "abstract") for name in self.text_fields):
+            problems.append(f"text_fields {self.text_fields!r} must name fields other than title and abstract")
         if self.input_format not in INPUT_FORMATS:
             problems.append(f"input_format {self.input_format!r} must be one of {', '.join(INPUT_FORMATS)}")
         if not _NAME.fullmatch(self.benchmark):
@@ -221,6 +227,11 @@ def register_task(cls: type[Task]) -> type[Task]:
     if not isinstance(getattr(cls, "spec", None), TaskSpec):
         raise TypeError(f"{cls.__name__} has no TaskSpec `spec`")
     for other in TASKS.registered():
+        if other.spec.embedding_group == cls.spec.embedding_group and other.spec.name != cls.spec.name \
+                and other.spec.text_fields != cls.spec.text_fields:
+            raise ValueError(f"task {cls.spec.name!r} embeds group {cls.spec.embedding_group!r} with text fields "
+                             f"{cls.spec.text_fields}, but task {other.spec.name!r} with {other.spec.text_fields}; "
+                             "give it an embeddings group of its own")
         if other.spec.embedding_group == cls.spec.embedding_group and other.spec.name != cls.spec.name \
                 and other.spec.metadata_file != cls.spec.metadata_file:
             raise ValueError(f"task {cls.spec.name!r} reads embeddings group {cls.spec.embedding_group!r} as the "

@@ -84,11 +84,13 @@ def published(record: dict, path: str | os.PathLike[str], line: int | None = Non
 
 
 def paper_text(paper: Paper, separator: str = " ") -> str:
-    """Title + separator + abstract, each stripped; a missing part is left out with its separator.
+    """Title + separator + abstract (+ separator + each `extra` field), each stripped; a missing part is left out
+    with its separator.
 
     The text every model reads: the word-based baselines with a space, transformers with their [SEP] token.
     """
-    return separator.join(part for part in (paper.title.strip(), paper.abstract.strip()) if part)
+    return separator.join(part for part in (paper.title.strip(), paper.abstract.strip(),
+                                            *(field.strip() for field in paper.extra)) if part)
 
 
 def text_field(record: dict, key: str, path: str | os.PathLike[str], line: int | None = None,

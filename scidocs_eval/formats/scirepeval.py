@@ -57,6 +57,9 @@ TASK_TABLE: list[tuple[str, str, str, str, tuple[str, ...], tuple[tuple[int, int
     ("Fields of study", "multi_label", "fos", "fos", ("f1_macro",), ((10, 50), (5, 100))),
     ("MeSH", "classification", "mesh_descriptors", "mesh_descriptors", ("f1_macro",), ()),
 ]
+EXTRA_TEXT_FIELDS = {"search": ("venue", "year")}
+"""The fields a task of a metadata config embeds after title and abstract (the "fields" of scirepeval_tasks.jsonl:
+Search's are title, abstract, venue, year)."""
 
 
 def meta_file(config: str) -> str:

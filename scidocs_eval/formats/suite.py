@@ -16,7 +16,7 @@ import csv
 import hashlib
 import logging
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -47,15 +47,24 @@ IMPRESSIONS_HEADER = "query_id,clicked_id,shown"
 
 @dataclass(frozen=True)
 class Paper:
-    """A paper as the adapters see it."""
+    """A paper as the adapters see it: `extra` holds the further fields a task embeds after the abstract, in order
+    (SciRepEval's Search: venue and year), empty for most."""
 
     paper_id: str
     title: str
     abstract: str
+    extra: tuple[str, ...] = ()
 
     @property
     def has_text(self) -> bool:
-        return bool(self.title.strip() or self.abstract.strip())
+        return bool(self.title.strip() or self.abstract.strip() or any(part.strip() for part in self.extra))
+
+
+def paper_of_record(paper_id: str, record: dict, extra_fields: Sequence[str] = ()) -> Paper:
+    """The `Paper` of a metadata record; each field of `extra_fields` the record has (not empty) becomes a part of
+    `extra`, as text (SciRepEval joins `str(record[field])` for every field whose value is truthy)."""
+    return Paper(str(paper_id), record.get("title") or "", record.get("abstract") or "",
+                 tuple(str(record[name]) for name in extra_fields if record.get(name)))
 
 
 @dataclass(frozen=True)
@@ -163,21 +172,25 @@ class Suite:
         self.metadata(metadata_file)
         return self._queries.get(METADATA_FILES.get(metadata_file, metadata_file), [])
 
-    def papers(self, metadata_files: tuple[str, ...] | None = None) -> list[Paper]:
+    def papers(self, metadata_files: tuple[str, ...] | None = None,
+               extra_fields: Mapping[str, Sequence[str]] | None = None) -> list[Paper]:
         """Every paper of the given metadata files (suite-relative names, or keys of METADATA_FILES; all present
-        ones by default), each id once. ("group" is an embeddings group, `TaskSpec.embedding_group`, elsewhere.)"""
+        ones by default), each id once, with the `extra_fields` {metadata file: fields} a task embeds after the
+        abstract (`TaskSpec.text_fields`). ("group" is an embeddings group, `TaskSpec.embedding_group`, elsewhere.)"""
+        extra_fields = extra_fields or {}
         metadata_files = metadata_files or tuple(key for key, name in METADATA_FILES.items() if self.has(name))
         seen: dict[str, Paper] = {}
         differing: list[str] = []
         for metadata_file in metadata_files:
+            fields = extra_fields.get(metadata_file, ())
             for paper_id, record in self.metadata(metadata_file).items():
-                paper = Paper(str(paper_id), record.get("title") or "", record.get("abstract") or "")
+                paper = paper_of_record(paper_id, record, fields)
                 if paper_id not in seen:
                     seen[paper_id] = paper
                 elif seen[paper_id] != paper:
                     differing.append(paper_id)
         if differing:
-            log.warning("%d paper id(s) have a different title or abstract in two metadata files; each is embedded "
+            log.warning("%d paper id(s) have a different text in two metadata files; each is embedded "
                         "once, from the first file (%s): %s", len(differing), ", ".join(metadata_files),
                         ", ".join(differing[:5]))
         return list(seen.values())

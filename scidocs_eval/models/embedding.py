@@ -123,4 +123,4 @@ def _put_in_input_order(path: Path, papers: Sequence[Paper], option: str) -> Non
 
 def _digest(papers: Sequence[Paper]) -> str:
     """sha256 of the papers' ids and texts, in order (what a fitted adapter learnt from)."""
-    return hashlib.sha256(orjson.dumps([(p.paper_id, p.title, p.abstract) for p in papers])).hexdigest()
+    return hashlib.sha256(orjson.dumps([(p.paper_id, p.title, p.abstract, *p.extra) for p in papers])).hexdigest()

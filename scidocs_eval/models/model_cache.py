@@ -28,7 +28,8 @@ def corpus_fingerprint(papers: Sequence[Paper]) -> str:
     """sha256 over every paper's id, title and abstract, in order (hex)."""
     digest = hashlib.sha256()
     for paper in papers:
-        digest.update(f"{paper.paper_id}\0{paper.title}\0{paper.abstract}\1".encode())
+        extra = "".join(f"\0{field}" for field in paper.extra)  # none: the digest of papers before `extra`
+        digest.update(f"{paper.paper_id}\0{paper.title}\0{paper.abstract}{extra}\1".encode())
     return digest.hexdigest()
 
 

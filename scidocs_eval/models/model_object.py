@@ -161,7 +161,8 @@ class EncoderAdapter(Adapter):
 
     def _items(self, papers: Sequence[Paper]) -> list[Any]:
         if self.inputs == "papers":
-            return [{"paper_id": p.paper_id, "title": p.title, "abstract": p.abstract} for p in papers]
+            return [{"paper_id": p.paper_id, "title": p.title, "abstract": p.abstract,
+                     **({"extra": list(p.extra)} if p.extra else {})} for p in papers]
         return [paper_text(paper, self.separator) for paper in papers]
 
     def _checked(self, output: Any, batch: Sequence[Paper], where: str) -> np.ndarray:
