@@ -1,8 +1,9 @@
 """`baseline specter2` with a tiny BERT and a task adapter the test trains for a step, offline.
 
-The adapters library pins its own transformers version, so these tests run in an environment of their own:
-``python -m venv .venv-adapters && .venv-adapters/bin/pip install -c constraints.txt -e ".[transformers,test,
-offline-models,specter2]"``, then ``.venv-adapters/bin/python -m pytest tests/test_specter2.py``.
+The adapters library pins its own transformers version, so these tests run in an environment of their own (CI
+builds it, `.ci/run`): ``python -m venv .venv-adapters && .venv-adapters/bin/pip install -c constraints.txt
+"adapters==1.3.0" "transformers==4.57.6" -e ".[transformers,offline-models]" pytest``, then
+``.venv-adapters/bin/python -m pytest tests/test_specter2.py``.
 """
 
 from __future__ import annotations
