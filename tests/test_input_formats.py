@@ -16,6 +16,7 @@ import pytest
 from scidocs_eval.cli.main import main
 from scidocs_eval.data.scirepeval import write_embeddings_jsonl, write_synthetic_scirepeval
 from scidocs_eval.evaluation.papers import papers_by_group, papers_by_role
+from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluation.runner import evaluate
 from scidocs_eval.evaluation.task import TASKS, TaskSpec, group_input_formats, register_task
 from scidocs_eval.formats.corpus import paper_text
@@ -23,6 +24,7 @@ from scidocs_eval.formats.provenance import read_settings
 from scidocs_eval.formats.scirepeval import meta_file, read_meta
 from scidocs_eval.formats.suite import Paper, Suite, paper_of_record
 from scidocs_eval.models.encoder import TransformerEncoder
+from scidocs_eval.models.model_object import evaluate_model
 
 pytest.importorskip("transformers")
 
@@ -212,3 +214,61 @@ def test_a_model_reads_the_texts_scirepeval_gives_it(scirepeval_copy: tuple[Path
     assert ours == theirs
     assert {p.paper_id: paper_text(p, " [SEP] ") for p in papers_by_group(suite, [DRSM])["scirepeval-drsm"]} == \
         theirs_flat
+
+
+class LengthModel:
+    """A model object whose vector of a text is what the test needs to see: its length and its prompt."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def encode(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
+        self.texts += texts
+        return np.array([[len(t), float(t.startswith("Q: ")), float(t.startswith("C: ")), 1.0] for t in texts])
+
+
+def test_a_model_object_gets_its_format_prompts_and_saves_every_vector(scirepeval_copy: tuple[Path, Path],
+                                                                      tmp_path: Path) -> None:
+    data, _ = scirepeval_copy
+    model = LengthModel()
+    result = evaluate_model(model, data, tasks=[SEARCH, DRSM], format_prompts={"adhoc_query": "Q: ",
+                            "classification": "C: "}, cache=False, progress=False)
+    assert set(result.tasks) == {SEARCH, DRSM}
+    meta = read_meta(data / meta_file("search"))
+    assert sorted(t for t in model.texts if t.startswith("Q: ")) == sorted(f"Q: {meta.records[q]['title']}"
+                                                                           for q in meta.queries)
+    assert sum(t.startswith("C: ") for t in model.texts) == len(read_meta(data / meta_file("drsm")).records)
+    assert sum(t.endswith(" Synthetic Venue 2020") for t in model.texts) == len(meta.records) - len(meta.queries)
+    assert result.model_info.call["format_prompts"] == {"adhoc_query": "Q: ", "classification": "C: "}
+    with pytest.raises(ScidocsEvalError, match="save_embeddings keeps one vector a paper, but with format_prompts"):
+        evaluate_model(LengthModel(), data, tasks=[SEARCH], format_prompts={"adhoc_query": "Q: "},
+                       save_embeddings=tmp_path / "x.jsonl", progress=False)
+    assert not list(tmp_path.iterdir())
+    with pytest.raises(ScidocsEvalError, match="format_prompts"):
+        evaluate_model(LengthModel(), data, tasks=[SEARCH], format_prompts={"search": "Q: "}, progress=False)
+    # without format prompts, the papers and the queries (embedded apart) are both saved, and rescore the same
+    saved = tmp_path / "saved.jsonl"
+    plain = evaluate_model(LengthModel(), data, tasks=[SEARCH], save_embeddings=saved, cache=False, progress=False)
+    queries = tmp_path / "saved.scirepeval-search-queries.jsonl"
+    assert set(_embeddings(queries)) == set(read_meta(data / meta_file("search")).queries)
+    rescored = evaluate({"scirepeval-search": saved, "scirepeval-search-queries": queries}, data, tasks=[SEARCH],
+                        cache=False, progress=False)
+    assert rescored.tasks[SEARCH].metrics == plain.tasks[SEARCH].metrics
+    assert {Path(s["path"]).name for s in plain.fingerprints["embeddings"].values()} == {saved.name, queries.name}
+
+
+def test_a_papers_model_is_told_each_papers_input_format(scirepeval_copy: tuple[Path, Path]) -> None:
+    data, _ = scirepeval_copy
+    seen: dict[str, set[str]] = {}
+
+    def model(papers: list[dict]) -> np.ndarray:
+        for paper in papers:
+            seen.setdefault(paper["input_format"], set()).add(paper["paper_id"])
+        return np.ones((len(papers), 3)) + np.arange(len(papers))[:, None]
+
+    evaluate_model(model, data, tasks=[SEARCH, "scirepeval-tweet-mentions"], inputs="papers",
+                   format_prompts={"regression": ""}, cache=False, progress=False)
+    meta = read_meta(data / meta_file("search"))
+    assert seen["adhoc_query"] == set(meta.queries)
+    assert seen["proximity"] == set(meta.records) - set(meta.queries)
+    assert seen["regression"] == set(read_meta(data / meta_file("tweet_mentions")).records)

@@ -40,8 +40,10 @@ from scidocs_eval.formats.safe_output import claim_output, discard
 from scidocs_eval.formats.suite import Paper, Suite
 from scidocs_eval.models.adapter import Adapter
 from scidocs_eval.models.model_cache import corpus_fingerprint
+from scidocs_eval.models.format_prompts import FORMAT_PROMPTS
 from scidocs_eval.models.pipeline import embed_and_score
 from scidocs_eval.models.weights import object_fingerprint
+from scidocs_eval.params import check_value
 from scidocs_eval.paths import cache_dir
 
 NEEDED_BY = "reading torch tensors from a model object"
@@ -76,13 +78,21 @@ class EncoderAdapter(Adapter):
         separator: between title and abstract; None: the model tokenizer's ``sep_token`` when it has one
             (sentence-transformers models do), else a space.
         encode_kwargs: keyword arguments added to every call (e.g. ``{"normalize_embeddings": True}``).
+        format_prompts: {input format: prompt} put before the texts of papers embedded for that format
+            (`scidocs_eval.models.format_prompts`); the model then embeds by format, each paper once per format.
+            With "papers" inputs, every paper dict also says its `input_format`.
     """
 
     name = "model-object"
 
     def __init__(self, model: Any, batch_size: int = 32, inputs: str | None = None, separator: str | None = None,
-                 encode_kwargs: Mapping[str, Any] | None = None):
+                 encode_kwargs: Mapping[str, Any] | None = None, format_prompts: Mapping[str, str] | None = None):
         encode = getattr(model, "encode", None)
+        if format_prompts is not None:
+            check_value("format_prompts", dict(format_prompts), [FORMAT_PROMPTS], "evaluate_model")
+        self.format_prompts = dict(format_prompts) if format_prompts else None
+        self.input_format: str | None = None
+        """the input format of the papers being embedded, while `by_format`; None otherwise."""
         self.prompt_type: str | None = None
         """"query" or "document" while embedding one side of a retrieval task; None for a suite's papers."""
         self.mteb_task = "SCIDOCS"
@@ -132,14 +142,20 @@ class EncoderAdapter(Adapter):
                       hf_subset="default", prompt_type=prompt_type, batch_size=self.batch_size,
                       **self.encode_kwargs)
 
+    @property
+    def by_format(self) -> bool:
+        return bool(self.format_prompts)
+
     @contextmanager
     def embedding_role(self, role: EmbeddingRole) -> Iterator[None]:
-        """Queries or documents of a retrieval task: the prompt type and MTEB task go to the model's calls."""
+        """Queries or documents of a retrieval task: the prompt type and MTEB task go to the model's calls; by
+        format, the format's prompt goes before each text."""
         self.prompt_type, self.mteb_task = role.prompt_type, role.mteb_task or "SCIDOCS"
+        self.input_format = role.input_format if self.by_format else None
         try:
             yield
         finally:
-            self.prompt_type, self.mteb_task = None, "SCIDOCS"
+            self.prompt_type, self.mteb_task, self.input_format = None, "SCIDOCS", None
 
     def get_params(self) -> dict[str, Any]:
         """How the model is called (its class, not the object): what an embeddings file records."""
@@ -157,13 +173,16 @@ class EncoderAdapter(Adapter):
         return {"class": f"{type(self.model).__module__}.{type(self.model).__qualname__}", "inputs": self.inputs,
                 "protocol": self.protocol, "prompt_type": self.prompt_type,
                 "separator": self.separator, "batch_size": self.batch_size,
-                "encode_kwargs": {key: repr(value) for key, value in sorted(self.encode_kwargs.items())}}
+                "encode_kwargs": {key: repr(value) for key, value in sorted(self.encode_kwargs.items())},
+                **({"format_prompts": self.format_prompts} if self.format_prompts else {})}
 
     def _items(self, papers: Sequence[Paper]) -> list[Any]:
         if self.inputs == "papers":
+            said = {"input_format": self.input_format} if self.input_format else {}
             return [{"paper_id": p.paper_id, "title": p.title, "abstract": p.abstract,
-                     **({"extra": list(p.extra)} if p.extra else {})} for p in papers]
-        return [paper_text(paper, self.separator) for paper in papers]
+                     **({"extra": list(p.extra)} if p.extra else {}), **said} for p in papers]
+        prompt = (self.format_prompts or {}).get(self.input_format or "", "")
+        return [prompt + paper_text(paper, self.separator) for paper in papers]
 
     def _checked(self, output: Any, batch: Sequence[Paper], where: str) -> np.ndarray:
         """(len(batch), dim) float matrix from one call's output, or an error naming the batch."""
@@ -241,6 +260,7 @@ def evaluate_model(
     output: str | os.PathLike[str] | None = None,
     progress: bool = True,
     benchmark: str | None = None,
+    format_prompts: Mapping[str, str] | None = None,
 ) -> RunResult:
     """Embed every paper the tasks need with `model` and score the embeddings, as `evaluate` does for a file.
 
@@ -254,8 +274,9 @@ def evaluate_model(
         name: the model's name in results; with `cache`, the embeddings are cached under this name and a
             second call with the same name, papers and settings reuses them (with a warning).
         save_embeddings: also write the embeddings here (official JSON lines; Parquet, .npz or Arrow when the
-            name ends in .parquet, .npz, .arrow); the file must not exist yet.
-        inputs, separator, encode_kwargs: how the model is called (see `EncoderAdapter`).
+            name ends in .parquet, .npz, .arrow); the file must not exist yet. Texts embedded apart (a retrieval
+            task's, a search's queries) go beside it, one file a group: `{stem}.{group}{suffix}`.
+        inputs, separator, encode_kwargs, format_prompts: how the model is called (see `EncoderAdapter`).
         missing, task_params, output, progress, benchmark: as in `evaluate`.
 
     Returns:
@@ -263,13 +284,20 @@ def evaluate_model(
     """
     suite = resolve_suite(data)
     adapter = EncoderAdapter(model, batch_size=batch_size, inputs=inputs, separator=separator,
-                             encode_kwargs=encode_kwargs)
+                             encode_kwargs=encode_kwargs, format_prompts=format_prompts)
     adapter.name = name or getattr(model, "__name__", None) or type(model).__name__
+    apart = papers_by_role(suite, tasks, split, benchmark)
+    if save_embeddings is not None and adapter.by_format:
+        raise ScidocsEvalError("save_embeddings keeps one vector a paper, but with format_prompts a paper has one "
+                               "per input format; leave save_embeddings out, or embed with `scidocs-eval baseline "
+                               "transformer --format-prompt ...`, which writes a file per format")
     save = claim_output(save_embeddings, "save_embeddings") if save_embeddings is not None else None
+    beside_save = {group: claim_output(save.with_name(f"{save.stem}.{group}{save.suffix}"), "save_embeddings")
+                   for group in apart} if save is not None else {}
     with tempfile.TemporaryDirectory(prefix="scidocs-eval-model-") as scratch:
         if name and cache:  # the key covers every text embedded: the papers and the retrieval tasks' own texts
             keyed = papers_to_embed(suite, tasks, split, benchmark) + \
-                [paper for papers, _ in papers_by_role(suite, tasks, split, benchmark).values() for paper in papers]
+                [paper for papers, _ in apart.values() for paper in papers]
             cached = _cache_path(adapter, keyed, name)
         else:
             cached = None
@@ -279,10 +307,12 @@ def evaluate_model(
         embeddings = cached or save or Path(scratch) / "embeddings.jsonl"
 
         def embeddings_path(group: str | None) -> Path:
-            """The papers' file; a retrieval group's queries or documents go beside the cache entry, or to the
-            scratch folder (never beside the user's `save_embeddings`)."""
+            """The papers' file; a group embedded apart goes beside the cache entry, the user's
+            `save_embeddings` (claimed above) or in the scratch folder."""
             if group is None:
                 return embeddings
+            if cached is None and group in beside_save:
+                return beside_save[group]
             return (cached.parent if cached else Path(scratch)) / f"{(cached or embeddings).stem}.{group}.jsonl"
 
         try:
@@ -293,12 +323,15 @@ def evaluate_model(
                                      option="save_embeddings" if embeddings == save else "output")
         except BaseException:
             if embeddings == save:  # no half-written file where the user asked for a finished one
-                discard(save)
-                discard(settings_file(save))
+                for target in (save, *beside_save.values()):
+                    discard(target)
+                    discard(settings_file(target))
             raise
         assert result is not None  # a model object is embedded on one process
-        if save is not None and embeddings != save and embeddings.is_file():
-            save_embeddings_as(embeddings, save)
+        if save is not None and embeddings != save:
+            for source, target in ((embeddings, save), *((embeddings_path(g), t) for g, t in beside_save.items())):
+                if source.is_file():
+                    save_embeddings_as(source, target)
     if output is not None:
         result.save(output)
     return result
