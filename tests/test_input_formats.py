@@ -15,8 +15,8 @@ import pytest
 
 from scidocs_eval.cli.main import main
 from scidocs_eval.data.scirepeval import write_embeddings_jsonl, write_synthetic_scirepeval
-from scidocs_eval.evaluation.papers import papers_by_group, papers_by_role
 from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.evaluation.papers import papers_by_group, papers_by_role
 from scidocs_eval.evaluation.runner import evaluate
 from scidocs_eval.evaluation.task import TASKS, TaskSpec, group_input_formats, register_task
 from scidocs_eval.formats.corpus import paper_text

@@ -39,8 +39,8 @@ from scidocs_eval.formats.provenance import settings_file
 from scidocs_eval.formats.safe_output import claim_output, discard
 from scidocs_eval.formats.suite import Paper, Suite
 from scidocs_eval.models.adapter import Adapter
-from scidocs_eval.models.model_cache import corpus_fingerprint
 from scidocs_eval.models.format_prompts import FORMAT_PROMPTS
+from scidocs_eval.models.model_cache import corpus_fingerprint
 from scidocs_eval.models.pipeline import embed_and_score
 from scidocs_eval.models.weights import object_fingerprint
 from scidocs_eval.params import check_value
