@@ -144,3 +144,40 @@ def test_by_format_embeds_each_format_with_its_adapter_in_one_run(base_and_adapt
         np.testing.assert_allclose(got, _cls(base, texts_in, adapters[name]), atol=1e-5, err_msg=name)
         for other in set(adapters) - {name}:  # each format's papers went through its adapter, no other
             assert np.abs(got - _cls(base, texts_in, adapters[other])).max() > 1e-4, (name, other)
+
+
+def test_the_default_recipe_loads_the_authors_adapters_from_the_hub(base_and_adapter: tuple[Path, Path],
+                                                                    tiny_suite: Suite, tmp_path: Path) -> None:
+    """`baseline specter2` with no --task-adapter: mag/mesh through allenai/specter2_classification, the ranking
+    tasks through allenai/specter2, fetched by `adapters` from the hub, here a hub cache holding tiny ones
+    (HF_HUB_OFFLINE: what a user with the authors' adapters downloaded gets)."""
+    import os
+    import subprocess
+    import sys
+
+    base, proximity = base_and_adapter
+    texts = [f"{p.title} {p.abstract}" for p in tiny_suite.papers()]
+    hub = tmp_path / "hub"
+    served = {"specter2_classification": _train_adapter(base, texts, tmp_path / "classification", 5),
+              "specter2": proximity}
+    for repo, folder in served.items():
+        snapshot = hub / f"models--allenai--{repo}" / "snapshots" / ("0" * 40)
+        snapshot.parent.mkdir(parents=True)
+        snapshot.symlink_to(folder, target_is_directory=True)
+        (hub / f"models--allenai--{repo}" / "refs").mkdir()
+        (hub / f"models--allenai--{repo}" / "refs" / "main").write_text("0" * 40)
+    out = tmp_path / "out"
+    env = {**os.environ, "HF_HUB_CACHE": str(hub), "HF_HUB_OFFLINE": "1"}
+    run = subprocess.run([sys.executable, "-m", "scidocs_eval.cli", "baseline", "specter2", "--model", str(base),
+                          "--data", str(tiny_suite.root), "--tasks", "mesh,cite", "--max-length", "32", "--device",
+                          "cpu", "--out-dir", str(out), "--quiet"], env=env, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert sorted(p.name for p in out.glob("*.jsonl")) == ["specter2-classification.jsonl",
+                                                           "specter2-proximity.jsonl"]
+    for name, metadata, adapter in (("classification", "mag_mesh", served["specter2_classification"]),
+                                    ("proximity", "view_cite_read", proximity)):
+        rows = (out / f"specter2-{name}.jsonl").read_bytes().splitlines()
+        vectors = {row["paper_id"]: row["embedding"] for row in map(orjson.loads, rows)}
+        papers = [p for p in tiny_suite.papers((metadata,)) if p.paper_id in vectors][:4]
+        np.testing.assert_allclose(np.array([vectors[p.paper_id] for p in papers]),
+                                   _cls(base, [paper_text(p, "[SEP]") for p in papers], adapter), atol=1e-5)
