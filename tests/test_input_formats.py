@@ -272,3 +272,17 @@ def test_a_papers_model_is_told_each_papers_input_format(scirepeval_copy: tuple[
     assert seen["adhoc_query"] == set(meta.queries)
     assert seen["proximity"] == set(meta.records) - set(meta.queries)
     assert seen["regression"] == set(read_meta(data / meta_file("tweet_mentions")).records)
+
+
+def test_embed_embeds_for_the_input_format_it_is_given(tiny_bert: Path, tiny_suite: Suite, tmp_path: Path) -> None:
+    metadata = tiny_suite.path("paper_metadata_mag_mesh.json")
+    common = ["embed", "--adapter", "transformer", "--model", str(tiny_bert), "--metadata", str(metadata),
+              "--format-prompt", "classification=Classify: ", "--max-length", "32", "--device", "cpu", "--quiet"]
+    assert main([*common, "--input-format", "classification", "-o", str(tmp_path / "c.jsonl")]) == 0
+    assert main([*common, "-o", str(tmp_path / "p.jsonl")]) == 0  # proximity: no prompt of its own
+    papers = tiny_suite.papers(("mag_mesh",))[:4]
+    for name, prompt in (("c", "Classify: "), ("p", "")):
+        vectors = _embeddings(tmp_path / f"{name}.jsonl")
+        np.testing.assert_allclose(np.array([vectors[p.paper_id] for p in papers]), _encode(tiny_bert, prompt, papers),
+                                   atol=1e-5)
+    assert read_settings(tmp_path / "c.jsonl")["role"]["input_format"] == "classification"

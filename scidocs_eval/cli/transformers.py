@@ -14,6 +14,7 @@ from scidocs_eval.cli.options import (
     count_type,
     seed_type,
 )
+from scidocs_eval.evaluation.task import INPUT_FORMATS
 from scidocs_eval.models.adapter import adapter_names
 from scidocs_eval.models.distributed import is_main_process
 from scidocs_eval.models.pipeline import embed_metadata
@@ -22,7 +23,7 @@ from scidocs_eval.params import FRACTION, POSITIVE, Interval, argument_type
 
 def _embed(args: argparse.Namespace) -> int:
     path, count = embed_metadata(args.adapter, adapter_params(args), args.metadata, args.out, resume=args.resume,
-                                 progress=not args.quiet, option="--out")
+                                 progress=not args.quiet, option="--out", input_format=args.input_format)
     if is_main_process():
         print(f"{count} papers embedded with {args.adapter} into {path}")
     return 0
@@ -58,6 +59,9 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     embed.add_argument("--adapter", default="specter", choices=adapter_names(), metavar="NAME",
                        help="model adapter (default: %(default)s; 'transformer' for any checkpoint)")
     add_model_options(embed)
+    embed.add_argument("--input-format", choices=INPUT_FORMATS, default="proximity",
+                       help="what the papers are embedded for, for a model that embeds by format (SPECTER2's "
+                       "adapters, --format-prompt): default %(default)s")
     embed.add_argument("--resume", action="store_true", help="keep papers already in --out")
     embed.set_defaults(func=_embed)
 

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from scidocs_eval.errors import ScidocsEvalError
-from scidocs_eval.evaluation.task import TASKS, get_task, group_input_formats, selected_tasks
+from scidocs_eval.evaluation.task import INPUT_FORMATS, TASKS, get_task, group_input_formats, selected_tasks
 from scidocs_eval.formats.suite import METADATA_FILES, Paper, Suite
 
 
@@ -108,6 +108,11 @@ class EmbeddingRole:
     input_format: str
     prompt_type: str | None = None
     mteb_task: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.input_format not in INPUT_FORMATS:
+            raise ScidocsEvalError(f"input format must be one of {', '.join(INPUT_FORMATS)}, not "
+                                   f"{self.input_format!r}")
 
 
 def group_role(group: str, tasks: Sequence[str], prompt_type: str | None = None) -> EmbeddingRole:

@@ -183,10 +183,11 @@ def _one_file_or_groups(files: Mapping[str, Path]) -> Path | dict[str, Path]:
 
 def embed_metadata(adapter_name: str, params: Mapping[str, Any], metadata: str | os.PathLike[str],
                    out: str | os.PathLike[str], *, resume: bool = False, progress: bool = True,
-                   option: str = "output") -> tuple[Path, int]:
+                   option: str = "output", input_format: str = "proximity") -> tuple[Path, int]:
     """`embed`: the papers of a metadata file into `out` with a registered adapter that needs no fitting (one
-    process or torchrun); returns the file and the number of papers. An adapter that learns from a corpus is
-    refused before anything is read or claimed."""
+    process or torchrun), embedded for `input_format` (what an adapter that embeds by format is told); returns the
+    file and the number of papers. An adapter that learns from a corpus is refused before anything is read or
+    claimed."""
     adapter = get_adapter(adapter_name, **params)
     adapter.check_fitted()
     adapter.validate()
@@ -194,4 +195,8 @@ def embed_metadata(adapter_name: str, params: Mapping[str, Any], metadata: str |
     if is_main_process():
         claim_output(out, option)
     papers = read_papers(metadata)
-    return write_embeddings(adapter, papers, out, resume=resume, progress=progress, option=option), len(papers)
+    role = EmbeddingRole(input_format)
+    with adapter.embedding_role(role):
+        path = write_embeddings(adapter, papers, out, resume=resume, progress=progress, option=option,
+                                settings={"role": asdict(role)} if adapter.by_format else None)
+    return path, len(papers)
