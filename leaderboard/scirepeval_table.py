@@ -1,5 +1,6 @@
 """SciRepEval's results table (In-Train, Out-of-Train, SciDocs, Average) for our runs, then the rows published in
-allenai/scirepeval's BENCHMARKING.md (our copy: scirepeval_published.tsv).
+allenai/scirepeval's BENCHMARKING.md (our copy: scirepeval_published.tsv) and SPECTER2's In-Train from its README
+(specter2_published.tsv; its other columns are defined otherwise there, so they are not shown).
 
 BENCHMARKING.md publishes the four columns but does not say which tasks or metrics each averages. The groups here
 are those of SciRepEval's README (same commit): its "Train" column (Y: In-Train; N: Out-of-Train, the six SciDocs
@@ -21,6 +22,13 @@ from scidocs_eval.formats.suite import SYNTHETIC_MARKER
 from scidocs_eval.leaderboard.table1 import _cell, distinguishing_details
 
 SOURCE = "allenai/scirepeval e04594e6401cb68fb4ddf6daa801fb219cccc0bb"
+SPECTER2_SOURCE = "allenai/SPECTER2 edd2cc65eeb1ba984daffacccd456774c111e17c"
+SPECTER2_NOTE = (f"In-Train only, for these SPECTER2 rows: the SPECTER2 README ({SPECTER2_SOURCE}) defines its "
+                 "Out-of-Train and average otherwise than BENCHMARKING.md (its SPECTER row: 72.0 and 67.5, "
+                 "BENCHMARKING.md's 57.4 and 68.0; In-Train agrees) and has no SciDocs column, so those are left "
+                 "out (there: Base 73.6 and 69.1, Adapters 74.1 and 71.1)")
+PUBLISHED = {"scirepeval_published.tsv": ("paper", ""), "specter2_published.tsv": ("SPECTER2 README", SPECTER2_NOTE)}
+"""Each file of published rows: what their label says of where they come from, and a note its first row carries."""
 S2AND = "S2AND"
 """An Out-of-Train task scidocs-eval does not run (docs/scirepeval.md), so our Out-of-Train and Average are "—"."""
 _PROXIMITY = ("map", "ndcg")
@@ -62,13 +70,19 @@ class SciRepEvalRow:
     missing: dict[str, list[str]] = field(default_factory=dict)
     kinds: tuple[str, ...] = ()
     synthetic: bool = False
+    source: str = "paper"
+    """where a published row comes from (`PUBLISHED`)."""
+    remark: str = ""
+    """a published row's note (its source's, on the source's first row)."""
 
     @property
     def label(self) -> str:
-        return f"{self.name} ({', '.join(self.kinds)})" if self.ours else f"{self.name} (paper)"
+        return f"{self.name} ({', '.join(self.kinds)})" if self.ours else f"{self.name} ({self.source})"
 
     @property
     def notes(self) -> list[str]:
+        if not self.ours:
+            return [self.remark] if self.remark else []
         return [f"no {column}, missing {', '.join(tasks)}" for column, tasks in self.missing.items()]
 
 
@@ -105,11 +119,15 @@ def our_row(result: RunResult, name: str | None = None, details: Sequence[str] =
 
 
 def published_rows() -> list[SciRepEvalRow]:
-    """BENCHMARKING.md's rows, as published."""
-    text = resources.files("scidocs_eval.leaderboard").joinpath("scirepeval_published.tsv").read_text("utf-8")
-    lines = [line for line in text.splitlines() if line and not line.startswith("#")]
-    return [SciRepEvalRow(record["model"], False, {c: float(record[c]) for c in COLUMNS})
-            for record in csv.DictReader(lines, delimiter="\t")]
+    """BENCHMARKING.md's rows, then SPECTER2's, as published (a column a source does not give: None)."""
+    rows = []
+    for file, (source, note) in PUBLISHED.items():
+        text = resources.files("scidocs_eval.leaderboard").joinpath(file).read_text("utf-8")
+        lines = [line for line in text.splitlines() if line and not line.startswith("#")]
+        rows += [SciRepEvalRow(record["model"], False, {c: float(record[c]) if record[c] else None for c in COLUMNS},
+                               source=source, remark="" if index else note)
+                 for index, record in enumerate(csv.DictReader(lines, delimiter="\t"))]
+    return rows
 
 
 def table_rows(results: Sequence[RunResult], names: Sequence[str] | None = None,

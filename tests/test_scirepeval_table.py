@@ -93,7 +93,38 @@ def test_groups_follow_the_readmes_train_column_and_published_rows_are_benchmark
     published = [[cell.replace("**", "") for cell in line.strip("|").split("|")[1:]]
                  for line in benchmarking.splitlines() if line.startswith("|[") or line.startswith("|SciNCL")]
     assert [[float(v) for v in row] for row in published] == [
-        [row.values[c] for c in COLUMNS] for row in scirepeval_table.published_rows()]
+        [row.values[c] for c in COLUMNS] for row in scirepeval_table.published_rows() if row.source == "paper"]
+
+
+SPECTER2_CHECKOUT = Path(os.environ.get("SPECTER2_CHECKOUT", "/work/.mirror/allenai+SPECTER2/repo"))
+
+
+@pytest.mark.skipif(not SPECTER2_CHECKOUT.exists(), reason="no allenai/SPECTER2 checkout (SPECTER2_CHECKOUT)")
+def test_specter2_rows_are_its_readmes_in_train_and_the_other_columns_are_left_out_with_why() -> None:
+    """The SPECTER2 README's columns besides In-Train are another definition: its SPECTER row differs from
+    BENCHMARKING.md's there and agrees on In-Train, which alone is shown."""
+    commit = scirepeval_table.SPECTER2_SOURCE.split()[1]
+    done = subprocess.run(["git", f"--git-dir={SPECTER2_CHECKOUT}", "show", f"{commit}:README.md"],
+                          capture_output=True, text=True, check=False)
+    if done.returncode:
+        pytest.skip(f"the checkout lacks commit {commit}")
+    table = {line.strip("|").split("|")[0].split("](")[0].lstrip("["): line.strip("|").split("|")[1:4]
+             for line in done.stdout.splitlines() if line.startswith("|[") and "n/a" not in line}
+    cell = {name: [float(v.replace("*", "")) for v in values] for name, values in table.items()}
+    specter = next(row for row in scirepeval_table.published_rows() if row.name == "SPECTER")
+    assert cell["SPECTER"][0] == specter.values["In-Train"]  # In-Train: one definition
+    assert cell["SPECTER"][1] != specter.values["Out-of-Train"]  # Out-of-Train: another
+    ours = {row.name: row for row in scirepeval_table.published_rows() if row.source == "SPECTER2 README"}
+    assert {name: row.values["In-Train"] for name, row in ours.items()} == {
+        "SPECTER2 Base": cell["SPECTER2 Base"][0], "SPECTER2-Adapters": cell["SPECTER2-Adapters"][0]}
+    assert all(row.values[c] is None for row in ours.values() for c in ("Out-of-Train", "SciDocs", "Average"))
+
+
+def test_specter2s_published_rows_show_in_train_alone_and_say_why_once(scored: tuple[RunResult, Path]) -> None:
+    markdown = render_scirepeval_table([scored[0]])
+    assert "| SPECTER2 Base (SPECTER2 README) | 56.30 | — | — | — |" in markdown
+    assert "| SPECTER2-Adapters (SPECTER2 README) | 62.30 | — | — | — |" in markdown
+    assert markdown.count("In-Train only, for these SPECTER2 rows") == 1
 
 
 def test_averages_are_plain_means_of_the_listed_tasks_metrics_in_the_results_file(
@@ -138,7 +169,8 @@ def test_published_rows_carry_the_tsv_values_and_name_their_source(scored: tuple
     assert len(records) == 9
     markdown = render_scirepeval_table([scored[0]])
     labels = [line.split(" | ")[0][2:] for line in markdown.splitlines()[2:] if line.startswith("| ")]
-    assert labels == ["topicvec (ours, synthetic SciRepEval copy)", *(f"{r['model']} (paper)" for r in records)]
+    assert labels == ["topicvec (ours, synthetic SciRepEval copy)", *(f"{r['model']} (paper)" for r in records),
+                      "SPECTER2 Base (SPECTER2 README)", "SPECTER2-Adapters (SPECTER2 README)"]
     for record in records:
         assert _cells(markdown, f"{record['model']} (paper)") == [f"{float(record[c]):.2f}" for c in COLUMNS]
     assert "| SPECTER (paper) |" not in render_scirepeval_table([scored[0]], include_paper=False)
