@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from scidocs_eval.evaluation.results import RunResult
+from scidocs_eval.evaluation.task import TASKS
 
 
 def format_run(result: RunResult, ci: bool = False) -> str:
     """A plain-text table for the terminal: one line per task with its metrics and coverage; with `ci`, each
     metric's 95% bootstrap interval too."""
-    label = f"{result.model} (synthetic demo suite)" if result.synthetic else result.model
+    scirepeval = result.tasks and all(name in TASKS and TASKS[name].spec.benchmark == "scirepeval"
+                                      for name in result.tasks)
+    generated = "synthetic SciRepEval copy" if scirepeval else "synthetic demo suite"
+    label = f"{result.model} ({generated})" if result.synthetic else result.model
     if excluded := result.settings.get("exclude"):
         label += f" (leaked items excluded, per {excluded['audit']})"
     interval_header = f"{'95% CI':<17} " if ci else ""
@@ -23,5 +27,5 @@ def format_run(result: RunResult, ci: bool = False) -> str:
             lines.append(f"{name if i == 0 else '':<{width}} {metric:<{metric_width}} {value:>7.2f}   {interval}"
                          f"{coverage if i == 0 else ''}")
     lines += [f"{name:<{width}} skipped: {why}" for name, why in result.skipped.items()]
-    lines += [f"{name:<{width}} NOT RUN: {why}" for name, why in result.failed.items()]
+    lines += [f"{name:<{width}} NOT SCORED: {why}" for name, why in result.failed.items()]
     return "\n".join(lines)

@@ -24,6 +24,15 @@ class InputError(ScidocsEvalError):
         super().__init__(f"{where}: {message}")
 
 
+class UndefinedMetricError(ScidocsEvalError):
+    """A task's metric has no value on these embeddings (a correlation of constant predictions): the task is
+    reported as not scored (`reason`), never as a number."""
+
+    def __init__(self, task: str, reason: str):
+        self.task, self.reason = task, reason
+        super().__init__(f"task {task}: {reason}")
+
+
 class SuiteNotFoundError(ScidocsEvalError):
     """No SciDocs data where we looked."""
 

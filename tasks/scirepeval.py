@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.errors import ScidocsEvalError, UndefinedMetricError
 from scidocs_eval.evaluation.metrics import trec_measures
 from scidocs_eval.evaluation.task import (
     BENCHMARKS,
@@ -221,6 +221,14 @@ class RegressionTask(SupervisedTask):
         train, x_train, test, x_test, coverage = self._data(suite, embeddings, split, missing)
         fit = models.regression(x_train, train.labels, x_test, self.environment)
         _warn_if_stalled(self.name, fit)
+        if np.ptp(test.labels) == 0:
+            raise UndefinedMetricError(self.name, f"every test paper has the value {test.labels[0]:g}, so Kendall's "
+                                                  "tau and Pearson's r are undefined")
+        if np.ptp(fit.predicted) == 0:
+            raise UndefinedMetricError(
+                self.name, f"the regressor (C={fit.chosen_c[0]:g}) predicts {fit.predicted[0]:g} for every "
+                f"one of the {len(fit.predicted)} test papers: the embeddings give it nothing to fit, and Kendall's "
+                "tau and Pearson's r of a constant are undefined (SciRepEval prints nan)")
         values = models.regression_metrics(test.labels, fit.predicted)
         details = {"environment": self.environment, "C": fit.chosen_c[0], "fits_not_converged": fit.not_converged,
                    "mse": values.pop("mse")}

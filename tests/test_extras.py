@@ -189,13 +189,13 @@ def test_light_core_scores_six_tasks_and_names_recomm_for_the_seventh(blocked_ru
     """The acceptance run of a fresh environment with no extras (every optional package blocked)."""
     process = blocked_runs["light"]
     assert_names_extra(process, "recomm")
-    assert "task recomm not run: recomm's mlp ranker needs torch" in process.stderr
+    assert "task recomm not scored: recomm's mlp ranker needs torch" in process.stderr
     scored = json.loads(blocked_runs["light_results"].read_text())
     assert sorted(scored["tasks"]) == sorted(set(task_names(benchmark="scidocs")) - {"recomm"})
     assert "recomm" in scored["failed"]
     for name in scored["tasks"]:
         assert f"\n{name:<8} " in process.stdout  # every scored task printed
-    assert "recomm   NOT RUN" in process.stdout
+    assert "recomm   NOT SCORED" in process.stdout
 
 
 def test_every_adapter_without_extras_runs_or_names_its_extra(blocked_runs: dict[str, Any]) -> None:

@@ -5,6 +5,7 @@ Each test here failed on main before the fix (a number printed with exit 0, a tr
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import warnings
 from pathlib import Path
@@ -241,3 +242,65 @@ def test_baseline_resume_over_a_malformed_middle_line_is_refused_and_keeps_the_f
     assert main([*argv, "--resume", "--overwrite"]) == 2  # taken on purpose: its lines are checked before any write
     assert "random.jsonl:4: --resume" in _one_error_line(capsys)
     assert embeddings.read_bytes() == before
+
+
+def test_an_undefined_metric_is_not_scored_never_a_nan(demo_suite: Suite, tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """The guard behind every task (`check_defined`): a task whose metric comes out NaN is reported as not scored
+    (exit 2, one line), its number absent from the results, the other tasks scored; a task of any family."""
+    from scidocs_eval.evaluation.task import TASKS, Task, TaskResult, get_task, register_task
+
+    @register_task
+    class UndefinedMeshTask(Task):
+        """mesh's files and numbers, but its F1 comes out NaN."""
+
+        spec = dataclasses.replace(TASKS["mesh"].spec, name="mesh-undefined", table1={})
+
+        def required_files(self, split: str) -> list[str]:
+            return get_task("mesh").required_files(split)
+
+        def evaluate(self, *args: object, **kwargs: object) -> TaskResult:
+            result = get_task("mesh").evaluate(*args, **kwargs)  # type: ignore[arg-type]
+            result.metrics["f1"] = float("nan")
+            return result
+
+    vectors = _write_embeddings(tmp_path / "e.jsonl", [p.paper_id for p in demo_suite.papers(("mag_mesh",))])
+    try:
+        out = tmp_path / "r.json"
+        assert main(["run", "--embeddings", str(vectors), "--data", str(demo_suite.root), "--tasks",
+                     "mesh,mesh-undefined", "-o", str(out), "--quiet"]) == 2
+        captured = capsys.readouterr()
+        assert "scidocs-eval: error: task mesh-undefined not scored: f1 is nan on these embeddings, not a score" \
+            in captured.err
+        saved = orjson.loads(out.read_bytes())
+        assert list(saved["tasks"]) == ["mesh"] and "mesh-undefined" in saved["failed"]
+        assert all(np.isfinite(v) for task in saved["tasks"].values() for v in task["metrics"].values())
+    finally:
+        TASKS.unregister("mesh-undefined")
+
+
+def test_a_regressor_predicting_one_value_is_not_scored_with_why(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """Constant vectors: SciRepEval's SVR predicts one value, whose Kendall's tau SciRepEval prints as nan; here
+    the task is not scored, with the reason, and the results file it writes loads again (it used not to)."""
+    from scidocs_eval.data.scirepeval import write_synthetic_scirepeval
+    from scidocs_eval.formats.scirepeval import meta_file, read_meta
+
+    data = tmp_path / "data"
+    write_synthetic_scirepeval(data, seed=0)
+    ids = list(read_meta(data / meta_file("tweet_mentions")).records)
+    embeddings = tmp_path / "constant.jsonl"
+    embeddings.write_bytes(b"".join(orjson.dumps({"paper_id": i, "embedding": [1.0, 2.0, 3.0]}) + b"\n" for i in ids))
+    with embeddings.open("ab") as handle:  # and another task, scored
+        handle.write(_write_embeddings(tmp_path / "d.jsonl", list(read_meta(data / meta_file("drsm")).records),
+                                       dim=3).read_bytes())
+    out = tmp_path / "r.json"
+    assert main(["run", "--embeddings", str(embeddings), "--data", str(data), "--tasks",
+                 "scirepeval-tweet-mentions,scirepeval-drsm", "-o", str(out), "--quiet"]) == 2
+    captured = capsys.readouterr()
+    assert "scirepeval-tweet-mentions NOT SCORED: the regressor (C=" in captured.out
+    assert "predicts 0.56 for every one of the 40 test papers" in captured.err
+    loaded = RunResult.load(out)
+    assert loaded.failed["scirepeval-tweet-mentions"].startswith("the regressor") and list(loaded.tasks) == [
+        "scirepeval-drsm"]
+    assert main(["table", "--benchmark", "scirepeval", str(out)]) == 0

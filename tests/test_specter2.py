@@ -108,20 +108,20 @@ def test_by_group_embeds_each_group_with_its_own_adapter(base_and_adapter: tuple
                                _cls(base, [paper_text(p, "[SEP]") for p in papers], adapter), atol=1e-5)
 
 
-def test_by_format_embeds_each_format_with_its_adapter_in_one_run(base_and_adapter: tuple[Path, Path],
-                                                                  tiny_suite: Suite, tmp_path: Path) -> None:
+def test_by_format_embeds_each_format_with_its_adapter_in_one_run(tmp_path: Path) -> None:
     """SciRepEval's recipe: [CLF] classification, [RGN] regression, [PRX] proximity and search candidates, [QRY]
     search queries, each paper once per format; here with local adapters in place of the authors' hub ones."""
     from scidocs_eval.data.scirepeval import write_synthetic_scirepeval
     from scidocs_eval.formats.scirepeval import meta_file, read_meta
     from scidocs_eval.formats.suite import paper_of_record
 
-    base, _ = base_and_adapter
-    texts = [f"{p.title} {p.abstract}" for p in tiny_suite.papers()]
-    adapters = {name: _train_adapter(base, texts, tmp_path / name, seed)
-                for seed, name in enumerate(("classification", "regression", "proximity", "adhoc_query"))}
     data = tmp_path / "scirepeval"
     write_synthetic_scirepeval(data, seed=2)
+    texts = [f"{p.title} {p.abstract}" for p in Suite(data).papers(tuple(
+        meta_file(config) for config in ("search", "drsm", "tweet_mentions")))]
+    base = build_small_bert(texts, tmp_path / "base", vocab_size=300, hidden_size=32)  # words of this copy
+    adapters = {name: _train_adapter(base, texts, tmp_path / name, seed)
+                for seed, name in enumerate(("classification", "regression", "proximity", "adhoc_query"))}
     out = tmp_path / "out"
     pairs = ",".join(f"{name}={folder}" for name, folder in adapters.items())
     assert main(["baseline", "specter2", "--model", str(base), "--task-adapter", pairs, "--data", str(data),

@@ -103,7 +103,7 @@ def _print_result(result: RunResult, written: list[Path], ci: bool = False) -> i
         print("Results not kept: add `-o results.json` to write them (then `scidocs-eval table`, `compare`, "
               "`report` read them).")
     for name, why in result.failed.items():
-        print(f"scidocs-eval: error: task {name} not run: {why}", file=sys.stderr)
+        print(f"scidocs-eval: error: task {name} not scored: {why}", file=sys.stderr)
     return 2 if result.failed else 0
 
 

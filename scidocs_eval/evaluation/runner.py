@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from scidocs_eval.data.resolve import resolve_suite
-from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.errors import ScidocsEvalError, UndefinedMetricError
 from scidocs_eval.evaluation.contamination import (
     AuditReport,
     check_same_suite,
@@ -81,6 +81,15 @@ class _Stores:
         return out
 
 
+def check_defined(task: str, metrics: Mapping[str, float]) -> None:
+    """`UndefinedMetricError` naming the metrics of `task` that are not finite numbers (the guard behind every
+    task: a NaN is never printed, saved or averaged as a score)."""
+    undefined = {name: value for name, value in metrics.items() if not np.isfinite(value)}
+    if undefined:
+        raise UndefinedMetricError(task, f"{', '.join(f'{k} is {v}' for k, v in undefined.items())} on these "
+                                         "embeddings, not a score")
+
+
 def score_tasks(stores: _Stores | Mapping[str, EmbeddingStore], suite: Suite, names: Sequence[str], split: str,
                 missing: MissingPolicy = "official", checked: Mapping[str, Task] | None = None,
                 min_coverage: float | None = None, failed: dict[str, str] | None = None,
@@ -90,8 +99,9 @@ def score_tasks(stores: _Stores | Mapping[str, EmbeddingStore], suite: Suite, na
     `evaluate` adds those; `--tune`'s grid calls this directly. `stores` gives each embeddings group's store;
     `checked` the tasks built with their parameters (default: `build_tasks(names)`); `min_coverage`, when given,
     is checked after each task (`check_coverage`); `failed`, when given, gets the tasks whose optional package is
-    missing (`MissingExtraError`, the extra to install), which else is raised. Returns (results by task, skipped
-    tasks with the reason, the suite files read).
+    missing (`MissingExtraError`, the extra to install) or whose metric is undefined on these embeddings
+    (`UndefinedMetricError`: a task never reports a NaN), which else are raised. Returns (results by task,
+    skipped tasks with the reason, the suite files read).
     """
     groups = stores.sources if isinstance(stores, _Stores) else stores
     results, skipped, files = {}, {}, []
@@ -121,7 +131,14 @@ def score_tasks(stores: _Stores | Mapping[str, EmbeddingStore], suite: Suite, na
                        for group in task.groups()}
         log.info("running %s", name)
         task_started = time.perf_counter()
-        result = task.evaluate_groups(suite, task_stores, split=split, missing=missing)
+        try:
+            result = task.evaluate_groups(suite, task_stores, split=split, missing=missing)
+            check_defined(name, result.metrics)
+        except UndefinedMetricError as error:
+            if failed is None:
+                raise
+            failed[name] = error.reason
+            continue
         result.seconds = time.perf_counter() - task_started
         if min_coverage is not None:
             check_coverage(name, result.coverage, min_coverage)
