@@ -16,7 +16,7 @@ import pytest
 from scidocs_eval.cli.main import main
 from scidocs_eval.data.scirepeval import write_embeddings_jsonl, write_synthetic_scirepeval
 from scidocs_eval.errors import ScidocsEvalError
-from scidocs_eval.evaluation.papers import papers_by_group, papers_by_role
+from scidocs_eval.evaluation.papers import papers_by_format, papers_by_group, papers_by_role
 from scidocs_eval.evaluation.runner import evaluate
 from scidocs_eval.evaluation.task import TASKS, TaskSpec, group_input_formats, register_task
 from scidocs_eval.formats.corpus import paper_text
@@ -286,3 +286,18 @@ def test_embed_embeds_for_the_input_format_it_is_given(tiny_bert: Path, tiny_sui
         np.testing.assert_allclose(np.array([vectors[p.paper_id] for p in papers]), _encode(tiny_bert, prompt, papers),
                                    atol=1e-5)
     assert read_settings(tmp_path / "c.jsonl")["role"]["input_format"] == "classification"
+
+
+def test_an_id_two_files_of_one_format_give_different_texts_is_embedded_once_from_the_first_with_a_warning(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    data = tmp_path / "data"
+    write_synthetic_scirepeval(data, seed=4)
+    shared = next(iter(read_meta(data / meta_file("scidocs_view_cite_read")).records))
+    with (data / meta_file("relish")).open("ab") as handle:
+        handle.write(orjson.dumps({"doc_id": shared, "title": "another text", "abstract": ""}) + b"\n")
+    tasks = ["scirepeval-relish", "scirepeval-scidocs-cite"]
+    with caplog.at_level("WARNING", logger="scidocs_eval"):
+        proximity = papers_by_format(Suite(data), tasks)["proximity"]
+    chosen = [p for p in proximity if p.paper_id == shared]
+    assert len(chosen) == 1 and chosen[0].title == "another text"  # relish's file comes first
+    assert "1 paper id(s) have a different text in two metadata files" in caplog.text and shared in caplog.text

@@ -18,7 +18,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from scidocs_eval.errors import ScidocsEvalError
-from scidocs_eval.evaluation.task import INPUT_FORMATS, TASKS, get_task, group_input_formats, selected_tasks
+from scidocs_eval.evaluation.task import (
+    INPUT_FORMATS,
+    TASKS,
+    get_task,
+    group_input_formats,
+    metadata_file_of_group,
+    selected_tasks,
+)
 from scidocs_eval.formats.suite import METADATA_FILES, Paper, Suite
 
 
@@ -64,6 +71,22 @@ def papers_by_group(suite: Suite, tasks: Sequence[str] | None = None, split: str
     fields = text_fields(tasks, benchmark)
     return {group: [paper for paper in suite.papers((files[group],), fields) if ids is None or paper.paper_id in ids]
             for group, ids in wanted.items()}
+
+
+def papers_by_format(suite: Suite, tasks: Sequence[str] | None = None, split: str = "test",
+                     benchmark: str | None = None) -> dict[str, list[Paper]]:
+    """{input format: the papers its groups read for `split`}, each id once per format: what an adapter that embeds
+    by format embeds (an id two metadata files give different texts: the first file's, with `Suite.papers`'s
+    warning)."""
+    formats = group_input_formats()
+    wanted: dict[str, set[str]] = {}
+    files: dict[str, dict[str, None]] = {}
+    for group, papers in papers_by_group(suite, tasks, split, benchmark).items():
+        wanted.setdefault(formats[group], set()).update(paper.paper_id for paper in papers)
+        files.setdefault(formats[group], {})[metadata_file_of_group(group)] = None
+    fields = text_fields(tasks, benchmark)
+    return {input_format: [paper for paper in suite.papers(tuple(files[input_format]), fields)
+                           if paper.paper_id in ids] for input_format, ids in wanted.items()}
 
 
 def papers_to_embed(suite: Suite, tasks: Sequence[str] | None = None, split: str = "test",

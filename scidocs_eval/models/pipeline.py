@@ -27,6 +27,7 @@ from scidocs_eval.evaluation.papers import (
     EmbeddingRole,
     fit_papers,
     group_role,
+    papers_by_format,
     papers_by_group,
     papers_by_role,
     papers_to_embed,
@@ -140,12 +141,8 @@ def embed_and_score(
         files = {group: write(adapters[group], papers, group, group_role(group, names))
                  for group, papers in by_group.items()}
     elif isinstance(model, Adapter) and model.by_format:
-        formats: dict[str, dict[str, Paper]] = {}
-        for group, papers in by_group.items():
-            formats.setdefault(group_role(group, names).input_format, {}).update(
-                (paper.paper_id, paper) for paper in papers)
-        written = {input_format: write(model, list(papers.values()), input_format, EmbeddingRole(input_format))
-                   for input_format, papers in formats.items()}
+        written = {input_format: write(model, papers, input_format, EmbeddingRole(input_format))
+                   for input_format, papers in papers_by_format(suite, names, split).items()}
         files = {group: written[group_role(group, names).input_format] for group in by_group}
     elif by_group or not apart:
         assert isinstance(model, Adapter)
