@@ -297,7 +297,8 @@ def test_an_id_two_files_of_one_format_give_different_texts_is_embedded_once_fro
         handle.write(orjson.dumps({"doc_id": shared, "title": "another text", "abstract": ""}) + b"\n")
     tasks = ["scirepeval-relish", "scirepeval-scidocs-cite"]
     with caplog.at_level("WARNING", logger="scidocs_eval"):
-        proximity = papers_by_format(Suite(data), tasks)["proximity"]
+        suite = Suite(data)
+        proximity = papers_by_format(suite, papers_by_group(suite, tasks), tasks)["proximity"]
     chosen = [p for p in proximity if p.paper_id == shared]
     assert len(chosen) == 1 and chosen[0].title == "another text"  # relish's file comes first
     assert "1 paper id(s) have a different text in two metadata files" in caplog.text and shared in caplog.text

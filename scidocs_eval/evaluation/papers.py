@@ -14,7 +14,7 @@ for a retrieval side, MTEB's prompt type and task.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from scidocs_eval.errors import ScidocsEvalError
@@ -73,15 +73,15 @@ def papers_by_group(suite: Suite, tasks: Sequence[str] | None = None, split: str
             for group, ids in wanted.items()}
 
 
-def papers_by_format(suite: Suite, tasks: Sequence[str] | None = None, split: str = "test",
+def papers_by_format(suite: Suite, by_group: Mapping[str, Sequence[Paper]], tasks: Sequence[str] | None = None,
                      benchmark: str | None = None) -> dict[str, list[Paper]]:
-    """{input format: the papers its groups read for `split`}, each id once per format: what an adapter that embeds
-    by format embeds (an id two metadata files give different texts: the first file's, with `Suite.papers`'s
-    warning)."""
+    """{input format: the papers of its groups in `by_group` (`papers_by_group`)}, each id once per format: what an
+    adapter that embeds by format embeds (an id two metadata files give different texts: the first file's, with
+    `Suite.papers`'s warning)."""
     formats = group_input_formats()
     wanted: dict[str, set[str]] = {}
     files: dict[str, dict[str, None]] = {}
-    for group, papers in papers_by_group(suite, tasks, split, benchmark).items():
+    for group, papers in by_group.items():
         wanted.setdefault(formats[group], set()).update(paper.paper_id for paper in papers)
         files.setdefault(formats[group], {})[metadata_file_of_group(group)] = None
     fields = text_fields(tasks, benchmark)

@@ -39,7 +39,7 @@ from scidocs_eval.formats.provenance import settings_file
 from scidocs_eval.formats.safe_output import claim_output, discard
 from scidocs_eval.formats.suite import Paper, Suite
 from scidocs_eval.models.adapter import Adapter
-from scidocs_eval.models.format_prompts import FORMAT_PROMPTS
+from scidocs_eval.models.format_prompts import FORMAT_PROMPTS, FormatPrompts
 from scidocs_eval.models.model_cache import corpus_fingerprint
 from scidocs_eval.models.pipeline import embed_and_score
 from scidocs_eval.models.weights import object_fingerprint
@@ -67,7 +67,7 @@ def _as_numbers(output: Any) -> np.ndarray:
         raise ValueError(f"the output is not a matrix ({error})") from None
 
 
-class EncoderAdapter(Adapter):
+class EncoderAdapter(FormatPrompts, Adapter):
     """An object with `encode` (or a plain callable) as a model adapter; every call's output is checked.
 
     Args:
@@ -91,8 +91,10 @@ class EncoderAdapter(Adapter):
         if format_prompts is not None:
             check_value("format_prompts", dict(format_prompts), [FORMAT_PROMPTS], "evaluate_model")
         self.format_prompts = dict(format_prompts) if format_prompts else None
-        self.input_format: str | None = None
-        """the input format of the papers being embedded, while `by_format`; None otherwise."""
+        self.prompt = None
+        """no prompt outside `format_prompts` (`FormatPrompts.role_prompt`)."""
+        self.role: EmbeddingRole | None = None
+        """the role of the papers being embedded, while `by_format`; None otherwise."""
         self.prompt_type: str | None = None
         """"query" or "document" while embedding one side of a retrieval task; None for a suite's papers."""
         self.mteb_task = "SCIDOCS"
@@ -142,20 +144,16 @@ class EncoderAdapter(Adapter):
                       hf_subset="default", prompt_type=prompt_type, batch_size=self.batch_size,
                       **self.encode_kwargs)
 
-    @property
-    def by_format(self) -> bool:
-        return bool(self.format_prompts)
-
     @contextmanager
     def embedding_role(self, role: EmbeddingRole) -> Iterator[None]:
         """Queries or documents of a retrieval task: the prompt type and MTEB task go to the model's calls; by
         format, the format's prompt goes before each text."""
         self.prompt_type, self.mteb_task = role.prompt_type, role.mteb_task or "SCIDOCS"
-        self.input_format = role.input_format if self.by_format else None
+        self.role = role if self.by_format else None
         try:
             yield
         finally:
-            self.prompt_type, self.mteb_task, self.input_format = None, "SCIDOCS", None
+            self.prompt_type, self.mteb_task, self.role = None, "SCIDOCS", None
 
     def get_params(self) -> dict[str, Any]:
         """How the model is called (its class, not the object): what an embeddings file records."""
@@ -178,10 +176,10 @@ class EncoderAdapter(Adapter):
 
     def _items(self, papers: Sequence[Paper]) -> list[Any]:
         if self.inputs == "papers":
-            said = {"input_format": self.input_format} if self.input_format else {}
+            said = {"input_format": self.role.input_format} if self.role else {}
             return [{"paper_id": p.paper_id, "title": p.title, "abstract": p.abstract,
                      **({"extra": list(p.extra)} if p.extra else {}), **said} for p in papers]
-        prompt = (self.format_prompts or {}).get(self.input_format or "", "")
+        prompt = self.role_prompt(self.role) or ""
         return [prompt + paper_text(paper, self.separator) for paper in papers]
 
     def _checked(self, output: Any, batch: Sequence[Paper], where: str) -> np.ndarray:
@@ -286,7 +284,9 @@ def evaluate_model(
     adapter = EncoderAdapter(model, batch_size=batch_size, inputs=inputs, separator=separator,
                              encode_kwargs=encode_kwargs, format_prompts=format_prompts)
     adapter.name = name or getattr(model, "__name__", None) or type(model).__name__
-    apart = papers_by_role(suite, tasks, split, benchmark)
+    keyed_by_name = bool(name and cache)
+    # the texts embedded apart name the files beside `save_embeddings` and enter the cache key; read them once
+    apart = papers_by_role(suite, tasks, split, benchmark) if save_embeddings is not None or keyed_by_name else {}
     if save_embeddings is not None and adapter.by_format:
         raise ScidocsEvalError("save_embeddings keeps one vector a paper, but with format_prompts a paper has one "
                                "per input format; leave save_embeddings out, or embed with `scidocs-eval baseline "
@@ -295,7 +295,7 @@ def evaluate_model(
     beside_save = {group: claim_output(save.with_name(f"{save.stem}.{group}{save.suffix}"), "save_embeddings")
                    for group in apart} if save is not None else {}
     with tempfile.TemporaryDirectory(prefix="scidocs-eval-model-") as scratch:
-        if name and cache:  # the key covers every text embedded: the papers and the retrieval tasks' own texts
+        if keyed_by_name:  # the key covers every text embedded: the papers and the retrieval tasks' own texts
             keyed = papers_to_embed(suite, tasks, split, benchmark) + \
                 [paper for papers, _ in apart.values() for paper in papers]
             cached = _cache_path(adapter, keyed, name)

@@ -142,7 +142,7 @@ def embed_and_score(
                  for group, papers in by_group.items()}
     elif isinstance(model, Adapter) and model.by_format:
         written = {input_format: write(model, papers, input_format, EmbeddingRole(input_format))
-                   for input_format, papers in papers_by_format(suite, names, split).items()}
+                   for input_format, papers in papers_by_format(suite, by_group, names).items()}
         files = {group: written[group_role(group, names).input_format] for group in by_group}
     elif by_group or not apart:
         assert isinstance(model, Adapter)
