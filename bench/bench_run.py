@@ -4,9 +4,10 @@ Builds (once, under bench/out/) the demo suite at SciDocs scale (MAG 25K papers,
 with 1K queries x 30 candidates) and 768-d embeddings of the papers the six tasks score (the test split's
 ranking papers: about 170K papers in all, close to SciDocs' 190K), made from the TF-IDF of the text, randomly
 projected, plus noise, then runs the six non-recommendation tasks in a
-fresh process with an empty cache (JSON parsing included) and again with the parse cache warm.
+fresh process with an empty cache (parsing included) and again with the parse cache warm. `--format` picks the
+embeddings file's kind: JSON lines (the default, as the official code reads them), `.npz` or Parquet.
 
-    python bench/bench_run.py [--dim 768] [--seed 0]
+    python bench/bench_run.py [--dim 768] [--seed 0] [--format npz]
 """
 
 from __future__ import annotations
@@ -24,16 +25,16 @@ import numpy as np
 from sklearn.feature_extraction.text import HashingVectorizer, TfidfTransformer
 
 from scidocs_eval.data.demo import DemoConfig, build_demo_suite
-from scidocs_eval.formats.embeddings import format_embedding_line
+from scidocs_eval.formats.embeddings_writers import write_batches
 from scidocs_eval.formats.suite import Suite
 
 OUT = Path(__file__).resolve().parent / "out"
 TASKS = "mag,mesh,coview,coread,cite,cocite"
 
 
-def build(dim: int, seed: int) -> tuple[Suite, Path]:
+def build(dim: int, seed: int, kind: str = "jsonl") -> tuple[Suite, Path]:
     suite_dir = OUT / f"scidocs-scale-{seed}"
-    embeddings = OUT / f"scidocs-scale-{seed}-{dim}d.jsonl"
+    embeddings = OUT / f"scidocs-scale-{seed}-{dim}d.{kind}"
     suite = Suite(suite_dir) if (suite_dir / "SYNTHETIC.md").exists() else build_demo_suite(
         suite_dir, DemoConfig.scidocs(seed))
     if not embeddings.exists():
@@ -45,10 +46,8 @@ def build(dim: int, seed: int) -> tuple[Suite, Path]:
         tfidf = TfidfTransformer().fit_transform(HashingVectorizer(n_features=2**14).transform(texts))
         rng = np.random.default_rng(seed)
         projected = tfidf @ rng.standard_normal((2**14, dim)).astype(np.float32)
-        vectors = projected + 1.5 * rng.standard_normal(projected.shape).astype(np.float32)
-        with open(embeddings, "wb") as out:
-            for paper, vector in zip(papers, vectors):
-                out.write(format_embedding_line(paper.paper_id, vector))
+        vectors = (projected + 1.5 * rng.standard_normal(projected.shape)).astype(np.float32)
+        write_batches(embeddings, [([p.paper_id for p in papers], vectors, np.zeros(len(papers), dtype=bool))])
     return suite, embeddings
 
 
@@ -66,15 +65,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dim", type=int, default=768)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--format", choices=("jsonl", "npz", "parquet"), default="jsonl",
+                        help="the embeddings file's kind (default: %(default)s)")
     args = parser.parse_args()
     OUT.mkdir(exist_ok=True)
-    suite, embeddings = build(args.dim, args.seed)
+    suite, embeddings = build(args.dim, args.seed, args.format)
     size_mb = embeddings.stat().st_size / 1e6
     print(f"suite: {suite.root}\nembeddings: {embeddings} ({size_mb:.0f} MB, {args.dim}-d)")
+    load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as cache:
         cold, result = timed_run(suite, embeddings, cache)
         warm, _ = timed_run(suite, embeddings, cache)
     print(f"cpu cores: {os.cpu_count()}")
+    print(f"load average before the runs: {load:.1f}")
     print(f"cold run (parse + six tasks): {cold:.1f} s")
     print(f"warm run (parse cache hit):   {warm:.1f} s")
     print("time per step (cold run): " + ", ".join(f"{k} {v:.1f} s" for k, v in result["timings"].items()))

@@ -5,8 +5,11 @@ negative Euclidean distance, all in float32 as MTEB computes them from float32 e
 query are the k largest by (score, document id): a document tied with the k-th on score is kept when its id is
 larger, the order trec_eval (and so MTEB's metrics) breaks ties in.
 
-Engines: "numpy" multiplies blocks of queries by blocks of documents (memory: one block of scores, set by
-`block_bytes`, plus k per query), exact. "faiss" uses a flat (exact) FAISS index; a query whose k-th and
+Engines: "numpy" multiplies blocks of queries by blocks of documents in float32 (exact; memory: one block of
+scores, sized to the cache, plus k + a block of candidates per query; the documents are prepared a block at a
+time, so no normalised copy of the corpus is made): a block's scores below a query's running k-th best score
+are dropped by one comparison, only the rest are kept, and each query's candidates are merged to its top k
+when its buffer is full and once at the end. "faiss" uses a flat (exact) FAISS index; a query whose k-th and
 (k+1)-th scores tie is searched again by numpy, so the kept set is the same as numpy's. "faiss-hnsw" and
 "faiss-ivf" are approximate (opt-in): their recall against the exact top k is measured on a sample of queries
 and reported beside the scores.
@@ -48,60 +51,145 @@ def prepare(vectors: np.ndarray, similarity: str) -> np.ndarray:
     return vectors
 
 
-def similarity_matrix(queries: np.ndarray, documents: np.ndarray, similarity: str,
-                      document_norms: np.ndarray | None = None) -> np.ndarray:
-    """(n_queries, n_documents) float32 scores of prepared vectors (`prepare`)."""
-    products = queries @ documents.T
+def _similarity_block(queries: np.ndarray, documents: np.ndarray, similarity: str, query_norms: np.ndarray | None,
+                      document_norms: np.ndarray | None, out: np.ndarray, scratch: np.ndarray | None) -> np.ndarray:
+    """(n_queries, n_documents) float32 scores of prepared vectors (`prepare`), written into `out` (and, for
+    neg-l2, `scratch`) in place: the same operations, in the same order, as the whole matrix would take."""
+    products = np.matmul(queries, documents.T, out=out)
     if similarity != "neg-l2":
         return products
-    squared_q = np.einsum("ij,ij->i", queries, queries)[:, None]
-    squared_d = (document_norms if document_norms is not None else np.einsum("ij,ij->i", documents, documents))
-    return -np.sqrt(np.maximum(squared_q + squared_d[None, :] - 2 * products, 0, dtype=np.float32))
+    assert query_norms is not None and document_norms is not None and scratch is not None
+    squared = np.add(query_norms[:, None], document_norms[None, :], out=scratch)
+    products *= 2
+    distances = np.subtract(squared, products, out=products)
+    np.maximum(distances, 0, out=distances)
+    np.sqrt(distances, out=distances)
+    return np.negative(distances, out=distances)
 
 
-def _keep_top(scores: np.ndarray, indices: np.ndarray, id_rank: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per row, the k largest by (score, id_rank), sorted best first; `indices` are document rows."""
+def _keep_top(scores: np.ndarray, indices: np.ndarray, id_rank: np.ndarray, k: int,
+              ordered: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, the k largest by (score, id_rank), sorted best first when `ordered`; `indices` are document rows
+    (-1: an empty slot, ranked below every document)."""
     if scores.shape[1] > k:
-        part = np.argpartition(-scores, k - 1, axis=1)[:, :k]
-        kth = np.take_along_axis(scores, part, axis=1).min(axis=1)
-        tied_rows = np.nonzero((scores >= kth[:, None]).sum(axis=1) > k)[0]
+        part = np.argpartition(scores, scores.shape[1] - k, axis=1)[:, -k:]
         top_scores = np.take_along_axis(scores, part, axis=1)
+        kth = top_scores.min(axis=1)
+        tied_rows = np.nonzero((scores >= kth[:, None]).sum(axis=1) > k)[0]
         top_indices = np.take_along_axis(indices, part, axis=1)
         for row in tied_rows:  # rare: ties at the k-th score, settled by document id as trec_eval does
-            order = np.lexsort((-id_rank[indices[row]], -scores[row]))[:k]
+            ranks = np.where(indices[row] >= 0, id_rank[indices[row]], -1)
+            order = np.lexsort((-ranks, -scores[row]))[:k]
             top_scores[row], top_indices[row] = scores[row, order], indices[row, order]
         scores, indices = top_scores, top_indices
+    if not ordered:
+        return scores, indices
     valid = indices >= 0
     ranks = np.where(valid, id_rank[np.where(valid, indices, 0)], -1)
     order = np.lexsort((-ranks, -scores), axis=1)
     return np.take_along_axis(scores, order, axis=1), np.take_along_axis(indices, order, axis=1)
 
 
+class _RunningTop:
+    """The running top k of a block of queries, fed one block of scores at a time.
+
+    A block's scores are compared with each query's threshold (the k-th best score of its last merge); only
+    those at or above it (ties included: the document id may still win) are appended to the query's candidates,
+    in a buffer of k + `block` slots. A query's candidates are merged down to its top k only when the next
+    block's survivors would not fit, so each query is merged a few times in a whole search (for data in random
+    order: after the first block, about k·ln(n/block) documents pass the threshold), and no block of scores is
+    ever copied or sorted whole.
+    """
+
+    def __init__(self, n_queries: int, k: int, block: int, id_rank: np.ndarray):
+        self.k, self.id_rank = k, id_rank
+        self.scores = np.full((n_queries, k + block), -np.inf, dtype=np.float32)
+        self.indices = np.full((n_queries, k + block), -1, dtype=np.int64)
+        self.filled = np.zeros(n_queries, dtype=np.int64)
+        self.threshold = np.full(n_queries, -np.inf, dtype=np.float32)
+
+    def add(self, block_scores: np.ndarray, first_index: int) -> None:
+        rows, columns = np.divmod(np.flatnonzero(block_scores >= self.threshold[:, None]), block_scores.shape[1])
+        counts = np.bincount(rows, minlength=len(self.filled))
+        self.merge(np.nonzero(self.filled + counts > self.scores.shape[1])[0])
+        slots = np.arange(len(rows)) - (np.cumsum(counts) - counts)[rows] + self.filled[rows]
+        self.scores[rows, slots] = block_scores[rows, columns]
+        self.indices[rows, slots] = columns + first_index
+        self.filled += counts
+        self.merge(np.nonzero(np.isneginf(self.threshold) & (self.filled > self.k))[0])
+
+    def merge(self, rows: np.ndarray) -> None:
+        """Reduce these queries' candidates to their top k; their threshold becomes the k-th score."""
+        if len(rows) == 0:
+            return
+        width = int(self.filled[rows].max())
+        scores, indices = _keep_top(self.scores[rows, :width], self.indices[rows, :width], self.id_rank, self.k,
+                                    ordered=False)
+        self.scores[rows, :self.k], self.indices[rows, :self.k] = scores, indices
+        self.scores[rows, self.k:width], self.indices[rows, self.k:width] = -np.inf, -1
+        self.filled[rows] = self.k
+        self.threshold[rows] = scores.min(axis=1)
+
+    def result(self) -> tuple[np.ndarray, np.ndarray]:
+        width = int(self.filled.max())
+        return _keep_top(self.scores[:, :width], self.indices[:, :width], self.id_rank, self.k)
+
+
+SCORE_BLOCK_BYTES = 1 << 23
+"""bytes of one block of scores: small enough to stay in the cache between the product and the threshold."""
+
+
+def block_shape(n_queries: int, n_documents: int, k: int, block_bytes: int = SCORE_BLOCK_BYTES,
+                memory_bytes: int = 1 << 28) -> tuple[int, int]:
+    """(queries, documents) of one block of scores: up to 1,024 queries (the documents are read once per block
+    of queries), documents to fill `block_bytes` (at least k), fewer queries if the working memory would pass
+    `memory_bytes`: per query, k + block candidates of 12 bytes, and per score 4 bytes (8 for neg-l2), 1 of mask
+    and at most 16 of the survivors' coordinates."""
+    query_block = max(1, min(n_queries, 1024))
+    document_block = max(k, min(n_documents, block_bytes // (4 * query_block)))
+    while query_block > 1 and query_block * (12 * (k + document_block) + 25 * document_block) > memory_bytes:
+        query_block //= 2
+    return query_block, document_block
+
+
 def exact_top_k(queries: np.ndarray, documents: np.ndarray, id_rank: np.ndarray, k: int, similarity: str,
-                block_bytes: int = 1 << 26) -> SearchResult:
-    """Exact top k of prepared vectors by blocked matrix products; at most `block_bytes` of scores at a time."""
+                block_bytes: int = SCORE_BLOCK_BYTES, memory_bytes: int = 1 << 28) -> SearchResult:
+    """Exact top k by blocked float32 matrix products (`block_shape`); each block of documents is prepared
+    (`prepare`, row by row, so as the whole matrix would be) as it is used, each block of scores written in
+    place, filtered by the running thresholds and never copied (`_RunningTop`)."""
+    queries = prepare(queries, similarity)
     n_queries, n_documents = len(queries), len(documents)
     k = min(k, n_documents)
-    norms = np.einsum("ij,ij->i", documents, documents) if similarity == "neg-l2" else None
-    query_block = max(1, min(n_queries, 256))
-    document_block = max(k, min(n_documents, block_bytes // (4 * query_block)))
-    all_scores = np.empty((n_queries, k), dtype=np.float32)
-    all_indices = np.empty((n_queries, k), dtype=np.int64)
+    all_scores = np.full((n_queries, k), -np.inf, dtype=np.float32)
+    all_indices = np.full((n_queries, k), -1, dtype=np.int64)
+    details = {"engine": "numpy", "exact": True}
+    if k == 0 or n_queries == 0:
+        return SearchResult(all_indices, all_scores, details)
+    query_block, document_block = block_shape(n_queries, n_documents, k, block_bytes, memory_bytes)
+    neg_l2 = similarity == "neg-l2"
+    query_norms = np.einsum("ij,ij->i", queries, queries) if neg_l2 else None
+    buffer = np.empty((query_block, document_block), dtype=np.float32)
+    scratch = np.empty_like(buffer) if neg_l2 else None
     for q_start in range(0, n_queries, query_block):
-        q_block = queries[q_start:q_start + query_block]
-        best_scores = np.full((len(q_block), 0), -np.inf, dtype=np.float32)
-        best_indices = np.empty((len(q_block), 0), dtype=np.int64)
+        q_stop = min(n_queries, q_start + query_block)
+        top = _RunningTop(q_stop - q_start, k, document_block, id_rank)
         for d_start in range(0, n_documents, document_block):
             d_stop = min(n_documents, d_start + document_block)
-            block_norms = norms[d_start:d_stop] if norms is not None else None
-            scores = similarity_matrix(q_block, documents[d_start:d_stop], similarity, block_norms)
-            indices = np.broadcast_to(np.arange(d_start, d_stop, dtype=np.int64), scores.shape)
-            block_scores, block_indices = _keep_top(scores, indices, id_rank, k)
-            best_scores, best_indices = _keep_top(np.concatenate([best_scores, block_scores], axis=1),
-                                                  np.concatenate([best_indices, block_indices], axis=1), id_rank, k)
-        all_scores[q_start:q_start + len(q_block)] = best_scores
-        all_indices[q_start:q_start + len(q_block)] = best_indices
-    return SearchResult(all_indices, all_scores, {"engine": "numpy", "exact": True})
+            block = prepare(documents[d_start:d_stop], similarity)
+            shape = (q_stop - q_start, d_stop - d_start)
+            scores = _similarity_block(
+                queries[q_start:q_stop], block, similarity,
+                query_norms[q_start:q_stop] if query_norms is not None else None,
+                np.einsum("ij,ij->i", block, block) if neg_l2 else None,
+                _view(buffer, shape), _view(scratch, shape) if scratch is not None else None)
+            top.add(scores, d_start)
+        all_scores[q_start:q_stop], all_indices[q_start:q_stop] = top.result()
+    return SearchResult(all_indices, all_scores, details)
+
+
+def _view(buffer: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+    """A C-contiguous (rows, columns) array over the start of `buffer`'s memory (a matmul `out`)."""
+    return buffer.reshape(-1)[:shape[0] * shape[1]].reshape(shape)
 
 
 def _faiss_index(documents: np.ndarray, similarity: str, engine: str) -> Any:
@@ -125,12 +213,12 @@ def _faiss_index(documents: np.ndarray, similarity: str, engine: str) -> Any:
 
 def faiss_top_k(queries: np.ndarray, documents: np.ndarray, id_rank: np.ndarray, k: int, similarity: str,
                 engine: str = "faiss", seed: int = 0) -> SearchResult:
-    """Top k by a FAISS index (flat: exact, ties at the k-th score re-searched by numpy; others: approximate,
-    with their recall@k against the exact search measured on `RECALL_SAMPLE` queries)."""
+    """Top k by a FAISS index of the prepared vectors (flat: exact, ties at the k-th score re-searched by numpy;
+    others: approximate, with their recall@k against the exact search measured on `RECALL_SAMPLE` queries)."""
     k = min(k, len(documents))
-    index = _faiss_index(documents, similarity, engine)
+    index = _faiss_index(prepare(documents, similarity), similarity, engine)
     depth = min(k + 1, len(documents))
-    raw, indices = index.search(queries, depth)
+    raw, indices = index.search(prepare(queries, similarity), depth)
     scores = -np.sqrt(np.maximum(raw, 0)) if similarity == "neg-l2" else raw
     details: dict[str, Any] = {"engine": engine, "exact": engine == "faiss"}
     if engine == "faiss":
@@ -154,7 +242,6 @@ def search(queries: np.ndarray, documents: np.ndarray, document_ids: list[str], 
     """Top k documents of each query (rows of `documents`, whose ids break ties); see the module docstring."""
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
-    queries, documents = prepare(queries, similarity), prepare(documents, similarity)
     id_rank = np.empty(len(document_ids), dtype=np.int64)
     id_rank[np.argsort(np.asarray(document_ids, dtype=object), kind="stable")] = np.arange(len(document_ids))
     if engine == "numpy":
