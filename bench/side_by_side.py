@@ -141,7 +141,7 @@ def scidocs_side_by_side(args: argparse.Namespace) -> None:
     print(f"  official (allenai/scidocs): {OFFICIAL_SCIDOCS_SECONDS} s = 31 min 46 s, RECORDED in issue #37 on "
           "this machine from JSON lines; not rerun (the package and its lightning classifier cannot be "
           "installed here)")
-    for kind in ("jsonl", "npz"):
+    for kind in args.kinds.split(","):
         suite, embeddings = build(args.dim, args.seed, kind)
         with tempfile.TemporaryDirectory() as cache:
             seconds, result = timed_run(suite, embeddings, cache)
@@ -159,6 +159,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--kinds", default="jsonl,npz",
+                        help="embeddings kinds of our SciDocs runs (default: %(default)s)")
     args = parser.parse_args()
     print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}, "
           f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
