@@ -109,12 +109,14 @@ class _RunningTop:
         self.threshold = np.full(n_queries, -np.inf, dtype=np.float32)
 
     def add(self, block_scores: np.ndarray, first_index: int) -> None:
-        rows, columns = np.divmod(np.flatnonzero(block_scores >= self.threshold[:, None]), block_scores.shape[1])
+        kept = np.flatnonzero(block_scores >= self.threshold[:, None])
+        rows, columns = np.divmod(kept, block_scores.shape[1])
         counts = np.bincount(rows, minlength=len(self.filled))
-        self.merge(np.nonzero(self.filled + counts > self.scores.shape[1])[0])
-        slots = np.arange(len(rows)) - (np.cumsum(counts) - counts)[rows] + self.filled[rows]
-        self.scores[rows, slots] = block_scores[rows, columns]
-        self.indices[rows, slots] = columns + first_index
+        capacity = self.scores.shape[1]
+        self.merge(np.nonzero(self.filled + counts > capacity)[0])
+        slots = rows * capacity + np.arange(len(rows)) - (np.cumsum(counts) - counts)[rows] + self.filled[rows]
+        self.scores.reshape(-1)[slots] = block_scores.reshape(-1)[kept]  # flat indices: cheaper than (row, column)
+        self.indices.reshape(-1)[slots] = columns + first_index
         self.filled += counts
         self.merge(np.nonzero(np.isneginf(self.threshold) & (self.filled > self.k))[0])
 
