@@ -52,13 +52,14 @@ def build(dim: int, seed: int, kind: str = "jsonl") -> tuple[Suite, Path]:
 
 
 def timed_run(suite: Suite, embeddings: Path, cache: str) -> tuple[float, dict]:
-    result_file = OUT / "bench_run.results.json"
     env = {**os.environ, "SCIDOCS_EVAL_CACHE": cache, "SCIDOCS_EVAL_QUIET": "1"}
-    start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "scidocs_eval.cli", "run", "--embeddings", str(embeddings), "--data",
-                    str(suite.root), "--tasks", TASKS, "--output", str(result_file)], env=env, check=True,
-                   stdout=subprocess.DEVNULL)
-    return time.perf_counter() - start, json.loads(result_file.read_text())
+    with tempfile.TemporaryDirectory() as scratch:  # a new results file each run: `run` never replaces a file
+        result_file = Path(scratch) / "results.json"
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "scidocs_eval.cli", "run", "--embeddings", str(embeddings), "--data",
+                        str(suite.root), "--tasks", TASKS, "--output", str(result_file)], env=env, check=True,
+                       stdout=subprocess.DEVNULL)
+        return time.perf_counter() - start, json.loads(result_file.read_text())
 
 
 def main() -> None:
