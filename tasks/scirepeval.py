@@ -272,9 +272,8 @@ class FewShotTask(ClassificationTask):
         stalled = 0
         problem = models.fixed_c_problem(self.environment)
         if self.multi_label:
-            for draw in models.few_shot_multi_label_draws(train.labels, self.sample_size, self.iterations,
-                                                          self.seed):
-                fit = models.multi_label(x_train[draw], train.labels[draw], x_test, self.environment)
+            draws = models.few_shot_multi_label_draws(train.labels, self.sample_size, self.iterations, self.seed)
+            for fit in models.multi_label_draws(x_train, train.labels, x_test, self.environment, draws):
                 stalled += fit.not_converged
                 predicted, problem = fit.predicted, fit.problem
                 scores.append(models.classification_metric(test.labels, predicted, self.metric))

@@ -28,6 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 GAP_TOLERANCE = 1e-12
 """A solution is certified when its duality gap, less what rounding in the distances to the kinks can leave in it,
@@ -39,6 +40,8 @@ _SMALLEST_BAND = 1e-14
 _STEPS_PER_BAND = 25
 """Newton steps at one δ before it shrinks anyway (the finish is what must succeed, not the smoothed solve)."""
 _LINE_SEARCH_STEPS = 60
+_RANK_TOLERANCE = 1e-13
+"""Eigenvalues of X_MᵀX_M below this times the largest are rounding: dropped (X_M's rank)."""
 _ROUNDING = 64 * np.finfo(np.float64).eps
 """Relative error allowed in one distance to a kink when the gap is judged (rounding in x_i·w, with a margin)."""
 _ACTIVE_SET_PASSES = 50
@@ -92,6 +95,11 @@ class PiecewiseLinearSVM:
 
     def solve(self, c: np.ndarray | float, start: np.ndarray | None = None) -> Solution:
         """Each column's optimum at its C (c: scalar or (columns,)), from `start` (dim, columns; default 0)."""
+        # these products are small: BLAS threads cost more in synchronisation than they gain
+        with threadpool_limits(limits=1, user_api="blas"):
+            return self._solve(c, start)
+
+    def _solve(self, c: np.ndarray | float, start: np.ndarray | None) -> Solution:
         n, dim = self.x.shape
         columns = self.kinks.shape[1]
         c = np.broadcast_to(np.asarray(c, dtype=np.float64), (columns,)).copy()
@@ -108,12 +116,13 @@ class PiecewiseLinearSVM:
         while running.size:
             t = self.kinks[:, running] - self.x @ weights[:, running]
             inside = self._inside(running, t, band[running])
-            for position in np.flatnonzero(fresh[running] | np.all(inside == last_inside[:, running], axis=0)):
-                column = running[position]
-                finished, relative_gap = self._finish(column, c[column], t[:, position], band[column])
-                if relative_gap < gap[column]:
-                    gap[column], best[:, column] = relative_gap, finished
-                certified[column] = relative_gap <= GAP_TOLERANCE
+            trying = np.flatnonzero(fresh[running] | np.all(inside == last_inside[:, running], axis=0))
+            for chunk in np.array_split(trying, -(-trying.size * n * dim // _OUTER_BUDGET) or 1):
+                tried = running[chunk]
+                finished, relative_gap = self._finish(tried, c[tried], t[:, chunk].copy(), band[tried])
+                better = relative_gap < gap[tried]
+                gap[tried[better]], best[:, tried[better]] = relative_gap[better], finished[:, better]
+                certified[tried] = relative_gap <= GAP_TOLERANCE
             last_inside[:, running] = inside
             fresh[running] = False
             going = ~certified[running]
@@ -124,11 +133,10 @@ class PiecewiseLinearSVM:
                                                           band[running])
             shrink = converged | (steps[running] >= _STEPS_PER_BAND)
             shrunk = running[shrink]
-            for position in np.flatnonzero(shrink):
+            if shrink.any():
                 # the smoothed optimum moves linearly in δ while its band rows stay: go to where it is at δ/10
-                column = running[position]
-                exact = self._kink_solution(column, c[column], inside[:, position], t[:, position])[1]
-                weights[:, column] = exact + 0.1 * (weights[:, column] - exact)
+                exact = self._kink_solution(shrunk, c[shrunk], inside[:, shrink], t[:, shrink])[1]
+                weights[:, shrunk] = exact + 0.1 * (weights[:, shrunk] - exact)
             band[shrunk] *= 0.1
             steps[shrunk] = 0
             fresh[shrunk] = True
@@ -150,6 +158,14 @@ class PiecewiseLinearSVM:
         """dφ_δ/du of the smoothed loss at u = k − t."""
         return self.right[:, columns] * np.clip(-t / band, 0, 1) - self.left[:, columns] * np.clip(t / band, 0, 1)
 
+    def _grams(self, rows: np.ndarray) -> np.ndarray:
+        """(columns, dim, dim): X_RᵀX_R for the rows R of each column (rows: (n, columns) bool)."""
+        dim = self.x.shape[1]
+        if self.outer is not None:
+            return (rows.T.astype(np.float64) @ self.outer).reshape(-1, dim, dim)
+        return np.stack([self.x[rows[:, j]].T @ self.x[rows[:, j]] for j in range(rows.shape[1])]) if \
+            rows.shape[1] else np.zeros((0, dim, dim))
+
     def _newton_direction(self, columns: np.ndarray, c: np.ndarray, weights: np.ndarray, t: np.ndarray,
                           inside: np.ndarray, band: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The Newton direction of the smoothed objective per column, and whether that column is already at the
@@ -160,11 +176,7 @@ class PiecewiseLinearSVM:
         converged = np.linalg.norm(gradient, axis=0) <= 1e-13 * np.maximum(reference, np.finfo(float).tiny)
         dim = self.x.shape[1]
         weight = c / band
-        if self.outer is not None:
-            hessians = (inside.T.astype(np.float64) @ self.outer).reshape(-1, dim, dim) * weight[:, None, None]
-        else:
-            hessians = np.stack([weight[j] * (self.x[inside[:, j]].T @ self.x[inside[:, j]])
-                                 for j in range(columns.size)]) if columns.size else np.zeros((0, dim, dim))
+        hessians = self._grams(inside) * weight[:, None, None]
         hessians[:, np.arange(dim), np.arange(dim)] += 1.0
         try:
             direction = -np.linalg.solve(hessians, gradient.T[:, :, None])[:, :, 0].T
@@ -204,83 +216,92 @@ class PiecewiseLinearSVM:
                 break
         return step
 
-    def _kink_solution(self, column: int, c: float, on_kink: np.ndarray, t: np.ndarray
+    def _kink_solution(self, columns: np.ndarray, c: np.ndarray, on_kink: np.ndarray, side: np.ndarray
                        ) -> tuple[np.ndarray, np.ndarray]:
-        """(β, w = Xᵀβ) with the rows off the kink at the bound of their side of it (t > 0: C·a, else −C·b) and
-        the kink rows' β solving x_i·w = k_i there (least squares, least norm)."""
-        beta = np.where(t > 0, c * self.left[:, column], -c * self.right[:, column])
+        """(β, w = Xᵀβ) per column: the rows off the kink at the bound of their side of it (side > 0: C·a, else
+        −C·b), the kink rows' β solving x_i·w = k_i there (least norm, least squares where inconsistent)."""
+        beta = np.where(side > 0, c * self.left[:, columns], -c * self.right[:, columns])
         beta[on_kink] = 0.0
-        weights = self.x.T @ beta
-        if on_kink.any():
-            rows = self.x[on_kink]
-            # w = g + X_Mᵀβ_M with X_M w = k_M: the least-norm z = X_Mᵀβ_M solves X_M z = k_M − X_M g
-            fixed = weights
-            for _ in range(3):  # least squares, then two rounds of iterative refinement on its residual
-                shift = np.linalg.lstsq(rows, self.kinks[on_kink, column] - rows @ weights, rcond=None)[0]
-                beta[on_kink] += np.linalg.lstsq(rows.T, shift, rcond=None)[0]
-                weights = fixed + rows.T @ beta[on_kink]
+        fixed = self.x.T @ beta
+        # per column with G = X_MᵀX_M = V Λ Vᵀ: the least-norm z = X_Mᵀβ_M with X_M z = r is G⁺X_Mᵀr, and
+        # β_M = X_M G⁺ z (Λ's rounding-level values dropped, as least squares does); two rounds of refinement
+        grams = self._grams(on_kink)
+        values, vectors = np.linalg.eigh(grams)
+        kept = values > values[:, -1:] * _RANK_TOLERANCE
+        inverse = np.where(kept, 1.0 / np.where(kept, values, 1.0), 0.0)
+        weights = fixed
+        kinks = self.kinks[:, columns]
+        for _ in range(3):
+            residual = (kinks - self.x @ weights) * on_kink
+            shift = _apply(vectors, inverse, self.x.T @ residual)
+            beta += (self.x @ _apply(vectors, inverse, shift)) * on_kink
+            weights = fixed + self.x.T @ (beta * on_kink)
         return beta, weights
 
-    def _finish(self, column: int, c: float, t: np.ndarray, band: float) -> tuple[np.ndarray, float]:
-        """The exact solution found from the iterate's distances to the kinks `t`, and its relative duality gap.
+    def _finish(self, columns: np.ndarray, c: np.ndarray, t: np.ndarray, band: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray]:
+        """Per column, the exact solution found from the iterate's distances to the kinks `t`, and its relative
+        duality gap.
 
         A primal-dual active-set method on the KKT conditions β_i = clip(β_i + C·t_i, −C·b_i, C·a_i): the rows in
         the smoothing band (or on a kink to rounding) start on the kink, the others at the bound of their side;
-        each pass solves x_i·w = k_i on the kink rows for their β (least squares) and moves every row to where
-        β_i + C·t_i puts it, until the partition repeats. Its β, clipped to the box, is then certified or not by
-        the duality gap (inf if the method cycles).
+        each pass solves x_i·w = k_i on the kink rows for their β and moves every row to where β_i + C·t_i puts
+        it, until the partition repeats (or `_ACTIVE_SET_PASSES`). Its β, clipped to the box, is then certified
+        or not by the duality gap.
         """
-        left, right, kinks = self.left[:, column], self.right[:, column], self.kinks[:, column]
+        left, right, kinks = self.left[:, columns], self.right[:, columns], self.kinks[:, columns]
         used = (left + right) > 0
         upper, lower = c * left, -c * right
         near = np.abs(t) <= 1e-9 * self.first_band / _FIRST_BAND
-        on_kink = used & (((left > 0) & (t > 0) & (t < band)) | ((right > 0) & (t < 0) & (-t < band)) | near)
-        beta = np.where(t > 0, upper, lower)
-        seen: set[bytes] = set()
+        on_kink = used & (self._inside(columns, t, band) | near)
+        side = t
+        beta = np.zeros_like(t)
+        open_ = np.arange(columns.size)
         for _ in range(_ACTIVE_SET_PASSES):
-            beta, weights = self._kink_solution(column, c, on_kink, t)
-            t = kinks - self.x @ weights
-            moved = beta + c * t
-            t = np.where(on_kink, 0.0, t)  # on the kink by construction; keeps the side test below exact
-            next_on_kink = used & (moved <= upper) & (moved >= lower)
-            # rows leaving the kink take the side of their bound; rows off it keep theirs
-            t = np.where(on_kink & ~next_on_kink, np.where(moved > upper, 1.0, -1.0), t)
-            key = next_on_kink.tobytes()
-            if np.array_equal(next_on_kink, on_kink) or key in seen:
+            beta_open, weights = self._kink_solution(columns[open_], c[open_], on_kink[:, open_], side[:, open_])
+            beta[:, open_] = beta_open
+            moved = beta_open + c[open_] * (kinks[:, open_] - self.x @ weights)
+            next_on_kink = used[:, open_] & (moved <= upper[:, open_]) & (moved >= lower[:, open_])
+            side[:, open_] = np.where(moved > upper[:, open_], 1.0, -1.0)
+            changed = np.any(next_on_kink != on_kink[:, open_], axis=0)
+            on_kink[:, open_] = next_on_kink
+            open_ = open_[changed]
+            if not open_.size:
                 break
-            seen.add(key)
-            on_kink = next_on_kink
         beta = np.clip(beta, lower, upper)
         weights = self.x.T @ beta
         distance = kinks - self.x @ weights
         loss = left * np.maximum(distance, 0) + right * np.maximum(-distance, 0)
-        gap_terms = c * loss - beta * distance
-        objective = 0.5 * float(weights @ weights) + c * float(loss.sum())
+        gap = np.sum(np.maximum(c * loss - beta * distance, 0), axis=0)
+        objective = 0.5 * np.sum(weights**2, axis=0) + c * loss.sum(axis=0)
         # what rounding alone leaves in the gap: each distance k_i − x_i·w is known to ~eps·(|k_i| + |x_i|·|w|)
-        used = (left + right) > 0
-        rounding = 2 * c * _ROUNDING * float(np.sum(used * (np.abs(kinks) + np.abs(self.x) @ np.abs(weights))))
-        relative_gap = max(float(np.sum(np.maximum(gap_terms, 0))) - rounding, 0.0) / max(
-            objective, np.finfo(float).tiny)
-        return weights, relative_gap
+        rounding = 2 * c * _ROUNDING * np.sum(used * (np.abs(kinks) + np.abs(self.x) @ np.abs(weights)), axis=0)
+        return weights, np.maximum(gap - rounding, 0.0) / np.maximum(objective, np.finfo(float).tiny)
 
 
 def solve_path(x: np.ndarray, kinks: np.ndarray, left: np.ndarray, right: np.ndarray, c_values: list[float]
-               ) -> tuple[list[np.ndarray], int]:
-    """Every column's weights at each C of `c_values` (ascending), each warm-started from the last; and the number
-    of (column, C) solves left uncertified."""
+               ) -> tuple[list[np.ndarray], np.ndarray]:
+    """Every column's weights at each C of `c_values` (ascending), each warm-started from the last; and per column
+    the number of its solves left uncertified."""
     problem = PiecewiseLinearSVM(x, kinks, left, right)
     weights = np.zeros((problem.x.shape[1], kinks.shape[1]))
-    path, uncertified = [], 0
+    path, uncertified = [], np.zeros(kinks.shape[1], dtype=int)
     for c in c_values:
         solution = problem.solve(c, weights)
         weights = solution.weights
-        uncertified += int((~solution.certified).sum())
+        uncertified += ~solution.certified
         path.append(weights)
     return path, uncertified
 
 
 def solve_path_at(x: np.ndarray, kinks: np.ndarray, left: np.ndarray, right: np.ndarray, c: np.ndarray,
-                  start: np.ndarray) -> tuple[np.ndarray, int]:
-    """Every column's weights at its own C (c: (columns,)) from `start`; and how many are left uncertified."""
+                  start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every column's weights at its own C (c: (columns,)) from `start`; and which are left uncertified."""
     solution = PiecewiseLinearSVM(x, kinks, left, right).solve(c, start)
-    return solution.weights, int((~solution.certified).sum())
+    return solution.weights, (~solution.certified).astype(int)
+
+
+def _apply(vectors: np.ndarray, inverse: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """V diag(inverse) Vᵀ rhs for each column: vectors (columns, dim, dim), inverse (columns, dim), rhs (dim,
+    columns)."""
+    return np.einsum("lij,lj->il", vectors, inverse * np.einsum("lji,jl->li", vectors, rhs))

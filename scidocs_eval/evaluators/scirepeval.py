@@ -162,62 +162,91 @@ def _ascending(c_grid: Sequence[float]) -> list[int]:
 
 def multi_label(x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, environment: str,
                 c_grid: Sequence[float] = CLASSIFICATION_GRID, folds: int = FOLDS) -> Fit:
-    """SciRepEval's OneVsRestClassifier(GridSearchCV(LinearSVC(loss="hinge"))): y_train (n, n_labels) of 0/1.
+    """SciRepEval's OneVsRestClassifier(GridSearchCV(LinearSVC(loss="hinge"))): y_train (n, n_labels) of 0/1."""
+    return multi_label_draws(x_train, y_train, x_test, environment, [np.arange(len(y_train))], c_grid, folds)[0]
 
-    Every (label, fold) pair is one column of a batch of exact hinge problems on the training rows, walked up the
-    C grid with warm starts; each label's refit at its C is one more batch.
+
+def multi_label_draws(x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, environment: str,
+                      draws: Sequence[Sequence[int]], c_grid: Sequence[float] = CLASSIFICATION_GRID,
+                      folds: int = FOLDS) -> list[Fit]:
+    """`multi_label` trained on each draw of training rows (indices into x_train, in the order SciRepEval's
+    GridSearchCV sees them): one Fit a draw.
+
+    Every (draw, label, fold) is one column of a batch of exact hinge problems over the training rows, walked up
+    the C grid with warm starts; the refits of every (draw, label) at its C are one more batch.
     """
     spec = environment_spec(environment)
     train, test = with_intercept(x_train, environment), with_intercept(x_test, environment)
     y_train = np.asarray(y_train)
     n, n_labels = y_train.shape
-    constant = [len(np.unique(y_train[:, label])) == 1 for label in range(n_labels)]
-    fitted = [label for label in range(n_labels) if not constant[label]]
-    # OneVsRestClassifier takes its threshold from its first estimator: a constant label's is no classifier
-    threshold = 0.0 if spec.classifier_tags and not constant[0] else 0.5
-    problem = (f"hinge, one-vs-rest, C per label by {folds}-fold CV (accuracy); {spec.description}"
-               + ("" if threshold == 0.5 or not constant[0] else "; first label constant: threshold 0.5"))
-    fit = Fit(np.zeros((test.shape[0], n_labels), dtype=np.int64), [float("nan")] * n_labels, problem=problem)
-    for label in range(n_labels):
-        if constant[label]:  # OneVsRestClassifier's constant predictor: its decision value is the label
-            fit.predicted[:, label] = int(y_train[0, label] > threshold)
-    if not fitted:
-        return fit
-    splits = {label: _fold_splits(n, y_train[:, label] if spec.classifier_tags else None, folds) for label in fitted}
-    columns = [(label, fold) for label in fitted for fold in range(folds)]
-    rows = np.zeros((n, len(columns)), dtype=bool)
-    for column, (label, fold) in enumerate(columns):
-        rows[splits[label][fold][0], column] = True
-    labels = y_train[:, [label for label, _ in columns]]
-    single_class = [len(np.unique(labels[rows[:, j], j])) == 1 for j in range(len(columns))]
+    draws = [np.asarray(draw, dtype=np.int64) for draw in draws]
+    fits, fold_columns, held_out, refit_columns = [], [], [], []
+    for number, draw in enumerate(draws):
+        y = y_train[draw]
+        constant = [len(np.unique(y[:, label])) == 1 for label in range(n_labels)]
+        # OneVsRestClassifier takes its threshold from its first estimator: a constant label's is no classifier
+        threshold = 0.0 if spec.classifier_tags and not constant[0] else 0.5
+        problem = f"hinge, one-vs-rest, C per label by {folds}-fold CV (accuracy); {spec.description}"
+        if spec.classifier_tags and constant[0]:
+            problem += "; its first label is constant in training, so OneVsRestClassifier's threshold is 0.5"
+        fit = Fit(np.zeros((test.shape[0], n_labels), dtype=np.int64), [float("nan")] * n_labels, problem=problem)
+        fits.append((fit, threshold))
+        for label in range(n_labels):
+            if constant[label]:  # OneVsRestClassifier's constant predictor: its decision value is the label
+                fit.predicted[:, label] = int(y[0, label] > threshold)
+                continue
+            refit_columns.append((number, label))
+            splits = _fold_splits(len(draw), y[:, label] if spec.classifier_tags else None, folds)
+            for fitted, scored in splits:
+                fold_columns.append((number, label, draw[fitted]))
+                held_out.append(draw[scored])
+    if not refit_columns:
+        return [fit for fit, _ in fits]
+    rows = np.zeros((n, len(fold_columns)), dtype=bool)
+    for column, (_, _, fitted) in enumerate(fold_columns):
+        rows[fitted, column] = True
+    labels = y_train[:, [label for _, label, _ in fold_columns]]
+    single_class = [len(np.unique(labels[fitted, j])) == 1 for j, (_, _, fitted) in enumerate(fold_columns)]
     if spec.classifier_tags and any(single_class):
-        label, fold = columns[single_class.index(True)]
-        raise ScidocsEvalError(f"multi-label: label {label} has one class in the training part of CV fold {fold}: "
+        _, label, _ = fold_columns[single_class.index(True)]
+        raise ScidocsEvalError(f"multi-label: label {label} has one class in the training part of a CV fold: "
                                "SciRepEval's LinearSVC fails to fit there (too few papers of one class)")
     order = _ascending(c_grid)
     path, uncertified = solve_path(train, *hinge_columns(labels, rows), [c_grid[i] for i in order])
-    scores = np.zeros((len(c_grid), len(columns)))
+    scores = np.zeros((len(c_grid), len(fold_columns)))
     for position, weights in zip(order, path):
-        for column, (label, fold) in enumerate(columns):
-            held_out = splits[label][fold][1]
+        decisions = np.einsum("nd,dn->n", train[np.concatenate(held_out)],
+                              weights[:, np.repeat(np.arange(len(fold_columns)), [len(h) for h in held_out])])
+        start = 0
+        for column, (_, label, fitted) in enumerate(fold_columns):
+            scored = held_out[column]
             if single_class[column]:  # lightning predicts the one class it saw
-                predicted = np.full(len(held_out), labels[rows[:, column], column][0])
+                predicted = np.full(len(scored), y_train[fitted[0], label])
             else:  # GridSearchCV scores with the SVM's own predict: decision value > 0
-                predicted = (train[held_out] @ weights[:, column] > 0).astype(int)
-            scores[position, column] = np.mean(predicted == y_train[held_out, label])
-    chosen = {}
-    for label in fitted:
-        label_columns = [j for j, (other, _) in enumerate(columns) if other == label]
-        chosen[label] = _choose(scores[:, label_columns])
-        fit.chosen_c[label] = float(c_grid[chosen[label]])
-    start = np.stack([np.mean([path[order.index(chosen[label])][:, j] for j, (other, _) in enumerate(columns)
-                               if other == label], axis=0) for label in fitted], axis=1)
-    refit, refit_uncertified = solve_path_at(train, *hinge_columns(y_train[:, fitted], np.ones((n, len(fitted)),
-                                                                                                 dtype=bool)),
-                                             np.array([fit.chosen_c[label] for label in fitted]), start)
-    fit.predicted[:, fitted] = (test @ refit > threshold).astype(np.int64)
-    fit.not_converged = uncertified + refit_uncertified
-    return fit
+                predicted = (decisions[start:start + len(scored)] > 0).astype(int)
+            start += len(scored)
+            scores[position, column] = np.mean(predicted == y_train[scored, label])
+    chosen_c, starts, refit_rows = [], [], np.zeros((n, len(refit_columns)), dtype=bool)
+    for column, (number, label) in enumerate(refit_columns):
+        own = [j for j, (other, other_label, _) in enumerate(fold_columns) if (other, other_label) == (number, label)]
+        best = _choose(scores[:, own])
+        chosen_c.append(float(c_grid[best]))
+        fits[number][0].chosen_c[label] = chosen_c[-1]
+        # the optimum is unique, so any start reaches it; the folds' solutions at this C are a close one
+        starts.append(path[order.index(best)][:, own].mean(axis=1))
+        refit_rows[draws[number], column] = True
+    refit_labels = y_train[:, [label for _, label in refit_columns]]
+    refit, refit_uncertified = solve_path_at(train, *hinge_columns(refit_labels, refit_rows), np.array(chosen_c),
+                                             np.stack(starts, axis=1))
+    decisions = test @ refit
+    for column, (number, label) in enumerate(refit_columns):
+        fit, threshold = fits[number]
+        fit.predicted[:, label] = (decisions[:, column] > threshold).astype(np.int64)
+    folds_of = np.array([number for number, _, _ in fold_columns])
+    refits_of = np.array([number for number, _ in refit_columns])
+    for number, (fit, _) in enumerate(fits):
+        fit.not_converged = int(uncertified[folds_of == number].sum() + refit_uncertified[refits_of == number].sum())
+    return [fit for fit, _ in fits]
 
 
 def regression(x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, environment: str,
@@ -233,6 +262,7 @@ def regression(x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, env
         rows[fitted, fold] = True
     order = _ascending(c_grid)
     path, uncertified = solve_path(train, *absolute_error_columns(y_train, rows), [c_grid[i] for i in order])
+    uncertified = int(uncertified.sum())
     scores = np.zeros((len(c_grid), folds))
     for position, weights in zip(order, path):
         for fold, (_, held_out) in enumerate(splits):
@@ -244,7 +274,7 @@ def regression(x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, env
                                              np.array([c_grid[best]]), start)
     problem = (f"epsilon-insensitive (epsilon 0) linear SVR, C by {folds}-fold KFold (R²); "
                f"{'regularised intercept' if spec.intercept else 'no intercept'} ({spec.name})")
-    return Fit(test @ refit[:, 0], [float(c_grid[best])], uncertified + refit_uncertified, problem)
+    return Fit(test @ refit[:, 0], [float(c_grid[best])], uncertified + int(refit_uncertified.sum()), problem)
 
 
 def few_shot_single_label_draws(y_train: np.ndarray, sample_size: int, iterations: int) -> list[np.ndarray]:
