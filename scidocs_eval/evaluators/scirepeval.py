@@ -38,6 +38,7 @@ import numpy as np
 from scipy.stats import kendalltau, pearsonr
 from sklearn.metrics import f1_score, mean_squared_error, pairwise, r2_score
 from sklearn.model_selection import KFold, StratifiedKFold
+from threadpoolctl import threadpool_limits
 
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluators.exact_svm import absolute_error_columns, hinge_columns, solve_path, solve_path_at
@@ -105,11 +106,13 @@ def single_label(x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, e
     spec = environment_spec(environment)
     train, test = with_intercept(x_train, environment), with_intercept(x_test, environment)
     problem = f"squared hinge, one-vs-rest; {spec.description}"
-    if not spec.classifier_tags:
-        return _single_label_kfold(train, y_train, test, c_grid, folds, problem)
-    if n_jobs is None:
-        n_jobs = -1 if len(train) >= PARALLEL_FROM else 1
-    grid = LinearSVMGrid(c_grid=tuple(c_grid), folds=folds, n_jobs=n_jobs).fit(train, y_train)
+    # one BLAS thread: these systems are small, and threads waiting on each other cost more than they gain
+    with threadpool_limits(limits=1, user_api="blas"):
+        if not spec.classifier_tags:
+            return _single_label_kfold(train, y_train, test, c_grid, folds, problem)
+        if n_jobs is None:
+            n_jobs = -1 if len(train) >= PARALLEL_FROM else 1
+        grid = LinearSVMGrid(c_grid=tuple(c_grid), folds=folds, n_jobs=n_jobs).fit(train, y_train)
     return Fit(grid.predict(test), [grid.best_c_], problem=problem)
 
 
@@ -133,7 +136,8 @@ def _single_label_kfold(train: np.ndarray, y: np.ndarray, test: np.ndarray, c_gr
 def single_label_fixed_c(x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, environment: str,
                          c: float = 1.0) -> np.ndarray:
     """One fit at `c`, no CV (SciRepEval's few-shot single-label fits: LinearSVC's default C=1)."""
-    classes, weights = fit_linear_svm(with_intercept(x_train, environment), y_train, c)
+    with threadpool_limits(limits=1, user_api="blas"):
+        classes, weights = fit_linear_svm(with_intercept(x_train, environment), y_train, c)
     return predict_linear_svm(with_intercept(x_test, environment), classes, weights)
 
 
