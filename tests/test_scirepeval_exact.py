@@ -224,3 +224,14 @@ def test_a_constant_first_label_makes_one_vs_rest_threshold_half() -> None:
     fit = models.multi_label(x, y, x_test, "sklearn")
     assert fit.predicted[:, 0].tolist() == [1] * len(x_test)
     assert "threshold is 0.5" in fit.problem
+
+
+def test_a_solve_without_certificate_is_counted_never_passed_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    """When no solution passes the duality-gap test (forced here), every such solve is counted in the Fit."""
+    import scidocs_eval.evaluators.exact_svm as exact_svm
+
+    monkeypatch.setattr(exact_svm, "GAP_TOLERANCE", -1.0)
+    monkeypatch.setattr(exact_svm, "_SMALLEST_BAND", 0.5)
+    x, _, targets = _data(seed=2, n=30)
+    fit = models.regression(x, targets, x[:5], "lightning")
+    assert fit.not_converged == len(models.REGRESSION_GRID) * models.FOLDS + 1
