@@ -118,7 +118,7 @@ class PiecewiseLinearSVM:
             t = self.kinks[:, running] - self.x @ weights[:, running]
             inside = self._inside(running, t, band[running])
             trying = np.flatnonzero(fresh[running] | np.all(inside == last_inside[:, running], axis=0))
-            for chunk in np.array_split(trying, -(-trying.size * n * dim // _OUTER_BUDGET) or 1):
+            for chunk in np.array_split(trying, -(-trying.size * n * dim // _OUTER_BUDGET)) if trying.size else ():
                 tried = running[chunk]
                 finished, relative_gap = self._finish(tried, c[tried], t[:, chunk].copy(), band[tried])
                 better = relative_gap < gap[tried]
