@@ -6,10 +6,11 @@ HEAD is exported to a temporary folder at run time; none of its code is kept), a
 SciRepEval's classes run offline with `model=None`: their `datasets.load_dataset` calls are answered from the
 local copy, and GridSearchCV runs in one process (joblib's sequential backend).
 
-Which environment SciRepEval runs in is decided by its import of sklearn-contrib-lightning: put a lightning
-build on PYTHONPATH for the README's environment, leave it out for the sklearn one. Our tasks solve the same
-environment's problem (`environment` task parameter) to convergence; the table shows both numbers, their gap,
-and how many of SciRepEval's fits stopped before convergence (its ConvergenceWarnings; lightning prints none).
+Which environment SciRepEval runs in is decided by its import of sklearn-contrib-lightning (and, with it, by the
+scikit-learn version: `scirepeval_environment`): put a lightning build on PYTHONPATH for the README's environment,
+leave it out for the sklearn one. Our tasks solve the same environment's problem (`environment` task parameter)
+exactly; the table shows both numbers, their gap, how many of SciRepEval's fits stopped before convergence (its
+ConvergenceWarnings; lightning prints none), and the time each side took, with their ratio.
 
     python bench/scirepeval_agreement.py --checkout /work/.mirror/allenai+scirepeval/repo
     PYTHONPATH=/tmp/lightning-target python bench/scirepeval_agreement.py --checkout ... --json out.json
@@ -82,7 +83,8 @@ def scirepeval_results(tree: Path, data: Path, embeddings: Path, iterations: int
     from sklearn.exceptions import ConvergenceWarning
 
     datasets.load_dataset = local_loader(data, datasets.load_dataset)
-    results: dict[str, dict[str, Any]] = {"_environment": {"lightning": evaluator.LIGHTNING_AVAILABLE}}
+    results: dict[str, dict[str, Any]] = {"_environment": {"environment": scirepeval_environment(
+        evaluator.LIGHTNING_AVAILABLE)}}
     for title, kind, meta_config, test_config, metrics, few_shot in TASK_TABLE:
         if title not in titles:
             continue
@@ -115,6 +117,16 @@ def scirepeval_results(tree: Path, data: Path, embeddings: Path, iterations: int
             results[name]["stalled"] = sum(issubclass(w.category, ConvergenceWarning) for w in caught)
             results[name]["seconds"] = round(time.perf_counter() - started, 2)
     return results
+
+
+def scirepeval_environment(lightning: bool) -> str:
+    """Our name of the environment SciRepEval's evaluator runs in here (scidocs_eval.evaluators.scirepeval)."""
+    import sklearn
+
+    if not lightning:
+        return "sklearn"
+    major, minor = (int(part) for part in sklearn.__version__.split(".")[:2])
+    return "lightning" if (major, minor) >= (1, 6) else "lightning-pinned"
 
 
 def our_results(data: Path, embeddings: Path, environment: str, iterations: int | None,
@@ -157,7 +169,7 @@ def main() -> None:
             vectors = write_synthetic_scirepeval(data, seed=args.seed)
             embeddings = embeddings or write_embeddings_jsonl(Path(scratch) / "embeddings.jsonl", vectors)
         theirs = scirepeval_results(tree, data, embeddings, args.iterations, args.tasks)
-        environment = "lightning" if theirs.pop("_environment")["lightning"] else "sklearn"
+        environment = theirs.pop("_environment")["environment"]
         ours = our_results(data, embeddings, environment, args.iterations, args.tasks)
     rows, worst = [], 0.0
     print(f"SciRepEval's evaluator in its {environment} environment beside scidocs-eval (environment={environment}, "
@@ -181,8 +193,13 @@ def main() -> None:
                              "not_converged"), "seconds": [values["seconds"], ours.get(name, {}).get("seconds")]})
             print(f"| {name} | {metric} | {value:.4g} | {mine} | {gap} | {values['stalled']} |")
     print(f"largest gap: {worst:.4f}")
+    their_seconds = sum(values["seconds"] for values in theirs.values())
+    our_seconds = sum(values["seconds"] for values in ours.values())
+    print(f"time, every task run ({len(theirs)}): SciRepEval's evaluator {their_seconds:.1f} s, scidocs-eval "
+          f"{our_seconds:.1f} s (fit and score; reading the embeddings apart); ratio {their_seconds / our_seconds:.1f}")
     if args.json:
-        args.json.write_text(json.dumps({"environment": environment, "rows": rows, "largest_gap": worst}, indent=1))
+        args.json.write_text(json.dumps({"environment": environment, "rows": rows, "largest_gap": worst,
+                                         "seconds": {"scirepeval": their_seconds, "ours": our_seconds}}, indent=1))
 
 
 if __name__ == "__main__":

@@ -2,6 +2,8 @@
 the default (about 2,000 papers at size 1), 24-d float16-exact vectors; prints the size and seconds of each task.
 
     python bench/scirepeval_speed.py --size 4
+
+SciRepEval's own evaluator beside ours on the same copy, with both times and their ratio: bench/scirepeval_agreement.py.
 """
 
 from __future__ import annotations
@@ -17,12 +19,13 @@ from pathlib import Path
 from scidocs_eval.data.scirepeval import write_embeddings_jsonl, write_synthetic_scirepeval
 from scidocs_eval.evaluation.runner import evaluate
 from scidocs_eval.evaluation.task import TASKS, task_names
+from scidocs_eval.evaluators.scirepeval import ENVIRONMENTS
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=1, help="scale of the synthetic copy (papers per config)")
-    parser.add_argument("--environment", default="lightning", choices=("lightning", "sklearn"))
+    parser.add_argument("--environment", default="lightning", choices=ENVIRONMENTS)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="scirepeval-speed-") as scratch:
         vectors = write_synthetic_scirepeval(Path(scratch) / "data", size=args.size)

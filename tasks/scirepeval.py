@@ -32,6 +32,7 @@ from scidocs_eval.evaluation.task import (
     register_task,
 )
 from scidocs_eval.evaluators import scirepeval as models
+from scidocs_eval.evaluators.exact_svm import GAP_TOLERANCE
 from scidocs_eval.formats.embeddings import PRESENT, EmbeddingStore
 from scidocs_eval.formats.scirepeval import (
     EXTRA_TEXT_FIELDS,
@@ -188,7 +189,8 @@ class ClassificationTask(SupervisedTask):
         fit = self.fit(x_train, train.labels, x_test)
         _warn_if_stalled(self.name, fit)
         value = models.classification_metric(test.labels, fit.predicted, self.metric)
-        details = {"environment": self.environment, "C": fit.chosen_c, "fits_not_converged": fit.not_converged}
+        details = {"environment": self.environment, "problem": fit.problem, "C": fit.chosen_c,
+                   "fits_not_converged": fit.not_converged}
         return TaskResult(self.name, {self.metric: value}, coverage, details,
                           items=classification_items(self.metric, self.multi_label, test.ids, test.labels,
                                                      fit.predicted))
@@ -196,9 +198,9 @@ class ClassificationTask(SupervisedTask):
 
 def _warn_if_stalled(task: str, fit: models.Fit) -> None:
     if fit.not_converged:
-        log.warning("%s: %d SVM fit(s) stopped at liblinear's iteration limit (%d) before its tolerance; the "
-                    "number may differ from the exact solution (details: fits_not_converged)", task,
-                    fit.not_converged, models.MAX_ITERATIONS)
+        log.warning("%s: %d SVM fit(s) have no optimality certificate (their duality gap stayed above %g of the "
+                    "objective); the number may differ from the exact solution (details: fits_not_converged)", task,
+                    fit.not_converged, GAP_TOLERANCE)
 
 
 def classification_items(metric: str, multi_label: bool, ids: list[str], gold: np.ndarray,
@@ -230,7 +232,8 @@ class RegressionTask(SupervisedTask):
                 f"one of the {len(fit.predicted)} test papers: the embeddings give it nothing to fit, and Kendall's "
                 "tau and Pearson's r of a constant are undefined (SciRepEval prints nan)")
         values = models.regression_metrics(test.labels, fit.predicted)
-        details = {"environment": self.environment, "C": fit.chosen_c[0], "fits_not_converged": fit.not_converged,
+        details = {"environment": self.environment, "problem": fit.problem, "C": fit.chosen_c[0],
+                   "fits_not_converged": fit.not_converged,
                    "mse": values.pop("mse")}
         items = {"unit": "sample", "statistic": {"kendalltau": "kendalltau", "pearsonr": "pearsonr"},
                  "ids": test.ids, "gold": test.labels.tolist(), "predicted": fit.predicted.tolist()}
@@ -267,12 +270,12 @@ class FewShotTask(ClassificationTask):
         train, x_train, test, x_test, coverage = self._data(suite, embeddings, split, missing)
         scores = []
         stalled = 0
+        problem = models.fixed_c_problem(self.environment)
         if self.multi_label:
-            for draw in models.few_shot_multi_label_draws(train.labels, self.sample_size, self.iterations,
-                                                          self.seed):
-                fit = models.multi_label(x_train[draw], train.labels[draw], x_test, self.environment)
+            draws = models.few_shot_multi_label_draws(train.labels, self.sample_size, self.iterations, self.seed)
+            for fit in models.multi_label_draws(x_train, train.labels, x_test, self.environment, draws):
                 stalled += fit.not_converged
-                predicted = fit.predicted
+                predicted, problem = fit.predicted, fit.problem
                 scores.append(models.classification_metric(test.labels, predicted, self.metric))
         else:
             for draw in models.few_shot_single_label_draws(train.labels, self.sample_size, self.iterations):
@@ -285,7 +288,8 @@ class FewShotTask(ClassificationTask):
                         self.iterations)
         values = np.asarray(scores)
         _warn_if_stalled(self.name, models.Fit(values, not_converged=stalled))
-        details = {"environment": self.environment, "fits_not_converged": stalled, "sample_size": self.sample_size,
+        details = {"environment": self.environment, "problem": problem, "fits_not_converged": stalled,
+                   "sample_size": self.sample_size,
                    "iterations": len(scores),
                    "per_iteration": scores, "std": {self.metric: round(float(np.std(values)), 2)},
                    "min": {self.metric: float(values.min())}, "max": {self.metric: float(values.max())}}

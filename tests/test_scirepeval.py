@@ -69,7 +69,8 @@ def test_single_label_and_regression_solve_scirepevals_problem_exactly(copy: tup
     """Ours equals scikit-learn's liblinear run to a tight tolerance on the same problem (intercept or not)."""
     data, embeddings = copy
     store = EmbeddingStore.load(embeddings, cache=False, progress=False)
-    intercept = environment == "sklearn"
+    spec = models.ENVIRONMENT_SPECS[environment]
+    intercept = spec.intercept
     for config, regression in (("drsm", False), ("tweet_mentions", True)):
         train = read_labels(data / f"scirepeval_test/{config}/train.jsonl", numeric=regression)
         test = read_labels(data / f"scirepeval_test/{config}/test.jsonl", numeric=regression)
@@ -83,17 +84,24 @@ def test_single_label_and_regression_solve_scirepevals_problem_exactly(copy: tup
             np.testing.assert_allclose(ours.predicted, reference.predict(x_test), atol=1e-5)
         else:
             ours = models.single_label(x_train, train.labels, x_test, environment, n_jobs=1)
+            # GridSearchCV stratifies only for an estimator it sees as a classifier (not lightning's, today)
             reference = _exact_sklearn(LinearSVC(fit_intercept=intercept, tol=1e-12, max_iter=10**7),
-                                       {"C": list(models.CLASSIFICATION_GRID)}, 3, x_train, train.labels)
+                                       {"C": list(models.CLASSIFICATION_GRID)}, 3 if spec.classifier_tags else
+                                       KFold(3), x_train, train.labels)
             assert ours.chosen_c == [reference.best_params_["C"]]
             assert np.array_equal(ours.predicted, reference.predict(x_test))
 
 
-def _agreement(tmp_path: Path, tasks: list[str], iterations: int) -> dict:
+LIGHTNING = os.environ.get("SCIREPEVAL_LIGHTNING")
+"""A folder holding a build of sklearn-contrib-lightning 0.6.2 (put on PYTHONPATH for SciRepEval's evaluator)."""
+
+
+def _agreement(tmp_path: Path, tasks: list[str], iterations: int, lightning: str | None = None) -> dict:
     out = tmp_path / "agreement.json"
+    environment = {**os.environ, "PYTHONPATH": lightning} if lightning else None
     subprocess.run([sys.executable, str(REPO / "bench" / "scirepeval_agreement.py"), "--checkout", str(CHECKOUT),
                     "--iterations", str(iterations), "--json", str(out), "--tasks", *tasks],
-                   check=True, capture_output=True, cwd=tmp_path)
+                   check=True, capture_output=True, cwd=tmp_path, env=environment)
     return json.loads(out.read_text())
 
 
@@ -106,6 +114,19 @@ def test_same_numbers_as_scirepevals_own_evaluator(tmp_path: Path) -> None:
     assert {row["task"] for row in report["rows"]} >= {"Biomimicry", "Biomimicry 16 shot", "DRSM 24 shot",
                                                       "Paper-Reviewer Matching", "Tweet Mentions"}
     assert all(row["ours"] is not None for row in report["rows"])
+    assert report["largest_gap"] <= 0.01
+
+
+@needs_checkout
+@pytest.mark.skipif(not LIGHTNING, reason="no sklearn-contrib-lightning build (set SCIREPEVAL_LIGHTNING to its folder)")
+def test_same_multi_label_numbers_as_scirepevals_own_evaluator_in_its_lightning_environment(tmp_path: Path) -> None:
+    """Fields of study and its few-shot variants, SciRepEval's evaluator with lightning (scikit-learn >= 1.6):
+    ours solves that environment's problem (KFold folds, threshold 0.5) and gives its numbers."""
+    report = _agreement(tmp_path, ["Fields of study"], 2, LIGHTNING)
+    assert report["environment"] == "lightning"
+    assert {row["task"] for row in report["rows"]} == {"Fields of study", "Fields of study 10 shot",
+                                                      "Fields of study 5 shot"}
+    assert all(row["ours_not_converged"] == 0 for row in report["rows"])
     assert report["largest_gap"] <= 0.01
 
 

@@ -1,0 +1,237 @@
+"""The exact hinge and ε-insensitive solvers (evaluators/exact_svm.py) and SciRepEval's model selection around them.
+
+Optimality is checked against an independent formulation (the dual box-constrained QP solved by scipy's L-BFGS-B)
+and by the KKT conditions themselves, not only against liblinear.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.model_selection import GridSearchCV, KFold
+from sklearn.multiclass import OneVsRestClassifier
+from sklearn.svm import LinearSVC, LinearSVR
+
+from scidocs_eval.evaluators import scirepeval as models
+from scidocs_eval.evaluators.exact_svm import (
+    GAP_TOLERANCE,
+    PiecewiseLinearSVM,
+    absolute_error_columns,
+    hinge_columns,
+    solve_path,
+)
+
+
+def _data(seed: int, n: int = 40, dim: int = 5) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, dim))
+    labels = (x @ rng.normal(size=dim) + rng.normal(size=n) > 0.3).astype(int)
+    targets = x @ rng.normal(size=dim) + 0.5 * rng.normal(size=n)
+    return x, labels, targets
+
+
+def _dual_reference(x: np.ndarray, kinks: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    """w = Xᵀβ of max Σ β_i k_i − ½‖Xᵀβ‖² over lower ≤ β ≤ upper: an independent QP solve (L-BFGS-B)."""
+    def negative_dual(beta: np.ndarray) -> tuple[float, np.ndarray]:
+        w = x.T @ beta
+        return 0.5 * w @ w - kinks @ beta, x @ w - kinks
+
+    result = minimize(negative_dual, np.zeros(len(kinks)), jac=True, method="L-BFGS-B",
+                      bounds=list(zip(lower, upper)), options={"ftol": 1e-15, "gtol": 1e-12, "maxiter": 100_000})
+    return x.T @ result.x
+
+
+def _kkt_violation(x: np.ndarray, w: np.ndarray, c: float, kinks: np.ndarray, left: np.ndarray,
+                   right: np.ndarray) -> float:
+    """How far w is from satisfying w = Xᵀβ with β_i in the subdifferential box of row i's loss: 0 at the optimum.
+
+    β_i = C·a_i where x_i·w < k_i, −C·b_i where > k_i, anything in [−C·b_i, C·a_i] on the kink; the rows on the kink
+    (to 1e-9) take the β that fits w best, by bounded least squares."""
+    from scipy.optimize import lsq_linear
+
+    distance = kinks - x @ w
+    on_kink = np.abs(distance) <= 1e-9
+    beta = np.where(distance > 0, c * left, -c * right)
+    rest = w - x[~on_kink].T @ beta[~on_kink]
+    if on_kink.any():
+        fitted = lsq_linear(x[on_kink].T, rest, bounds=(-c * right[on_kink] - 1e-15, c * left[on_kink] + 1e-15),
+                            tol=1e-14, lsmr_tol="auto")
+        rest = rest - x[on_kink].T @ fitted.x
+    return float(np.linalg.norm(rest) / max(np.linalg.norm(w), 1e-300))
+
+
+@pytest.mark.parametrize("intercept", [False, True])
+@pytest.mark.parametrize("loss", ["hinge", "absolute"])
+@pytest.mark.parametrize("c", [0.01, 1.0, 100.0])
+def test_solutions_are_optimal_against_an_independent_qp_and_the_kkt_conditions(loss: str, c: float,
+                                                                                  intercept: bool) -> None:
+    x, labels, targets = _data(seed=int(c * 7) + intercept)
+    if intercept:
+        x = np.hstack([x, np.ones((len(x), 1))])
+    rows = np.ones((len(x), 1), dtype=bool)
+    columns = hinge_columns(labels[:, None], rows) if loss == "hinge" else absolute_error_columns(targets, rows)
+    kinks, left, right = (array[:, 0] for array in columns)
+    problem = PiecewiseLinearSVM(x, *columns)
+    solution = problem.solve(c)
+    w = solution.weights[:, 0]
+    assert solution.certified[0] and solution.gap[0] <= GAP_TOLERANCE
+    reference = _dual_reference(x, kinks, -c * right, c * left)
+    ours, theirs = problem.objective(np.array([c]), w[:, None])[0], problem.objective(
+        np.array([c]), reference[:, None])[0]
+    assert ours <= theirs * (1 + 1e-12)  # never worse than the reference: ours is the optimum
+    # the primal objective is 1-strongly convex: ½‖w − w*‖² ≤ P(w_ref) − P(w*)
+    assert np.linalg.norm(w - reference) <= np.sqrt(2 * max(theirs - ours, 0.0)) + 1e-9
+    assert _kkt_violation(x, w, c, kinks, left, right) <= 1e-9
+
+
+def test_hinge_equals_liblinear_run_to_a_tight_tolerance_with_and_without_intercept() -> None:
+    x, labels, _ = _data(seed=3, n=80)
+    for intercept in (False, True):
+        features = np.hstack([x, np.ones((len(x), 1))]) if intercept else x
+        ours = PiecewiseLinearSVM(features, *hinge_columns(labels[:, None], np.ones((len(x), 1), bool))).solve(0.1)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", ConvergenceWarning)
+            svc = LinearSVC(C=0.1, loss="hinge", dual=True, fit_intercept=intercept, tol=1e-10,
+                            max_iter=10**6).fit(x, labels)
+        theirs = np.append(svc.coef_[0], svc.intercept_) if intercept else svc.coef_[0]
+        np.testing.assert_allclose(ours.weights[:, 0], theirs, atol=1e-6)
+
+
+def test_columns_are_independent_problems_and_rows_left_out_do_not_count() -> None:
+    """A batch (labels × folds, each with its own rows) gives each column what it gives alone."""
+    x, labels, targets = _data(seed=5, n=60)
+    rng = np.random.default_rng(0)
+    rows = rng.random((60, 4)) < 0.7
+    label_columns = np.stack([labels, 1 - labels, labels, (targets > 0).astype(int)], axis=1)
+    batch, _ = solve_path(x, *hinge_columns(label_columns, rows), [0.1, 10.0])
+    for column in range(4):
+        alone = PiecewiseLinearSVM(x[rows[:, column]], *hinge_columns(label_columns[rows[:, column], column:column + 1],
+                                                                      np.ones((rows[:, column].sum(), 1), bool)))
+        np.testing.assert_allclose(batch[1][:, column], alone.solve(10.0).weights[:, 0], atol=1e-9)
+
+
+def test_warm_started_path_equals_cold_solves() -> None:
+    x, _, targets = _data(seed=11, n=50)
+    grid = list(models.REGRESSION_GRID)
+    columns = absolute_error_columns(targets, np.ones((50, 1), bool))
+    path, uncertified = solve_path(x, *columns, grid)
+    assert uncertified.tolist() == [0]
+    for c, weights in zip(grid, path):
+        np.testing.assert_allclose(weights, PiecewiseLinearSVM(x, *columns).solve(c).weights, atol=1e-9)
+
+
+def test_regression_grid_equals_scikit_learn_run_to_convergence() -> None:
+    x, _, targets = _data(seed=2, n=60)
+    for environment, intercept in (("lightning", False), ("sklearn", True)):
+        fit = models.regression(x, targets, x[:10], environment)
+        assert fit.not_converged == 0
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", ConvergenceWarning)
+            reference = GridSearchCV(LinearSVR(epsilon=0.0, dual=True, fit_intercept=intercept, tol=1e-12,
+                                               max_iter=10**7), {"C": list(models.REGRESSION_GRID)}, cv=KFold(3)
+                                     ).fit(x, targets)
+        assert fit.chosen_c == [reference.best_params_["C"]]
+        np.testing.assert_allclose(fit.predicted, reference.predict(x[:10]), atol=1e-6)
+        assert ("no intercept" in fit.problem) != intercept
+
+
+def _multi_label_data(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    topics = rng.integers(4, size=150)
+    centres = rng.normal(size=(4, 8))
+    x = (centres[topics] + 0.9 * rng.normal(size=(150, 8))).astype(np.float16).astype(np.float64)
+    y = np.stack([(topics == label) | (rng.random(150) < 0.15) for label in range(4)], axis=1).astype(int)
+    return x[:100], y[:100], x[100:]
+
+
+class _ExactHinge(ClassifierMixin, BaseEstimator):
+    """A hinge-loss linear SVM for scikit-learn's own GridSearchCV and OneVsRestClassifier, fit by the exact solver
+    (whose optimality the tests above check): a reference for the model selection around it."""
+
+    def __init__(self, C: float = 1.0, fit_intercept: bool = False) -> None:
+        self.C, self.fit_intercept = C, fit_intercept
+
+    def _features(self, x: np.ndarray) -> np.ndarray:
+        return np.hstack([x, np.ones((len(x), 1))]) if self.fit_intercept else x
+
+    def fit(self, x: np.ndarray, y: np.ndarray) -> _ExactHinge:
+        self.classes_ = np.unique(y)
+        positive = (y == self.classes_[-1]).astype(int)[:, None]
+        self.coef_ = PiecewiseLinearSVM(self._features(x), *hinge_columns(positive, np.ones_like(positive, bool))
+                                        ).solve(self.C).weights[:, 0]
+        return self
+
+    def decision_function(self, x: np.ndarray) -> np.ndarray:
+        return self._features(x) @ self.coef_
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        return self.classes_[(self.decision_function(x) > 0).astype(int)]
+
+
+class _ExactHingeNotAClassifier(_ExactHinge):
+    """... whose tags say it is no classifier, as lightning 0.6.2's LinearSVC under scikit-learn >= 1.6."""
+
+    def __sklearn_tags__(self):  # noqa: ANN204
+        tags = super().__sklearn_tags__()
+        tags.estimator_type = None
+        return tags
+
+
+@pytest.mark.parametrize("environment", models.ENVIRONMENTS)
+def test_multi_label_is_scirepevals_one_vs_rest_grid_search_in_each_environment(environment: str) -> None:
+    """SciRepEval's OneVsRestClassifier(GridSearchCV(LinearSVC(loss="hinge"))) with an exact hinge solver in place
+    of its own: the lightning environment (scikit-learn >= 1.6) splits KFold folds and predicts where the decision
+    value exceeds 0.5; the others stratify and predict above 0."""
+    spec = models.ENVIRONMENT_SPECS[environment]
+    x, y, x_test = _multi_label_data(seed=4)
+    estimator = (_ExactHinge if spec.classifier_tags else _ExactHingeNotAClassifier)(fit_intercept=spec.intercept)
+    reference = OneVsRestClassifier(GridSearchCV(estimator, {"C": list(models.CLASSIFICATION_GRID)}, cv=3)).fit(x, y)
+    expected = reference.predict(x_test)
+    fit = models.multi_label(x, y, x_test, environment)
+    assert fit.not_converged == 0
+    assert fit.chosen_c == [float(e.best_params_["C"]) for e in reference.estimators_]
+    assert np.array_equal(fit.predicted, expected)
+    assert spec.description in fit.problem
+
+
+def test_lightning_threshold_and_folds_change_the_multi_label_number() -> None:
+    """The mechanism behind the lightning environment's lower Fields-of-study number, on data where it shows."""
+    x, y, x_test = _multi_label_data(seed=4)
+    lightning = models.multi_label(x, y, x_test, "lightning")
+    pinned = models.multi_label(x, y, x_test, "lightning-pinned")
+    assert lightning.predicted.sum() < pinned.predicted.sum()  # 0.5 above 0 predicts fewer labels
+
+
+def test_few_shot_draws_in_one_batch_equal_each_draw_alone() -> None:
+    x, y, x_test = _multi_label_data(seed=6)
+    draws = models.few_shot_multi_label_draws(y, 5, 4)
+    batch = models.multi_label_draws(x, y, x_test, "lightning", draws)
+    for draw, fit in zip(draws, batch):
+        alone = models.multi_label(x[draw], y[draw], x_test, "lightning")
+        assert np.array_equal(fit.predicted, alone.predicted) and fit.chosen_c == alone.chosen_c
+
+
+def test_a_constant_first_label_makes_one_vs_rest_threshold_half() -> None:
+    """OneVsRestClassifier takes its threshold from its first estimator; a constant label's is no classifier."""
+    x, y, x_test = _multi_label_data(seed=4)
+    y = y.copy()
+    y[:, 0] = 1
+    fit = models.multi_label(x, y, x_test, "sklearn")
+    assert fit.predicted[:, 0].tolist() == [1] * len(x_test)
+    assert "threshold is 0.5" in fit.problem
+
+
+def test_a_solve_without_certificate_is_counted_never_passed_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    """When no solution passes the duality-gap test (forced here), every such solve is counted in the Fit."""
+    import scidocs_eval.evaluators.exact_svm as exact_svm
+
+    monkeypatch.setattr(exact_svm, "GAP_TOLERANCE", -1.0)
+    monkeypatch.setattr(exact_svm, "_SMALLEST_BAND", 0.5)
+    x, _, targets = _data(seed=2, n=30)
+    fit = models.regression(x, targets, x[:5], "lightning")
+    assert fit.not_converged == len(models.REGRESSION_GRID) * models.FOLDS + 1
