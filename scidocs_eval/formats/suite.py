@@ -25,6 +25,7 @@ import numpy as np
 import orjson
 
 from scidocs_eval.errors import InputError
+from scidocs_eval.formats.judgements import Judgements
 from scidocs_eval.formats.lines import utf8_lines
 from scidocs_eval.formats.scirepeval import read_meta
 
@@ -215,9 +216,7 @@ class Suite:
     def qrels(self, task: str, split: str) -> Qrels:
         """`{task}/{split}.qrel` of a ranking task."""
         path = self.require(f"{task}/{split}.qrel", 'lines "query_id 0 candidate_id relevance"')
-        candidates: dict[str, list[str]] = {}
-        relevance: dict[str, dict[str, int]] = {}
-        repeated = 0
+        judgements = Judgements(path, "relevance")
         for line, text in enumerate(utf8_lines(path), start=1):
             fields = text.split()
             if not fields:
@@ -226,19 +225,10 @@ class Suite:
                 raise InputError(path, f"expected 4 fields 'query_id 0 candidate_id relevance', "
                                  f"got {len(fields)}", line)
             query, _, candidate, grade = fields
-            try:
-                grade_value = int(grade)
-            except ValueError:
-                raise InputError(path, f"relevance {grade!r} is not an integer", line) from None
-            grades = relevance.setdefault(query, {})
-            if candidate in grades:
-                repeated += 1
-            else:
-                candidates.setdefault(query, []).append(candidate)
-            grades[candidate] = grade_value
-        if not candidates:
+            judgements.add(query, candidate, grade, line)
+        if not judgements.candidates:
             raise InputError(path, "no qrel lines")
-        return Qrels(candidates, relevance, repeated)
+        return Qrels(judgements.candidates, judgements.grades, judgements.repeated)
 
     def impressions(self, split: str) -> list[Impression]:
         """`recomm/{split}.csv`: one impression per row; the clicked id must be among those shown."""
