@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from scidocs_eval.evaluation.integrity import DataShape, JudgedSplit
 from scidocs_eval.evaluation.metrics import mean_measures, trec_measures
 from scidocs_eval.evaluation.task import MissingPolicy, Task, TaskResult, TaskSpec, check_missing, register_task
 from scidocs_eval.formats.embeddings import EMPTY, MISSING, PRESENT, EmbeddingStore
@@ -61,6 +62,10 @@ class RankingTask(Task):
     def paper_ids(self, suite: Suite, split: str) -> list[str]:
         return [paper for query, candidates in suite.qrels(self.name, split).candidates.items()
                 for paper in (query, *candidates)]
+
+    def data_shapes(self, suite: Suite, split: str) -> list[DataShape]:
+        qrels = suite.qrels(self.name, split)
+        return [JudgedSplit(self.name, f"{self.name}/{split}.qrel", qrels.relevance, repeated=qrels.repeated)]
 
     def evaluate(self, suite: Suite, embeddings: EmbeddingStore, split: str = "test",
                  missing: MissingPolicy = "official") -> TaskResult:

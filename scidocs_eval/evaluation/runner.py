@@ -20,6 +20,7 @@ from scidocs_eval.evaluation.contamination import (
     file_sha256,
     without_leaked,
 )
+from scidocs_eval.evaluation.integrity import apply_findings
 from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.significance import confidence_intervals
 from scidocs_eval.evaluation.task import (
@@ -129,6 +130,7 @@ def score_tasks(stores: _Stores | Mapping[str, EmbeddingStore], suite: Suite, na
         files += required
         task_stores = {group: stores.get(group) if isinstance(stores, _Stores) else stores[group]
                        for group in task.groups()}
+        apply_findings(suite.root, task.findings(suite, split))
         log.info("running %s", name)
         task_started = time.perf_counter()
         try:

@@ -13,10 +13,12 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any, ClassVar, Literal
 
 from scidocs_eval.errors import MissingEmbeddingsError, ScidocsEvalError
+from scidocs_eval.evaluation.integrity import DataShape, Problem, shape_findings
 from scidocs_eval.extras import Requirement
 from scidocs_eval.formats.embeddings import MISSING, EmbeddingStore
 from scidocs_eval.formats.suite import Paper, Suite
@@ -206,6 +208,23 @@ class Task(ABC):
         """The ids whose embeddings `evaluate(suite, ..., split)` reads (a model embeds only these); None, the
         default for a task that does not say: every paper of its spec's metadata file."""
         return None
+
+    def data_shapes(self, suite: Suite, split: str) -> list[DataShape]:
+        """Its data of `split` by shape (`evaluation.integrity`: `LabelledSplit`, `JudgedSplit`,
+        `SampledEvaluation`, or a shape of its own), read with the readers `evaluate` uses: the integrity rules of
+        each shape apply to it in `run` and `data verify`. [] (the default): no rule by shape applies."""
+        return []
+
+    def findings(self, suite: Suite, split: str) -> list[Problem]:
+        """The integrity findings of its data of `split` (what `run` stops on or warns about before scoring, and
+        `data verify` lists); a file that does not parse raises its InputError."""
+        return shape_findings(self.data_shapes(suite, split))
+
+
+def suite_relative(suite: Suite, path: str | Path) -> str:
+    """`path` relative to the suite's root when it is inside it (how findings name files), else as given."""
+    path = Path(path)
+    return str(path.relative_to(suite.root)) if suite.root in path.parents else str(path)
 
 
 def check_missing(task: str, role: str, ids: list[str], codes: Any, missing: MissingPolicy) -> None:
