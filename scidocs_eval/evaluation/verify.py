@@ -9,16 +9,15 @@ in two splits of one task). A suite is usable when it has no errors and at least
 from __future__ import annotations
 
 import os
-from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from scidocs_eval.errors import InputError
-from scidocs_eval.evaluation.integrity import Problem, classification_findings, listed
+from scidocs_eval.evaluation.integrity import JudgedSplit, LabelledSplit, Problem, listed
 from scidocs_eval.evaluation.task import TASKS, get_task, task_names
-from scidocs_eval.formats.retrieval import dangling_judgements, detect_layout, read_retrieval_data, splits_of
+from scidocs_eval.formats.retrieval import detect_layout, read_retrieval_data, splits_of
 from scidocs_eval.formats.suite import METADATA_FILES, SPLITS, LabelledPapers, Suite, read_impressions
 
 RANKING_SPLITS = ("val", "test")
@@ -146,10 +145,6 @@ class _Verifier:
             self.report.counts.setdefault(task, {})[split] = {"papers": len(labelled.ids),
                                                               "classes": len(set(labelled.labels.tolist()))}
             self.check_ids(relative, labelled.ids, _metadata_of(task, "mag_mesh"))
-            repeated = sorted(i for i, n in Counter(labelled.ids).items() if n > 1)
-            if repeated:
-                self.report.add("warning", relative, f"{len(repeated)} paper(s) listed more than once: "
-                                f"{listed(repeated)}")
             shared = sorted({i for i in labelled.ids if seen_in.get(i, split) not in (split, "train")})
             if shared:
                 self.report.add("warning", relative, f"{len(shared)} paper(s) also in another split: "
@@ -158,9 +153,9 @@ class _Verifier:
         folds = getattr(get_task(task), "folds", DEFAULT_FOLDS) if task in TASKS else DEFAULT_FOLDS
         for split in ("val", "test"):
             if "train" in parsed and split in parsed:
-                for finding in classification_findings(task, parsed["train"], parsed[split], split, folds):
-                    if finding not in self.report.problems:
-                        self.report.problems.append(finding)
+                self.add_findings(LabelledSplit(task, files[0], f"{task}/{split}.csv", parsed["train"].ids,
+                                                parsed["train"].labels, parsed[split].ids, parsed[split].labels,
+                                                "classes", folds).findings())
         self.finish(task, files, _metadata_of(task, "mag_mesh"), errors_before)
 
     def ranking(self, task: str) -> None:
@@ -172,19 +167,10 @@ class _Verifier:
             qrels = self.parse(relative, self.suite.qrels, task, split)
             if qrels is None:
                 continue
-            positives = {q: sum(1 for grade in grades.values() if grade > 0) for q, grades in qrels.relevance.items()}
-            self.report.counts.setdefault(task, {})[split] = {
-                "queries": len(qrels.candidates), "pairs": sum(map(len, qrels.candidates.values())),
-                "positives": sum(positives.values())}
+            self.report.counts.setdefault(task, {})[split] = JudgedSplit(task, relative, qrels.relevance).counts()
             self.check_ids(relative, list(qrels.candidates) + [c for cs in qrels.candidates.values() for c in cs],
                            _metadata_of(task, "view_cite_read"))
-            if qrels.repeated:
-                self.report.add("warning", relative, f"{qrels.repeated} repeated (query, candidate) line(s); "
-                                "the later grade wins")
-            without = [q for q, n in positives.items() if n == 0]
-            if without:
-                self.report.add("warning", relative, f"{len(without)} query(ies) without a positive (they score "
-                                f"0): {listed(without)}")
+            self.add_findings(JudgedSplit(task, relative, qrels.relevance, repeated=qrels.repeated).findings())
         self.finish(task, files, _metadata_of(task, "view_cite_read"), errors_before)
 
     def recomm(self) -> None:
@@ -221,10 +207,27 @@ class _Verifier:
                        "recomm")
         return max((len(impression.shown) for impression in impressions), default=0)
 
+    def add_findings(self, findings: list[Problem]) -> None:
+        self.report.problems += [finding for finding in findings if finding not in self.report.problems]
+
+    def rules(self, task: str) -> None:
+        """The integrity findings `run` applies to a registered task (`Task.findings`, by the shapes of its data),
+        for each split whose files are all there and parse."""
+        instance = get_task(task)
+        for split in ("val", "test"):
+            if all(self.suite.has(f) for f in instance.input_files(self.suite, split)):
+                try:
+                    self.add_findings(instance.findings(self.suite, split))
+                except InputError:
+                    continue  # the file's parse error is reported where it is read
+
     def finish(self, task: str, files: list[str], group: str, errors_before: int) -> None:
         """The task is complete when all its files exist and parse and its metadata file, if any, parses (what
-        `run` requires: it reads the metadata file through the same reader when there is one)."""
+        `run` requires: it reads the metadata file through the same reader when there is one); a registered
+        task's integrity findings are added."""
         self.known_ids(group)
+        if task in TASKS:
+            self.rules(task)
         if (all(self.suite.has(f) for f in files) and len(self.report.errors) == errors_before
                 and group not in self.broken_metadata):
             self.report.complete.append(task)
@@ -276,20 +279,10 @@ class _Verifier:
             if data.top_ranked is not None:
                 counts["candidates"] = sum(map(len, data.top_ranked.values()))
             self.report.counts.setdefault(label, {})[split] = counts
-            qrels_file = self._relative(data.files[2])
-            unknown, unreachable = dangling_judgements(data)
-            if unknown:
-                self.report.add("warning", qrels_file, f"{len(unknown)} judged query(ies) not in the queries "
-                                f"(left out of the scores): {listed(unknown)}")
-            if unreachable:
-                self.report.add("warning", qrels_file, f"{len(unreachable)} judged document(s) not in the corpus "
-                                f"(never retrieved): {listed(unreachable)}")
-            without = [q for q in judged if not any(g > 0 for g in data.qrels[q].values())]
-            if without:
-                self.report.add("warning", qrels_file, f"{len(without)} query(ies) without a positive (they score "
-                                f"0): {listed(without)}")
         if present and len(self.report.errors) == errors_before:
             self.report.complete.append(label)
+            if label in TASKS:
+                self.rules(label)
 
     def _relative(self, path: str | Path) -> str:
         path = Path(path)
