@@ -38,7 +38,7 @@ from scidocs_eval.extras import MissingExtraError
 from scidocs_eval.formats.embeddings import EmbeddingStore
 from scidocs_eval.formats.embeddings_files import STDIN
 from scidocs_eval.formats.embeddings_tables import ReadOptions
-from scidocs_eval.formats.safe_output import claim_output
+from scidocs_eval.formats.safe_output import claim_inputs_are_not_outputs, claim_output
 from scidocs_eval.formats.suite import Suite
 from scidocs_eval.params import FRACTION, check_value
 
@@ -127,10 +127,10 @@ def score_tasks(stores: _Stores | Mapping[str, EmbeddingStore], suite: Suite, na
                 raise
             failed[name] = str(error)  # the CLI reports it (exit status 2); format_run shows it
             continue
+        apply_findings(suite.root, task.findings(suite, split))  # before its embeddings are read
         files += required
         task_stores = {group: stores.get(group) if isinstance(stores, _Stores) else stores[group]
                        for group in task.groups()}
-        apply_findings(suite.root, task.findings(suite, split))
         log.info("running %s", name)
         task_started = time.perf_counter()
         try:
@@ -223,6 +223,10 @@ def evaluate(
     checked = build_tasks(names, params)
     audit = AuditReport.load(exclude) if exclude is not None else None
     if output is not None:
+        sources = embeddings.values() if isinstance(embeddings, Mapping) else [embeddings]
+        claim_inputs_are_not_outputs([*(s for s in sources if isinstance(s, (str, os.PathLike))), exclude,
+                                      *([data] if isinstance(data, (str, os.PathLike)) else [])],
+                                     {"output": output})
         claim_output(output)
     started = time.perf_counter()
     suite = resolve_suite(data)
