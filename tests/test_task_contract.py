@@ -217,3 +217,131 @@ def test_data_verify_lists_what_run_refuses(world: Path, tmp_path: Path) -> None
 
 def test_a_task_registered_here_is_covered() -> None:
     assert "contract-tiny" in NAMES
+
+
+# --- the examples, end to end -----------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def scirepeval_copy(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    from scidocs_eval.data.scirepeval import write_embeddings_jsonl
+
+    folder = tmp_path_factory.mktemp("scirepeval-copy")
+    vectors = write_synthetic_scirepeval(folder / "data", seed=1)
+    return folder / "data", write_embeddings_jsonl(folder / "embeddings.jsonl", vectors)
+
+
+def _copy_of(source: Path, tmp_path: Path) -> Path:
+    return Path(shutil.copytree(source, tmp_path / "data"))
+
+
+def _run(data: Path, embeddings: Path, task: str, *extra: str) -> int:
+    return main(["run", "--embeddings", str(embeddings), "--data", str(data), "--tasks", task, "--quiet", *extra])
+
+
+def test_scirepeval_test_papers_copied_from_train_stop_run_and_verify(
+        scirepeval_copy: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = _copy_of(scirepeval_copy[0], tmp_path)
+    train = (data / "scirepeval_test/biomimicry/train.jsonl").read_text().splitlines()
+    (data / "scirepeval_test/biomimicry/test.jsonl").write_text("\n".join(train[:40]) + "\n")
+    assert _run(data, scirepeval_copy[1], "scirepeval-biomimicry") == 2
+    line = _one_line_error(capsys)
+    assert "biomimicry/test.jsonl" in line and "40 of its 40 papers are also in" in line and "[test-in-train]" in line
+    assert any(p.rule == "test-in-train" for p in verify_suite(data).errors)
+
+
+def test_scirepeval_class_below_the_folds_is_one_line_not_sklearns_warning(
+        scirepeval_copy: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = _copy_of(scirepeval_copy[0], tmp_path)
+    train = data / "scirepeval_test/biomimicry/train.jsonl"
+    train.write_text(train.read_text() + '{"paper_id": "rare-0", "label": 7}\n')
+    assert _run(data, scirepeval_copy[1], "scirepeval-biomimicry") == 2
+    assert "class 7 has 1 paper(s), fewer than the 3 cross-validation folds" in _one_line_error(capsys)
+    assert any(p.rule == "class-below-folds" for p in verify_suite(data).errors)
+
+
+@pytest.mark.parametrize(("sample_size", "message"), [
+    ("1", "sample_size 1 splits the 130 training papers into 130 draws"),
+    ("500", "sample_size 500 is not below the 130 training papers")])
+def test_few_shot_sample_sizes_the_data_cannot_give(scirepeval_copy: tuple[Path, Path], sample_size: str,
+                                                    message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    data, vectors = scirepeval_copy
+    assert _run(data, vectors, "scirepeval-drsm-24-shot", "--task-param",
+                f"scirepeval-drsm-24-shot.sample_size={sample_size}") == 2
+    assert message in _one_line_error(capsys)
+
+
+@pytest.mark.parametrize("layout", ["beir", "scirepeval"])
+def test_a_pair_judged_twice_with_different_grades_is_an_error_in_run_and_verify(
+        layout: str, world: Path, scirepeval_copy: tuple[Path, Path], tmp_path: Path, embeddings: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    if layout == "beir":
+        data = tmp_path / "data"
+        build_retrieval_dataset(data / "scidocs-retrieval", documents=30, queries=4)
+        qrels, task = data / "scidocs-retrieval/qrels/test.tsv", "scidocs-retrieval"
+        query, doc, grade = qrels.read_text().splitlines()[1].split("\t")
+        qrels.write_text(qrels.read_text() + f"{query}\t{doc}\t{int(grade) + 1}\n")
+    else:
+        data = _copy_of(scirepeval_copy[0], tmp_path)
+        qrels, task = data / "scirepeval_test/relish/test.jsonl", "scirepeval-relish"
+        import orjson
+        first = orjson.loads(qrels.read_text().splitlines()[0])
+        qrels.write_text(qrels.read_text() + orjson.dumps({**first, "score": first["score"] + 1}).decode() + "\n")
+    assert _run(data, embeddings, task) == 2
+    assert "judged twice with different grades" in _one_line_error(capsys)
+    assert any("judged twice with different grades" in p.message for p in verify_suite(data).errors)
+
+
+def _parquet_dataset(folder: Path, qrels_rows: list[dict]) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    for config, rows in (("corpus", [{"_id": "d1", "title": "", "text": "a paper"},
+                                     {"_id": "d2", "title": "", "text": "another"}]),
+                         ("queries", [{"_id": "q1", "text": "a query"}]), ("default", qrels_rows)):
+        (folder / config).mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.Table.from_pylist(rows), folder / config / "test-00000-of-00001.parquet")
+
+
+@pytest.mark.parametrize(("rows", "message"), [
+    ([{"query-id": "q1", "score": 1}], "row 0: no 'corpus-id' column"),
+    ([{"query-id": "q1", "corpus-id": "d1", "score": 1e20}], "score 1e+20 is beyond what pytrec_eval takes"),
+    ([{"query-id": "q1", "corpus-id": "d1", "score": float("nan")}], "score nan is not an integer")])
+def test_hf_parquet_qrels_errors_name_the_file_and_row(tmp_path: Path, embeddings: Path, rows: list[dict],
+                                                       message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    _parquet_dataset(tmp_path / "data" / "scidocs-retrieval", rows)
+    assert _run(tmp_path / "data", embeddings, "scidocs-retrieval") == 2
+    line = _one_line_error(capsys)
+    assert "test-00000-of-00001.parquet" in line and message in line
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_half_precision_safetensors_are_read_exactly(tmp_path: Path, dtype: str) -> None:
+    import json
+
+    import torch
+    from safetensors.torch import save_file
+
+    from scidocs_eval.formats.embeddings import EmbeddingStore
+
+    tensor = torch.tensor([[1.5, -2.25, 3e4], [0.001, 7.0, -1.0]]).to(getattr(torch, dtype))
+    save_file({"embeddings": tensor}, tmp_path / "e.safetensors", metadata={"ids": json.dumps(["a", "b"])})
+    store = EmbeddingStore.load(tmp_path / "e.safetensors", cache=False)
+    assert store.ids == ["a", "b"]
+    np.testing.assert_array_equal(store.vectors(["a", "b"]), tensor.to(torch.float32).numpy())
+
+
+def test_an_output_inside_an_input_folder_or_read_through_an_option_is_refused(
+        world: Path, embeddings: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    training = tmp_path / "training"
+    training.mkdir()
+    (training / "metadata.json").write_text('{"p1": {"paper_id": "p1", "title": "a title", "abstract": ""}}')
+    before = (training / "metadata.json").read_bytes()
+    assert main(["audit", "--train", str(training), "--data", str(world), "--tasks", "mag",
+                 "--out", str(training / "metadata.json"), "--overwrite"]) == 2
+    assert "in the input folder" in _one_line_error(capsys)
+    assert (training / "metadata.json").read_bytes() == before
+    audit = tmp_path / "audit.json"
+    audit.write_text("{}")
+    assert main(["run", "--embeddings", str(embeddings), "--data", str(world), "--tasks", "cite",
+                 "--exclude", str(audit), "--out", str(audit), "--overwrite"]) == 2
+    assert "is also an input" in _one_line_error(capsys) and audit.read_text() == "{}"
