@@ -345,3 +345,55 @@ def test_an_output_inside_an_input_folder_or_read_through_an_option_is_refused(
     assert main(["run", "--embeddings", str(embeddings), "--data", str(world), "--tasks", "cite",
                  "--exclude", str(audit), "--out", str(audit), "--overwrite"]) == 2
     assert "is also an input" in _one_line_error(capsys) and audit.read_text() == "{}"
+
+
+def test_the_audit_covers_every_registered_task(world: Path, tmp_path: Path) -> None:
+    """No task is "not audited": each one's items come from its declarations, and an id seen in training leaks."""
+    from scidocs_eval.evaluation.contamination import audit_suite
+    from scidocs_eval.formats.training_data import read_training_data
+
+    suite = Suite(world)
+    seen = {}
+    for name in NAMES:
+        items = get_task(name).evaluation_items(suite, "test")
+        assert items is not None and items.items, name
+        seen[name] = next(iter(items.items.values()))
+    ids = tmp_path / "seen.txt"
+    ids.write_text("\n".join(dict.fromkeys(seen.values())) + "\n")
+    report = audit_suite(read_training_data([ids]), suite, tasks=NAMES, examples=0)
+    assert report.data["skipped"] == {}
+    for name in NAMES:
+        assert report.tasks[name]["leaked"] >= 1, name
+
+
+def test_run_exclude_scores_mteb_and_scirepeval_tasks_on_their_clean_part(
+        scirepeval_copy: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import orjson
+    from builders import write_vectors
+
+    data = _copy_of(scirepeval_copy[0], tmp_path)
+    vectors = build_retrieval_dataset(data / "scidocs-retrieval", documents=40, queries=6)
+    mine = tmp_path / "mine.jsonl"
+    write_vectors(mine, {**vectors["queries"], **vectors["corpus"]})
+    shutil.copyfile(scirepeval_copy[1], tmp_path / "scirepeval.jsonl")
+    leaked = ["query0000", *[line.split('"')[3] for line in
+                             (data / "scirepeval_test/biomimicry/test.jsonl").read_text().splitlines()[:5]]]
+    (tmp_path / "train.txt").write_text("\n".join(leaked) + "\n")
+    audit = tmp_path / "audit.json"
+    tasks = "scidocs-retrieval,scirepeval-biomimicry"
+    assert main(["audit", "--train", str(tmp_path / "train.txt"), "--data", str(data), "--tasks", tasks,
+                 "--out", str(audit)]) == 0
+    for task, embeddings, left_out in (("scidocs-retrieval", mine, 1),
+                                       ("scirepeval-biomimicry", scirepeval_copy[1], 5)):
+        out = tmp_path / f"{task}.json"
+        assert main(["run", "--embeddings", str(embeddings), "--data", str(data), "--tasks", task, "--exclude",
+                     str(audit), "--out", str(out), "--quiet"]) == 0
+        result = orjson.loads(out.read_bytes())["tasks"][task]
+        assert result["coverage"]["items_excluded_as_leaked"] == left_out
+    capsys.readouterr()
+    few_shot = "scirepeval-biomimicry-16-shot"
+    assert main(["audit", "--train", str(tmp_path / "train.txt"), "--data", str(data), "--tasks", few_shot,
+                 "--out", str(tmp_path / "few.json")]) == 0
+    assert main(["run", "--embeddings", str(scirepeval_copy[1]), "--data", str(data), "--tasks", few_shot,
+                 "--exclude", str(tmp_path / "few.json"), "--task-param", f"{few_shot}.iterations=2", "--quiet"]) == 2
+    assert "its results are per iteration, the audit's items are papers" in _one_line_error(capsys)

@@ -52,6 +52,24 @@ def listed(ids: Iterable[str]) -> str:
     return ", ".join(ids[:SHOWN_IDS]) + more
 
 
+@dataclass
+class EvaluationItems:
+    """What a split scores, for the audit and `run --exclude`: `items` (item id -> the item's own paper),
+    `candidates` (papers ranked for them), `relevant` ((item, query paper, relevant paper) pairs), and `unit`,
+    what an item is ("paper", "query", "impression"; a TaskResult's per-item ids are these items)."""
+
+    unit: str
+    items: dict[str, str] = field(default_factory=dict)
+    candidates: set[str] = field(default_factory=set)
+    relevant: list[tuple[str, str, str]] = field(default_factory=list)
+
+    def merged(self, other: EvaluationItems) -> EvaluationItems:
+        if other.unit != self.unit:
+            raise ValueError(f"items of two units, {self.unit} and {other.unit}")
+        return EvaluationItems(self.unit, {**self.items, **other.items}, self.candidates | other.candidates,
+                               list(dict.fromkeys(self.relevant + other.relevant)))
+
+
 class DataShape:
     """The data of one split of a task, by shape; `findings` applies the rules of the shape."""
 
@@ -63,6 +81,10 @@ class DataShape:
     def counts(self) -> dict[str, int]:
         """What `data verify` prints for it."""
         return {}
+
+    def evaluation_items(self) -> EvaluationItems | None:
+        """The items it scores (the audit); None for a shape that scores none by itself."""
+        return None
 
 
 LabelKind = Literal["classes", "label-sets", "values"]
@@ -85,6 +107,9 @@ class LabelledSplit(DataShape):
     scored_labels: np.ndarray
     kind: LabelKind = "classes"
     folds: int | None = None
+
+    def evaluation_items(self) -> EvaluationItems:
+        return EvaluationItems("paper", {paper_id: paper_id for paper_id in self.scored_ids})
 
     def counts(self) -> dict[str, int]:
         counts = {"train_papers": len(self.train_ids), "papers": len(self.scored_ids)}
@@ -178,6 +203,13 @@ class JudgedSplit(DataShape):
     corpus: Collection[str] | None = None
     candidate_lists: Mapping[str, Sequence[str]] | None = None
     repeated: int = 0
+
+    def evaluation_items(self) -> EvaluationItems:
+        candidates = {c for grades in self.judgements.values() for c in grades}
+        if self.candidate_lists is not None:
+            candidates |= {c for q in self.judgements for c in self.candidate_lists.get(q, ())}
+        relevant = [(q, q, c) for q, grades in self.judgements.items() for c, grade in grades.items() if grade > 0]
+        return EvaluationItems("query", {q: q for q in self.judgements}, candidates, relevant)
 
     def counts(self) -> dict[str, int]:
         return {"queries": len(self.judgements), "pairs": sum(map(len, self.judgements.values())),

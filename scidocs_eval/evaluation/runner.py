@@ -242,7 +242,7 @@ def evaluate(
                                           failed)
     for name, result in list(results.items()):
         if audit is not None:
-            result = results[name] = without_leaked(result, excluded_items(audit, name))
+            result = results[name] = without_leaked(result, excluded_items(audit, name, result))
         result.ci = confidence_intervals(result.items, list(result.metrics))
     if not results:
         raise ScidocsEvalError(f"no task could run on {suite.root}: " + "; ".join(f"{k}: {v}" for k, v in

@@ -8,6 +8,7 @@ The runner (`scidocs_eval.evaluation.runner`) times every task; tasks only compu
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from abc import ABC, abstractmethod
@@ -18,7 +19,7 @@ from types import MappingProxyType
 from typing import Any, ClassVar, Literal
 
 from scidocs_eval.errors import MissingEmbeddingsError, ScidocsEvalError
-from scidocs_eval.evaluation.integrity import DataShape, Problem, shape_findings
+from scidocs_eval.evaluation.integrity import DataShape, EvaluationItems, Problem, shape_findings
 from scidocs_eval.extras import Requirement
 from scidocs_eval.formats.embeddings import MISSING, EmbeddingStore
 from scidocs_eval.formats.suite import Paper, Suite
@@ -214,6 +215,24 @@ class Task(ABC):
         `SampledEvaluation`, or a shape of its own), read with the readers `evaluate` uses: the integrity rules of
         each shape apply to it in `run` and `data verify`. [] (the default): no rule by shape applies."""
         return []
+
+    def evaluation_items(self, suite: Suite, split: str) -> EvaluationItems | None:
+        """What `split` scores (the audit, `run --exclude`: the ids of its TaskResult's per-item results are these
+        items); by default the items of its data shapes; None: it declares none."""
+        parts = [items for shape in self.data_shapes(suite, split) if (items := shape.evaluation_items())]
+        return functools.reduce(EvaluationItems.merged, parts) if parts else None
+
+    def paper_texts(self, suite: Suite, split: str) -> dict[str, tuple[str, str]]:
+        """(title, abstract) of the papers of `split` by id (the audit matches them by title and text): those of
+        its metadata file, then the texts it embeds apart (`role_papers`)."""
+        texts: dict[str, tuple[str, str]] = {}
+        if self.spec.metadata_file and suite.has(self.spec.metadata_file):
+            texts = {paper_id: (record.get("title") or "", record.get("abstract") or "")
+                     for paper_id, record in suite.metadata(self.spec.metadata_file).items()}
+        for papers, _ in self.role_papers(suite, split).values():
+            for paper in papers:
+                texts.setdefault(paper.paper_id, (paper.title, paper.abstract))
+        return texts
 
     def findings(self, suite: Suite, split: str) -> list[Problem]:
         """The integrity findings of its data of `split` (what `run` stops on or warns about before scoring, and
