@@ -50,7 +50,8 @@ def ranking_spec(name: str, description: str, embedding_group: str = "user-citat
                  metadata_file: str = METADATA_FILES["view_cite_read"], table1: bool = True) -> TaskSpec:
     """The spec of a ranking task whose qrels are in the folder `name` (Table 1 columns NAME_map, NAME_ndcg)."""
     columns = {"map": f"{name}_map", "ndcg": f"{name}_ndcg"} if table1 else {}
-    return TaskSpec(name, description, "ranking", ("map", "ndcg"), "map", embedding_group, metadata_file, columns)
+    return TaskSpec(name, description, "ranking", ("map", "ndcg"), "map", embedding_group, metadata_file, columns,
+                    paper_pairs=True)
 
 
 class RankingTask(Task):

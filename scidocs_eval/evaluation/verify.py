@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from scidocs_eval.errors import InputError
-from scidocs_eval.evaluation.integrity import JudgedSplit, LabelledSplit, Problem, listed
+from scidocs_eval.evaluation.integrity import JudgedSplit, LabelledSplit, Problem, listed, shape_findings
 from scidocs_eval.evaluation.task import TASKS, get_task, task_names
 from scidocs_eval.formats.retrieval import detect_layout, read_retrieval_data, splits_of
 from scidocs_eval.formats.suite import METADATA_FILES, SPLITS, LabelledPapers, Suite, read_impressions
@@ -221,6 +221,34 @@ class _Verifier:
                 except InputError:
                     continue  # the file's parse error is reported where it is read
 
+    def declared(self, name: str) -> None:
+        """A task checked through its declarations alone: its files (`input_files`) there, absent or partial; each
+        parse error; counts by the shapes of its data; its integrity findings (the same `run` applies)."""
+        task = get_task(name)
+        files = list(dict.fromkeys(f for split in ("val", "test") for f in task.input_files(self.suite, split)))
+        test_files = task.input_files(self.suite, "test")
+        if not any(self.suite.has(f) for f in test_files):
+            self.report.absent.append(name)
+            return
+        missing = [f for f in files if not self.suite.has(f)]
+        if missing:
+            self.report.add("warning", name, f"missing {', '.join(missing)}")
+        errors_before = len(self.report.errors)
+        for split in ("val", "test"):
+            if not all(self.suite.has(f) for f in task.input_files(self.suite, split)):
+                continue
+            try:
+                shapes = task.data_shapes(self.suite, split)
+            except InputError as error:
+                where = self._relative(error.path) + ("" if error.line is None else f":{error.line}")
+                self.report.add("error", where, _message(error))
+                continue
+            self.report.counts.setdefault(name, {})[split] = {k: v for shape in shapes
+                                                              for k, v in shape.counts().items()}
+            self.add_findings(shape_findings(shapes))
+        if all(self.suite.has(f) for f in test_files) and len(self.report.errors) == errors_before:
+            self.report.complete.append(name)
+
     def finish(self, task: str, files: list[str], group: str, errors_before: int) -> None:
         """The task is complete when all its files exist and parse and its metadata file, if any, parses (what
         `run` requires: it reads the metadata file through the same reader when there is one); a registered
@@ -313,25 +341,45 @@ def verify_suite(root: str | os.PathLike[str]) -> VerifyReport:
     if not root.is_dir():
         raise InputError(root, "not a directory (expected a suite in the official layout)")
     verifier = _Verifier(Suite(root))
-    classification, ranking = task_names("classification"), task_names("ranking")
-    for task in classification + _extra_tasks(root, "csv", classification):
-        verifier.classification(task)
-    for task in ranking + _extra_tasks(root, "qrel", ranking):
-        verifier.ranking(task)
-    verifier.recomm()
     if detect_layout(root) is not None:  # the folder is one retrieval dataset, not a suite
-        verifier.report.absent.clear()
         verifier.retrieval(root.name, root, splits_of(root) or ["test"], reranking=(root / "top_ranked").is_dir())
         return verifier.report
-    for name in task_names():
-        family = TASKS[name].spec.family
-        if family in ("retrieval", "reranking"):
-            task: Any = get_task(name)  # tasks/retrieval.py's RetrievalTask: dataset_folder, split_name
-            if task.dataset_folder(verifier.suite).exists():  # a suite of the 2020 layout has none of them
-                verifier.retrieval(name, task.dataset_folder(verifier.suite), [task.split_name("test")],
-                                   family == "reranking")
-    scirepeval = task_names("scirepeval")
-    if any(verifier.suite.has(f) for name in scirepeval for f in get_task(name).required_files("test")):
-        for name in scirepeval:  # only in a folder with SciRepEval's data: a SciDocs suite lists none as absent
+    layouts = {name: _layout(name) for name in task_names()}
+    labelled = [name for name, layout in layouts.items() if layout == "label-csv"]
+    for task in labelled + _extra_tasks(root, "csv", labelled):
+        verifier.classification(task)
+    judged = [name for name, layout in layouts.items() if layout == "qrel"]
+    for task in judged + _extra_tasks(root, "qrel", judged):
+        verifier.ranking(task)
+    verifier.recomm()
+    scirepeval = [name for name, layout in layouts.items() if layout == "scirepeval"]
+    with_scirepeval = any(verifier.suite.has(f) for name in scirepeval for f in get_task(name).required_files("test"))
+    for name, layout in layouts.items():
+        task: Any = get_task(name)
+        if layout == "dataset-folder" and task.dataset_folder(verifier.suite).exists():
+            verifier.retrieval(name, task.dataset_folder(verifier.suite), [task.split_name("test")],
+                               any("/top_ranked/" in f for f in task.required_files("test")))
+        elif layout == "scirepeval" and with_scirepeval:  # a SciDocs suite lists none of them as absent
             verifier.scirepeval(name)
+        elif layout == "declared":
+            verifier.declared(name)
     return verifier.report
+
+
+def _layout(name: str) -> str:
+    """Which reader below checks a registered task's files, told by the files and readers it declares (never by its
+    family): the suite's label CSVs or qrels, the clickthrough folder, a retrieval dataset folder, SciRepEval's JSON
+    lines; "declared" for any other task, checked through its declarations alone (`Verifier.declared`)."""
+    task = get_task(name)
+    files = task.required_files("test")
+    if files == [f"{name}/train.csv", f"{name}/test.csv"]:
+        return "label-csv"
+    if files == [f"{name}/test.qrel"]:
+        return "qrel"
+    if all(f.startswith("recomm/") or f in METADATA_FILES.values() for f in files):
+        return "clickthrough"
+    if callable(getattr(task, "dataset_folder", None)):
+        return "dataset-folder"
+    if callable(getattr(task, "inventory", None)):
+        return "scirepeval"
+    return "declared"
