@@ -66,7 +66,8 @@ class RankingTask(Task):
 
     def data_shapes(self, suite: Suite, split: str) -> list[DataShape]:
         qrels = suite.qrels(self.name, split)
-        return [JudgedSplit(self.name, f"{self.name}/{split}.qrel", qrels.relevance, repeated=qrels.repeated)]
+        return [JudgedSplit(self.name, f"{self.name}/{split}.qrel", qrels.relevance, repeated=qrels.repeated,
+                           conflicts=qrels.conflicts)]
 
     def evaluate(self, suite: Suite, embeddings: EmbeddingStore, split: str = "test",
                  missing: MissingPolicy = "official") -> TaskResult:

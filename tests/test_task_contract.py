@@ -132,6 +132,8 @@ def _judged(shape: JudgedSplit) -> list[tuple[str, DataShape, str, str]]:
          "query-without-positive"),
         ("an empty split", dataclasses.replace(shape, judgements={}), "error", "empty-split"),
         ("a repeated judgement", dataclasses.replace(shape, repeated=2), "warning", "repeated-judgement"),
+        ("a pair judged twice, later grade kept", dataclasses.replace(shape, conflicts=1), "warning",
+         "pair-judged-twice"),
     ]
     if shape.corpus is not None:
         variants.append(("a candidate missing from the corpus", dataclasses.replace(shape, judgements=huge | {
@@ -268,6 +270,17 @@ def test_few_shot_sample_sizes_the_data_cannot_give(scirepeval_copy: tuple[Path,
     assert _run(data, vectors, "scirepeval-drsm-24-shot", "--task-param",
                 f"scirepeval-drsm-24-shot.sample_size={sample_size}") == 2
     assert message in _one_line_error(capsys)
+
+
+def test_a_suite_qrel_pair_judged_twice_is_a_named_warning_in_run_and_verify(
+        world: Path, tmp_path: Path, embeddings: Path, caplog: pytest.LogCaptureFixture) -> None:
+    data = _copy_of(world, tmp_path)
+    qrels = data / "cite/test.qrel"
+    query, _, candidate, grade = qrels.read_text().splitlines()[0].split()
+    qrels.write_text(qrels.read_text() + f"{query} 0 {candidate} {1 - int(grade)}\n")
+    main(["run", "--embeddings", str(embeddings), "--data", str(data), "--tasks", "cite", "--quiet"])
+    assert "[pair-judged-twice]" in caplog.text
+    assert any(p.rule == "pair-judged-twice" for p in verify_suite(data).problems)
 
 
 @pytest.mark.parametrize("layout", ["beir", "scirepeval"])

@@ -203,6 +203,7 @@ class JudgedSplit(DataShape):
     corpus: Collection[str] | None = None
     candidate_lists: Mapping[str, Sequence[str]] | None = None
     repeated: int = 0
+    conflicts: int = 0
 
     def evaluation_items(self) -> EvaluationItems:
         candidates = {c for grades in self.judgements.values() for c in grades}
@@ -224,6 +225,10 @@ class JudgedSplit(DataShape):
             findings.append(Problem("error", self.file, f"{len(beyond)} query(ies) have grades beyond what "
                                     f"pytrec_eval takes (|grade| <= {GRADE_LIMIT}): {listed(beyond)}",
                                     "grade-range"))
+        if self.conflicts:
+            findings.append(Problem("warning", self.file, f"{self.conflicts} pair(s) judged twice with different "
+                                    "grades; the later grade is scored (the official evaluator's rule for this "
+                                    "format)", "pair-judged-twice"))
         if self.repeated:
             findings.append(Problem("warning", self.file, f"{self.repeated} line(s) repeat a judged pair with its "
                                     "grade (read once)", "repeated-judgement"))

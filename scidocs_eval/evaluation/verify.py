@@ -170,7 +170,8 @@ class _Verifier:
             self.report.counts.setdefault(task, {})[split] = JudgedSplit(task, relative, qrels.relevance).counts()
             self.check_ids(relative, list(qrels.candidates) + [c for cs in qrels.candidates.values() for c in cs],
                            _metadata_of(task, "view_cite_read"))
-            self.add_findings(JudgedSplit(task, relative, qrels.relevance, repeated=qrels.repeated).findings())
+            self.add_findings(JudgedSplit(task, relative, qrels.relevance, repeated=qrels.repeated,
+                                          conflicts=qrels.conflicts).findings())
         self.finish(task, files, _metadata_of(task, "view_cite_read"), errors_before)
 
     def recomm(self) -> None:

@@ -5,7 +5,10 @@ Two rules hold for every format, in this one place:
 - a grade is an integer pytrec_eval stores (a C int: |grade| < 2**31; beyond, it wraps silently, raises its own
   error or crashes the interpreter), else an error naming the file, line (or row) and grade;
 - a pair judged twice with different grades is an error naming both lines (which grade is right cannot be
-  guessed: no silent last-wins or first-wins); the same grade twice is counted (`repeated`) and read once.
+  guessed: no silent last-wins or first-wins); the same grade twice is counted (`repeated`) and read once. The
+  one exception is a format whose reference evaluator defines it: the SciDocs suite's `.qrel`, read by the
+  official code into a dict (`later_wins`): the later grade is kept, as there, and each such pair is listed in
+  `conflicts` (the `pair-judged-twice` warning of `run` and `data verify`).
 """
 
 from __future__ import annotations
@@ -44,10 +47,12 @@ def grade_value(path: str | os.PathLike[str], grade: object, line: int | None, w
 
 class Judgements:
     """The judgements of one file, in file order: `grades[query][candidate]`, `candidates[query]` (first-seen
-    order), `repeated` (lines that repeat a pair with its grade)."""
+    order), `repeated` (lines that repeat a pair with its grade), `conflicts` (with `later_wins`: the pairs
+    judged again with another grade)."""
 
-    def __init__(self, path: str | os.PathLike[str], field: str = "score"):
-        self.path, self.field = Path(path), field
+    def __init__(self, path: str | os.PathLike[str], field: str = "score", later_wins: bool = False):
+        self.path, self.field, self.later_wins = Path(path), field, later_wins
+        self.conflicts: list[tuple[str, str]] = []
         self.grades: dict[str, dict[str, int]] = {}
         self.candidates: dict[str, list[str]] = {}
         self.repeated = 0
@@ -63,6 +68,10 @@ class Judgements:
             grades[candidate] = value
             self.candidates.setdefault(query, []).append(candidate)
             self._first[(query, candidate)] = here
+            return
+        if grades[candidate] != value and self.later_wins:
+            self.conflicts.append((query, candidate))
+            grades[candidate] = value
             return
         if grades[candidate] != value:
             first = self._first[(query, candidate)]

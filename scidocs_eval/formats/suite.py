@@ -81,12 +81,15 @@ class Qrels:
     """One split of a ranking task.
 
     `candidates[q]` lists the query's candidates in file order, each once; `relevance[q][c]` is the grade
-    (a repeated line's later grade wins, as pytrec_eval's parser does); `repeated` counts repeated lines.
+    (a pair judged twice with different grades keeps the later grade, as the official evaluator's dict and
+    pytrec_eval's parser do: the official qrels format's rule, counted in `conflicts` and warned about as
+    `pair-judged-twice`); `repeated` counts lines that repeat a pair with its grade.
     """
 
     candidates: dict[str, list[str]]
     relevance: dict[str, dict[str, int]]
     repeated: int
+    conflicts: int = 0
 
 
 @dataclass(frozen=True)
@@ -216,7 +219,7 @@ class Suite:
     def qrels(self, task: str, split: str) -> Qrels:
         """`{task}/{split}.qrel` of a ranking task."""
         path = self.require(f"{task}/{split}.qrel", 'lines "query_id 0 candidate_id relevance"')
-        judgements = Judgements(path, "relevance")
+        judgements = Judgements(path, "relevance", later_wins=True)
         for line, text in enumerate(utf8_lines(path), start=1):
             fields = text.split()
             if not fields:
@@ -228,7 +231,7 @@ class Suite:
             judgements.add(query, candidate, grade, line)
         if not judgements.candidates:
             raise InputError(path, "no qrel lines")
-        return Qrels(judgements.candidates, judgements.grades, judgements.repeated)
+        return Qrels(judgements.candidates, judgements.grades, judgements.repeated, len(judgements.conflicts))
 
     def impressions(self, split: str) -> list[Impression]:
         """`recomm/{split}.csv`: one impression per row; the clicked id must be among those shown."""
