@@ -57,7 +57,7 @@ def guard_edges(edges: Iterable[Edge], suite: Suite) -> list[Edge]:
     """`edges` without query–candidate edges (either direction) and without citations of val/test queries."""
     pairs: set[frozenset[str]] = set()
     queries: set[str] = set()
-    for task in task_names("ranking"):
+    for task in task_names(paper_pairs=True):
         for split in EVALUATED_SPLITS:
             if suite.has(f"{task}/{split}.qrel"):
                 for query, candidates in suite.qrels(task, split).candidates.items():

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from scidocs_eval.evaluation.integrity import classification_findings, raise_first_error
+from scidocs_eval.evaluation.integrity import DataShape, LabelledSplit
 from scidocs_eval.evaluation.metrics import macro_f1
 from scidocs_eval.evaluation.task import (
     BENCHMARKS,
@@ -53,6 +53,11 @@ class ClassificationTask(Task):
     def paper_ids(self, suite: Suite, split: str) -> list[str]:
         return suite.labels(self.name, "train").ids + suite.labels(self.name, split).ids
 
+    def data_shapes(self, suite: Suite, split: str) -> list[DataShape]:
+        train, scored = suite.labels(self.name, "train"), suite.labels(self.name, split)
+        return [LabelledSplit(self.name, f"{self.name}/train.csv", f"{self.name}/{split}.csv", train.ids,
+                              train.labels, scored.ids, scored.labels, "classes", self.folds)]
+
     def _features(self, papers: LabelledPapers, embeddings: EmbeddingStore, split: str,
                   coverage: dict[str, int], missing: MissingPolicy) -> np.ndarray:
         codes = embeddings.status(papers.ids)
@@ -65,7 +70,6 @@ class ClassificationTask(Task):
     def evaluate(self, suite: Suite, embeddings: EmbeddingStore, split: str = "test",
                  missing: MissingPolicy = "official") -> TaskResult:
         train, scored = suite.labels(self.name, "train"), suite.labels(self.name, split)
-        raise_first_error(suite, classification_findings(self.name, train, scored, split, self.folds))
         coverage: dict[str, int] = {}
         x_train = self._features(train, embeddings, "train", coverage, missing)
         x_scored = self._features(scored, embeddings, split, coverage, missing)

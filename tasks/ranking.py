@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from scidocs_eval.evaluation.integrity import DataShape, JudgedSplit
 from scidocs_eval.evaluation.metrics import mean_measures, trec_measures
 from scidocs_eval.evaluation.task import MissingPolicy, Task, TaskResult, TaskSpec, check_missing, register_task
 from scidocs_eval.formats.embeddings import EMPTY, MISSING, PRESENT, EmbeddingStore
@@ -49,7 +50,8 @@ def ranking_spec(name: str, description: str, embedding_group: str = "user-citat
                  metadata_file: str = METADATA_FILES["view_cite_read"], table1: bool = True) -> TaskSpec:
     """The spec of a ranking task whose qrels are in the folder `name` (Table 1 columns NAME_map, NAME_ndcg)."""
     columns = {"map": f"{name}_map", "ndcg": f"{name}_ndcg"} if table1 else {}
-    return TaskSpec(name, description, "ranking", ("map", "ndcg"), "map", embedding_group, metadata_file, columns)
+    return TaskSpec(name, description, "ranking", ("map", "ndcg"), "map", embedding_group, metadata_file, columns,
+                    paper_pairs=True)
 
 
 class RankingTask(Task):
@@ -61,6 +63,11 @@ class RankingTask(Task):
     def paper_ids(self, suite: Suite, split: str) -> list[str]:
         return [paper for query, candidates in suite.qrels(self.name, split).candidates.items()
                 for paper in (query, *candidates)]
+
+    def data_shapes(self, suite: Suite, split: str) -> list[DataShape]:
+        qrels = suite.qrels(self.name, split)
+        return [JudgedSplit(self.name, f"{self.name}/{split}.qrel", qrels.relevance, repeated=qrels.repeated,
+                           conflicts=qrels.conflicts)]
 
     def evaluate(self, suite: Suite, embeddings: EmbeddingStore, split: str = "test",
                  missing: MissingPolicy = "official") -> TaskResult:

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.evaluation.integrity import EvaluationItems
 from scidocs_eval.evaluation.task import MissingPolicy, Task, TaskResult, TaskSpec, check_missing, register_task
 from scidocs_eval.evaluators.recomm_features import RecommFeaturizer, ShownPapers
 from scidocs_eval.evaluators.recomm_rankers import RANKERS, impression_metrics, impression_terms
@@ -76,6 +77,12 @@ class RecommTask(Task):
     def paper_ids(self, suite: Suite, split: str) -> list[str]:
         return [paper for s in dict.fromkeys(("train", "val", split)) for impression in suite.impressions(s)
                 for paper in (impression.query_id, *impression.shown)]
+
+    def evaluation_items(self, suite: Suite, split: str) -> EvaluationItems:
+        impressions = suite.impressions(split)
+        return EvaluationItems("impression", {i.item_id: i.query_id for i in impressions},
+                               {p for i in impressions for p in i.shown},
+                               [(i.item_id, i.query_id, i.clicked_id) for i in impressions])
 
     def make_ranker(self, seed: int) -> Any:
         """An unfitted ranker of the configured kind for `seed`."""

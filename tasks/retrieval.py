@@ -25,6 +25,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.evaluation.integrity import DataShape, JudgedSplit
 from scidocs_eval.evaluation.metrics import (
     MTEB_K_VALUES,
     mean_measures,
@@ -41,12 +42,12 @@ from scidocs_eval.evaluation.task import (
     TaskSpec,
     check_missing,
     register_task,
+    suite_relative,
 )
 from scidocs_eval.evaluators.retrieval_search import ENGINES, SIMILARITIES, prepare, search
 from scidocs_eval.formats.embeddings import EMPTY, MISSING, PRESENT, EmbeddingStore
 from scidocs_eval.formats.retrieval import (
     RetrievalData,
-    dangling_judgements,
     detect_layout,
     layout_files,
     read_retrieval_data,
@@ -119,6 +120,11 @@ class RetrievalTask(Task):
 
     def read(self, suite: Suite, split: str) -> RetrievalData:
         return read_retrieval_data(self.dataset_folder(suite), self.split_name(split), self.reranking)
+
+    def data_shapes(self, suite: Suite, split: str) -> list[DataShape]:
+        data = self.read(suite, split)
+        return [JudgedSplit(self.name, suite_relative(suite, data.files[2]), data.qrels, data.queries, data.corpus,
+                            data.top_ranked)]
 
     def role_papers(self, suite: Suite, split: str) -> dict[str, tuple[list[Paper], str]]:
         """group -> (papers, MTEB prompt type) of what a model embeds: the judged queries' texts, and each document
@@ -206,20 +212,10 @@ class RetrievalTask(Task):
 
 
 def judged(data: RetrievalData) -> dict[str, dict[str, int]]:
-    """The judgements of the queries MTEB evaluates: those with at least one judgement and a query text."""
-    unknown, unreachable = dangling_judgements(data)
-    if unknown:
-        log.warning("%s: %d judged queries are not in the queries file (left out, as MTEB leaves them out), "
-                    "e.g. %r", data.files[2], len(unknown), unknown[0])
-    if unreachable:
-        log.warning("%s: %d judged documents are not in the corpus (they can never be retrieved, as in MTEB), "
-                    "e.g. %r", data.files[2], len(unreachable), unreachable[0])
+    """The judgements of the queries MTEB evaluates: those with at least one judgement, a query text and (reranking)
+    a candidate list; the others are left out, as MTEB leaves them out (`JudgedSplit`'s findings name them)."""
     kept = {q: grades for q, grades in data.qrels.items() if grades and q in data.queries}
     if data.top_ranked is not None:
-        uncandidated = [q for q in kept if q not in data.top_ranked]
-        if uncandidated:
-            log.warning("%s: %d judged queries have no candidate list (left out, as MTEB leaves them out), e.g. %r",
-                        data.files[3], len(uncandidated), uncandidated[0])
         kept = {q: grades for q, grades in kept.items() if q in data.top_ranked}
     return kept
 

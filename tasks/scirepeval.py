@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import logging
 import re
+import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 import numpy as np
 
 from scidocs_eval.errors import ScidocsEvalError, UndefinedMetricError
+from scidocs_eval.evaluation.integrity import DataShape, JudgedSplit, LabelledSplit, SampledEvaluation
 from scidocs_eval.evaluation.metrics import trec_measures
 from scidocs_eval.evaluation.task import (
     BENCHMARKS,
@@ -140,6 +142,16 @@ class SupervisedTask(SciRepEvalTask):
     def required_files(self, split: str) -> list[str]:
         return [test_file(self.test_config, "train"), test_split_file(self.test_config, split)]
 
+    def _labelled(self, suite: Suite, relative: str) -> Labelled:
+        return read_labels(suite.require(relative, "JSON lines {paper_id, label}"), self.multi_label, self.numeric)
+
+    def data_shapes(self, suite: Suite, split: str) -> list[DataShape]:
+        train_file, scored_file = test_file(self.test_config, "train"), test_split_file(self.test_config, split)
+        train, scored = self._labelled(suite, train_file), self._labelled(suite, scored_file)
+        kind = "values" if self.numeric else "label-sets" if self.multi_label else "classes"
+        return [LabelledSplit(self.name, train_file, scored_file, train.ids, train.labels, scored.ids, scored.labels,
+                              kind, models.FOLDS)]
+
     def inventory(self, suite: Suite, relative: str) -> tuple[dict[str, int], list[str]]:
         labelled = read_labels(suite.require(relative, "JSON lines {paper_id, label}"), self.multi_label,
                                self.numeric)
@@ -180,7 +192,9 @@ class ClassificationTask(SupervisedTask):
 
     def fit(self, x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray) -> models.Fit:
         if self.multi_label:
-            return models.multi_label(x_train, y_train, x_test, self.environment)
+            with warnings.catch_warnings():  # a label below the folds is the named warning of `data_shapes`
+                warnings.filterwarnings("ignore", "The least populated class", UserWarning)
+                return models.multi_label(x_train, y_train, x_test, self.environment)
         return models.single_label(x_train, y_train, x_test, self.environment)
 
     def evaluate(self, suite: Suite, embeddings: EmbeddingStore, split: str = "test",
@@ -265,6 +279,15 @@ class FewShotTask(ClassificationTask):
         self.sample_size = self.sample_size_default if sample_size is None else sample_size
         self.iterations = self.iterations_default if iterations is None else iterations
 
+    def data_shapes(self, suite: Suite, split: str) -> list[DataShape]:
+        (labelled,) = super().data_shapes(suite, split)
+        assert isinstance(labelled, LabelledSplit)
+        # single-label draws are fitted with a fixed C (no CV): the folds rule is the draws'
+        labelled = replace(labelled, folds=None if not self.multi_label else labelled.folds)
+        return [labelled, SampledEvaluation(self.name, labelled.train_file, labelled.train_labels, self.sample_size,
+                                            self.iterations, self.multi_label,
+                                            models.FOLDS if self.multi_label else None)]
+
     def evaluate(self, suite: Suite, embeddings: EmbeddingStore, split: str = "test",
                  missing: MissingPolicy = "official") -> TaskResult:
         train, x_train, test, x_test, coverage = self._data(suite, embeddings, split, missing)
@@ -282,10 +305,6 @@ class FewShotTask(ClassificationTask):
                 predicted = models.single_label_fixed_c(x_train[draw], train.labels[draw], x_test,
                                                         self.environment)
                 scores.append(models.classification_metric(test.labels, predicted, self.metric))
-        if len(scores) < self.iterations:
-            log.warning("%s: %d training papers make %d folds of %d, so %d iterations ran, not %d (as SciRepEval "
-                        "does)", self.name, len(train.ids), len(scores), self.sample_size, len(scores),
-                        self.iterations)
         values = np.asarray(scores)
         _warn_if_stalled(self.name, models.Fit(values, not_converged=stalled))
         details = {"environment": self.environment, "problem": problem, "fits_not_converged": stalled,
@@ -309,6 +328,11 @@ class ProximityTask(SciRepEvalTask):
 
     def required_files(self, split: str) -> list[str]:
         return [test_split_file(self.test_config, split)]
+
+    def data_shapes(self, suite: Suite, split: str) -> list[DataShape]:
+        relative = test_split_file(self.test_config, split)
+        qrels = read_qrels(suite.require(relative, "JSON lines {query_id, cand_id, score}"))
+        return [JudgedSplit(self.name, relative, qrels)]
 
     def _scored(self, qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]],
                 metrics: Sequence[str], prefix: str = "") -> tuple[dict[str, float], dict[str, Any]]:
@@ -378,6 +402,13 @@ class ReviewerMatchingTask(ProximityTask):
         hard = "test_hard" if split == "test" else "validation_hard"
         return [test_file(self.test_config, hard), test_file(self.test_config, hard.replace("hard", "soft")),
                 test_file(REVIEWERS_CONFIG, "metadata")]
+
+    def data_shapes(self, suite: Suite, split: str) -> list[DataShape]:
+        *judged, reviewers_file = self.required_files(split)
+        reviewers = read_reviewers(suite.require(reviewers_file, "JSON lines {r_id, papers}"))
+        return [JudgedSplit(self.name, relative, read_qrels(suite.require(relative, "JSON lines {query_id, cand_id, "
+                                                                          "score}")), corpus=reviewers)
+                for relative in judged]
 
     def inventory(self, suite: Suite, relative: str) -> tuple[dict[str, int], list[str]]:
         if relative != test_file(REVIEWERS_CONFIG, "metadata"):

@@ -185,3 +185,37 @@ def test_plugins_are_loaded_by_name_never_imported_by_the_core_the_cli_or_anothe
     """Each module of tasks/ and baselines/ is one plugin, found by the registry by name: nothing imports it,
     not the CLI (no `if name == "specter2"`), not another plugin (shared code lives in evaluation/ or models/)."""
     assert plugin_importers(import_graph(), package) == []
+
+
+TASK_BASE = ("scidocs_eval.tasks", "scidocs_eval.evaluation.task")
+"""Where a task family may be named: the tasks themselves and the task base."""
+
+
+def family_branches(name: str, path: Path) -> list[str]:
+    """Where a module reads a task's family (`.family`), names a closed list of families (`FAMILIES`) or selects
+    tasks by family (`task_names` given a family)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Attribute) and node.attr == "family":
+            found.append(f"{name}:{node.lineno} reads .family")
+        elif isinstance(node, ast.Name) and node.id.endswith("FAMILIES") and node.id != "MTEB_FAMILIES":
+            found.append(f"{name}:{node.lineno} names {node.id}")
+        elif isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) == "task_names" \
+                and (node.args or any(k.arg == "family" for k in node.keywords)):
+            found.append(f"{name}:{node.lineno} selects tasks by family")
+    return found
+
+
+def test_the_family_check_catches_a_branch(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text("def f(spec, TASKS):\n    if spec.family == 'ranking':\n        return task_names('ranking')\n"
+                      "FAMILIES = ()\n")
+    assert family_branches("m", module) == ["m:4 names FAMILIES", "m:2 reads .family", "m:3 selects tasks by family"]
+
+
+def test_no_module_outside_the_tasks_and_the_task_base_branches_on_a_family() -> None:
+    """A command reads what it needs from a task's declarations (files, data shapes, items, papers), so a new family
+    gets every check without an edit to the core (docs/architecture.md, "The task contract")."""
+    found = [branch for name, path in package_modules().items() if not name.startswith(TASK_BASE)
+             for branch in family_branches(name, path)]
+    assert found == []

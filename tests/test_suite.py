@@ -34,11 +34,19 @@ def test_missing_file_names_path_and_expectation(tmp_path: Path) -> None:
 
 
 def test_qrels_keep_candidates_once_and_count_repeats(tmp_path: Path) -> None:
-    write(tmp_path / "cite" / "val.qrel", "q1 0 a 1\nq1 0 b 0\n\nq1 0 a 0\nq2 0 a 1\n")
+    write(tmp_path / "cite" / "val.qrel", "q1 0 a 1\nq1 0 b 0\n\nq1 0 a 1\nq2 0 a 1\n")
     qrels = Suite(tmp_path).qrels("cite", "val")
     assert qrels.candidates == {"q1": ["a", "b"], "q2": ["a"]}
-    assert qrels.relevance == {"q1": {"a": 0, "b": 0}, "q2": {"a": 1}}
+    assert qrels.relevance == {"q1": {"a": 1, "b": 0}, "q2": {"a": 1}}
     assert qrels.repeated == 1
+
+
+def test_a_pair_judged_twice_with_different_grades_keeps_the_later_grade_counted(tmp_path: Path) -> None:
+    """The official qrel format's rule (the official evaluator reads it into a dict), counted for the
+    `pair-judged-twice` warning; BEIR, HF parquet and SciRepEval files refuse it (tests/test_task_contract.py)."""
+    write(tmp_path / "cite" / "val.qrel", "q1 0 a 1\nq1 0 b 0\n\nq1 0 a 0\n")
+    qrels = Suite(tmp_path).qrels("cite", "val")
+    assert qrels.relevance == {"q1": {"a": 0, "b": 0}} and qrels.conflicts == 1 and qrels.repeated == 0
 
 
 @pytest.mark.parametrize("bad_line, message", [
@@ -46,6 +54,8 @@ def test_qrels_keep_candidates_once_and_count_repeats(tmp_path: Path) -> None:
     ("q1 0 a 1 extra", "expected 4 fields 'query_id 0 candidate_id relevance', got 5"),
     ("q1 0 a yes", "relevance 'yes' is not an integer"),
     ("q1 0 a 0.5", "relevance '0.5' is not an integer"),
+    ("q1 0 a 100000000000000000000", "relevance '100000000000000000000' is beyond what pytrec_eval takes (an integer "
+     "of at most 2147483647 in absolute value); use small relevance grades (0, 1, 2, ...)"),
 ])
 def test_malformed_qrel_line(tmp_path: Path, bad_line: str, message: str) -> None:
     path = write(tmp_path / "coview" / "test.qrel", f"q0 0 b 1\n{bad_line}\n")

@@ -50,8 +50,10 @@ def test_every_problem_is_reported(suite_copy: Path, capsys: pytest.CaptureFixtu
     suite = Suite(suite_copy)
     mag_id = suite.labels("mag", "train").ids[0]
     _append(suite_copy / "mag/train.csv", f"{mag_id},3\nnot-a-paper,1\n")
-    query, candidates = next(iter(suite.qrels("cite", "test").candidates.items()))
-    _append(suite_copy / "cite/test.qrel", f"{query} 0 {candidates[0]} 1\nghost-q 0 {candidates[1]} 0\n")
+    qrels = suite.qrels("cite", "test")
+    query, candidates = next(iter(qrels.candidates.items()))
+    grade = qrels.relevance[query][candidates[0]]
+    _append(suite_copy / "cite/test.qrel", f"{query} 0 {candidates[0]} {grade}\nghost-q 0 {candidates[1]} 0\n")
     impression = suite.impressions("test")[0]
     rows = (suite_copy / "recomm/test.csv").read_text().splitlines()
     shown = ",".join(impression.shown)
@@ -61,10 +63,10 @@ def test_every_problem_is_reported(suite_copy: Path, capsys: pytest.CaptureFixtu
     n_rows = len(rows)
     assert problems == [
         "WARNING mag/train.csv: 1 id(s) have no metadata in paper_metadata_mag_mesh.json: not-a-paper",
-        f"WARNING mag/train.csv: 1 paper(s) listed more than once: {mag_id}",
+        f"WARNING [repeated-paper] mag/train.csv: 1 paper(s) listed more than once: {mag_id}",
         "WARNING cite/test.qrel: 1 id(s) have no metadata in paper_metadata_view_cite_read.json: ghost-q",
-        "WARNING cite/test.qrel: 1 repeated (query, candidate) line(s); the later grade wins",
-        "WARNING cite/test.qrel: 1 query(ies) without a positive (they score 0): ghost-q",
+        "WARNING [repeated-judgement] cite/test.qrel: 1 line(s) repeat a judged pair with its grade (read once)",
+        "WARNING [query-without-positive] cite/test.qrel: 1 query(ies) without a positive (they score 0): ghost-q",
         f"ERROR recomm/test.csv:{n_rows + 1}: query {impression.query_id!r}: clicked paper 'elsewhere' is not in "
         "the shown list",
         f"ERROR recomm/test.csv:{n_rows + 2}: query {impression.query_id!r}: clicked paper 'nowhere' is not in "

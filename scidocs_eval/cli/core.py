@@ -130,6 +130,11 @@ def _embeddings(values: list[str]) -> str | dict[str, str]:
     return single[0] if single else files
 
 
+def _data_folder(data: str | None) -> str | None:
+    """The folder `--data` names, when it is one on disk (not "demo" nor the default download)."""
+    return data if data and Path(data).exists() else None
+
+
 def _run(args: argparse.Namespace) -> int:
     aliases = [f"{group}={path}" for group, path in (("cls", args.cls), ("user-citation", args.user_citation),
                                                      ("recomm", args.recomm)) if path]
@@ -137,7 +142,7 @@ def _run(args: argparse.Namespace) -> int:
     output = Path(args.output) if args.output else None
     if output is not None:
         inputs = list(embeddings.values()) if isinstance(embeddings, dict) else [embeddings]
-        claim_inputs_are_not_outputs(inputs, {"--out": output})
+        claim_inputs_are_not_outputs([*inputs, args.exclude, args.ids, _data_folder(args.data)], {"--out": output})
         claim_output(output, "--out")
     result = evaluate(embeddings, args.data, tasks=_tasks(args.tasks), benchmark=args.benchmark, split=args.split,
                       missing=args.missing, task_params=_task_params(args.task_param), model=args.name,

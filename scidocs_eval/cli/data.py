@@ -16,7 +16,7 @@ from scidocs_eval.paths import default_data_dir
 def _download_hub(benchmark: str, dest: Path) -> int:
     """The tasks of `benchmark` that name a hub dataset, each into `dest/{task}` (BEIR layout)."""
     from scidocs_eval.data.hf_datasets import fetch_hub_dataset
-    from scidocs_eval.evaluation.task import BENCHMARKS, TASKS, task_names
+    from scidocs_eval.evaluation.task import BENCHMARKS, TASKS, get_task, task_names
 
     BENCHMARKS.check([benchmark])
     names = [name for name in task_names(benchmark=benchmark) if TASKS[name].spec.dataset]
@@ -25,7 +25,8 @@ def _download_hub(benchmark: str, dest: Path) -> int:
     for name in names:
         spec = TASKS[name].spec
         folder = fetch_hub_dataset(spec.dataset["path"], spec.dataset["revision"], spec.dataset.get("split", "test"),
-                                   dest / name, reranking=spec.family == "reranking")
+                                   dest / name,
+                                   reranking=any("/top_ranked/" in f for f in get_task(name).required_files("test")))
         print(f"{spec.dataset['path']}@{spec.dataset['revision'][:10]} -> {folder}")
     print(f"score it: scidocs-eval run --data {dest} --benchmark {benchmark} --embeddings queries=Q --embeddings "
           "corpus=C")
@@ -88,7 +89,7 @@ def _build_full_corpus(args: argparse.Namespace) -> int:
     if args.papers or args.citations:
         raise ScidocsEvalError("--format beir reads a suite (--data SUITE), not --papers/--citations: build the "
                                "suite first with `data build --papers ... --citations ... --out-dir SUITE`")
-    report = build_full_corpus(resolve_suite(args.data), args.out, task_names("ranking"))
+    report = build_full_corpus(resolve_suite(args.data), args.out, task_names(paper_pairs=True))
     print(report.format())
     print(f"score it: scidocs-eval run --data {args.out} --benchmark full-corpus --embeddings FILE")
     return 0

@@ -42,9 +42,10 @@ from scidocs_eval.data.near_duplicates import (
     title_and_text_matches,
 )
 from scidocs_eval.errors import InputError, ScidocsEvalError
+from scidocs_eval.evaluation.integrity import EvaluationItems
 from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.significance import RESAMPLES, subset_items, task_metrics
-from scidocs_eval.evaluation.task import TASKS, TaskResult, selected_tasks
+from scidocs_eval.evaluation.task import TaskResult, get_task, selected_tasks
 from scidocs_eval.formats.safe_output import write_bytes_atomically
 from scidocs_eval.formats.suite import Suite
 from scidocs_eval.formats.training_data import TrainingData, role_names
@@ -53,7 +54,9 @@ from scidocs_eval.params import SEED, Interval, Options, validate_params
 AUDIT_FORMAT = "scidocs-eval-audit/1"
 STRENGTHS = ("id", "title", "text")
 EXAMPLES = 10
-UNIT_OF_FAMILY = {"classification": "paper", "ranking": "query", "recomm": "impression"}
+RESULT_UNITS = {"paper": ("paper", "sample"), "query": ("query",), "impression": ("impression",)}
+"""The units of a TaskResult's per-item results whose ids are the audit's items of a unit (a per-sample result of
+SciRepEval lists its papers); items of another unit (a few-shot task's iterations) cannot leave leaked ones out."""
 AUDIT_PARAMETERS: dict[str, list[Any]] = {
     "threshold": [Interval(float, 0, 1, closed="right")],
     "num_perm": [Interval(int, 16, 1024)],
@@ -82,51 +85,44 @@ class Match:
 
 @dataclass
 class TaskPapers:
-    """One task's evaluation papers for a split: its items (id -> the item's own paper), candidates, the
-    relevant pairs (item id, query paper, relevant paper), and the metadata file holding their text."""
+    """One task's evaluation items for a split (`Task.evaluation_items`: items, candidates, relevant pairs, unit),
+    the texts of its papers (`Task.paper_texts`) and the files they come from (`Task.input_files`)."""
 
     task: str
-    family: str
-    items: dict[str, str]
-    candidates: set[str]
-    relevant: list[tuple[str, str, str]]
-    metadata_file: str
+    evaluated: EvaluationItems
+    texts: dict[str, tuple[str, str]]
     files: list[str]
 
     @property
     def unit(self) -> str:
-        return UNIT_OF_FAMILY[self.family]
+        return self.evaluated.unit
+
+    @property
+    def items(self) -> dict[str, str]:
+        return self.evaluated.items
+
+    @property
+    def candidates(self) -> set[str]:
+        return self.evaluated.candidates
+
+    @property
+    def relevant(self) -> list[tuple[str, str, str]]:
+        return self.evaluated.relevant
 
 
-def task_papers(suite: Suite, task: str, split: str) -> TaskPapers:
-    """The evaluation papers of `task` in `suite` (by the task's family: label CSVs, qrels or impressions)."""
-    spec = TASKS[task].spec
-    if spec.family == "classification":
-        labels = suite.labels(task, split)
-        return TaskPapers(task, spec.family, {i: i for i in labels.ids}, set(), [], spec.metadata_file,
-                          [f"{task}/{split}.csv"])
-    if spec.family == "ranking":
-        qrels = suite.qrels(task, split)
-        relevant = [(q, q, c) for q, grades in qrels.relevance.items() for c, grade in grades.items() if grade > 0]
-        return TaskPapers(task, spec.family, {q: q for q in qrels.candidates},
-                          {c for cs in qrels.candidates.values() for c in cs}, relevant, spec.metadata_file,
-                          [f"{task}/{split}.qrel"])
-    impressions = suite.impressions(split)
-    return TaskPapers(task, spec.family, {i.item_id: i.query_id for i in impressions},
-                      {p for i in impressions for p in i.shown}, [(i.item_id, i.query_id, i.clicked_id)
-                                                                  for i in impressions],
-                      spec.metadata_file, [f"recomm/{split}.csv"])
-
-
-AUDITED_FAMILIES = ("classification", "ranking", "recomm")
-"""The task families whose files the audit reads (the 2020 suite's layout)."""
-
-
-def _present(suite: Suite, task: str, split: str) -> bool:
-    spec = TASKS[task].spec
-    relative = {"classification": f"{task}/{split}.csv", "ranking": f"{task}/{split}.qrel",
-                "recomm": f"recomm/{split}.csv"}[spec.family]
-    return suite.has(relative)
+def task_papers(suite: Suite, task: str, split: str) -> TaskPapers | str:
+    """The evaluation items of `task` in `suite`, through its declarations; a reason when it has none there."""
+    instance = get_task(task)
+    files = instance.input_files(suite, split)
+    absent = [f for f in files if not suite.has(f)]
+    if absent:
+        return f"no {', '.join(absent)} in {suite.root}"
+    evaluated = instance.evaluation_items(suite, split)
+    if evaluated is None:
+        return "it declares no evaluation items (Task.evaluation_items)"
+    metadata = [instance.spec.metadata_file] if instance.spec.metadata_file else []
+    return TaskPapers(task, evaluated, instance.paper_texts(suite, split),
+                      [*files, *(f for f in metadata if suite.has(f) and f not in files)])
 
 
 @dataclass
@@ -260,7 +256,7 @@ def _task_report(papers: TaskPapers, matcher: Matcher, strengths: Sequence[str],
     own = set(papers.items.values())
     candidates_seen = {c: [m.to_dict(training.roles.get(m.training_id, 0)) for m in matcher.matched(c, STRENGTHS)]
                        for c in sorted(papers.candidates) if c in matcher.matches}
-    return {"family": papers.family, "unit": papers.unit, "items": len(papers.items), "leaked": len(leaked),
+    return {"unit": papers.unit, "items": len(papers.items), "leaked": len(leaked),
             "leaked_share": round(len(leaked) / len(papers.items), 4) if papers.items else 0.0,
             "direct_leaks": direct, "own_papers": _seen_counts(own, matcher, training.roles),
             "candidates": _seen_counts(papers.candidates, matcher, training.roles),
@@ -293,26 +289,23 @@ def audit_suite(training: TrainingData, suite: Suite, *, tasks: Sequence[str] | 
     skipped: dict[str, str] = {}
     per_task = []
     for name in names:
-        if TASKS[name].spec.family not in AUDITED_FAMILIES:
-            skipped[name] = f"{TASKS[name].spec.family} tasks are not audited yet (the audit reads the files of " \
-                            f"the {', '.join(AUDITED_FAMILIES)} tasks)"
-        elif _present(suite, name, split):
-            per_task.append(task_papers(suite, name, split))
+        papers = task_papers(suite, name, split)
+        if isinstance(papers, str):
+            skipped[name] = papers
         else:
-            skipped[name] = f"no {split} files in {suite.root}"
+            per_task.append(papers)
     if not per_task:
         raise ScidocsEvalError(f"no task to audit in {suite.root}: " + "; ".join(f"{k}: {v}"
                                                                               for k, v in skipped.items()))
     texts: dict[str, tuple[str, str]] = {}
     for papers in per_task:
-        if suite.has(papers.metadata_file):
-            for paper_id, record in suite.metadata(papers.metadata_file).items():
-                texts.setdefault(paper_id, (record.get("title") or "", record.get("abstract") or ""))
+        for paper_id, text in papers.texts.items():
+            texts.setdefault(paper_id, text)
     ids = list(dict.fromkeys(i for p in per_task for i in [*p.items.values(), *sorted(p.candidates)]))
     matcher = Matcher(training, threshold, num_perm, seed)
     matcher.run(texts, ids)
     bands, rows = lsh_bands(threshold, num_perm)
-    files = sorted({f for p in per_task for f in [*p.files, p.metadata_file] if suite.has(f)})
+    files = sorted({f for p in per_task for f in p.files})
     pairs = sorted(matcher.near_duplicate_pairs, key=lambda pair: pair[2])
     shown = [pairs[int(i)] for i in np.unique(np.linspace(0, len(pairs) - 1, min(examples, len(pairs))).round())]
     data = {
@@ -366,9 +359,20 @@ def check_same_suite(report: AuditReport, label: str, split: str, fingerprints: 
                                "them out with --tasks")
 
 
-def excluded_items(report: AuditReport, task: str) -> set[str]:
-    """The item ids of `task` the audit found leaked."""
+def excluded_items(report: AuditReport, task: str, result: TaskResult | None = None) -> set[str]:
+    """The item ids of `task` the audit found leaked; with `result`, an error when its per-item results are not of
+    the audit's items (a few-shot task's iterations: no item of it can be left out)."""
+    if result is not None and result.items and not items_comparable(report, task, result):
+        raise ScidocsEvalError(f"task {task}: its results are per {result.items['unit']}, the audit's items are "
+                               f"{report.tasks[task].get('unit')}s, so its leaked items cannot be left out; leave "
+                               "the task out with --tasks")
     return set(report.leaked_items(task))
+
+
+def items_comparable(report: AuditReport, task: str, result: TaskResult) -> bool:
+    """Whether `result`'s per-item ids are the audit's items of `task` (see RESULT_UNITS)."""
+    unit = report.tasks.get(task, {}).get("unit")
+    return unit is None or result.items.get("unit") in RESULT_UNITS.get(unit, (unit,))
 
 
 def clean_scores(report: AuditReport, result: RunResult, resamples: int = RESAMPLES, seed: int = 0
@@ -385,6 +389,10 @@ def clean_scores(report: AuditReport, result: RunResult, resamples: int = RESAMP
                                                       else "no per-item results in the results file")
             continue
         leaked = excluded_items(report, task)
+        if not items_comparable(report, task, task_result):
+            scores.setdefault("skipped", {})[task] = (f"its results are per {task_result.items['unit']}, the "
+                                                      f"audit's items are {report.tasks[task].get('unit')}s")
+            continue
         keep = np.array([item not in leaked for item in task_result.items["ids"]])
         per_metric = {}
         for metric, estimator in task_metrics(task_result.items, list(task_result.metrics)).items():

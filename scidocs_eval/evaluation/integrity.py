@@ -1,67 +1,316 @@
-"""The checks that decide whether a task's numbers can mean anything, run by both `run` and `data verify`.
+"""The integrity rules, written once by the shape of a task's data, run by both `run` and `data verify`.
 
-`data verify` lists every finding; a task stops `run` on the first error (one line naming the file and the
-counts), so a suite `data verify` calls usable is one `run` scores, and a number `run` prints was not scored on
-a split it was trained on.
+A task declares its data of a split as shapes (`Task.data_shapes`): a `LabelledSplit` (papers with classes,
+label sets or values, scored against a training split), a `JudgedSplit` (queries with graded candidates), a
+`SampledEvaluation` (training sets drawn from a split, `iterations` times). Each shape's `findings` are its rules;
+every task that declares a shape gets them, whatever its family (`docs/errors_and_files.md`, "Integrity rules").
+A new shape is a subclass of `DataShape` with its own `findings`.
+
+`data verify` lists every finding; `run` stops on a task's first error (one line naming the file and the
+counts) and logs its warnings, so a suite `data verify` calls usable is one `run` scores, and a number `run`
+prints was not scored on a split it was trained on.
 """
 
 from __future__ import annotations
 
+import logging
+import math
 from collections import Counter
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Literal
 
+import numpy as np
+
 from scidocs_eval.errors import InputError
-from scidocs_eval.formats.suite import LabelledPapers, Suite
+from scidocs_eval.formats.judgements import GRADE_LIMIT
 
 SHOWN_IDS = 10
 """how many ids a problem lists before saying how many more there are."""
+log = logging.getLogger("scidocs_eval")
 
 
 @dataclass(frozen=True)
 class Problem:
-    """One finding about a suite: `where` is a suite-relative file, with ":line" when one line is at fault
-    (`data verify` lists them all; `run` refuses on the errors of the checks that decide whether a number means
-    anything)."""
+    """One finding about a suite: `where` is a suite-relative file (or a path), with ":line" when one line is at
+    fault; `rule` names the rule (`docs/errors_and_files.md`), empty for a parse error."""
 
     severity: Literal["error", "warning"]
     where: str
     message: str
+    rule: str = field(default="", compare=False)
 
     def __str__(self) -> str:
-        return f"{self.severity.upper()} {self.where}: {self.message}"
+        named = f" [{self.rule}]" if self.rule else ""
+        return f"{self.severity.upper()}{named} {self.where}: {self.message}"
 
 
 def listed(ids: Iterable[str]) -> str:
     """The first SHOWN_IDS of `ids`, and how many more."""
-    ids = list(ids)
+    ids = [str(i) for i in ids]
     more = f" (and {len(ids) - SHOWN_IDS} more)" if len(ids) > SHOWN_IDS else ""
     return ", ".join(ids[:SHOWN_IDS]) + more
 
 
-def classification_findings(task: str, train: LabelledPapers, scored: LabelledPapers, split: str,
-                            folds: int) -> list[Problem]:
-    """Errors when papers of `split` are also in train (the classifier would be scored on papers it learnt) or
-    when train's smallest class has fewer papers than the cross-validation `folds`."""
-    findings = []
-    in_train = set(train.ids)
-    distinct = list(dict.fromkeys(scored.ids))
-    shared = [paper_id for paper_id in distinct if paper_id in in_train]
-    if shared:
-        findings.append(Problem("error", f"{task}/{split}.csv", f"{len(shared)} of its {len(distinct)} papers are "
-                                f"also in {task}/train.csv (a classifier scored on papers it was trained on): "
-                                f"{listed(shared)}"))
-    label, smallest = min(Counter(train.labels.tolist()).items(), key=lambda pair: (pair[1], pair[0]))
-    if smallest < folds:
-        findings.append(Problem("error", f"{task}/train.csv", f"class {label} has {smallest} paper(s), fewer than "
-                                f"the {folds} cross-validation folds (task parameter folds); every class needs at "
-                                f"least one paper per fold"))
-    return findings
+@dataclass
+class EvaluationItems:
+    """What a split scores, for the audit and `run --exclude`: `items` (item id -> the item's own paper),
+    `candidates` (papers ranked for them), `relevant` ((item, query paper, relevant paper) pairs), and `unit`,
+    what an item is ("paper", "query", "impression"; a TaskResult's per-item ids are these items)."""
+
+    unit: str
+    items: dict[str, str] = field(default_factory=dict)
+    candidates: set[str] = field(default_factory=set)
+    relevant: list[tuple[str, str, str]] = field(default_factory=list)
+
+    def merged(self, other: EvaluationItems) -> EvaluationItems:
+        if other.unit != self.unit:
+            raise ValueError(f"items of two units, {self.unit} and {other.unit}")
+        return EvaluationItems(self.unit, {**self.items, **other.items}, self.candidates | other.candidates,
+                               list(dict.fromkeys(self.relevant + other.relevant)))
 
 
-def raise_first_error(suite: Suite, findings: list[Problem]) -> None:
-    """The first error among `findings` as an InputError naming the file (for `run`)."""
+class DataShape:
+    """The data of one split of a task, by shape; `findings` applies the rules of the shape."""
+
+    task: str
+
+    def findings(self) -> list[Problem]:
+        raise NotImplementedError
+
+    def counts(self) -> dict[str, int]:
+        """What `data verify` prints for it."""
+        return {}
+
+    def evaluation_items(self) -> EvaluationItems | None:
+        """The items it scores (the audit); None for a shape that scores none by itself."""
+        return None
+
+
+LabelKind = Literal["classes", "label-sets", "values"]
+
+
+@dataclass(frozen=True)
+class LabelledSplit(DataShape):
+    """Papers of a scored split with labels, learnt from a training split.
+
+    `kind`: "classes" (one int class a paper: `labels` (n,)), "label-sets" (0/1 a label: (n, labels)) or "values"
+    (a number a paper: regression). `folds`: the cross-validation folds over train (None: no CV).
+    """
+
+    task: str
+    train_file: str
+    scored_file: str
+    train_ids: Sequence[str]
+    train_labels: np.ndarray
+    scored_ids: Sequence[str]
+    scored_labels: np.ndarray
+    kind: LabelKind = "classes"
+    folds: int | None = None
+
+    def evaluation_items(self) -> EvaluationItems:
+        return EvaluationItems("paper", {paper_id: paper_id for paper_id in self.scored_ids})
+
+    def counts(self) -> dict[str, int]:
+        counts = {"train_papers": len(self.train_ids), "papers": len(self.scored_ids)}
+        if self.kind == "classes":
+            counts["classes"] = len(set(np.asarray(self.scored_labels).tolist()))
+        elif self.kind == "label-sets" and np.ndim(self.scored_labels) == 2:
+            counts["labels"] = int(np.shape(self.scored_labels)[1])
+        return counts
+
+    def findings(self) -> list[Problem]:
+        findings = []
+        for where, ids in ((self.train_file, self.train_ids), (self.scored_file, self.scored_ids)):
+            if not len(ids):
+                findings.append(Problem("error", where, "no labelled papers (an empty split scores nothing)",
+                                        "empty-split"))
+        if findings:
+            return findings
+        in_train = set(self.train_ids)
+        distinct = list(dict.fromkeys(self.scored_ids))
+        shared = [paper_id for paper_id in distinct if paper_id in in_train]
+        if shared:
+            findings.append(Problem("error", self.scored_file, f"{len(shared)} of its {len(distinct)} papers are "
+                                    f"also in {self.train_file} (a model scored on papers it was trained on): "
+                                    f"{listed(shared)}", "test-in-train"))
+        for where, ids in ((self.train_file, self.train_ids), (self.scored_file, self.scored_ids)):
+            repeated = sorted(i for i, n in Counter(ids).items() if n > 1)
+            if repeated:
+                findings.append(Problem("warning", where, f"{len(repeated)} paper(s) listed more than once: "
+                                        f"{listed(repeated)}", "repeated-paper"))
+        values = np.asarray(self.train_labels, dtype=np.float64)
+        if not np.isfinite(values).all() or not np.isfinite(np.asarray(self.scored_labels, dtype=np.float64)).all():
+            findings.append(Problem("error", self.train_file, "a label is NaN or infinite", "label-kind"))
+            return findings
+        if self.kind == "classes":
+            findings += self._class_findings()
+        elif self.kind == "label-sets":
+            findings += self._label_set_findings()
+        elif self.folds and len(self.train_ids) < self.folds:
+            findings.append(Problem("error", self.train_file, f"{len(self.train_ids)} paper(s), fewer than the "
+                                    f"{self.folds} cross-validation folds", "class-below-folds"))
+        return findings
+
+    def _class_findings(self) -> list[Problem]:
+        findings = []
+        sizes = Counter(np.asarray(self.train_labels).tolist())
+        if len(sizes) < 2:
+            findings.append(Problem("error", self.train_file, f"one class ({next(iter(sizes))}) only: a classifier "
+                                    "needs at least two", "one-class"))
+        label, smallest = min(sizes.items(), key=lambda pair: (pair[1], pair[0]))
+        if self.folds and smallest < self.folds:
+            findings.append(Problem("error", self.train_file, f"class {label} has {smallest} paper(s), fewer than "
+                                    f"the {self.folds} cross-validation folds (task parameter folds); every class "
+                                    "needs at least one paper per fold", "class-below-folds"))
+        unseen = sorted(set(np.asarray(self.scored_labels).tolist()) - set(sizes))
+        if unseen:
+            papers = int(np.isin(self.scored_labels, unseen).sum())
+            findings.append(Problem("warning", self.scored_file, f"{len(unseen)} class(es) absent from "
+                                    f"{self.train_file} ({listed(map(str, unseen))}; {papers} paper(s)): no "
+                                    "classifier can predict them", "class-not-in-train"))
+        return findings
+
+    def _label_set_findings(self) -> list[Problem]:
+        findings = []
+        train = np.asarray(self.train_labels)
+        positives = train.sum(axis=0)
+        if self.folds:
+            below = [str(i) for i, n in enumerate(positives.tolist()) if 0 < n < self.folds]
+            if below:
+                findings.append(Problem("warning", self.train_file, f"{len(below)} label(s) have fewer positives "
+                                        f"than the {self.folds} cross-validation folds: {listed(below)}",
+                                        "class-below-folds"))
+        absent = [str(i) for i, n in enumerate(positives.tolist()) if n == 0
+                  and np.asarray(self.scored_labels)[:, i].any()]
+        if absent:
+            findings.append(Problem("warning", self.scored_file, f"{len(absent)} label(s) have no positive in "
+                                    f"{self.train_file}: {listed(absent)}", "class-not-in-train"))
+        return findings
+
+
+@dataclass(frozen=True)
+class JudgedSplit(DataShape):
+    """Queries with graded candidates (`judgements[query][candidate]`, read by `formats.judgements`: a pair is
+    judged once, grades are what pytrec_eval takes). `queries`: the queries that have a text (None: every judged
+    query); `corpus`: the documents that can be ranked (None: every judged one); `candidate_lists`: each query's
+    own candidates when it ranks only those (reranking), else None."""
+
+    task: str
+    file: str
+    judgements: Mapping[str, Mapping[str, int]]
+    queries: Collection[str] | None = None
+    corpus: Collection[str] | None = None
+    candidate_lists: Mapping[str, Sequence[str]] | None = None
+    repeated: int = 0
+    conflicts: int = 0
+
+    def evaluation_items(self) -> EvaluationItems:
+        candidates = {c for grades in self.judgements.values() for c in grades}
+        if self.candidate_lists is not None:
+            candidates |= {c for q in self.judgements for c in self.candidate_lists.get(q, ())}
+        relevant = [(q, q, c) for q, grades in self.judgements.items() for c, grade in grades.items() if grade > 0]
+        return EvaluationItems("query", {q: q for q in self.judgements}, candidates, relevant)
+
+    def counts(self) -> dict[str, int]:
+        return {"queries": len(self.judgements), "pairs": sum(map(len, self.judgements.values())),
+                "positives": sum(g > 0 for grades in self.judgements.values() for g in grades.values())}
+
+    def findings(self) -> list[Problem]:
+        if not self.judgements:
+            return [Problem("error", self.file, "no judgements (an empty split scores nothing)", "empty-split")]
+        findings = []
+        beyond = [q for q, grades in self.judgements.items() if any(abs(g) > GRADE_LIMIT for g in grades.values())]
+        if beyond:
+            findings.append(Problem("error", self.file, f"{len(beyond)} query(ies) have grades beyond what "
+                                    f"pytrec_eval takes (|grade| <= {GRADE_LIMIT}): {listed(beyond)}",
+                                    "grade-range"))
+        if self.conflicts:
+            findings.append(Problem("warning", self.file, f"{self.conflicts} pair(s) judged twice with different "
+                                    "grades; the later grade is scored (the official evaluator's rule for this "
+                                    "format)", "pair-judged-twice"))
+        if self.repeated:
+            findings.append(Problem("warning", self.file, f"{self.repeated} line(s) repeat a judged pair with its "
+                                    "grade (read once)", "repeated-judgement"))
+        if self.queries is not None:
+            unknown = [q for q in self.judgements if q not in self.queries]
+            if unknown:
+                findings.append(Problem("warning", self.file, f"{len(unknown)} judged query(ies) have no query text "
+                                        f"(left out of the scores): {listed(unknown)}", "query-without-text"))
+        if self.candidate_lists is not None:
+            without = [q for q in self.judgements if not self.candidate_lists.get(q)]
+            if without:
+                findings.append(Problem("warning", self.file, f"{len(without)} judged query(ies) have no candidate "
+                                        f"(left out of the scores): {listed(without)}", "query-without-candidates"))
+        if self.corpus is not None:
+            absent = sorted({d for grades in self.judgements.values() for d in grades if d not in self.corpus})
+            if absent:
+                findings.append(Problem("warning", self.file, f"{len(absent)} judged candidate(s) not in the corpus "
+                                        f"(never ranked): {listed(absent)}", "candidate-not-in-corpus"))
+        no_positive = [q for q, grades in self.judgements.items() if not any(g > 0 for g in grades.values())]
+        if no_positive:
+            findings.append(Problem("warning", self.file, f"{len(no_positive)} query(ies) without a positive (they "
+                                    f"score 0): {listed(no_positive)}", "query-without-positive"))
+        return findings
+
+
+@dataclass(frozen=True)
+class SampledEvaluation(DataShape):
+    """Training sets of `sample_size` drawn `iterations` times from a labelled training split: single-label
+    draws are the folds of a stratified split into ceil(n / sample_size) folds (each must hold every class);
+    label-set draws take `sample_size` positives of each label (`folds`: the CV each draw is fitted with)."""
+
+    task: str
+    train_file: str
+    train_labels: np.ndarray
+    sample_size: int
+    iterations: int
+    label_sets: bool = False
+    folds: int | None = None
+
+    def findings(self) -> list[Problem]:
+        where, size = self.train_file, self.sample_size
+        labels = np.asarray(self.train_labels)
+        papers = len(labels)
+        if self.label_sets:
+            positives = labels.sum(axis=0).astype(int).tolist()
+            short = [str(i) for i, n in enumerate(positives) if n < size]
+            if short:
+                return [Problem("error", where, f"sample_size {size} is more than the training positives of "
+                                f"{len(short)} label(s) ({listed(short)}; fewest: {min(positives)})",
+                                "sample-size")]
+            if self.folds and size < self.folds:
+                return [Problem("error", where, f"sample_size {size} is below the {self.folds} cross-validation "
+                                "folds each draw is fitted with (every label needs a positive per fold)",
+                                "sample-size")]
+            return []
+        if size >= papers:
+            return [Problem("error", where, f"sample_size {size} is not below the {papers} training papers: there is "
+                            "nothing to draw (use a smaller task parameter sample_size)", "sample-size")]
+        draws = math.ceil(papers / size)
+        label, smallest = min(Counter(labels.tolist()).items(), key=lambda pair: (pair[1], pair[0]))
+        if draws > smallest:
+            return [Problem("error", where, f"sample_size {size} splits the {papers} training papers into {draws} "
+                            f"draws, more than the {smallest} paper(s) of class {label}: every draw must hold every "
+                            "class (use a larger task parameter sample_size)", "sample-size")]
+        if draws < self.iterations:
+            return [Problem("warning", where, f"{papers} training papers make {draws} draws of {size}, so {draws} "
+                            f"iterations run, not {self.iterations} (as SciRepEval does)", "fewer-iterations")]
+        return []
+
+
+def shape_findings(shapes: Iterable[DataShape]) -> list[Problem]:
+    """Every finding of `shapes`, each once, in order."""
+    return list(dict.fromkeys(finding for shape in shapes for finding in shape.findings()))
+
+
+def apply_findings(root: object, findings: Sequence[Problem]) -> None:
+    """What `run` does with a task's findings: the first error as an InputError naming the file, the warnings
+    logged, each on one line with its rule's name."""
     for finding in findings:
         if finding.severity == "error":
-            raise InputError(suite.path(finding.where), finding.message)
+            where = str(finding.where)
+            path = where if where.startswith("/") or root is None else f"{root}/{where}"
+            raise InputError(path, f"{finding.message} [{finding.rule}]" if finding.rule else finding.message)
+    for finding in findings:
+        log.warning("%s: %s [%s]", finding.where, finding.message, finding.rule)

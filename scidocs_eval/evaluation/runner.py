@@ -20,6 +20,7 @@ from scidocs_eval.evaluation.contamination import (
     file_sha256,
     without_leaked,
 )
+from scidocs_eval.evaluation.integrity import apply_findings
 from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.significance import confidence_intervals
 from scidocs_eval.evaluation.task import (
@@ -37,7 +38,7 @@ from scidocs_eval.extras import MissingExtraError
 from scidocs_eval.formats.embeddings import EmbeddingStore
 from scidocs_eval.formats.embeddings_files import STDIN
 from scidocs_eval.formats.embeddings_tables import ReadOptions
-from scidocs_eval.formats.safe_output import claim_output
+from scidocs_eval.formats.safe_output import claim_inputs_are_not_outputs, claim_output
 from scidocs_eval.formats.suite import Suite
 from scidocs_eval.params import FRACTION, check_value
 
@@ -126,6 +127,7 @@ def score_tasks(stores: _Stores | Mapping[str, EmbeddingStore], suite: Suite, na
                 raise
             failed[name] = str(error)  # the CLI reports it (exit status 2); format_run shows it
             continue
+        apply_findings(suite.root, task.findings(suite, split))  # before its embeddings are read
         files += required
         task_stores = {group: stores.get(group) if isinstance(stores, _Stores) else stores[group]
                        for group in task.groups()}
@@ -221,6 +223,10 @@ def evaluate(
     checked = build_tasks(names, params)
     audit = AuditReport.load(exclude) if exclude is not None else None
     if output is not None:
+        sources = embeddings.values() if isinstance(embeddings, Mapping) else [embeddings]
+        claim_inputs_are_not_outputs([*(s for s in sources if isinstance(s, (str, os.PathLike))), exclude,
+                                      *([data] if isinstance(data, (str, os.PathLike)) else [])],
+                                     {"output": output})
         claim_output(output)
     started = time.perf_counter()
     suite = resolve_suite(data)
@@ -236,7 +242,7 @@ def evaluate(
                                           failed)
     for name, result in list(results.items()):
         if audit is not None:
-            result = results[name] = without_leaked(result, excluded_items(audit, name))
+            result = results[name] = without_leaked(result, excluded_items(audit, name, result))
         result.ci = confidence_intervals(result.items, list(result.metrics))
     if not results:
         raise ScidocsEvalError(f"no task could run on {suite.root}: " + "; ".join(f"{k}: {v}" for k, v in

@@ -618,11 +618,12 @@ def holm(p_values: np.ndarray) -> np.ndarray:
 
 def subset_items(items: Mapping[str, Any], keep: Sequence[int]) -> dict[str, Any]:
     """`items` restricted to the items at positions `keep` (a task's per-item results, any unit): per-item lists
-    indexed; the recommendation's per-seed lists indexed within each seed; "unit" and "seeds" kept."""
+    indexed; the recommendation's per-seed lists indexed within each seed; "unit", "seeds" and "statistic" (which
+    statistic a metric recomputes) kept."""
     per_seed = items.get("unit") == "impression"
     out: dict[str, Any] = {}
     for key, value in items.items():
-        if key in ("unit", "seeds"):
+        if key in ("unit", "seeds", "statistic"):
             out[key] = value
         elif per_seed and key not in ("ids", "weight"):
             out[key] = [[row[i] for i in keep] for row in value]

@@ -8,15 +8,18 @@ The runner (`scidocs_eval.evaluation.runner`) times every task; tasks only compu
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any, ClassVar, Literal
 
 from scidocs_eval.errors import MissingEmbeddingsError, ScidocsEvalError
+from scidocs_eval.evaluation.integrity import DataShape, EvaluationItems, Problem, shape_findings
 from scidocs_eval.extras import Requirement
 from scidocs_eval.formats.embeddings import MISSING, EmbeddingStore
 from scidocs_eval.formats.suite import Paper, Suite
@@ -24,11 +27,6 @@ from scidocs_eval.params import Constraints
 from scidocs_eval.registry import ENTRY_POINT_GROUPS, Registry, check_params
 
 MissingPolicy = Literal["official", "error"]
-FAMILIES = ("classification", "ranking", "recomm", "retrieval", "reranking", "scirepeval")
-"""What a task's files look like: label CSVs, qrels, clickthrough impressions, a retrieval dataset (BEIR or HF
-parquet layout; "reranking" adds each query's candidate list), or SciRepEval's JSON lines configs. `data verify`
-checks a task's files by its family; `--tune` and SGC's leakage guard read the val/test qrels of every "ranking"
-task."""
 INPUT_FORMATS = ("classification", "regression", "proximity", "adhoc_query")
 """What a model embeds a group's papers for (SciRepEval's task formats, its [CLF], [RGN], [PRX] and [QRY]): papers
 fed to a classifier, to a regressor, compared with papers (or searched: the candidates of a search), or short search
@@ -36,7 +34,10 @@ queries. A model that embeds differently per use (SPECTER2's task adapters, per-
 QUERY_INPUT_FORMAT = "adhoc_query"
 """The input format of every `query_group` (the queries of a search, embedded apart from its documents)."""
 _FAMILY_FORMAT = {"classification": "classification"}
-"""A spec that names no input format gets its family's (proximity for every family not listed)."""
+"""A spec that names no input format gets its family's (proximity for every family not listed). The family is the
+task's own label (`scidocs-eval tasks`), any name: nothing outside the tasks branches on it; what a command needs
+from a task it reads from the task's declarations (`input_files`, `data_shapes`, `evaluation_items`, `paper_ids`,
+`role_papers`, `paper_pairs`)."""
 _NAME = re.compile(r"[a-z][a-z0-9_-]*")
 log = logging.getLogger("scidocs_eval")
 
@@ -52,7 +53,9 @@ class TaskSpec:
     Args:
         name: registry name, lowercase (`--tasks NAME`, the folder of its files in a suite).
         description: one line for `scidocs-eval tasks`.
-        family: one of FAMILIES.
+        family: a label of the kind of task ("classification", "ranking", "clustering", ...), any lowercase name:
+            shown by `scidocs-eval tasks`; no command branches on it (a task declares its files, data shapes and
+            papers instead).
         metrics: the metric names its TaskResult holds, in order (values ×100).
         main_score: the metric that ranks settings (`--tune`) and models; one of `metrics`.
         table1: metric -> Table 1 column key (see `scidocs_eval.leaderboard.COLUMNS`) for the metrics that
@@ -71,6 +74,8 @@ class TaskSpec:
             `QUERY_INPUT_FORMAT`.
         text_fields: fields of its metadata records a model reads after title and abstract, in order, each that a
             record has (`Paper.extra`; SciRepEval's Search: venue, year); empty for title and abstract alone.
+        paper_pairs: its `{name}/{split}.qrel` files judge pairs of the suite's papers: `--tune` scores a model on
+            their val split, and a model fitted on a citation graph (SGC) keeps their val/test pairs out of it.
     """
 
     name: str
@@ -87,6 +92,7 @@ class TaskSpec:
     mteb_task: str | None = None
     input_format: str = ""
     text_fields: tuple[str, ...] = ()
+    paper_pairs: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "text_fields", tuple(self.text_fields))
@@ -98,8 +104,8 @@ class TaskSpec:
         problems = []
         if not _NAME.fullmatch(self.name):
             problems.append(f"name {self.name!r} must be lowercase letters, digits, '-' or '_'")
-        if self.family not in FAMILIES:
-            problems.append(f"family {self.family!r} must be one of {', '.join(FAMILIES)}")
+        if not _NAME.fullmatch(self.family):
+            problems.append(f"family {self.family!r} must be lowercase letters, digits, '-' or '_'")
         if not self.metrics or len(set(self.metrics)) != len(self.metrics):
             problems.append(f"metrics {self.metrics!r} must be a non-empty tuple without repeats")
         if self.main_score not in self.metrics:
@@ -207,6 +213,41 @@ class Task(ABC):
         default for a task that does not say: every paper of its spec's metadata file."""
         return None
 
+    def data_shapes(self, suite: Suite, split: str) -> list[DataShape]:
+        """Its data of `split` by shape (`evaluation.integrity`: `LabelledSplit`, `JudgedSplit`,
+        `SampledEvaluation`, or a shape of its own), read with the readers `evaluate` uses: the integrity rules of
+        each shape apply to it in `run` and `data verify`. [] (the default): no rule by shape applies."""
+        return []
+
+    def evaluation_items(self, suite: Suite, split: str) -> EvaluationItems | None:
+        """What `split` scores (the audit, `run --exclude`: the ids of its TaskResult's per-item results are these
+        items); by default the items of its data shapes; None: it declares none."""
+        parts = [items for shape in self.data_shapes(suite, split) if (items := shape.evaluation_items())]
+        return functools.reduce(EvaluationItems.merged, parts) if parts else None
+
+    def paper_texts(self, suite: Suite, split: str) -> dict[str, tuple[str, str]]:
+        """(title, abstract) of the papers of `split` by id (the audit matches them by title and text): those of
+        its metadata file, then the texts it embeds apart (`role_papers`)."""
+        texts: dict[str, tuple[str, str]] = {}
+        if self.spec.metadata_file and suite.has(self.spec.metadata_file):
+            texts = {paper_id: (record.get("title") or "", record.get("abstract") or "")
+                     for paper_id, record in suite.metadata(self.spec.metadata_file).items()}
+        for papers, _ in self.role_papers(suite, split).values():
+            for paper in papers:
+                texts.setdefault(paper.paper_id, (paper.title, paper.abstract))
+        return texts
+
+    def findings(self, suite: Suite, split: str) -> list[Problem]:
+        """The integrity findings of its data of `split` (what `run` stops on or warns about before scoring, and
+        `data verify` lists); a file that does not parse raises its InputError."""
+        return shape_findings(self.data_shapes(suite, split))
+
+
+def suite_relative(suite: Suite, path: str | Path) -> str:
+    """`path` relative to the suite's root when it is inside it (how findings name files), else as given."""
+    path = Path(path)
+    return str(path.relative_to(suite.root)) if suite.root in path.parents else str(path)
+
 
 def check_missing(task: str, role: str, ids: list[str], codes: Any, missing: MissingPolicy) -> None:
     """Under the "error" policy, stop with the ids (in `ids`, status `codes`) that have no embedding."""
@@ -276,10 +317,14 @@ BENCHMARKS: Registry[Benchmark] = Registry("benchmark", Benchmark, plugins="scid
 """Every named benchmark, registered by the task plugin modules that define its tasks."""
 
 
-def task_names(family: str | None = None, benchmark: str | None = None) -> list[str]:
-    """Names of the registered tasks (of one family and/or one benchmark, if given), in the registry's order."""
+def task_names(family: str | None = None, benchmark: str | None = None, paper_pairs: bool | None = None
+               ) -> list[str]:
+    """Names of the registered tasks (with one family label, of one benchmark, judging the suite's paper pairs,
+    if given), in the registry's order. Commands select by benchmark or by a declaration (`paper_pairs`), never by
+    family (tests/test_architecture.py)."""
     return [name for name, cls in TASKS.items() if (family is None or cls.spec.family == family)
-            and (benchmark is None or cls.spec.benchmark == benchmark)]
+            and (benchmark is None or cls.spec.benchmark == benchmark)
+            and (paper_pairs is None or cls.spec.paper_pairs == paper_pairs)]
 
 
 def selected_tasks(tasks: Sequence[str] | None = None, benchmark: str | None = None) -> list[str]:

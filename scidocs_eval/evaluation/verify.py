@@ -9,16 +9,15 @@ in two splits of one task). A suite is usable when it has no errors and at least
 from __future__ import annotations
 
 import os
-from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from scidocs_eval.errors import InputError
-from scidocs_eval.evaluation.integrity import Problem, classification_findings, listed
+from scidocs_eval.evaluation.integrity import JudgedSplit, LabelledSplit, Problem, listed, shape_findings
 from scidocs_eval.evaluation.task import TASKS, get_task, task_names
-from scidocs_eval.formats.retrieval import dangling_judgements, detect_layout, read_retrieval_data, splits_of
+from scidocs_eval.formats.retrieval import detect_layout, read_retrieval_data, splits_of
 from scidocs_eval.formats.suite import METADATA_FILES, SPLITS, LabelledPapers, Suite, read_impressions
 
 RANKING_SPLITS = ("val", "test")
@@ -146,10 +145,6 @@ class _Verifier:
             self.report.counts.setdefault(task, {})[split] = {"papers": len(labelled.ids),
                                                               "classes": len(set(labelled.labels.tolist()))}
             self.check_ids(relative, labelled.ids, _metadata_of(task, "mag_mesh"))
-            repeated = sorted(i for i, n in Counter(labelled.ids).items() if n > 1)
-            if repeated:
-                self.report.add("warning", relative, f"{len(repeated)} paper(s) listed more than once: "
-                                f"{listed(repeated)}")
             shared = sorted({i for i in labelled.ids if seen_in.get(i, split) not in (split, "train")})
             if shared:
                 self.report.add("warning", relative, f"{len(shared)} paper(s) also in another split: "
@@ -158,9 +153,9 @@ class _Verifier:
         folds = getattr(get_task(task), "folds", DEFAULT_FOLDS) if task in TASKS else DEFAULT_FOLDS
         for split in ("val", "test"):
             if "train" in parsed and split in parsed:
-                for finding in classification_findings(task, parsed["train"], parsed[split], split, folds):
-                    if finding not in self.report.problems:
-                        self.report.problems.append(finding)
+                self.add_findings(LabelledSplit(task, files[0], f"{task}/{split}.csv", parsed["train"].ids,
+                                                parsed["train"].labels, parsed[split].ids, parsed[split].labels,
+                                                "classes", folds).findings())
         self.finish(task, files, _metadata_of(task, "mag_mesh"), errors_before)
 
     def ranking(self, task: str) -> None:
@@ -172,19 +167,11 @@ class _Verifier:
             qrels = self.parse(relative, self.suite.qrels, task, split)
             if qrels is None:
                 continue
-            positives = {q: sum(1 for grade in grades.values() if grade > 0) for q, grades in qrels.relevance.items()}
-            self.report.counts.setdefault(task, {})[split] = {
-                "queries": len(qrels.candidates), "pairs": sum(map(len, qrels.candidates.values())),
-                "positives": sum(positives.values())}
+            self.report.counts.setdefault(task, {})[split] = JudgedSplit(task, relative, qrels.relevance).counts()
             self.check_ids(relative, list(qrels.candidates) + [c for cs in qrels.candidates.values() for c in cs],
                            _metadata_of(task, "view_cite_read"))
-            if qrels.repeated:
-                self.report.add("warning", relative, f"{qrels.repeated} repeated (query, candidate) line(s); "
-                                "the later grade wins")
-            without = [q for q, n in positives.items() if n == 0]
-            if without:
-                self.report.add("warning", relative, f"{len(without)} query(ies) without a positive (they score "
-                                f"0): {listed(without)}")
+            self.add_findings(JudgedSplit(task, relative, qrels.relevance, repeated=qrels.repeated,
+                                          conflicts=qrels.conflicts).findings())
         self.finish(task, files, _metadata_of(task, "view_cite_read"), errors_before)
 
     def recomm(self) -> None:
@@ -221,10 +208,55 @@ class _Verifier:
                        "recomm")
         return max((len(impression.shown) for impression in impressions), default=0)
 
+    def add_findings(self, findings: list[Problem]) -> None:
+        self.report.problems += [finding for finding in findings if finding not in self.report.problems]
+
+    def rules(self, task: str) -> None:
+        """The integrity findings `run` applies to a registered task (`Task.findings`, by the shapes of its data),
+        for each split whose files are all there and parse."""
+        instance = get_task(task)
+        for split in ("val", "test"):
+            if all(self.suite.has(f) for f in instance.input_files(self.suite, split)):
+                try:
+                    self.add_findings(instance.findings(self.suite, split))
+                except InputError:
+                    continue  # the file's parse error is reported where it is read
+
+    def declared(self, name: str) -> None:
+        """A task checked through its declarations alone: its files (`input_files`) there, absent or partial; each
+        parse error; counts by the shapes of its data; its integrity findings (the same `run` applies)."""
+        task = get_task(name)
+        files = list(dict.fromkeys(f for split in ("val", "test") for f in task.input_files(self.suite, split)))
+        test_files = task.input_files(self.suite, "test")
+        if not any(self.suite.has(f) for f in test_files):
+            self.report.absent.append(name)
+            return
+        missing = [f for f in files if not self.suite.has(f)]
+        if missing:
+            self.report.add("warning", name, f"missing {', '.join(missing)}")
+        errors_before = len(self.report.errors)
+        for split in ("val", "test"):
+            if not all(self.suite.has(f) for f in task.input_files(self.suite, split)):
+                continue
+            try:
+                shapes = task.data_shapes(self.suite, split)
+            except InputError as error:
+                where = self._relative(error.path) + ("" if error.line is None else f":{error.line}")
+                self.report.add("error", where, _message(error))
+                continue
+            self.report.counts.setdefault(name, {})[split] = {k: v for shape in shapes
+                                                              for k, v in shape.counts().items()}
+            self.add_findings(shape_findings(shapes))
+        if all(self.suite.has(f) for f in test_files) and len(self.report.errors) == errors_before:
+            self.report.complete.append(name)
+
     def finish(self, task: str, files: list[str], group: str, errors_before: int) -> None:
         """The task is complete when all its files exist and parse and its metadata file, if any, parses (what
-        `run` requires: it reads the metadata file through the same reader when there is one)."""
+        `run` requires: it reads the metadata file through the same reader when there is one); a registered
+        task's integrity findings are added."""
         self.known_ids(group)
+        if task in TASKS:
+            self.rules(task)
         if (all(self.suite.has(f) for f in files) and len(self.report.errors) == errors_before
                 and group not in self.broken_metadata):
             self.report.complete.append(task)
@@ -276,20 +308,10 @@ class _Verifier:
             if data.top_ranked is not None:
                 counts["candidates"] = sum(map(len, data.top_ranked.values()))
             self.report.counts.setdefault(label, {})[split] = counts
-            qrels_file = self._relative(data.files[2])
-            unknown, unreachable = dangling_judgements(data)
-            if unknown:
-                self.report.add("warning", qrels_file, f"{len(unknown)} judged query(ies) not in the queries "
-                                f"(left out of the scores): {listed(unknown)}")
-            if unreachable:
-                self.report.add("warning", qrels_file, f"{len(unreachable)} judged document(s) not in the corpus "
-                                f"(never retrieved): {listed(unreachable)}")
-            without = [q for q in judged if not any(g > 0 for g in data.qrels[q].values())]
-            if without:
-                self.report.add("warning", qrels_file, f"{len(without)} query(ies) without a positive (they score "
-                                f"0): {listed(without)}")
         if present and len(self.report.errors) == errors_before:
             self.report.complete.append(label)
+            if label in TASKS:
+                self.rules(label)
 
     def _relative(self, path: str | Path) -> str:
         path = Path(path)
@@ -320,25 +342,45 @@ def verify_suite(root: str | os.PathLike[str]) -> VerifyReport:
     if not root.is_dir():
         raise InputError(root, "not a directory (expected a suite in the official layout)")
     verifier = _Verifier(Suite(root))
-    classification, ranking = task_names("classification"), task_names("ranking")
-    for task in classification + _extra_tasks(root, "csv", classification):
-        verifier.classification(task)
-    for task in ranking + _extra_tasks(root, "qrel", ranking):
-        verifier.ranking(task)
-    verifier.recomm()
     if detect_layout(root) is not None:  # the folder is one retrieval dataset, not a suite
-        verifier.report.absent.clear()
         verifier.retrieval(root.name, root, splits_of(root) or ["test"], reranking=(root / "top_ranked").is_dir())
         return verifier.report
-    for name in task_names():
-        family = TASKS[name].spec.family
-        if family in ("retrieval", "reranking"):
-            task: Any = get_task(name)  # tasks/retrieval.py's RetrievalTask: dataset_folder, split_name
-            if task.dataset_folder(verifier.suite).exists():  # a suite of the 2020 layout has none of them
-                verifier.retrieval(name, task.dataset_folder(verifier.suite), [task.split_name("test")],
-                                   family == "reranking")
-    scirepeval = task_names("scirepeval")
-    if any(verifier.suite.has(f) for name in scirepeval for f in get_task(name).required_files("test")):
-        for name in scirepeval:  # only in a folder with SciRepEval's data: a SciDocs suite lists none as absent
+    layouts = {name: _layout(name) for name in task_names()}
+    labelled = [name for name, layout in layouts.items() if layout == "label-csv"]
+    for task in labelled + _extra_tasks(root, "csv", labelled):
+        verifier.classification(task)
+    judged = [name for name, layout in layouts.items() if layout == "qrel"]
+    for task in judged + _extra_tasks(root, "qrel", judged):
+        verifier.ranking(task)
+    verifier.recomm()
+    scirepeval = [name for name, layout in layouts.items() if layout == "scirepeval"]
+    with_scirepeval = any(verifier.suite.has(f) for name in scirepeval for f in get_task(name).required_files("test"))
+    for name, layout in layouts.items():
+        task: Any = get_task(name)
+        if layout == "dataset-folder" and task.dataset_folder(verifier.suite).exists():
+            verifier.retrieval(name, task.dataset_folder(verifier.suite), [task.split_name("test")],
+                               any("/top_ranked/" in f for f in task.required_files("test")))
+        elif layout == "scirepeval" and with_scirepeval:  # a SciDocs suite lists none of them as absent
             verifier.scirepeval(name)
+        elif layout == "declared":
+            verifier.declared(name)
     return verifier.report
+
+
+def _layout(name: str) -> str:
+    """Which reader below checks a registered task's files, told by the files and readers it declares (never by its
+    family): the suite's label CSVs or qrels, the clickthrough folder, a retrieval dataset folder, SciRepEval's JSON
+    lines; "declared" for any other task, checked through its declarations alone (`Verifier.declared`)."""
+    task = get_task(name)
+    files = task.required_files("test")
+    if files == [f"{name}/train.csv", f"{name}/test.csv"]:
+        return "label-csv"
+    if files == [f"{name}/test.qrel"]:
+        return "qrel"
+    if all(f.startswith("recomm/") or f in METADATA_FILES.values() for f in files):
+        return "clickthrough"
+    if callable(getattr(task, "dataset_folder", None)):
+        return "dataset-folder"
+    if callable(getattr(task, "inventory", None)):
+        return "scirepeval"
+    return "declared"

@@ -289,6 +289,29 @@ def _npz(name: str, data: bytes | Path, options: ReadOptions) -> MatrixWithIds:
             raise InputError(name, f"cannot be read as a NumPy .npz archive ({error})") from None
 
 
+def _has_bfloat16(header: Any) -> bool:
+    return isinstance(header, dict) and any(isinstance(entry, dict) and entry.get("dtype") == "BF16"
+                                            for key, entry in header.items() if key != "__metadata__")
+
+
+def _bfloat16_tensors(name: str, data: bytes, header: dict) -> dict[str, np.ndarray]:
+    """The 2-D tensors of a safetensors file that holds bfloat16 ones (NumPy has no bfloat16, so safetensors'
+    NumPy loader refuses them): a bfloat16 value is the upper half of a float32's bits, so each becomes that
+    float32 exactly. Other tensors are left to `load` (an error naming their dtype)."""
+    start = 8 + int.from_bytes(data[:8], "little")
+    tensors = {}
+    for key, entry in header.items():
+        if key == "__metadata__" or not isinstance(entry, dict) or entry.get("dtype") != "BF16":
+            continue
+        begin, end = (int(offset) for offset in entry["data_offsets"])
+        shape = tuple(int(size) for size in entry["shape"])
+        if start + end > len(data) or end - begin != 2 * int(np.prod(shape)):
+            raise InputError(name, f"tensor {key!r}: its data offsets do not match its shape {list(shape)}")
+        bits = np.frombuffer(data, dtype="<u2", count=(end - begin) // 2, offset=start + begin)
+        tensors[key] = (bits.astype(np.uint32) << 16).view(np.float32).reshape(shape)
+    return tensors
+
+
 def _safetensors(name: str, data: bytes | Path, options: ReadOptions) -> MatrixWithIds:
     needed_by = f"reading {name} (a safetensors file)"
     SafetensorError = require("safetensors", needed_by).SafetensorError  # noqa: N806 (a class)
@@ -296,10 +319,10 @@ def _safetensors(name: str, data: bytes | Path, options: ReadOptions) -> MatrixW
     if isinstance(data, Path):
         data = data.read_bytes()
     try:
-        tensors = load(data)
         header = json.loads(data[8 : 8 + int.from_bytes(data[:8], "little")])
-    except (SafetensorError, ValueError, TypeError) as error:
-        raise InputError(name, f"cannot be read as safetensors ({error})") from None
+        tensors = _bfloat16_tensors(name, data, header) if _has_bfloat16(header) else load(data)
+    except (SafetensorError, ValueError, TypeError, KeyError) as error:
+        raise InputError(name, f"cannot be read as safetensors ({error!r})") from None
     keys = sorted(tensors)
     matrix_key = next((k for k in EMBEDDING_COLUMNS if k in tensors), keys[0] if len(keys) == 1 else None)
     if matrix_key is None:

@@ -27,6 +27,7 @@ import orjson
 
 from scidocs_eval.errors import InputError
 from scidocs_eval.extras import require
+from scidocs_eval.formats.judgements import Judgements
 from scidocs_eval.formats.lines import json_lines, utf8_lines
 from scidocs_eval.formats.safe_output import write_bytes_atomically
 
@@ -190,7 +191,7 @@ def _read_beir_queries(path: Path) -> dict[str, str]:
 
 def read_qrels_tsv(path: Path) -> dict[str, dict[str, int]]:
     """BEIR's qrels TSV: an optional header `query-id corpus-id score`, then tab-separated judgements."""
-    qrels: dict[str, dict[str, int]] = {}
+    judgements = Judgements(path)
     for line, text in enumerate(utf8_lines(path), start=1):
         fields = text.rstrip("\n").rstrip("\r").split("\t")
         if not text.strip():
@@ -201,14 +202,10 @@ def read_qrels_tsv(path: Path) -> dict[str, dict[str, int]]:
             raise InputError(path, f"expected 3 tab-separated fields query-id, corpus-id, score, got "
                              f"{len(fields)}", line)
         query_id, doc_id, score = (f.strip() for f in fields)
-        try:
-            grade = int(score)
-        except ValueError:
-            raise InputError(path, f"score {score!r} is not an integer", line) from None
-        qrels.setdefault(query_id, {})[doc_id] = grade
-    if not qrels:
+        judgements.add(query_id, doc_id, score, line)
+    if not judgements.grades:
         raise InputError(path, "no judgements")
-    return qrels
+    return judgements.grades
 
 
 def _read_top_ranked_jsonl(path: Path) -> dict[str, list[str]]:
@@ -273,18 +270,34 @@ def _parquet_queries(config_dir: Path, split: str) -> dict[str, str]:
 
 def _parquet_qrels(config_dir: Path, split: str) -> dict[str, dict[str, int]]:
     rows, path = _parquet_rows(config_dir, split)
-    qrels: dict[str, dict[str, int]] = {}
-    for row in rows:
-        score = row.get("score")
-        if not isinstance(score, (int, float)) or isinstance(score, bool) or int(score) != score:
-            raise InputError(path, f"score {score!r} of query {row.get('query-id')!r} is not an integer")
-        qrels.setdefault(str(row["query-id"]), {})[str(row["corpus-id"])] = int(score)
-    return qrels
+    judgements = Judgements(path)
+    for number, row in enumerate(rows):
+        judgements.add(_row_field(path, row, "query-id", number), _row_field(path, row, "corpus-id", number),
+                       row.get("score"), row=number)
+    return judgements.grades
 
 
 def _parquet_top_ranked(config_dir: Path, split: str) -> dict[str, list[str]]:
-    rows, _ = _parquet_rows(config_dir, split)
-    return {str(row["query-id"]): [str(c) for c in row["corpus-ids"]] for row in rows}
+    rows, path = _parquet_rows(config_dir, split)
+    top_ranked: dict[str, list[str]] = {}
+    for number, row in enumerate(rows):
+        query_id = _row_field(path, row, "query-id", number)
+        candidates = row.get("corpus-ids")
+        if not isinstance(candidates, list) or not all(isinstance(c, (str, int)) for c in candidates):
+            raise InputError(path, f"row {number}: query {query_id!r}: 'corpus-ids' must be a list of ids")
+        if query_id in top_ranked:
+            raise InputError(path, f"row {number}: query {query_id!r} has two candidate lists")
+        top_ranked[query_id] = [str(c) for c in candidates]
+    return top_ranked
+
+
+def _row_field(path: Path, row: Mapping, name: str, number: int) -> str:
+    """An id column of an HF parquet row (a string or an integer), or an error naming the row and column."""
+    value = row.get(name)
+    if isinstance(value, bool) or not isinstance(value, (str, int)) or value == "":
+        problem = f"no {name!r} column" if name not in row else f"{name!r} is {value!r}, not an id"
+        raise InputError(path, f"row {number}: {problem}")
+    return str(value)
 
 
 def write_beir(folder: str | os.PathLike[str], corpus: Sequence[Document], queries: Mapping[str, str],

@@ -194,13 +194,37 @@ def claim_output(path: str | os.PathLike[str], option: str = "output") -> Path:
     return path
 
 
-def claim_inputs_are_not_outputs(inputs: Collection[str | os.PathLike[str]], outputs: dict[str, Any]) -> None:
-    """A one-line error when an output option names a file the command reads (`plot --json emb.jsonl`)."""
-    read = {_real(Path(p)): p for p in inputs if p}
+def input_files(inputs: Collection[str | os.PathLike[str] | None]) -> dict[Path, str]:
+    """{resolved path: how the command was given it} of every file a command reads: each input file, and each
+    file inside an input folder (a suite, a training folder, an HF dataset), however deep; a link is resolved."""
+    read: dict[Path, str] = {}
+    for given in inputs:
+        if not given:
+            continue
+        path = Path(given)
+        if path.is_dir():
+            for folder, _, names in os.walk(path, followlinks=True):
+                for name in names:
+                    inside = Path(folder) / name
+                    read.setdefault(_real(inside), f"{inside}, in the input folder {given}")
+                    read.setdefault(Path(os.path.realpath(inside)), f"{inside}, in the input folder {given}")
+        else:
+            read.setdefault(_real(path), str(given))
+            read.setdefault(Path(os.path.realpath(path)), str(given))
+    return read
+
+
+def claim_inputs_are_not_outputs(inputs: Collection[str | os.PathLike[str] | None], outputs: dict[str, Any]) -> None:
+    """A one-line error when an output option names a file the command reads (`plot --json emb.jsonl`; a file of
+    an input folder: `audit --train FOLDER --out FOLDER/data.json`), `--overwrite` or not."""
+    read = input_files(inputs)
     for option, output in outputs.items():
-        if output and (source := read.get(_real(Path(output)))) is not None:
-            raise ScidocsEvalError(f"{option} {output} is also an input of this command ({source}); it is not "
-                                   "replaced: choose another path")
+        if not output:
+            continue
+        for key in (_real(Path(output)), Path(os.path.realpath(output))):
+            if (source := read.get(key)) is not None:
+                raise ScidocsEvalError(f"{option} {output} is also an input of this command ({source}); it is not "
+                                       "replaced, --overwrite or not: choose another path")
 
 
 @contextmanager

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from scidocs_eval.errors import InputError
+from scidocs_eval.formats.judgements import Judgements
 from scidocs_eval.formats.lines import json_lines
 
 META_DATASET = "allenai/scirepeval"
@@ -173,19 +174,16 @@ def read_labels(path: Path, multi_label: bool = False, numeric: bool = False) ->
 
 
 def read_qrels(path: Path) -> dict[str, dict[str, int]]:
-    """`{"query_id", "cand_id", "score"}` lines as {query: {candidate: grade}}; a repeated pair keeps its first
-    grade (as SciRepEval's `get_qc_pairs` does)."""
-    qrels: dict[str, dict[str, int]] = {}
+    """`{"query_id", "cand_id", "score"}` lines as {query: {candidate: grade}} (`Judgements`: a pair judged twice
+    with different grades is an error; SciRepEval's `get_qc_pairs` would keep the first)."""
+    judgements = Judgements(path)
     for line, record in json_lines(path):
         query = _identifier(path, line, record, "query_id")
         candidate = _identifier(path, line, record, "cand_id")
-        score = _field(path, line, record, "score")
-        if isinstance(score, bool) or not isinstance(score, (int, float)) or score != int(score):
-            raise InputError(path, f"score {score!r} is not an integer grade", line)
-        qrels.setdefault(query, {}).setdefault(candidate, int(score))
-    if not qrels:
+        judgements.add(query, candidate, _field(path, line, record, "score"), line)
+    if not judgements.grades:
         raise InputError(path, "no qrel lines")
-    return qrels
+    return judgements.grades
 
 
 def read_reviewers(path: Path) -> dict[str, list[str]]:

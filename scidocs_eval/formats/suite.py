@@ -25,6 +25,7 @@ import numpy as np
 import orjson
 
 from scidocs_eval.errors import InputError
+from scidocs_eval.formats.judgements import Judgements
 from scidocs_eval.formats.lines import utf8_lines
 from scidocs_eval.formats.scirepeval import read_meta
 
@@ -80,12 +81,15 @@ class Qrels:
     """One split of a ranking task.
 
     `candidates[q]` lists the query's candidates in file order, each once; `relevance[q][c]` is the grade
-    (a repeated line's later grade wins, as pytrec_eval's parser does); `repeated` counts repeated lines.
+    (a pair judged twice with different grades keeps the later grade, as the official evaluator's dict and
+    pytrec_eval's parser do: the official qrels format's rule, counted in `conflicts` and warned about as
+    `pair-judged-twice`); `repeated` counts lines that repeat a pair with its grade.
     """
 
     candidates: dict[str, list[str]]
     relevance: dict[str, dict[str, int]]
     repeated: int
+    conflicts: int = 0
 
 
 @dataclass(frozen=True)
@@ -215,9 +219,7 @@ class Suite:
     def qrels(self, task: str, split: str) -> Qrels:
         """`{task}/{split}.qrel` of a ranking task."""
         path = self.require(f"{task}/{split}.qrel", 'lines "query_id 0 candidate_id relevance"')
-        candidates: dict[str, list[str]] = {}
-        relevance: dict[str, dict[str, int]] = {}
-        repeated = 0
+        judgements = Judgements(path, "relevance", later_wins=True)
         for line, text in enumerate(utf8_lines(path), start=1):
             fields = text.split()
             if not fields:
@@ -226,19 +228,10 @@ class Suite:
                 raise InputError(path, f"expected 4 fields 'query_id 0 candidate_id relevance', "
                                  f"got {len(fields)}", line)
             query, _, candidate, grade = fields
-            try:
-                grade_value = int(grade)
-            except ValueError:
-                raise InputError(path, f"relevance {grade!r} is not an integer", line) from None
-            grades = relevance.setdefault(query, {})
-            if candidate in grades:
-                repeated += 1
-            else:
-                candidates.setdefault(query, []).append(candidate)
-            grades[candidate] = grade_value
-        if not candidates:
+            judgements.add(query, candidate, grade, line)
+        if not judgements.candidates:
             raise InputError(path, "no qrel lines")
-        return Qrels(candidates, relevance, repeated)
+        return Qrels(judgements.candidates, judgements.grades, judgements.repeated, len(judgements.conflicts))
 
     def impressions(self, split: str) -> list[Impression]:
         """`recomm/{split}.csv`: one impression per row; the clicked id must be among those shown."""

@@ -1,7 +1,7 @@
 """`--tune`: pick an adapter's settings on the suite's validation split.
 
 Criterion: the mean main score (MAP) over the registered ranking tasks (co-view, co-read, cite, co-cite and any
-other task of the "ranking" family) whose `val.qrel` the suite has, computed by the real tasks through the
+other task that declares `paper_pairs`) whose `val.qrel` the suite has, computed by the real tasks through the
 scoring core `scidocs_eval.evaluation.runner.score_tasks(..., split="val")`: no bootstrap intervals, no
 fingerprints, no files, which `evaluate` adds on top and a grid would throw away. Classification is left out of
 the criterion: its linear-SVM grid costs far more than one embedding of the val papers, and the ranking tasks are
@@ -54,7 +54,7 @@ class ValScorer:
         if suite is None:
             raise ScidocsEvalError("--tune needs a suite with a val split to tune on")
         self.suite = suite
-        ranking = task_names("ranking")
+        ranking = task_names(paper_pairs=True)
         self.tasks = [task for task in ranking if suite.has(f"{task}/val.qrel")]
         if not self.tasks:
             raise ScidocsEvalError(f"--tune needs the val split of a ranking task ({', '.join(ranking)}/"
