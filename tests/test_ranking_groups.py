@@ -18,7 +18,7 @@ from scidocs_eval.evaluation.ranking_groups import (
     rank_results,
 )
 from scidocs_eval.evaluation.results import RunResult
-from scidocs_eval.evaluation.significance import ItemMetric, MeanItems, holm
+from scidocs_eval.evaluation.significance import ItemMetric, MacroF1Items, MeanItems, holm
 from scidocs_eval.evaluation.task import TaskResult
 
 AVERAGE = {"Avg": [("mag", "f1"), ("cite", "map"), ("cite", "ndcg"), ("cocite", "map")]}
@@ -120,6 +120,33 @@ def _exchangeable(rng: np.random.Generator, models: int, n: int) -> list[RunResu
                           mag_task(gold, predictions[:, j])]) for j in range(models)]
 
 
+def _rejects(test, resamples: int, seed: int, alpha: float) -> bool:
+    null = test.draw(np.random.default_rng(seed), resamples)
+    p_values = (1 + np.sum(np.abs(null) >= np.abs(test.observed) - 1e-9, axis=0)) / (1 + resamples)
+    return bool(min(holm(p_values)) < alpha)
+
+
+def test_shared_resampling_keeps_the_family_wise_error_rate_at_alpha() -> None:
+    """The tests themselves under the null (each item's values permuted over 6 models: 15 pairs), 300 seeds each
+    for the sign-flip and the swap test; a true rate of 0.05 exceeds the bound (mean + 2 sd) with < 3% chance."""
+    trials, alpha, models, n = 300, 0.05, 6, 30
+    ids = [str(i) for i in range(n)]
+    rejections = {"sign flip": 0, "swap": 0}
+    for trial in range(trials):
+        rng = np.random.default_rng(trial)
+        values = rng.permuted(np.tile(rng.beta(2, 3, (n, 1)), (1, models)) + rng.normal(0, 0.1, (n, 1))
+                              * rng.permuted(np.tile(np.arange(models), (n, 1)), axis=1), axis=1)
+        gold = rng.integers(0, 4, n)
+        predicted = np.where(rng.random((n, models)) < 0.6, gold[:, None], rng.integers(0, 4, (n, models)))
+        rejections["sign flip"] += _rejects(joint_test([MeanItems(ids, values[:, j]) for j in range(models)]),
+                                            300, trial, alpha)
+        rejections["swap"] += _rejects(joint_test([MacroF1Items(ids, gold, predicted[:, j]) for j in range(models)]),
+                                       300, trial, alpha)
+    bound = trials * alpha + 2 * np.sqrt(trials * alpha * (1 - alpha))
+    assert all(count <= bound for count in rejections.values()), rejections
+
+
+@pytest.mark.slow
 def test_family_wise_error_rate_over_random_relabelings_is_at_most_alpha() -> None:
     """Under the null (relabelled models), the share of leaderboards with any significant pair stays at alpha:
     300 seeded leaderboards of 5 models; a true rate of 0.05 exceeds the bound (mean + 2 sd) with < 3% chance."""
