@@ -540,7 +540,9 @@ def rank_cohort(results: Sequence[RunResult], labels: Sequence[str], averages: M
         values = np.array([np.mean([r.tasks[t].metrics[c] for t, c in components]) for r in results])
         notes = [aligned[t].note for t in dict.fromkeys(t for t, _ in components) if aligned[t].note]
         test_names = sorted({tests[c].test for c in components})
-        rankings.append(_ranking(name, "mean of " + ", ".join(f"{t} {c}" for t, c in components), components,
+        metric = (f"mean of {len(components)} task metrics" if len(components) > 3 else
+                  "mean of " + ", ".join(f"{t} {c}" for t, c in components))
+        rankings.append(_ranking(name, metric, components,
                                  values, [None] * m, labels, average_hits[name], total, alpha,
                                  "stratified " + " / ".join(test_names) + " (items resampled within each task)",
                                  "; ".join(f"{t}: {aligned[t].items} {aligned[t].unit}"
