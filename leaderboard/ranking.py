@@ -139,6 +139,11 @@ def ranking_lines(ranking: Ranking, with_published: bool) -> list[Line]:
     return sorted(lines, key=lambda line: (-line.value, bool(line.published)))
 
 
+def _cell(text: str) -> str:
+    """A markdown table cell's text: a '|' in a model's name would end the cell."""
+    return text.replace("|", "\\|")
+
+
 def _p(value: float | None) -> str:
     return "—" if value is None else ("<0.0001" if value < 1e-4 else f"{value:.4f}")
 
@@ -164,7 +169,7 @@ def render_markdown(board: Leaderboard) -> str:
                       f"{ranking.items}.", "", "| # | Model | Score | 95% CI | Group |", "|---|---|---|---|---|"]
             for line in ranking_lines(ranking, bool(published)):
                 ci = f"[{line.ci[0]:.2f}, {line.ci[1]:.2f}]" if line.ci else "—"
-                block.append(f"| {line.position or '—'} | {line.label} | {line.value:.2f} | {ci} | "
+                block.append(f"| {line.position or '—'} | {_cell(line.label)} | {line.value:.2f} | {ci} | "
                              f"{line.letters or '—'} |")
             notes = list(ranking.notes) + sorted({f"{row.label} ({row.source}): {row.note}" for row in published
                                                   if row.note})
@@ -182,7 +187,7 @@ def render_markdown(board: Leaderboard) -> str:
                       f"Nemenyi post-hoc, critical difference {mean_ranks.critical_difference:.3f}."
                       if mean_ranks.friedman_statistic is not None else mean_ranks.note, "",
                       "| Model | Mean rank | Group |", "|---|---|---|"]
-            block += [f"| {label} | {rank:.2f} | {letters} |"
+            block += [f"| {_cell(label)} | {rank:.2f} | {letters} |"
                       for label, rank, letters in zip(mean_ranks.labels, mean_ranks.mean_rank, mean_ranks.letters)]
             if mean_ranks.note and mean_ranks.friedman_statistic is not None:
                 block += ["", f"- {mean_ranks.note}."]

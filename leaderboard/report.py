@@ -241,7 +241,7 @@ def write_report(runs: Sequence[LoadedRun], out: str | os.PathLike[str], *, incl
 
 LEADERBOARD_COMMAND = "scidocs-eval leaderboard"
 """The command named in a leaderboard page's folder manifest; `leaderboard --html` replaces only folders it wrote."""
-_CHART_LEFT, _CHART_RIGHT = 10.0, 280.0
+_CHART_LEFT, _CHART_RIGHT = 8.0, 200.0
 
 
 def _chart_lines(lines: Sequence[Line]) -> tuple[list[dict[str, Any]], float, float]:
@@ -283,7 +283,7 @@ def render_leaderboard_page(board: Leaderboard, title: str) -> str:
             if any(row.source == PAPER_SOURCE for row in published):
                 notes.append(PAPER_NOTE)
             rankings.append({"name": ranking.name, "metric": ranking.metric, "test": ranking.test,
-                             "items": ranking.items, "pairs": len(ranking.p_values), "lines": lines, "low": low,
+                             "tested_on": ranking.items, "pairs": len(ranking.p_values), "lines": lines, "low": low,
                              "high": high, "notes": notes})
         mean_ranks = cohort.mean_ranks
         test = "" if mean_ranks is None else (

@@ -18,7 +18,7 @@ from scidocs_eval.evaluation.ranking_groups import (
     rank_results,
 )
 from scidocs_eval.evaluation.results import RunResult
-from scidocs_eval.evaluation.significance import ItemMetric, MacroF1Items, MeanItems, holm
+from scidocs_eval.evaluation.significance import ItemMetric, MacroF1Items, MeanItems, confidence_intervals, holm
 from scidocs_eval.evaluation.task import TaskResult
 
 AVERAGE = {"Avg": [("mag", "f1"), ("cite", "map"), ("cite", "ndcg"), ("cocite", "map")]}
@@ -39,6 +39,8 @@ def mag_task(gold: np.ndarray, predicted: np.ndarray) -> TaskResult:
 
 
 def run(name: str, tasks: list[TaskResult], **settings_: object) -> RunResult:
+    for task in tasks:
+        task.ci = confidence_intervals(task.items, list(task.metrics), resamples=200)
     return RunResult(name, {t.task: t for t in tasks}, settings={"split": "test", **settings_},
                      fingerprints={"data": {"cite/test.qrel": "aa", "mag/test.csv": "bb"}})
 
