@@ -19,6 +19,7 @@ from pathlib import Path
 
 import orjson
 
+from scidocs_eval.data.build import REPORT_FILE
 from scidocs_eval.errors import InputError, ScidocsEvalError
 from scidocs_eval.evaluation.ranking_groups import Cohort, Component, Leaderboard, Ranking, rank_results
 from scidocs_eval.evaluation.task import TASKS
@@ -109,7 +110,11 @@ def published_rows(ranking: Ranking) -> list[PublishedRow]:
 
 
 def shows_published(cohort: Cohort) -> str | None:
-    """None when published rows go beside this cohort, else why not."""
+    """None when published rows go beside this cohort, else why not (the synthetic demo suite, another split, a
+    suite `data build` made from another corpus: its folder holds the build report)."""
+    built = [folder for folder in cohort.suites if (Path(folder) / REPORT_FILE).is_file()]
+    if built:
+        return f"published rows not shown: these results scored a suite built from another corpus ({built[0]})"
     if cohort.synthetic:
         return "published rows not shown: these results scored the synthetic demo suite"
     if cohort.split != "test":

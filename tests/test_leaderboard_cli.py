@@ -97,3 +97,16 @@ def test_an_output_that_is_an_input_or_a_file_of_the_user_is_refused(results_fol
     assert main(["leaderboard", str(results_folder), "--json", str(results_folder / "same.results.json"),
                  "--quiet"]) != 0
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_published_rows_are_not_shown_beside_a_suite_built_from_another_corpus(results_folder: Path,
+                                                                               tmp_path: Path) -> None:
+    built = tmp_path / "cora-suite"
+    built.mkdir()
+    (built / "build_report.json").write_text("{}", encoding="utf-8")
+    files, _ = expand_results([str(results_folder)])
+    results = [RunResult.load(f) for f in files]
+    for result in results:
+        result.settings["data"] = str(built)
+    text = render_markdown(rank_results(results, [r.model for r in results], resamples=200, progress=False))
+    assert "(published)" not in text and f"built from another corpus ({built})" in text

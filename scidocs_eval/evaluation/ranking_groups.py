@@ -356,6 +356,8 @@ class Cohort:
     mean_ranks: MeanRanks | None
     reason: str = ""
     """why these results are not ranked with the first cohort ("" for the first)."""
+    suites: list[str] = field(default_factory=list)
+    """the suite folders the results name (`settings["data"]`), each once."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"models": self.labels, "split": self.split, "synthetic": self.synthetic, "set_apart": self.reason,
@@ -530,8 +532,9 @@ def rank_cohort(results: Sequence[RunResult], labels: Sequence[str], averages: M
     tasks = [t for t in results[0].tasks if all(t in r.tasks for r in results)]
     split = str(results[0].settings.get("split", "test"))
     synthetic = any(r.synthetic for r in results)
+    suites = list(dict.fromkeys(str(r.settings.get("data", "")) for r in results if r.settings.get("data")))
     if m < 2:
-        return Cohort(list(labels), split, synthetic, [], None, reason)
+        return Cohort(list(labels), split, synthetic, [], None, reason, suites)
     averages = {name: list(components) for name, components in averages.items()
                 if all(t in tasks and all(c in r.tasks[t].metrics for r in results) for t, c in components)}
     wanted: dict[str, list[str]] = {t: [TASKS[t].spec.main_score] if t in TASKS else [] for t in tasks}
@@ -592,7 +595,7 @@ def rank_cohort(results: Sequence[RunResult], labels: Sequence[str], averages: M
     main_scores = [t for t in tasks if t in TASKS]
     scores = np.array([[r.tasks[t].metrics[TASKS[t].spec.main_score] for r in results] for t in main_scores])
     return Cohort(list(labels), split, synthetic, rankings,
-                  _mean_ranks(labels, scores.reshape(len(main_scores), m), main_scores, alpha), reason)
+                  _mean_ranks(labels, scores.reshape(len(main_scores), m), main_scores, alpha), reason, suites)
 
 
 def rank_results(results: Sequence[RunResult], labels: Sequence[str],
