@@ -242,3 +242,18 @@ def test_holm_is_what_the_ranking_applies(three_models) -> None:
     ranking = rank_results(results, labels, resamples=300, progress=False).cohorts[0].rankings[0]
     raw = np.array(list(ranking.p_values.values()))
     assert list(ranking.p_holm.values()) == pytest.approx(holm(raw).tolist())
+
+
+def test_recommendation_joint_test_agrees_with_compare_s_two_level_bootstrap() -> None:
+    from scidocs_eval.evaluation.significance import PropensityItems
+
+    rng = np.random.default_rng(2)
+    ids, weights = [str(i) for i in range(300)], rng.uniform(1, 3, 300)
+    base = rng.uniform(0.3, 1, (3, 300))
+    estimators = [PropensityItems(ids, weights, np.clip(base + shift + rng.normal(0, 0.05, base.shape), 0, 1))
+                  for shift in (0.0, 0.01, 0.08)]
+    test = joint_test(estimators)
+    assert test.test == "paired bootstrap test"
+    null = test.draw(np.random.default_rng(0), 5000)
+    joint = (1 + np.sum(np.abs(null) >= np.abs(test.observed) - 1e-9, axis=0)) / 5001
+    assert joint[:2] == pytest.approx([estimators[0].paired_p_value(estimators[j], 5000) for j in (1, 2)], abs=0.03)

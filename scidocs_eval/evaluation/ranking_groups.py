@@ -314,11 +314,12 @@ class Ranking:
     test: str
     items: str
     """how many items of which unit the pairs were tested on (per task, for an average)."""
+    resamples: int
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "metric": self.metric, "components": [list(c) for c in self.components],
-                "test": self.test, "items": self.items, "notes": self.notes,
+                "test": self.test, "items": self.items, "resamples": self.resamples, "notes": self.notes,
                 "entries": [{"label": e.label, "value": e.value, "ci": list(e.ci) if e.ci else None,
                              "group": e.letters, "position": e.position} for e in self.entries],
                 "p_values": self.p_values, "p_holm": self.p_holm}
@@ -484,7 +485,7 @@ def _ranking(name: str, metric: str, components: list[Component], values: np.nda
                for position, i in enumerate(order)]
     key = [f"{labels[i]} | {labels[j]}" for i, j in zip(first, second)]
     return Ranking(name, metric, components, entries, dict(zip(key, map(float, p_values))),
-                   dict(zip(key, map(float, adjusted))), test, items, notes)
+                   dict(zip(key, map(float, adjusted))), test, items, resamples, notes)
 
 
 def _mean_ranks(labels: Sequence[str], scores: np.ndarray, tasks: list[str], alpha: float) -> MeanRanks:
