@@ -222,6 +222,10 @@ def build_leaderboard(sources: Sequence[str], resamples: int | None = None, seed
     if not files:
         raise ScidocsEvalError("no results files given")
     runs = load_runs(files)
+    labels = [run.label for run in runs]
+    for run in runs:  # files of the same name and model in two folders: the path tells them apart
+        if labels.count(run.label) > 1:
+            run.label = f"{run.result.model} ({run.path})"
     board = rank_results([run.result for run in runs], [run.label for run in runs], averages(), resamples, seed,
                          alpha, progress)
     return board, runs, warnings

@@ -110,3 +110,16 @@ def test_published_rows_are_not_shown_beside_a_suite_built_from_another_corpus(r
         result.settings["data"] = str(built)
     text = render_markdown(rank_results(results, [r.model for r in results], resamples=200, progress=False))
     assert "(published)" not in text and f"built from another corpus ({built})" in text
+
+
+def test_files_of_the_same_name_in_two_folders_are_told_apart_by_their_paths(results_folder: Path,
+                                                                             tmp_path: Path) -> None:
+    from scidocs_eval.leaderboard.ranking import build_leaderboard
+
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    (copy / "same.results.json").write_bytes((results_folder / "same.results.json").read_bytes())
+    board, runs, _ = build_leaderboard([str(results_folder), str(copy)], resamples=200, progress=False)
+    labels = sorted(run.label for run in runs if run.result.model == "same")
+    assert labels == sorted(f"same ({folder / 'same.results.json'})" for folder in (results_folder, copy))
+    assert len(board.cohorts[0].labels) == 4
