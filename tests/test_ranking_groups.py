@@ -186,6 +186,17 @@ def test_letter_display_is_valid_on_random_inputs(significant: np.ndarray, rando
     assert all(letters) and letters[order[0]].startswith("a")
 
 
+def test_letter_display_of_many_letters_keeps_one_character_per_letter() -> None:
+    """60 models, each different from every other but its neighbour: 59 letters, past the alphabet."""
+    m = 60
+    significant = ~np.eye(m, dtype=bool)
+    for i in range(m - 1):
+        significant[i, i + 1] = significant[i + 1, i] = False
+    letters = letter_display(significant)
+    check_letters(letters, significant)
+    assert len(set("".join(letters))) == m - 1 and "α" in "".join(letters) and all(len(x) <= 2 for x in letters)
+
+
 def test_letter_display_of_a_chain() -> None:
     """a ~ b ~ c but a ≠ c: the textbook overlapping display."""
     significant = _symmetric(3, [False, True, False])

@@ -104,11 +104,18 @@ def _absorbed(columns: list[int]) -> list[int]:
     return [c for c in unique if not any(c != other and c & other == c for other in unique)]
 
 
+_GREEK = "αβγδεζηθικλμνξοπρστυφχψω"
+
+
 def _letter(index: int) -> str:
-    """a..z, then A..Z, then aa, ab, ..."""
-    alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-    return alphabet[index] if index < len(alphabet) else _letter(index // len(alphabet) - 1) + _letter(
-        index % len(alphabet))
+    """One character per letter, so that a model's letters read one by one: a..z, A..Z, α..ω, then CJK
+    ideographs (a display needs that many only for odd patterns of significance)."""
+    latin = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    if index < len(latin):
+        return latin[index]
+    if index < len(latin) + len(_GREEK):
+        return _GREEK[index - len(latin)]
+    return chr(0x4E00 + index - len(latin) - len(_GREEK))
 
 
 def check_letters(letters: Sequence[str], significant: np.ndarray) -> None:
