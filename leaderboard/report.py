@@ -25,10 +25,19 @@ from typing import Any
 import orjson
 
 from scidocs_eval.errors import InputError, ScidocsEvalError
+from scidocs_eval.evaluation.ranking_groups import Leaderboard
 from scidocs_eval.extras import require
 from scidocs_eval.formats.safe_output import owned_folder
 from scidocs_eval.leaderboard import scirepeval_table
 from scidocs_eval.leaderboard.figures import draw_results, save_figure
+from scidocs_eval.leaderboard.ranking import (
+    PAPER_NOTE,
+    PAPER_SOURCE,
+    Line,
+    published_rows,
+    ranking_lines,
+    shows_published,
+)
 from scidocs_eval.leaderboard.runs import LoadedRun
 from scidocs_eval.leaderboard.table1 import COLUMNS, Table1Row, our_row, paper_table1_rows, table1_row
 
@@ -227,4 +236,79 @@ def write_report(runs: Sequence[LoadedRun], out: str | os.PathLike[str], *, incl
         copied = _copy_figures(figures, site)
         (site / PAGE).write_text(render_page(build_rows(runs, include_paper), CHART if chart else None, copied,
                                              title, build_scirepeval_rows(runs, include_paper)), encoding="utf-8")
+    return Path(out) / PAGE
+
+
+LEADERBOARD_COMMAND = "scidocs-eval leaderboard"
+"""The command named in a leaderboard page's folder manifest; `leaderboard --html` replaces only folders it wrote."""
+_CHART_LEFT, _CHART_RIGHT = 8.0, 200.0
+
+
+def _chart_lines(lines: Sequence[Line]) -> tuple[list[dict[str, Any]], float, float]:
+    """Each line of a ranking with its chart coordinates (score and interval on one scale per ranking)."""
+    ends = [v for line in lines for v in (line.value, *(line.ci or ()))]
+    low, high = min(ends), max(ends)
+    span = (high - low) or 1.0
+
+    def x(value: float) -> float:
+        return round(_CHART_LEFT + (value - low) / span * (_CHART_RIGHT - _CHART_LEFT), 1)
+
+    out = [{"label": line.label, "value": line.value, "position": line.position, "letters": line.letters,
+            "ci": line.ci, "published": line.published, "order": order, "x": x(line.value),
+            "x_low": x(line.ci[0]) if line.ci else None, "x_high": x(line.ci[1]) if line.ci else None}
+           for order, line in enumerate(lines, 1)]
+    return out, low, high
+
+
+def render_leaderboard_page(board: Leaderboard, title: str) -> str:
+    """The leaderboard page (`leaderboard --html`): per cohort its rankings (sortable tables, each row's score
+    and interval drawn on one scale with its group letters), published rows marked, the mean ranks; autoescaped,
+    its script allowed by hash only."""
+    jinja2 = require("jinja2", "the leaderboard page")
+    folder = resources.files("scidocs_eval.leaderboard").joinpath("templates")
+    template_text = folder.joinpath("leaderboard.html.j2").read_text(encoding="utf-8")
+    script = folder.joinpath("leaderboard.js").read_text(encoding="utf-8")
+    environment = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True,
+                                     lstrip_blocks=True)
+    environment.filters["num"] = _format
+    cohorts = []
+    for cohort in board.cohorts:
+        not_published = shows_published(cohort)
+        rankings = []
+        for ranking in cohort.rankings:
+            published = [] if not_published else published_rows(ranking)
+            lines, low, high = _chart_lines(ranking_lines(ranking, bool(published)))
+            notes = list(ranking.notes) + sorted({f"{row.label} ({row.source}): {row.note}" for row in published
+                                                  if row.note})
+            if any(row.source == PAPER_SOURCE for row in published):
+                notes.append(PAPER_NOTE)
+            rankings.append({"name": ranking.name, "metric": ranking.metric, "test": ranking.test,
+                             "tested_on": ranking.items, "pairs": len(ranking.p_values), "lines": lines, "low": low,
+                             "high": high, "notes": notes})
+        mean_ranks = cohort.mean_ranks
+        test = "" if mean_ranks is None else (
+            f"Friedman χ² = {mean_ranks.friedman_statistic:.3f}, p = {mean_ranks.friedman_p:.4g}; Nemenyi post-hoc, "
+            f"critical difference {mean_ranks.critical_difference:.3f}. {mean_ranks.note}"
+            if mean_ranks.friedman_statistic is not None else mean_ranks.note)
+        cohorts.append({"split": cohort.split, "synthetic": cohort.synthetic, "reason": cohort.reason,
+                        "labels": cohort.labels, "rankings": rankings, "not_published": not_published,
+                        "mean_ranks": mean_ranks, "mean_ranks_test": test,
+                        "mean_rank_rows": list(zip(mean_ranks.labels, mean_ranks.mean_rank, mean_ranks.letters))
+                        if mean_ranks else []})
+    script_hash = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
+    legend = (f"models that share a letter are not significantly different (paired tests on the items both "
+              f"scored, Holm over the pairs, alpha {board.alpha}); published rows (squares) have no letter.")
+    return environment.from_string(template_text).render(
+        title=title, cohorts=cohorts, alpha=board.alpha, legend=legend, script=script, script_hash=script_hash,
+        generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
+
+
+def write_leaderboard_page(board: Leaderboard, runs: Sequence[LoadedRun], out: str | os.PathLike[str],
+                           title: str = "SciDocs leaderboard with significance groups") -> Path:
+    """Write `out/index.html` (see `render_leaderboard_page`); a folder holding files the command did not write is
+    refused (`owned_folder`)."""
+    if not runs:
+        raise ScidocsEvalError("no results files given")
+    with owned_folder(out, LEADERBOARD_COMMAND, replaces=(LEADERBOARD_COMMAND,), option="--html") as site:
+        (site / PAGE).write_text(render_leaderboard_page(board, title), encoding="utf-8")
     return Path(out) / PAGE

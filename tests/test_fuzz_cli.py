@@ -140,7 +140,7 @@ def _plausible(action: argparse.Action, command: str) -> str | None:
         return str(action.default)
     if command in ("baseline", "embed") and action.dest in ("name", "adapter"):
         return "random"
-    if action.dest == "results" and command == "compare":
+    if action.dest == "results" and command in ("compare", "leaderboard"):
         return "results.json"
     return PLAUSIBLE.get(action.dest)
 

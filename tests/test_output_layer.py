@@ -137,6 +137,7 @@ RECIPES: dict[str, Callable[[World], list[str]]] = {
     "audit": lambda w: ["audit", "--train", str(w.specter_data), "--data", str(w.suite),
                         "--tasks", "cite"],
     "compare": lambda w: ["compare", *map(str, w.results), "--resamples", "1000"],
+    "leaderboard": lambda w: ["leaderboard", *map(str, w.results), "--resamples", "200"],
     "plot": lambda w: ["plot", "--embeddings", str(w.embeddings), "--data", str(w.suite), *FIGURE2],
     "plot figure2": lambda w: ["plot", "figure2", "--embeddings", str(w.embeddings), "--data", str(w.suite), *FIGURE2],
     "plot results": lambda w: ["plot", "results", *map(str, w.results)],

@@ -110,6 +110,23 @@ def check_comparable(a: RunResult, label_a: str, b: RunResult, label_b: str) -> 
                                f"{shown}{more} differ")
 
 
+def checked_estimators(task: str, result: RunResult, label: str, metrics: list[str]) -> dict[str, ItemMetric]:
+    """metric -> the estimator of `result`'s `task` from its per-item results; an error naming `label` when the
+    file has no per-item results or a recomputed metric differs from the printed one."""
+    items = result.tasks[task].items
+    if not items:
+        raise ScidocsEvalError(f"{label}: task {task} has no per-item results (written by an older "
+                               "scidocs-eval); run the evaluation again to compare it")
+    per_metric = task_metrics(items, metrics)
+    for metric, estimator in per_metric.items():
+        printed = result.tasks[task].metrics[metric]
+        if estimator.value() != printed:
+            raise ScidocsEvalError(f"{label}: task {task}: {metric} recomputed from the per-item results is "
+                                   f"{estimator.value():.2f}, but the file says {printed:.2f}; the file is "
+                                   "inconsistent (edited?)")
+    return per_metric
+
+
 def aligned_metrics(task: str, a: RunResult, label_a: str, b: RunResult, label_b: str,
                     notes: list[str] | None = None) -> dict[str, tuple[ItemMetric, ItemMetric]]:
     """metric -> (A's estimator, B's estimator), both over the items both results scored, in A's order, for the
@@ -120,20 +137,8 @@ def aligned_metrics(task: str, a: RunResult, label_a: str, b: RunResult, label_b
     fewer than MIN_SHARED of either side's items are shared.
     """
     metrics = [m for m in a.tasks[task].metrics if m in b.tasks[task].metrics]
-    estimators = []
-    for label, result in ((label_a, a), (label_b, b)):
-        items = result.tasks[task].items
-        if not items:
-            raise ScidocsEvalError(f"{label}: task {task} has no per-item results (written by an older "
-                                   "scidocs-eval); run the evaluation again to compare it")
-        per_metric = task_metrics(items, metrics)
-        for metric, estimator in per_metric.items():
-            printed = result.tasks[task].metrics[metric]
-            if estimator.value() != printed:
-                raise ScidocsEvalError(f"{label}: task {task}: {metric} recomputed from the per-item results is "
-                                       f"{estimator.value():.2f}, but the file says {printed:.2f}; the file is "
-                                       "inconsistent (edited?)")
-        estimators.append((items["unit"], per_metric))
+    estimators = [(result.tasks[task].items.get("unit"), checked_estimators(task, result, label, metrics))
+                  for label, result in ((label_a, a), (label_b, b))]
     (unit_a, mine), (unit_b, theirs) = estimators
     if unit_a != unit_b:
         raise ScidocsEvalError(f"cannot compare task {task}: {label_a} has per-{unit_a} results, {label_b} "
