@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from scidocs_eval.cli.hints import hint, print_next
 from scidocs_eval.cli.options import COMMANDS, CommandGroup, add_hidden_alias, add_output, count_type, seed_type
 from scidocs_eval.data.download import DEFAULT_PREFIX, ENDPOINT_ENV
 from scidocs_eval.errors import ScidocsEvalError
@@ -27,8 +28,9 @@ def _download_hub(benchmark: str, dest: Path) -> int:
         folder = fetch_hub_dataset(spec.dataset["path"], spec.dataset["revision"], spec.dataset.get("split", "test"),
                                    dest / name, reranking=spec.family == "reranking")
         print(f"{spec.dataset['path']}@{spec.dataset['revision'][:10]} -> {folder}")
-    print(f"score it: scidocs-eval run --data {dest} --benchmark {benchmark} --embeddings queries=Q --embeddings "
-          "corpus=C")
+    print(f"score embeddings of it: scidocs-eval run --data {dest} --benchmark {benchmark} --embeddings "
+          "queries=FILE --embeddings corpus=FILE")
+    print_next(hint("baseline", "random", "--data", dest, "--benchmark", benchmark, gives="a first score of it"))
     return 0
 
 
@@ -70,6 +72,7 @@ def _build(args: argparse.Namespace) -> int:
     report = build_suite(args.papers, args.citations, args.out, seed=args.seed, label_task=args.label_task,
                          queries_per_split=args.queries_per_split, test_after=args.test_after)
     print(report.format())
+    print_next(hint("baseline", "random", "--data", args.out, gives="a first score of it"))
     return 0
 
 
@@ -90,7 +93,9 @@ def _build_full_corpus(args: argparse.Namespace) -> int:
                                "suite first with `data build --papers ... --citations ... --out-dir SUITE`")
     report = build_full_corpus(resolve_suite(args.data), args.out, task_names("ranking"))
     print(report.format())
-    print(f"score it: scidocs-eval run --data {args.out} --benchmark full-corpus --embeddings FILE")
+    print(f"score embeddings of it: scidocs-eval run --data {args.out} --benchmark full-corpus --embeddings FILE")
+    print_next(hint("baseline", "random", "--data", args.out, "--benchmark", "full-corpus",
+                    gives="a first score of it"))
     return 0
 
 

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from importlib import metadata
 from typing import NoReturn
 
+from scidocs_eval.cli.hints import hint, print_next
 from scidocs_eval.cli.options import COMMANDS, output_actions
 from scidocs_eval.cli.quiet import quiet_mode
 from scidocs_eval.errors import ScidocsEvalError, describe_error
@@ -64,7 +65,8 @@ def _list_commands(parser: argparse.ArgumentParser) -> int:
     width = max(map(len, helps))
     for name, text in helps.items():
         print(f"  {name:<{width}}  {text}")
-    print("\nscidocs-eval COMMAND --help says more; start with `scidocs-eval baseline random --data demo`.")
+    print("\nscidocs-eval COMMAND --help says more.")
+    print_next(hint("baseline", "random", "--data", "demo", gives="a first run, on the synthetic demo suite"))
     return 0
 
 
