@@ -80,6 +80,18 @@ def leaf_parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParse
                                                                for leaf in leaf_parsers(child)]
 
 
+def _printed_by_its_library(record: logging.LogRecord) -> bool:
+    """False for a record whose library logger has a handler of its own (transformers', huggingface_hub's), which
+    prints it already: each warning once, not twice."""
+    name = record.name
+    while name:
+        logger = logging.Logger.manager.loggerDict.get(name)
+        if isinstance(logger, logging.Logger) and logger.handlers:
+            return False
+        name = name.rpartition(".")[0]
+    return True
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; every error of the user's input or files is one line on stderr and exit status 2."""
     try:
@@ -89,6 +101,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _list_commands(parser)
         logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                             format="%(levelname)s %(message)s")
+        for handler in logging.getLogger().handlers:
+            handler.addFilter(_printed_by_its_library)
         with quiet_mode(args.quiet), output_session(overwrite=getattr(args, "overwrite", False)):
             return int(args.func(args) or 0)
     except (ScidocsEvalError, OSError) as error:
