@@ -19,6 +19,7 @@ from scidocs_eval.cli.options import (
     embeddings_read_options,
     parse_params,
     seed_type,
+    task_list,
 )
 from scidocs_eval.data.demo import DemoConfig, build_demo_suite
 from scidocs_eval.errors import ScidocsEvalError
@@ -70,10 +71,6 @@ def _task_params(pairs: list[str]) -> dict[str, dict[str, object]]:
             raise ScidocsEvalError(f"--task-param wants TASK.KEY=VALUE with a known task, got {pair!r}")
         params.setdefault(task, {}).update(parse_params([rest]))
     return params
-
-
-def _tasks(text: str | None) -> list[str] | None:
-    return [t.strip() for t in text.split(",") if t.strip()] if text else None
 
 
 VALUES_NOTE = "Values are ×100 (F1, MAP, nDCG and P@1 in percent, 2 decimals), as the paper prints them."
@@ -138,7 +135,7 @@ def _run(args: argparse.Namespace) -> int:
         inputs = list(embeddings.values()) if isinstance(embeddings, dict) else [embeddings]
         claim_inputs_are_not_outputs(inputs, {"--out": output})
         claim_output(output, "--out")
-    result = evaluate(embeddings, args.data, tasks=_tasks(args.tasks), benchmark=args.benchmark, split=args.split,
+    result = evaluate(embeddings, args.data, tasks=task_list(args.tasks), benchmark=args.benchmark, split=args.split,
                       missing=args.missing, task_params=_task_params(args.task_param), model=args.name,
                       output=output, cache=not args.no_cache, dtype=args.dtype, progress=not args.quiet,
                       min_coverage=args.min_coverage, read_options=embeddings_read_options(args),
@@ -191,7 +188,7 @@ def _scidocs_tables(results: list[RunResult], paths: list[Path], args: argparse.
 def _baseline(args: argparse.Namespace) -> int:
     params = adapter_params(args, ("seed", "tune", "vectors", "citations", *MODEL_OPTIONS))
     result = run_baseline(args.name, args.data, out_dir=args.out_dir, params=params,
-                          train_corpus=args.train_corpus, tasks=_tasks(args.tasks), split=args.split,
+                          train_corpus=args.train_corpus, tasks=task_list(args.tasks), split=args.split,
                           task_params=_task_params(args.task_param), resume=args.resume, progress=not args.quiet,
                           embeddings_format=args.embeddings_format, min_coverage=args.min_coverage,
                           benchmark=args.benchmark)

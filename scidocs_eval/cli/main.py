@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import logging
 import sys
 from collections.abc import Sequence
@@ -24,6 +25,17 @@ class OneLineParser(argparse.ArgumentParser):
         command = self.prog.removeprefix("scidocs-eval").strip()
         where = f"{command}: " if command else ""
         self.exit(2, f"scidocs-eval: error: {where}{one_line(message)} (see `{self.prog} --help`)\n")
+
+    def _check_value(self, action: argparse.Action, value: object) -> None:
+        """A value outside an option's choices (an adapter, a command, a split) names the close ones, as an unknown
+        task name does."""
+        if action.choices is not None and value not in action.choices:
+            choices = [str(choice) for choice in action.choices]
+            close = difflib.get_close_matches(str(value), choices, n=3)
+            guess = f"; did you mean {' or '.join(close)}?" if close else ""
+            raise argparse.ArgumentError(action, f"invalid choice: {value!r}{guess} (choose from "
+                                         f"{', '.join(choices)})")
+        super()._check_value(action, value)
 
 
 def one_line(message: str) -> str:
