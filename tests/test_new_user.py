@@ -61,3 +61,21 @@ def test_no_tracked_file_is_ignored() -> None:
     listed = subprocess.run(["git", "ls-files", "--cached", "--ignored", "--exclude-standard"], cwd=REPO,
                             capture_output=True, text=True, check=True).stdout.split()
     assert listed == []
+
+
+def test_a_failure_on_a_missing_extra_or_command_reads_as_a_skip_with_the_reason(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rule of conftest's report hook: only what this environment lacks turns a failure into a skip."""
+    import conftest
+
+    monkeypatch.setattr(conftest, "_not_installed", lambda module: module in ("gensim", "moto"))
+    assert conftest.missing_requirement("E   ModuleNotFoundError: No module named 'gensim.models'") == \
+        "needs the [text] extra: gensim is not installed"
+    assert conftest.missing_requirement("No module named 'moto'") == "needs the [test] extra: moto is not installed"
+    assert conftest.missing_requirement("scidocs-eval: error: sif needs gensim, which is not installed: pip install "
+                                        "'scidocs-eval[text]'") == "needs the [text] extra: gensim is not installed"
+    assert conftest.missing_requirement("No module named 'lightgbm'") is None  # installed here: a real failure
+    assert conftest.missing_requirement("No module named 'numpy'") is None  # the core: a real failure
+    monkeypatch.setattr(conftest.shutil, "which", lambda name: None)
+    assert conftest.missing_requirement("bash: line 1: scidocs-eval: command not found").startswith(
+        "needs the scidocs-eval command on PATH")
