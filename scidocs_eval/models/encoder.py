@@ -94,13 +94,13 @@ def model_source(model: str, what: str = "transformers checkpoint") -> str:
     resolved = resolve_model(model)
     if Path(resolved).is_dir() or not available("huggingface_hub"):
         return resolved
-    from huggingface_hub import constants, snapshot_download
-
+    hub = require("huggingface_hub", "loading a hub model")
+    constants = require("huggingface_hub.constants", "loading a hub model")
     offline = bool(constants.HF_HUB_OFFLINE) or _truthy("HF_HUB_OFFLINE") or _truthy("TRANSFORMERS_OFFLINE")
     if not offline and _hub_reachable(os.environ.get("HF_ENDPOINT") or constants.ENDPOINT):
         return resolved
     try:
-        return str(snapshot_download(resolved, local_files_only=True))
+        return str(hub.snapshot_download(resolved, local_files_only=True))
     except Exception:  # huggingface_hub's "not in the cache" errors (their classes differ between versions)
         why = "HF_HUB_OFFLINE is set" if offline else "the hub cannot be reached"
         raise ScidocsEvalError(
