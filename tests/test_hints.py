@@ -13,6 +13,7 @@ import pytest
 
 from scidocs_eval.cli.hints import PREFIX
 from scidocs_eval.cli.main import main
+from scidocs_eval.extras import available
 from scidocs_eval.formats.suite import Suite
 from tests.builders import build_retrieval_dataset
 
@@ -66,6 +67,10 @@ def test_every_hint_of_a_session_runs(demo_suite: Suite, tmp_path: Path, monkeyp
     table = capsys.readouterr().out
     assert "| Model | scidocs-rr map_at_1000 |" in table and "| random (ours) |" in table
     assert "MAG F1" not in table  # no row of dashes
+    if available("jinja2") and available("matplotlib"):  # the report page: the [plot] extra
+        assert main(["report", "mteb-results/", "--out-dir", "mteb-report"]) == 0
+        page = (tmp_path / "mteb-report" / "index.html").read_text(encoding="utf-8")
+        assert '<table id="other-tasks">' in page and "scidocs-rr map_at_1000" in page
 
 
 @pytest.mark.slow
