@@ -199,7 +199,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     skip with that reason, not a failure or an error; every other failure stays one."""
     outcome = yield
     report = outcome.get_result()
-    if report.failed and call.excinfo is not None and (reason := missing_requirement(str(report.longrepr))):
+    printed = "".join(content for _, content in report.sections)  # a command's error line in captured stderr
+    if report.failed and call.excinfo is not None and (reason := missing_requirement(f"{report.longrepr}{printed}")):
         report.outcome = "skipped"
         report.longrepr = (str(item.path), item.location[1] or 0, f"Skipped: {reason}")
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from scidocs_eval.evaluation.results import RunResult, is_results_file
 from scidocs_eval.evaluation.task import TASKS
+from scidocs_eval.extras import available
 from scidocs_eval.formats.safe_output import MANIFEST, is_ours
 
 PREFIX = "Next: "
@@ -63,7 +64,7 @@ def free_folder(name: str) -> str:
 def results_hints(results_file: Path, result: RunResult) -> list[Hint]:
     """After a run or a baseline wrote `results_file`: its folder's table (SciRepEval's where the run scored
     SciRepEval's tasks), a comparison with the newest other results file of the folder over the same suite and a
-    task in common (none without one), and the report page."""
+    task in common (none without one), and the report page (where the [plot] extra is installed)."""
     folder = folder_argument(results_file.parent)
     scirepeval = any(name in TASKS and TASKS[name].spec.benchmark == "scirepeval" for name in result.tasks)
     table = hint("table", folder, *(("--benchmark", "scirepeval") if scirepeval else ()),
@@ -71,7 +72,8 @@ def results_hints(results_file: Path, result: RunResult) -> list[Hint]:
     hints = [table]
     if (other := _comparable(results_file, result)) is not None:
         hints.append(hint("compare", other, results_file, gives="is the difference more than noise?"))
-    hints.append(hint("report", results_file, "--out-dir", free_folder("report"), gives="an HTML page"))
+    if available("jinja2") and available("matplotlib"):  # the [plot] extra: no hint that would stop on it
+        hints.append(hint("report", results_file, "--out-dir", free_folder("report"), gives="an HTML page"))
     return hints
 
 
