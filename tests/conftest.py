@@ -193,14 +193,24 @@ def missing_requirement(text: str) -> str | None:
     return None
 
 
+_MISSING: dict[int, tuple[BaseException, str]] = {}
+"""id of a failure's exception -> (that exception, kept alive so the id is not reused; the missing requirement)."""
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
     """A test (or its fixture) that fails only because an extra or the installed command is missing here is a
     skip with that reason, not a failure or an error; every other failure stays one."""
     outcome = yield
     report = outcome.get_result()
+    if not report.failed or call.excinfo is None:
+        return
     printed = "".join(content for _, content in report.sections)  # a command's error line in captured stderr
-    if report.failed and call.excinfo is not None and (reason := missing_requirement(f"{report.longrepr}{printed}")):
+    error = call.excinfo.value  # a failed shared fixture raises the same error again in each test using it
+    known = _MISSING.get(id(error))
+    reason = known[1] if known and known[0] is error else missing_requirement(f"{report.longrepr}{printed}")
+    if reason:
+        _MISSING[id(error)] = (error, reason)
         report.outcome = "skipped"
         report.longrepr = (str(item.path), item.location[1] or 0, f"Skipped: {reason}")
 
