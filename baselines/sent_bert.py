@@ -12,7 +12,8 @@ import numpy as np
 
 from scidocs_eval.formats.suite import Paper
 from scidocs_eval.models.adapter import Adapter, register_adapter
-from scidocs_eval.models.sentence_models import load_sentence_transformer
+from scidocs_eval.models.encoder import model_source
+from scidocs_eval.models.sentence_models import WHAT, load_sentence_transformer
 from scidocs_eval.models.weights import checkpoint_identity
 from scidocs_eval.params import AT_LEAST_ONE
 
@@ -58,6 +59,9 @@ class SentBertAdapter(Adapter):
         self.device = device
         self.papers_per_batch = papers_per_batch
         self._model: Any = None
+
+    def check_params(self) -> None:
+        model_source(self.model, WHAT)  # a hub id out of reach fails here, before any output is written
 
     def row_detail(self) -> str:
         """The model's name: our checkpoint is never the paper's (which the paper does not name exactly)."""

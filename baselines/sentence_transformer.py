@@ -18,9 +18,10 @@ import numpy as np
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.formats.suite import Paper
 from scidocs_eval.models.adapter import Adapter, register_adapter
+from scidocs_eval.models.encoder import model_source
 from scidocs_eval.models.format_prompts import FORMAT_PROMPTS, FormatPrompts
 from scidocs_eval.models.model_object import EncoderAdapter
-from scidocs_eval.models.sentence_models import load_sentence_transformer
+from scidocs_eval.models.sentence_models import WHAT, load_sentence_transformer
 from scidocs_eval.models.weights import checkpoint_identity
 from scidocs_eval.params import AT_LEAST_ONE
 
@@ -69,6 +70,7 @@ class SentenceTransformerAdapter(FormatPrompts, Adapter):
     def check_params(self) -> None:
         if self.prompt is not None and self.prompt_name is not None:
             raise ScidocsEvalError("give --prompt or --prompt-name, not both")
+        model_source(self.model, WHAT)  # a hub id out of reach fails here, before any output is written
 
     def weights_identity(self) -> dict[str, str] | None:
         return checkpoint_identity(self.model)

@@ -23,6 +23,7 @@ import numpy as np
 import orjson
 
 from scidocs_eval.errors import InputError, ScidocsEvalError
+from scidocs_eval.evaluation.task import DEFAULT_BENCHMARK, TASKS, task_names
 from scidocs_eval.extras import require
 from scidocs_eval.formats.embeddings import EMPTY, MISSING, EmbeddingStore
 from scidocs_eval.formats.embeddings_tables import ReadOptions
@@ -253,6 +254,9 @@ def figure2(embeddings: Sequence[str | os.PathLike[str]], suite: Suite, task: st
     panel with a warning. `clusters` carries the t-SNE/DBSCAN settings; its seed defaults to `seed`.
     """
     require("matplotlib", NEEDED_BY)  # before minutes of t-SNE, not after
+    if TASKS[task].spec.family != "classification":  # an unknown name: the registry's did-you-mean
+        raise ScidocsEvalError(f"--task {task}: {task} is not a classification task; figure 2 shows the papers "
+                               f"and classes of one: {', '.join(task_names('classification', DEFAULT_BENCHMARK))}")
     if not embeddings:
         raise ScidocsEvalError("figure 2 needs at least one embeddings file")
     names = list(names) if names else [Path(e).stem for e in embeddings]

@@ -26,6 +26,7 @@ import orjson
 
 from scidocs_eval.errors import InputError, ScidocsEvalError
 from scidocs_eval.evaluation.ranking_groups import Leaderboard
+from scidocs_eval.evaluation.task import TASKS
 from scidocs_eval.extras import require
 from scidocs_eval.formats.safe_output import owned_folder
 from scidocs_eval.leaderboard import scirepeval_table
@@ -40,6 +41,7 @@ from scidocs_eval.leaderboard.ranking import (
 )
 from scidocs_eval.leaderboard.runs import LoadedRun
 from scidocs_eval.leaderboard.table1 import COLUMNS, Table1Row, our_row, paper_table1_rows, table1_row
+from scidocs_eval.leaderboard.task_table import other_tasks
 
 COMMAND = "scidocs-eval report"
 """The command named in the site folder's manifest; `report` replaces only folders it wrote."""
@@ -145,8 +147,10 @@ def _mark_best(rows: Sequence[Row], columns: Sequence[str] = (*COLUMNS, AVG)) ->
 
 
 def build_rows(runs: Sequence[LoadedRun], include_paper: bool = True) -> list[Row]:
-    """Our rows (in the given order), then the paper's; best values marked."""
-    rows = [_row(our_row(run.result, run.label), run) for run in runs]
+    """Our rows (in the given order; a run of tasks outside Table 1 alone is in `build_task_rows` instead, not a
+    row of dashes here), then the paper's; best values marked."""
+    rows = [_row(our_row(run.result, run.label), run) for run in runs
+            if table1_row(run.result) or not other_tasks(run.result)]
     rows += [_row(row) for row in paper_table1_rows()] if include_paper else []
     _mark_best(rows)
     return rows
@@ -162,6 +166,29 @@ def build_scirepeval_rows(runs: Sequence[LoadedRun], include_paper: bool = True)
                 {c: Cell(row.values[c]) for c in scirepeval_table.COLUMNS}, notes=row.notes, synthetic=row.synthetic)
             for row in ours + theirs]
     _mark_best(rows, list(scirepeval_table.COLUMNS))
+    return rows
+
+
+def task_columns(runs: Sequence[LoadedRun]) -> list[str]:
+    """The headers of the other tasks' table: each task outside Table 1 and SciRepEval's with its main score."""
+    tasks = dict.fromkeys(name for run in runs for name in other_tasks(run.result))
+    return [f"{name} {TASKS[name].spec.main_score}" for name in tasks]
+
+
+def build_task_rows(runs: Sequence[LoadedRun]) -> list[Row]:
+    """A row per run that scored a task outside Table 1 and SciRepEval's table: each such task's main score."""
+    headers = task_columns(runs)
+    rows = []
+    for run in runs:
+        if not other_tasks(run.result):
+            continue
+        cells = {}
+        for header in headers:
+            name, _, metric = header.rpartition(" ")
+            task_result = run.result.tasks.get(name)
+            cells[header] = Cell(task_result.metrics.get(metric) if task_result else None)
+        rows.append(Row(run.label, True, cells, synthetic=run.result.synthetic))
+    _mark_best(rows, headers)
     return rows
 
 
@@ -199,7 +226,7 @@ def _format(value: float | None) -> str:
 
 
 def render_page(rows: Sequence[Row], chart: str | None, figures: Sequence[str], title: str,
-                scirepeval_rows: Sequence[Row] = ()) -> str:
+                scirepeval_rows: Sequence[Row] = (), task_rows: Sequence[Row] = ()) -> str:
     """The page's HTML (autoescaped; every string from a results file is text); SciRepEval's table second when
     `scirepeval_rows` are given."""
     jinja2 = require("jinja2", "the report page")
@@ -214,7 +241,8 @@ def render_page(rows: Sequence[Row], chart: str | None, figures: Sequence[str], 
         absent=[COLUMNS[c] for c in COLUMNS if c not in filled], chart=chart, figures=figures, script=script,
         script_hash=script_hash, synthetic=any(row.synthetic for row in [*rows, *scirepeval_rows]),
         scirepeval_rows=scirepeval_rows, scirepeval_columns=list(scirepeval_table.COLUMNS),
-        scirepeval_definition=scirepeval_table.DEFINITION,
+        scirepeval_definition=scirepeval_table.DEFINITION, task_rows=task_rows,
+        task_columns=list(task_rows[0].cells) if task_rows else [],
         has_paper=any(not row.ours for row in rows), has_ci=any(cell.ci for row in rows
                                                                  for cell in row.cells.values()),
         generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
@@ -235,7 +263,8 @@ def write_report(runs: Sequence[LoadedRun], out: str | os.PathLike[str], *, incl
             save_figure(draw_results(runs), site / CHART)
         copied = _copy_figures(figures, site)
         (site / PAGE).write_text(render_page(build_rows(runs, include_paper), CHART if chart else None, copied,
-                                             title, build_scirepeval_rows(runs, include_paper)), encoding="utf-8")
+                                             title, build_scirepeval_rows(runs, include_paper),
+                                             build_task_rows(runs)), encoding="utf-8")
     return Path(out) / PAGE
 
 

@@ -11,6 +11,7 @@ its tasks' metrics; a row missing any of them gets "—" and a note naming them,
 from __future__ import annotations
 
 import csv
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -131,19 +132,21 @@ def published_rows() -> list[SciRepEvalRow]:
 
 
 def table_rows(results: Sequence[RunResult], names: Sequence[str] | None = None,
-               include_paper: bool = True) -> list[SciRepEvalRow]:
+               include_paper: bool = True,
+               sources: Sequence[str | os.PathLike[str]] | None = None) -> list[SciRepEvalRow]:
     """Our rows (the results holding a task of the table; labels as Table 1's), then the published ones."""
     names = list(names) if names is not None else [r.model for r in results]
     rows = [our_row(result, name, details) for name, result, details
-            in zip(names, results, distinguishing_details(results)) if has_scirepeval(result)]
+            in zip(names, results, distinguishing_details(results, sources)) if has_scirepeval(result)]
     return rows + (published_rows() if include_paper else [])
 
 
 def render_scirepeval_table(results: Sequence[RunResult], names: Sequence[str] | None = None,
-                            include_paper: bool = True) -> str:
+                            include_paper: bool = True,
+                            sources: Sequence[str | os.PathLike[str]] | None = None) -> str:
     """Markdown: our rows, then the published ones, then the notes (missing tasks, how the columns are made)."""
     names = list(names) if names is not None else [r.model for r in results]
-    rows = table_rows(results, names, include_paper)
+    rows = table_rows(results, names, include_paper, sources)
     if not any(row.ours for row in rows):
         raise ScidocsEvalError(f"none of the {len(results)} results file(s) holds a SciRepEval task of the table "
                                "(run them with --benchmark scirepeval)")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import math
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -137,16 +138,27 @@ def paper_table1_rows() -> list[Table1Row]:
     return [Table1Row(row.model, False, row.values, row.avg) for row in paper_rows()]
 
 
-def distinguishing_details(results: Sequence[RunResult]) -> list[list[str]]:
-    """For each result, what its label must add so that rows scored differently are told apart: the split
-    when not all results share it, the suite (its folder's name; its path when two folders share a name) when not
-    all share it."""
+def distinguishing_details(results: Sequence[RunResult],
+                           sources: Sequence[str | os.PathLike[str]] | None = None) -> list[list[str]]:
+    """For each result, what its label must add so that no two rows read alike: the split when it is not the
+    paper's (test) or not all results share it, the suite (its folder's name; its path when two folders share a
+    name) when not all share it; then, for rows that still share a model name and those details, the results
+    file's name (its path as given when the names are alike too), or the row's number without `sources`."""
     splits = [str(result.settings.get("split", "test")) for result in results]
     suites = [str(result.settings.get("data", "not recorded")) for result in results]
     names_unique = len({Path(folder).name for folder in set(suites)}) == len(set(suites))
     shown = [f"suite {Path(folder).name if names_unique else folder}" for folder in suites]
-    return [([f"{split} split"] if len(set(splits)) > 1 else []) + ([suite] if len(set(suites)) > 1 else [])
-            for split, suite in zip(splits, shown)]
+    details = [([f"{split} split"] if split != "test" or len(set(splits)) > 1 else [])
+               + ([suite] if len(set(suites)) > 1 else []) for split, suite in zip(splits, shown)]
+    keys = [(result.model, *detail) for result, detail in zip(results, details)]
+    twins = [keys.count(key) > 1 for key in keys]
+    if sources is None:
+        return [detail + ([f"run {index + 1}"] if twin else []) for index, (detail, twin)
+                in enumerate(zip(details, twins))]
+    file_names = [Path(source).name for source in sources]
+    twin_names = {name for name in file_names if file_names.count(name) > 1}
+    return [detail + ([str(source) if name in twin_names else name] if twin else [])
+            for detail, twin, source, name in zip(details, twins, sources, file_names)]
 
 
 def paper_row_name(result: RunResult) -> str | None:
@@ -158,20 +170,22 @@ def paper_row_name(result: RunResult) -> str | None:
 
 
 def render_table1(results: Sequence[RunResult], names: Sequence[str] | None = None,
-                  include_paper: bool | Literal["same-name"] = True, ci: bool = False) -> str:
+                  include_paper: bool | Literal["same-name"] = True, ci: bool = False,
+                  sources: Sequence[str | os.PathLike[str]] | None = None) -> str:
     """Markdown Table 1: our rows (named by `names` or each result's model) then the paper's (all of them, or
     with `include_paper="same-name"` only the rows of the same name as ours, see `paper_row_name`).
 
     Avg is the plain mean of the 12 columns; a row missing a column gets "—" for Avg and a note saying which
     columns are missing, never an average of fewer numbers. With `ci`, each value is followed by its 95%
-    bootstrap interval (in place of the recommendation's ± standard deviation over seeds).
+    bootstrap interval (in place of the recommendation's ± standard deviation over seeds). No two of our rows
+    share a label: `distinguishing_details` (with `sources`, the results files the rows were read from).
     """
     names = list(names) if names is not None else [r.model for r in results]
     header = "| Model | " + " | ".join(COLUMNS.values()) + " | Avg |"
     lines = [header, "|" + "---|" * (len(COLUMNS) + 2)]
     notes = []
     for row in (our_row(result, name, details)
-                for name, result, details in zip(names, results, distinguishing_details(results))):
+                for name, result, details in zip(names, results, distinguishing_details(results, sources))):
         if row.note:
             notes.append(f"{row.label}: {row.note}")
         stds = {} if ci else row.std

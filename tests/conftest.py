@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +23,11 @@ from scidocs_eval.models.text import analyzer
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("SCIDOCS_EVAL_SHARED_DATA", REPO.parent / "shared" / "data"))
 sys.path.insert(0, str(REPO / "tests"))  # test-only helpers (`import builders`)
+SHARED_DATA_MISSING = (f"real corpora not found at {SHARED_DATA}: the project's shared data folder (Cora, CiteSeer, "
+                       "the SPECTER and SciRepEval samples; ../shared/data/MANIFEST.md), which CI keeps beside the "
+                       "checkout and the repository does not hold; set SCIDOCS_EVAL_SHARED_DATA to a copy")
+TEST_ONLY_MODULES = {"hypothesis": "test", "moto": "test", "playwright": "test", "xdist": "test"}
+"""Modules only the tests import -> the extra that installs them (the package's own: scidocs_eval.extras)."""
 
 
 @pytest.fixture(autouse=True)
@@ -63,7 +70,7 @@ def tiny_suite(tmp_path_factory: pytest.TempPathFactory) -> Suite:
 def shared_data() -> Path:
     """../shared/data (real corpora); tests that need it skip with the reason when it is absent."""
     if not SHARED_DATA.is_dir():
-        pytest.skip(f"real corpora not found at {SHARED_DATA} (set SCIDOCS_EVAL_SHARED_DATA)")
+        pytest.skip(SHARED_DATA_MISSING)
     return SHARED_DATA
 
 
@@ -159,3 +166,60 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if gpu_tests and not _cuda_available():
         for item in gpu_tests:
             item.add_marker(pytest.mark.skip(reason="needs a CUDA GPU (torch.cuda.is_available() is False)"))
+
+
+def _not_installed(module: str) -> bool:
+    from scidocs_eval.extras import available
+
+    return not available(module)
+
+
+def missing_requirement(text: str) -> str | None:
+    """Why a failure (its report's text) is only something this environment lacks: an optional package that is not
+    installed (an extra), or the `scidocs-eval` command not on PATH; None for any other failure."""
+    from scidocs_eval.extras import EXTRA_OF
+
+    extras = {**EXTRA_OF, **TEST_ONLY_MODULES}
+    for module in (name.split(".")[0] for name in re.findall(r"No module named '([\w.]+)'", text)):
+        if module in extras and _not_installed(module):
+            return f"needs the [{extras[module]}] extra: {module} is not installed"
+    for module, extra in re.findall(r"needs ([\w.]+), which is not installed: pip install 'scidocs-eval\[([\w-]+)\]'",
+                                    text):
+        if _not_installed(module):
+            return f"needs the [{extra}] extra: {module} is not installed"
+    if re.search(r"scidocs-eval: (?:command )?not found|No such file or directory: 'scidocs-eval'", text) \
+            and shutil.which("scidocs-eval") is None:
+        return "needs the scidocs-eval command on PATH (pip install -e . in this environment)"
+    return None
+
+
+_MISSING: dict[int, tuple[BaseException, str]] = {}
+"""id of a failure's exception -> (that exception, kept alive so the id is not reused; the missing requirement)."""
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """A test (or its fixture) that fails only because an extra or the installed command is missing here is a
+    skip with that reason, not a failure or an error; every other failure stays one."""
+    outcome = yield
+    report = outcome.get_result()
+    if not report.failed or call.excinfo is None:
+        return
+    printed = "".join(content for _, content in report.sections)  # a command's error line in captured stderr
+    error = call.excinfo.value  # a failed shared fixture raises the same error again in each test using it
+    known = _MISSING.get(id(error))
+    reason = known[1] if known and known[0] is error else missing_requirement(f"{report.longrepr}{printed}")
+    if reason:
+        _MISSING[id(error)] = (error, reason)
+        report.outcome = "skipped"
+        report.longrepr = (str(item.path), item.location[1] or 0, f"Skipped: {reason}")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector) -> Iterator[None]:
+    """A test module that imports an optional package at its top is skipped with the reason where it is missing."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed and (reason := missing_requirement(str(report.longrepr))):
+        report.outcome = "skipped"
+        report.longrepr = (str(collector.path), 0, f"Skipped: {reason}")

@@ -108,6 +108,21 @@ def test_synopsis_options_exist() -> None:
     assert not problems, "\n".join(problems)
 
 
+def test_docs_use_no_hidden_spelling() -> None:
+    """An old spelling kept for scripts (`compare --json`, `run --output`: hidden from --help) is never what the
+    docs teach: every option of every `scidocs-eval ...` line of every block is one --help shows."""
+    problems = []
+    for page in PAGES:
+        for block in blocks_of(page):
+            for command in re.findall(r"scidocs-eval ((?:[^\n`|;&>]|\\\n)*)", block.code):
+                words = command.split()
+                hidden = {o for action in _parser_of(words)._actions if action.help == argparse.SUPPRESS
+                          for o in action.option_strings}
+                problems += [f"{block.where}: `scidocs-eval {' '.join(words[:2])}` uses the old spelling {flag}"
+                             for flag in re.findall(r"(?<![\w-])(--?[a-z][\w-]*)", command) if flag in hidden]
+    assert not problems, "\n".join(problems)
+
+
 def _matches(expected: str, printed: str) -> bool:
     """`printed` line by line against `expected`, where an `...` line stands for any lines (none included)."""
     pattern = "\n".join(".*?" if line.strip() == "..." else re.escape(line.rstrip())

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from scidocs_eval.cli.options import COMMANDS, CommandGroup, add_output, count_type, seed_type
+from scidocs_eval.cli.options import COMMANDS, CommandGroup, add_output, count_type, seed_type, task_list
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluation.contamination import (
     AUDIT_PARAMETERS,
@@ -34,13 +34,13 @@ def _audit(args: argparse.Namespace) -> int:
     from scidocs_eval.formats.safe_output import claim_inputs_are_not_outputs, claim_output
     from scidocs_eval.formats.training_data import read_training_data
 
+    tasks = task_list(args.tasks)  # before any reading
     if args.out:
         claim_inputs_are_not_outputs([*args.train, args.results, args.data], {"--out": args.out})
         claim_output(args.out, "--out")
     result = RunResult.load(args.results) if args.results else None
     suite = resolve_suite(args.data)
     training = read_training_data(args.train)
-    tasks = [t.strip() for t in args.tasks.split(",") if t.strip()] if args.tasks else None
     report = audit_suite(training, suite, tasks=tasks, benchmark=args.benchmark, split=args.split,
                          strengths=args.leaked_if, threshold=args.threshold, num_perm=args.num_perm, seed=args.seed,
                          examples=args.examples)
@@ -91,7 +91,7 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--results", help="a results file (run -o) to score over all, clean and leaked items")
     parser.add_argument("--resamples", type=count_type("--resamples"),
                         default=RESAMPLES, help="bootstrap resamples for --results (default: %(default)s)")
-    add_output(parser, "--out", kind="file", metavar="AUDIT.json",
+    add_output(parser, "-o", "--out", kind="file", metavar="AUDIT.json",
                help="write the audit (every leaked item and matched paper, with how it matched) here")
     parser.set_defaults(func=_audit)
 

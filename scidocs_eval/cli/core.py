@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import glob
 import sys
 from pathlib import Path
 
+from scidocs_eval.cli.hints import hint, print_next, results_hints
 from scidocs_eval.cli.options import (
     COMMANDS,
     MODEL_OPTIONS,
@@ -19,9 +19,10 @@ from scidocs_eval.cli.options import (
     embeddings_read_options,
     parse_params,
     seed_type,
+    task_list,
 )
 from scidocs_eval.data.demo import DemoConfig, build_demo_suite
-from scidocs_eval.errors import InputError, ScidocsEvalError
+from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.runner import evaluate
 from scidocs_eval.evaluation.task import (
@@ -34,8 +35,9 @@ from scidocs_eval.evaluation.task import (
     task_names,
 )
 from scidocs_eval.formats.safe_output import claim_inputs_are_not_outputs, claim_output, write_bytes_atomically
-from scidocs_eval.leaderboard import render_table1
+from scidocs_eval.leaderboard import render_table1, table1_row
 from scidocs_eval.leaderboard.run_table import format_run
+from scidocs_eval.leaderboard.runs import results_paths
 from scidocs_eval.models.adapter import adapter_names
 from scidocs_eval.models.baseline import EMBEDDINGS_FORMATS, run_baseline
 from scidocs_eval.params import FRACTION, argument_type
@@ -71,10 +73,6 @@ def _task_params(pairs: list[str]) -> dict[str, dict[str, object]]:
     return params
 
 
-def _tasks(text: str | None) -> list[str] | None:
-    return [t.strip() for t in text.split(",") if t.strip()] if text else None
-
-
 VALUES_NOTE = "Values are ×100 (F1, MAP, nDCG and P@1 in percent, 2 decimals), as the paper prints them."
 
 
@@ -96,9 +94,7 @@ def _print_result(result: RunResult, written: list[Path], ci: bool = False) -> i
     if written:
         print(f"Wrote {', '.join(_describe_file(path) for path in written if path.exists())}.")
     if results_file is not None:
-        print(f"Next: `scidocs-eval table {results_file.parent}/` (Table 1 beside every paper row), "
-              f"`scidocs-eval compare OTHER.results.json {results_file}`, "
-              f"`scidocs-eval report {results_file} --out-dir site/`.")
+        print_next(*results_hints(results_file, result))
     else:
         print("Results not kept: add `-o results.json` to write them (then `scidocs-eval table`, `compare`, "
               "`report` read them).")
@@ -144,7 +140,7 @@ def _run(args: argparse.Namespace) -> int:
         inputs = list(embeddings.values()) if isinstance(embeddings, dict) else [embeddings]
         claim_inputs_are_not_outputs([*inputs, args.exclude, args.ids, _data_folder(args.data)], {"--out": output})
         claim_output(output, "--out")
-    result = evaluate(embeddings, args.data, tasks=_tasks(args.tasks), benchmark=args.benchmark, split=args.split,
+    result = evaluate(embeddings, args.data, tasks=task_list(args.tasks), benchmark=args.benchmark, split=args.split,
                       missing=args.missing, task_params=_task_params(args.task_param), model=args.name,
                       output=output, cache=not args.no_cache, dtype=args.dtype, progress=not args.quiet,
                       min_coverage=args.min_coverage, read_options=embeddings_read_options(args),
@@ -155,24 +151,15 @@ def _run(args: argparse.Namespace) -> int:
 def _table(args: argparse.Namespace) -> int:
     from scidocs_eval.leaderboard.scirepeval_table import render_scirepeval_table
 
-    renderers = {DEFAULT_BENCHMARK: lambda results: render_table1(results, include_paper=not args.no_paper,
-                                                                  ci=args.ci),
-                 "scirepeval": lambda results: render_scirepeval_table(results, include_paper=not args.no_paper)}
+    renderers = {DEFAULT_BENCHMARK: lambda results: _scidocs_tables(results, paths, args),
+                 "scirepeval": lambda results: render_scirepeval_table(results, include_paper=not args.no_paper,
+                                                                       sources=paths)}
     BENCHMARKS.check([args.benchmark])
     if args.benchmark not in renderers:
         raise ScidocsEvalError(f"benchmark {args.benchmark!r} has no results table; tables: {', '.join(renderers)}")
     if args.ci and args.benchmark != DEFAULT_BENCHMARK:
         raise ScidocsEvalError(f"--ci: the {args.benchmark} table shows averages, it has no intervals")
-    paths: list[str] = []
-    for pattern in args.results or [f"{DEFAULT_RESULTS_DIR}/*.results.json"]:
-        found = sorted(glob.glob(str(Path(pattern) / "*.results.json"))) if Path(pattern).is_dir() else \
-            sorted(glob.glob(pattern))
-        if not found and not Path(pattern).exists():
-            raise InputError(pattern, f"no such results file or folder (`baseline` writes {DEFAULT_RESULTS_DIR}/ "
-                             "in the folder it runs in)")
-        paths += found or [pattern]
-    if not paths:
-        raise ScidocsEvalError("no results files given or found")
+    paths = results_paths(args.results or [DEFAULT_RESULTS_DIR])
     if args.output:
         claim_inputs_are_not_outputs(paths, {"--out": args.output})
         claim_output(args.output, "--out")
@@ -186,10 +173,27 @@ def _table(args: argparse.Namespace) -> int:
     return 0
 
 
+def _scidocs_tables(results: list[RunResult], paths: list[Path], args: argparse.Namespace) -> str:
+    """Table 1 for the runs that fill a column of it, then a table of the other tasks' main scores (MTEB's, ...)
+    for the runs that scored one: no run shown as a row of dashes."""
+    from scidocs_eval.leaderboard.task_table import other_tasks, render_task_table
+
+    in_table1 = [index for index, result in enumerate(results) if table1_row(result)]
+    if not any(other_tasks(result) for result in results):
+        in_table1 = list(range(len(results)))
+    tables = []
+    if in_table1:
+        tables.append(render_table1([results[i] for i in in_table1], include_paper=not args.no_paper, ci=args.ci,
+                                    sources=[paths[i] for i in in_table1]))
+    if any(other_tasks(result) for result in results):
+        tables.append(render_task_table(results, paths))
+    return "\n".join(tables)
+
+
 def _baseline(args: argparse.Namespace) -> int:
     params = adapter_params(args, ("seed", "tune", "vectors", "citations", *MODEL_OPTIONS))
     result = run_baseline(args.name, args.data, out_dir=args.out_dir, params=params,
-                          train_corpus=args.train_corpus, tasks=_tasks(args.tasks), split=args.split,
+                          train_corpus=args.train_corpus, tasks=task_list(args.tasks), split=args.split,
                           task_params=_task_params(args.task_param), resume=args.resume, progress=not args.quiet,
                           embeddings_format=args.embeddings_format, min_coverage=args.min_coverage,
                           benchmark=args.benchmark)
@@ -203,6 +207,7 @@ def _demo(args: argparse.Namespace) -> int:
     config = DemoConfig.scidocs(args.seed) if args.scale == "scidocs" else DemoConfig.small(args.seed)
     suite = build_demo_suite(args.dest, config, option="dest")
     print(f"synthetic demo suite ({args.scale}, seed {args.seed}) written to {suite.root}")
+    print_next(hint("baseline", "random", "--data", args.dest, gives="a first score of it"))
     return 0
 
 
@@ -258,8 +263,8 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
                                   description="Table 1 of the paper as markdown: a row per results file, then the "
                                   "paper's published rows; Avg only for rows with all 12 columns. With --benchmark "
                                   "scirepeval: SciRepEval's table (In-Train, Out-of-Train, SciDocs, Average) instead.")
-    table.add_argument("results", nargs="*", help=f"results files, globs or folders "
-                       f"(default: {DEFAULT_RESULTS_DIR}/*.results.json)")
+    table.add_argument("results", nargs="*", help="results files, globs or folders (a folder's results files are "
+                       f"told by content, whatever their names; default: {DEFAULT_RESULTS_DIR}/)")
     add_hidden_alias(table, table.add_argument("--no-paper-rows", dest="no_paper", action="store_true",
                                                help="leave out the paper's published rows"), "--no-paper")
     table.add_argument("--ci", action="store_true", help="show each value's 95%% bootstrap interval")

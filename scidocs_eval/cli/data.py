@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from scidocs_eval.cli.hints import hint, print_next
 from scidocs_eval.cli.options import COMMANDS, CommandGroup, add_hidden_alias, add_output, count_type, seed_type
 from scidocs_eval.data.download import DEFAULT_PREFIX, ENDPOINT_ENV
 from scidocs_eval.errors import ScidocsEvalError
@@ -28,8 +29,9 @@ def _download_hub(benchmark: str, dest: Path) -> int:
                                    dest / name,
                                    reranking=any("/top_ranked/" in f for f in get_task(name).required_files("test")))
         print(f"{spec.dataset['path']}@{spec.dataset['revision'][:10]} -> {folder}")
-    print(f"score it: scidocs-eval run --data {dest} --benchmark {benchmark} --embeddings queries=Q --embeddings "
-          "corpus=C")
+    print(f"score embeddings of it: scidocs-eval run --data {dest} --benchmark {benchmark} --embeddings "
+          "queries=FILE --embeddings corpus=FILE")
+    print_next(hint("baseline", "random", "--data", dest, "--benchmark", benchmark, gives="a first score of it"))
     return 0
 
 
@@ -71,6 +73,7 @@ def _build(args: argparse.Namespace) -> int:
     report = build_suite(args.papers, args.citations, args.out, seed=args.seed, label_task=args.label_task,
                          queries_per_split=args.queries_per_split, test_after=args.test_after)
     print(report.format())
+    print_next(hint("baseline", "random", "--data", args.out, gives="a first score of it"))
     return 0
 
 
@@ -91,7 +94,9 @@ def _build_full_corpus(args: argparse.Namespace) -> int:
                                "suite first with `data build --papers ... --citations ... --out-dir SUITE`")
     report = build_full_corpus(resolve_suite(args.data), args.out, task_names(paper_pairs=True))
     print(report.format())
-    print(f"score it: scidocs-eval run --data {args.out} --benchmark full-corpus --embeddings FILE")
+    print(f"score embeddings of it: scidocs-eval run --data {args.out} --benchmark full-corpus --embeddings FILE")
+    print_next(hint("baseline", "random", "--data", args.out, "--benchmark", "full-corpus",
+                    gives="a first score of it"))
     return 0
 
 

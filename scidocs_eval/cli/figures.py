@@ -61,11 +61,12 @@ def _figure2(args: argparse.Namespace) -> int:
 
 def _results_chart(args: argparse.Namespace) -> int:
     from scidocs_eval.leaderboard.figures import draw_results, save_figure
-    from scidocs_eval.leaderboard.runs import load_runs
+    from scidocs_eval.leaderboard.runs import load_runs, results_paths
 
-    _claim(args.results, {"--out": args.out})
-    out = save_figure(draw_results(load_runs(args.results)), args.out)
-    print(f"chart of {len(args.results)} results file(s) written to {out}")
+    paths = results_paths(args.results)
+    _claim([str(path) for path in paths], {"--out": args.out})
+    out = save_figure(draw_results(load_runs(paths)), args.out)
+    print(f"chart of {len(paths)} results file(s) written to {out}")
     return 0
 
 
@@ -81,10 +82,10 @@ def _training(args: argparse.Namespace) -> int:
 
 def _report(args: argparse.Namespace) -> int:
     from scidocs_eval.leaderboard.report import write_report
-    from scidocs_eval.leaderboard.runs import load_runs
+    from scidocs_eval.leaderboard.runs import load_runs, results_paths
 
-    page = write_report(load_runs(args.results), args.out, include_paper=args.paper_rows, figures=args.figures,
-                        title=args.title)
+    page = write_report(load_runs(results_paths(args.results)), args.out, include_paper=args.paper_rows,
+                        figures=args.figures, title=args.title)
     print(f"leaderboard written to {page} (open it in a browser: file://{page.resolve()})")
     return 0
 
@@ -132,7 +133,7 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     results = kinds.add_parser("results", help="grouped bars per task for several results files",
                                description="A bar per results file for each Table 1 column, with 95% intervals "
                                "where the files hold them.")
-    results.add_argument("results", nargs="+", help="results files (*.results.json)")
+    results.add_argument("results", nargs="+", help="results files or folders of them (any name: told by content)")
     training = kinds.add_parser("training", help="training and validation loss of a `train specter` run",
                                 description="Training and validation loss per epoch of a `train specter` run.")
     training.add_argument("run_dir", help="the --out-dir folder of `scidocs-eval train specter`")
@@ -144,7 +145,7 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
         "report", help="write a static HTML leaderboard (SITE/index.html) from results files",
         description="Table 1 with our rows and the paper's (sortable, best marked, provenance per row), the result "
                     "chart and Figure 2 images, in a folder that works offline from file://.")
-    report.add_argument("results", nargs="+", help="results files (*.results.json)")
+    report.add_argument("results", nargs="+", help="results files or folders of them (any name: told by content)")
     add_hidden_alias(report, add_output(report, "--out-dir", dest="out", kind="folder", required=True,
                                         help="site folder (new, empty, or a previous report's)"), "--out", "-o")
     report.add_argument("--paper-rows", action=argparse.BooleanOptionalAction, default=True,

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import logging
 import sys
 from collections.abc import Sequence
 from importlib import metadata
 from typing import NoReturn
 
+from scidocs_eval.cli.hints import hint, print_next
 from scidocs_eval.cli.options import COMMANDS, output_actions
 from scidocs_eval.cli.quiet import quiet_mode
 from scidocs_eval.errors import ScidocsEvalError, describe_error
@@ -23,6 +25,17 @@ class OneLineParser(argparse.ArgumentParser):
         command = self.prog.removeprefix("scidocs-eval").strip()
         where = f"{command}: " if command else ""
         self.exit(2, f"scidocs-eval: error: {where}{one_line(message)} (see `{self.prog} --help`)\n")
+
+    def _check_value(self, action: argparse.Action, value: object) -> None:
+        """A value outside an option's choices (an adapter, a command, a split) names the close ones, as an unknown
+        task name does."""
+        if action.choices is not None and value not in action.choices:
+            choices = [str(choice) for choice in action.choices]
+            close = difflib.get_close_matches(str(value), choices, n=3)
+            guess = f"; did you mean {' or '.join(close)}?" if close else ""
+            raise argparse.ArgumentError(action, f"invalid choice: {value!r}{guess} (choose from "
+                                         f"{', '.join(choices)})")
+        super()._check_value(action, value)
 
 
 def one_line(message: str) -> str:
@@ -64,7 +77,8 @@ def _list_commands(parser: argparse.ArgumentParser) -> int:
     width = max(map(len, helps))
     for name, text in helps.items():
         print(f"  {name:<{width}}  {text}")
-    print("\nscidocs-eval COMMAND --help says more; start with `scidocs-eval baseline random --data demo`.")
+    print("\nscidocs-eval COMMAND --help says more.")
+    print_next(hint("baseline", "random", "--data", "demo", gives="a first run, on the synthetic demo suite"))
     return 0
 
 
@@ -78,6 +92,18 @@ def leaf_parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParse
                                                                for leaf in leaf_parsers(child)]
 
 
+def _printed_by_its_library(record: logging.LogRecord) -> bool:
+    """False for a record whose library logger has a handler of its own (transformers', huggingface_hub's), which
+    prints it already: each warning once, not twice."""
+    name = record.name
+    while name:
+        logger = logging.Logger.manager.loggerDict.get(name)
+        if isinstance(logger, logging.Logger) and logger.handlers:
+            return False
+        name = name.rpartition(".")[0]
+    return True
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; every error of the user's input or files is one line on stderr and exit status 2."""
     try:
@@ -87,6 +113,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _list_commands(parser)
         logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                             format="%(levelname)s %(message)s")
+        for handler in logging.getLogger().handlers:
+            handler.addFilter(_printed_by_its_library)
         with quiet_mode(args.quiet), output_session(overwrite=getattr(args, "overwrite", False)):
             return int(args.func(args) or 0)
     except (ScidocsEvalError, OSError) as error:

@@ -170,3 +170,15 @@ def add_hidden_alias(parser: argparse.ArgumentParser, action: argparse.Action, *
     if kind := getattr(action, "output_kind", None):
         alias.output_kind = kind  # type: ignore[attr-defined]
     return alias
+
+
+def task_list(text: str | None, option: str = "--tasks") -> list[str] | None:
+    """The task names of a comma-separated option; None when the option was not given (every task). A given
+    option naming no task (`--tasks ""`, `--tasks ,`) is an error, never "every task"."""
+    if text is None:
+        return None
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    if not names:
+        raise ScidocsEvalError(f"{option} {text!r} names no task; give task names separated by commas, or leave "
+                               f"{option} out for every task of the benchmark")
+    return names

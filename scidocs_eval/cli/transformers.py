@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from scidocs_eval.cli.hints import hint, print_next
 from scidocs_eval.cli.options import (
     COMMANDS,
     CommandGroup,
@@ -44,7 +45,9 @@ def _train_specter(args: argparse.Namespace) -> int:
     if history.step_seconds:
         print(f"{history.step_triplets} triplets trained at {history.step_triplets / history.step_seconds:.2f} "
               "triplets/s")
-    print(f"model written to {args.out} (use: scidocs-eval baseline specter --model {args.out})")
+    print(f"model written to {args.out}")
+    print_next(hint("baseline", "specter", "--model", args.out, "--data", "demo",
+                    gives="score it on the demo suite; --data SUITE for yours"))
     return 0
 
 

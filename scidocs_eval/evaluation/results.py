@@ -158,6 +158,28 @@ class ModelInfo:
         return None
 
 
+def _scored_tasks(path: str | os.PathLike[str]) -> list[str]:
+    """The tasks of the results file at `path`; [] when there is none (or it is not a results file)."""
+    if not is_results_file(path):
+        return []
+    return list(orjson.loads(Path(path).read_bytes())["tasks"])
+
+
+def is_results_file(path: str | os.PathLike[str]) -> bool:
+    """Whether the file at `path` is a scidocs-eval results file, told by its content (any name): a JSON object
+    of the results format. Files over 64 MB (embeddings, not results) are not read."""
+    path = Path(path)
+    try:
+        if not path.is_file() or path.stat().st_size > 64 << 20:
+            return False
+        with open(path, "rb") as handle:
+            if handle.read(1).strip() not in (b"{", b""):
+                return False
+        return _results_file_problem(orjson.loads(path.read_bytes())) is None
+    except (OSError, orjson.JSONDecodeError, KeyError, TypeError):
+        return False
+
+
 @dataclass
 class RunResult:
     """Everything one evaluation produced. `tasks` maps task name to its TaskResult (each with its own
@@ -187,8 +209,16 @@ class RunResult:
         return {**data, **{name: value for name, value in unknown.items() if name != "tasks"}}
 
     def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write the results file at `path`. Replacing a results file that held tasks this run lacks says so in
+        one warning naming them (no result goes without a word; docs/errors_and_files.md)."""
         options = orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY
-        return write_bytes_atomically(path, orjson.dumps(self.to_dict(), default=str, option=options))
+        dropped = [name for name in _scored_tasks(path) if name not in self.tasks]
+        written = write_bytes_atomically(path, orjson.dumps(self.to_dict(), default=str, option=options))
+        if dropped:
+            log.warning("%s replaced: the results it held for task(s) %s are gone (this run scored %s); to keep "
+                        "both, write to another file (-o, --out-dir) or score every task you want in one run",
+                        path, ", ".join(dropped), ", ".join(self.tasks) or "no task")
+        return written
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunResult:

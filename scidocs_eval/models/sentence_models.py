@@ -6,7 +6,9 @@ from typing import Any
 
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.extras import require
-from scidocs_eval.models.encoder import choose_device, resolve_model
+from scidocs_eval.models.encoder import choose_device, model_source
+
+WHAT = "sentence-transformers model"
 
 
 def load_sentence_transformer(model: str, device: str | None = None, max_length: int | None = None) -> Any:
@@ -14,9 +16,9 @@ def load_sentence_transformer(model: str, device: str | None = None, max_length:
     SentenceTransformer = require("sentence_transformers", "the sentence-transformer adapter").SentenceTransformer
 
     try:
-        loaded = SentenceTransformer(resolve_model(model), device=choose_device(device))
+        loaded = SentenceTransformer(model_source(model, WHAT), device=choose_device(device))
     except (OSError, ValueError) as error:
-        raise ScidocsEvalError(f"cannot load sentence-transformers model {model!r}: {error}") from None
+        raise ScidocsEvalError(f"cannot load {WHAT} {model!r}: {' '.join(str(error).split())}") from None
     if max_length:
         loaded.max_seq_length = max_length
     return loaded

@@ -11,7 +11,7 @@ import numpy as np
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.formats.suite import Paper
 from scidocs_eval.models.adapter import Adapter
-from scidocs_eval.models.encoder import POOLINGS, PRECISIONS, TransformerEncoder
+from scidocs_eval.models.encoder import POOLINGS, PRECISIONS, TransformerEncoder, model_source
 from scidocs_eval.models.format_prompts import FORMAT_PROMPTS, FormatPrompts
 from scidocs_eval.models.weights import checkpoint_identity
 from scidocs_eval.params import AT_LEAST_ONE, Options
@@ -60,6 +60,7 @@ class TransformerAdapter(FormatPrompts, Adapter):
     def check_params(self) -> None:
         if self.checkpoint is None:
             raise ScidocsEvalError(f"baseline {self.name!r} needs --model (a checkpoint folder or hub id)")
+        model_source(self.checkpoint)  # a hub id out of reach fails here, before any output is written
 
     @property
     def checkpoint(self) -> str | None:
