@@ -308,7 +308,7 @@ def test_an_id_two_files_of_one_format_give_different_texts_is_embedded_once_fro
         suite = Suite(data)
         adapter = EncoderAdapter(lambda texts: None, format_prompts={"proximity": "P: "})
         plan = plan_embedding(suite, tasks, embedding_needs(suite, tasks), lambda group: adapter)
-    (proximity,) = [job.papers for job in plan.jobs if job.view == "proximity"]
+    (proximity,) = [job.papers for job in plan.jobs if job.role.input_format == "proximity"]
     chosen = [p for p in proximity if p.paper_id == shared]
     assert len(chosen) == 1 and chosen[0].title == "another text"  # relish's file comes first
     assert "1 paper id(s) have a different text in two metadata files" in caplog.text and shared in caplog.text
