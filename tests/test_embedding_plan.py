@@ -156,3 +156,34 @@ def test_cache_command_reports_prunes_and_clears(demo_suite: Suite, capsys: pyte
     model = CountingModel()
     evaluate_model(model, demo_suite, tasks=["mesh"], fingerprint="a", progress=False)
     assert model.seen  # nothing left to reuse
+
+
+def test_baseline_runs_several_benchmarks_with_one_plan_and_its_rerun_reads_the_cache(
+        shared_suite: Suite, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from scidocs_eval.baselines.random_vectors import RandomAdapter
+
+    embedded: list[str] = []
+    transform = RandomAdapter.transform
+
+    def counting(self: RandomAdapter, papers: list) -> np.ndarray:
+        embedded.extend(paper.paper_id for paper in papers)
+        return transform(self, papers)
+
+    monkeypatch.setattr(RandomAdapter, "transform", counting)
+    options = ["--data", str(shared_suite.root), "--benchmark", "scidocs,mteb-scidocs",
+               "--tasks", "cite,scidocs-retrieval", "--quiet"]
+    assert main(["baseline", "random", *options, "--out-dir", str(tmp_path / "one")]) == 0
+    assert embedded and max(Counter(embedded).values()) == 1  # random reads ids: each (id, text) once
+    first = len(embedded)
+    assert main(["baseline", "random", *options, "--out-dir", str(tmp_path / "two")]) == 0
+    assert len(embedded) == first  # the second run took every vector from the cache
+    assert main(["baseline", "random", *options, "--out-dir", str(tmp_path / "three"), "--no-cache"]) == 0
+    assert len(embedded) == 2 * first
+    one, two = (orjson.loads((tmp_path / run / "random.results.json").read_bytes()) for run in ("one", "two"))
+    assert one["tasks"]["cite"]["metrics"] == two["tasks"]["cite"]["metrics"]
+    assert one["settings"]["benchmarks"] == ["scidocs", "mteb-scidocs"]
+    for run in ("one", "two"):  # the files are the same bytes, from the model or from the cache
+        assert {path.name for path in (tmp_path / run).glob("*.jsonl")} == {
+            "random.jsonl", "random-corpus.jsonl", "random-queries.jsonl"}
+    for name in ("random.jsonl", "random-corpus.jsonl", "random-queries.jsonl"):
+        assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes()
