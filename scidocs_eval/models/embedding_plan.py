@@ -48,6 +48,8 @@ class Job:
     papers: list[Paper] = field(default_factory=list)
     keys: list[bytes] = field(default_factory=list)
     index: dict[bytes, int] = field(default_factory=dict)
+    corpus: list[Paper] = field(default_factory=list)
+    """a transductive adapter's papers embedded together (the fit corpus, those without text too)."""
 
     def row(self, paper: Paper) -> int:
         """The row of `paper`'s input, added if new; `NO_TEXT` for a paper without text."""
@@ -124,8 +126,10 @@ def plan_embedding(suite: Suite, names: Sequence[str], needs: Mapping[str, Group
             papers = suite.papers(tuple(f for f in metadata_files(suite, names) if f in files), text_fields(names)) \
                 if files else []
         texts[key] = {paper.paper_id: paper for paper in papers}
-        for paper in papers if job.adapter.transductive else ():
-            job.row(paper)
+        if job.adapter.transductive:
+            job.corpus = papers
+            for paper in papers:
+                job.row(paper)
     groups: dict[str, GroupRows] = {}
     order = list(jobs)
     for group, need in needs.items():
@@ -198,8 +202,10 @@ def group_stores(plan: EmbeddingPlan, vectors: Sequence[np.ndarray],
 
 
 def file_papers(plan: EmbeddingPlan, file_key: str | None) -> list[Paper]:
-    """The papers of the file `file_key`, each id once (its first group's), in input order."""
-    seen: dict[str, Paper] = {}
+    """The papers of the file `file_key`, each id once (its first group's), in input order; a transductive
+    adapter's file starts with every paper it embeds together, so a resumed run embeds them together too."""
+    job = plan.jobs[plan.groups[plan.files[file_key][0]].job]
+    seen: dict[str, Paper] = {paper.paper_id: paper for paper in job.corpus}
     for group in plan.files[file_key]:
         for paper in plan.groups[group].papers:
             seen.setdefault(paper.paper_id, paper)
