@@ -26,12 +26,17 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
                     "and the exact text, so a second run of the same model embeds nothing. Kept under "
                     "$SCIDOCS_EVAL_CACHE/vectors (default: the per-user cache folder).")
     actions = cache.add_subparsers(dest="cache_action", required=True, metavar="ACTION")
-    actions.add_parser("info", help="where the cache is, how many vectors and bytes it holds")
-    prune = actions.add_parser("prune", help="remove what no run has used for a while")
+    actions.add_parser("info", help="where the cache is, how many vectors and bytes it holds",
+                       description="Print the cache's folder, how many vectors of how many model/role pairs it "
+                                   "holds, its size and when a run last used it.")
+    prune = actions.add_parser("prune", help="remove what no run has used for a while",
+                               description="Remove the segments no run has read or written for --older-than "
+                                           "days (a run that reads a segment marks it used).")
     prune.add_argument("--older-than", type=argument_type([Interval(float, 0, None)], "--older-than", float),
                        required=True, metavar="DAYS",
                        help="remove the segments no run has read or written for this many days")
-    actions.add_parser("clear", help="remove every cached vector")
+    actions.add_parser("clear", help="remove every cached vector",
+                       description="Remove every cached vector; the next run of each model embeds everything again.")
     cache.set_defaults(func=_cache)
 
 
