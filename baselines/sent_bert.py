@@ -47,6 +47,8 @@ class SentBertAdapter(Adapter):
     """
 
     name = "sent-bert"
+    reads_ids = False
+    weights_outside_params = True
     paper_row = "Sent-BERT"
     parameter_constraints = {"model": [str], "max_length": [AT_LEAST_ONE, None], "batch_size": [AT_LEAST_ONE],
                              "device": [str, None], "papers_per_batch": [AT_LEAST_ONE]}

@@ -47,6 +47,8 @@ class SentenceTransformerAdapter(FormatPrompts, Adapter):
     """
 
     name = "sentence-transformer"
+    reads_ids = False
+    weights_outside_params = True
     parameter_constraints = {"model": [str], "prompt": [str, None], "prompt_name": [str, None],
                              "format_prompts": [FORMAT_PROMPTS, None], "normalize": [bool],
                              "max_length": [AT_LEAST_ONE, None], "batch_size": [AT_LEAST_ONE],

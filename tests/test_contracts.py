@@ -159,7 +159,7 @@ def test_the_package_imports_and_registers_without_torch_gensim_or_transformers(
 
 
 def test_command_groups_are_registered() -> None:
-    assert COMMANDS.names() == ["audit", "compare", "convert", "core", "data", "export", "figures",
+    assert COMMANDS.names() == ["audit", "cache", "compare", "convert", "core", "data", "export", "figures",
                                 "transformers"]
 
 
@@ -238,3 +238,20 @@ def test_a_renamed_adapter_parameter_keeps_its_old_spelling_with_a_warning(caplo
         adapter = get_adapter("sif", model="skipgram")
     assert adapter.get_params()["architecture"] == "skipgram" and "model" not in adapter.get_params()
     assert "parameter 'model' is deprecated, it is now 'architecture'" in caplog.text
+
+
+@pytest.mark.parametrize("name", sorted(OFFLINE_ADAPTERS))
+def test_an_adapter_that_does_not_read_ids_gives_equal_texts_equal_vectors(name: str, demo_suite: Suite) -> None:
+    """What lets the embedding plan share one vector between papers of equal text (`Adapter.reads_ids`): an adapter
+    that says it reads no ids must give two ids of one text the same vector; one that reads ids keys by them."""
+    if name == "sent-bert":
+        pytest.importorskip("transformers")
+    papers = [p for p in demo_suite.papers() if p.has_text][:300]
+    adapter = get_adapter(name, **OFFLINE_ADAPTERS[name]).fit(papers, None)
+    twin = Paper("twin-of-" + papers[0].paper_id, papers[0].title, papers[0].abstract)
+    if adapter.reads_ids or adapter.transductive:
+        assert adapter.input_key(twin) != adapter.input_key(papers[0])
+        return
+    assert adapter.input_key(twin) == adapter.input_key(papers[0])
+    vectors = adapter.transform([papers[0], twin, papers[1]])
+    np.testing.assert_array_equal(vectors[0], vectors[1])

@@ -16,15 +16,16 @@ import pytest
 from scidocs_eval.cli.main import main
 from scidocs_eval.data.scirepeval import write_embeddings_jsonl, write_synthetic_scirepeval
 from scidocs_eval.errors import ScidocsEvalError
-from scidocs_eval.evaluation.papers import papers_by_format, papers_by_group, papers_by_role
+from scidocs_eval.evaluation.papers import embedding_needs
 from scidocs_eval.evaluation.runner import evaluate
 from scidocs_eval.evaluation.task import TASKS, TaskSpec, group_input_formats, register_task
 from scidocs_eval.formats.corpus import paper_text
 from scidocs_eval.formats.provenance import read_settings
 from scidocs_eval.formats.scirepeval import meta_file, read_meta
 from scidocs_eval.formats.suite import Paper, Suite, paper_of_record
+from scidocs_eval.models.embedding_plan import plan_embedding
 from scidocs_eval.models.encoder import TransformerEncoder
-from scidocs_eval.models.model_object import evaluate_model
+from scidocs_eval.models.model_object import EncoderAdapter, evaluate_model
 
 pytest.importorskip("transformers")
 
@@ -207,13 +208,20 @@ def test_a_model_reads_the_texts_scirepeval_gives_it(scirepeval_copy: tuple[Path
         theirs = {bid: text for texts, ids in search.batches() for text, bid in zip(texts, ids)}
         flat = eval_datasets.SimpleDataset(str(data / meta_file("drsm")), "[SEP]")
         theirs_flat = {bid: text for texts, ids in flat.batches() for text, bid in zip(texts, ids)}
-    candidates = papers_by_group(suite, [SEARCH])["scirepeval-search"]
-    queries, _ = papers_by_role(suite, [SEARCH])["scirepeval-search-queries"]
+    candidates = _group_papers(suite, [SEARCH], "scirepeval-search")
+    queries = _group_papers(suite, [SEARCH], "scirepeval-search-queries")
     ours = {**{(p.paper_id, "c"): paper_text(p, " [SEP] ") for p in candidates},
             **{(p.paper_id, "q"): paper_text(p, " [SEP] ") for p in queries}}
     assert ours == theirs
-    assert {p.paper_id: paper_text(p, " [SEP] ") for p in papers_by_group(suite, [DRSM])["scirepeval-drsm"]} == \
+    assert {p.paper_id: paper_text(p, " [SEP] ") for p in _group_papers(suite, [DRSM], "scirepeval-drsm")} == \
         theirs_flat
+
+
+def _group_papers(suite: Suite, tasks: list[str], group: str) -> list[Paper]:
+    """The papers the plan embeds for `group` (`embedding_needs`: its own texts, or its metadata file's)."""
+    need = embedding_needs(suite, tasks)[group]
+    return list(need.papers) or [p for p in suite.papers((need.metadata_file,), {need.metadata_file: TASKS[
+        tasks[0]].spec.text_fields}) if need.ids is None or p.paper_id in need.ids]
 
 
 class LengthModel:
@@ -249,7 +257,7 @@ def test_a_model_object_gets_its_format_prompts_and_saves_every_vector(scirepeva
     # without format prompts, the papers and the queries (embedded apart) are both saved, and rescore the same
     saved = tmp_path / "saved.jsonl"
     plain = evaluate_model(LengthModel(), data, tasks=[SEARCH], save_embeddings=saved, cache=False, progress=False)
-    queries = tmp_path / "saved.scirepeval-search-queries.jsonl"
+    queries = tmp_path / "saved-scirepeval-search-queries.jsonl"
     assert set(_embeddings(queries)) == set(read_meta(data / meta_file("search")).queries)
     rescored = evaluate({"scirepeval-search": saved, "scirepeval-search-queries": queries}, data, tasks=[SEARCH],
                         cache=False, progress=False)
@@ -298,7 +306,9 @@ def test_an_id_two_files_of_one_format_give_different_texts_is_embedded_once_fro
     tasks = ["scirepeval-relish", "scirepeval-scidocs-cite"]
     with caplog.at_level("WARNING", logger="scidocs_eval"):
         suite = Suite(data)
-        proximity = papers_by_format(suite, papers_by_group(suite, tasks), tasks)["proximity"]
+        adapter = EncoderAdapter(lambda texts: None, format_prompts={"proximity": "P: "})
+        plan = plan_embedding(suite, tasks, embedding_needs(suite, tasks), lambda group: adapter)
+    (proximity,) = [job.papers for job in plan.jobs if job.role.input_format == "proximity"]
     chosen = [p for p in proximity if p.paper_id == shared]
     assert len(chosen) == 1 and chosen[0].title == "another text"  # relish's file comes first
     assert "1 paper id(s) have a different text in two metadata files" in caplog.text and shared in caplog.text

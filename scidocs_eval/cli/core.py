@@ -196,7 +196,7 @@ def _baseline(args: argparse.Namespace) -> int:
                           train_corpus=args.train_corpus, tasks=task_list(args.tasks), split=args.split,
                           task_params=_task_params(args.task_param), resume=args.resume, progress=not args.quiet,
                           embeddings_format=args.embeddings_format, min_coverage=args.min_coverage,
-                          benchmark=args.benchmark)
+                          benchmark=args.benchmark.split(",") if args.benchmark else None, cache=not args.no_cache)
     if result is None:  # the torchrun processes but rank 0
         return 0
     written = dict.fromkeys(Path(source["path"]) for source in result.fingerprints["embeddings"].values())
@@ -291,6 +291,9 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     baseline.add_argument("--citations", help="citation edges (TSV citing<TAB>cited) for sgc")
     add_model_options(baseline)
     baseline.add_argument("--resume", action="store_true", help="keep papers already in NAME.jsonl")
+    baseline.add_argument("--no-cache", action="store_true", help="do not read or add to the embedding cache "
+                          "across runs (`scidocs-eval cache info`); --benchmark may name several, comma-separated, "
+                          "embedded with one plan")
     baseline.add_argument("--embeddings-format", choices=EMBEDDINGS_FORMATS, default="jsonl",
                           help="write the embeddings as NAME.jsonl (the official format) or NAME.parquet "
                           "(default: %(default)s)")

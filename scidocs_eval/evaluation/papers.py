@@ -1,31 +1,25 @@
-"""Which papers a run needs, read from the task specs: what a model fits on and what it embeds.
+"""Which papers a run needs, read from the task declarations: what a model fits on and what it embeds.
 
 A fitted adapter learns from every paper of the metadata files the chosen tasks read (`fit_papers`), as the
 paper's baselines did; a model embeds only the papers the chosen tasks score for the split (`papers_to_embed`):
 classification its train split and the scored split, ranking the scored split's queries and candidates,
 recommendation the queries and shown papers of the impressions it trains and scores on. Each task says so with
 `Task.paper_ids`; a task that does not gets every paper of its metadata file. A task whose queries or documents
-are texts of its own (retrieval, the queries of a search: `Task.role_papers`) has them embedded apart, one file
-per group (`papers_by_role`). Each group is embedded in its role (`group_role`): what for (its input format) and,
-for a retrieval side, MTEB's prompt type and task.
+are texts of its own (retrieval, the queries of a search: `Task.role_papers`) gives them as a group of their own.
+Each group is embedded in its role (`group_role`): what for (its input format) and, for a retrieval side, MTEB's
+prompt type and task. `embedding_needs` is the one reading of all that, what `models/embedding_plan.py` plans
+from.
 
 `tasks` is None for the default benchmark's tasks (`selected_tasks`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from scidocs_eval.errors import ScidocsEvalError
-from scidocs_eval.evaluation.task import (
-    INPUT_FORMATS,
-    TASKS,
-    get_task,
-    group_input_formats,
-    metadata_file_of_group,
-    selected_tasks,
-)
+from scidocs_eval.evaluation.task import INPUT_FORMATS, TASKS, get_task, group_input_formats, selected_tasks
 from scidocs_eval.formats.suite import METADATA_FILES, Paper, Suite
 
 
@@ -54,13 +48,32 @@ def fit_papers(suite: Suite, tasks: Sequence[str] | None = None, benchmark: str 
     return suite.papers(metadata_files(suite, tasks, benchmark), text_fields(tasks, benchmark))
 
 
-def papers_by_group(suite: Suite, tasks: Sequence[str] | None = None, split: str = "test",
-                    benchmark: str | None = None) -> dict[str, list[Paper]]:
-    """{embeddings group: the papers its runnable tasks read for `split`}, each in metadata-file order (tasks with
-    texts of their own: see `papers_by_role`)."""
+@dataclass(frozen=True)
+class GroupNeed:
+    """What one embeddings group of a run needs embedded, read from its tasks' declarations.
+
+    Attributes:
+        role: what the group is embedded for (`EmbeddingRole`).
+        metadata_file: the metadata file whose papers the group covers; "" for texts of the tasks' own.
+        ids: the ids its tasks read for the split (None: every paper of `metadata_file`).
+        papers: the texts of the tasks' own (`Task.role_papers`), for a group with no metadata file.
+    """
+
+    role: EmbeddingRole
+    metadata_file: str = ""
+    ids: frozenset[str] | None = None
+    papers: tuple[Paper, ...] = ()
+
+
+def embedding_needs(suite: Suite, tasks: Sequence[str], split: str = "test") -> dict[str, GroupNeed]:
+    """{embeddings group: what its runnable tasks (`tasks`, those whose files for `split` the suite has) need
+    embedded}: the one reading of the task declarations (`Task.paper_ids`, `Task.role_papers`,
+    `TaskSpec.input_format`, the query group's prompt type) that every run plans its embedding from. An id a second
+    task gives another text of its own is an error naming both."""
+    runnable = _runnable(suite, tasks, split, None)
     wanted: dict[str, set[str] | None] = {}
     files: dict[str, str] = {}
-    for name in _runnable(suite, tasks, split, benchmark):
+    for name in runnable:
         spec = TASKS[name].spec
         if not spec.metadata_file or not suite.has(spec.metadata_file):
             continue
@@ -68,42 +81,31 @@ def papers_by_group(suite: Suite, tasks: Sequence[str] | None = None, split: str
         ids = get_task(name).paper_ids(suite, split)
         known = wanted.setdefault(spec.embedding_group, set())
         wanted[spec.embedding_group] = None if ids is None or known is None else known | set(ids)
-    fields = text_fields(tasks, benchmark)
-    return {group: [paper for paper in suite.papers((files[group],), fields) if ids is None or paper.paper_id in ids]
-            for group, ids in wanted.items()}
-
-
-def papers_by_format(suite: Suite, by_group: Mapping[str, Sequence[Paper]], tasks: Sequence[str] | None = None,
-                     benchmark: str | None = None) -> dict[str, list[Paper]]:
-    """{input format: the papers of its groups in `by_group` (`papers_by_group`)}, each id once per format: what an
-    adapter that embeds by format embeds (an id two metadata files give different texts: the first file's, with
-    `Suite.papers`'s warning)."""
-    formats = group_input_formats()
-    wanted: dict[str, set[str]] = {}
-    files: dict[str, dict[str, None]] = {}
-    for group, papers in by_group.items():
-        wanted.setdefault(formats[group], set()).update(paper.paper_id for paper in papers)
-        files.setdefault(formats[group], {})[metadata_file_of_group(group)] = None
-    fields = text_fields(tasks, benchmark)
-    return {input_format: [paper for paper in suite.papers(tuple(files[input_format]), fields)
-                           if paper.paper_id in ids] for input_format, ids in wanted.items()}
+    needs = {group: GroupNeed(group_role(group, runnable), files[group], None if ids is None else frozenset(ids))
+             for group, ids in wanted.items()}
+    for group, (papers, prompt_type) in _own_texts(suite, runnable, split).items():
+        needs[group] = GroupNeed(group_role(group, runnable, prompt_type), papers=tuple(papers))
+    return needs
 
 
 def papers_to_embed(suite: Suite, tasks: Sequence[str] | None = None, split: str = "test",
                     benchmark: str | None = None) -> list[Paper]:
-    """The papers the tasks read for `split`, every group together, in the order of `fit_papers`."""
-    wanted = {paper.paper_id for papers in papers_by_group(suite, tasks, split, benchmark).values()
-              for paper in papers}
-    return [paper for paper in fit_papers(suite, tasks, benchmark) if paper.paper_id in wanted]
+    """The papers of metadata files the tasks read for `split`, every group together, in the order of
+    `fit_papers` (what a model that embeds every group alike embeds of them)."""
+    names = selected_tasks(tasks, benchmark)
+    wanted: set[str] = set()
+    for need in embedding_needs(suite, names, split).values():
+        if need.metadata_file:
+            wanted |= set(suite.metadata(need.metadata_file)) if need.ids is None else need.ids
+    return [paper for paper in suite.papers(metadata_files(suite, names), text_fields(names))
+            if paper.paper_id in wanted]
 
 
-def papers_by_role(suite: Suite, tasks: Sequence[str] | None = None, split: str = "test",
-                   benchmark: str | None = None) -> dict[str, tuple[list[Paper], str]]:
-    """group -> (papers, MTEB prompt type) of the tasks' papers embedded apart (`Task.role_papers`; only tasks
-    whose files the suite has). An id a second task gives another text is an error naming both."""
+def _own_texts(suite: Suite, runnable: Sequence[str], split: str) -> dict[str, tuple[list[Paper], str]]:
+    """group -> (papers, MTEB prompt type) of the texts tasks give of their own (`Task.role_papers`)."""
     roles: dict[str, tuple[dict[str, Paper], str]] = {}
     origin: dict[tuple[str, str], str] = {}
-    for name in _runnable(suite, tasks, split, benchmark):
+    for name in runnable:
         for group, (given, prompt_type) in get_task(name).role_papers(suite, split).items():
             papers, _ = roles.setdefault(group, ({}, prompt_type))
             for paper in given:

@@ -19,6 +19,7 @@ An adapter is one small class with its parameters in `__init__`, registered by n
 from __future__ import annotations
 
 import functools
+import hashlib
 import inspect
 import logging
 from abc import ABC, abstractmethod
@@ -27,6 +28,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
+import orjson
 
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.formats.suite import Paper, Suite
@@ -74,6 +76,14 @@ class Adapter(ABC):
     transductive: ClassVar[bool] = False
     """True for an adapter whose vector of a paper depends on the other papers embedded with it (SGC propagates
     over the citation graph among them): it is given every paper of the metadata files, not only those scored."""
+
+    reads_ids: ClassVar[bool] = True
+    """True for an adapter whose vector of a paper may depend on its id, not only on its text (random vectors per
+    id, doc2vec's trained paper vectors): a run then embeds each (id, text) once; False lets papers of equal text
+    share one vector, across groups and benchmarks (`input_key`)."""
+    weights_outside_params: ClassVar[bool] = False
+    """True for an adapter that embeds with weights its parameters only name (a checkpoint): its vectors are
+    cached only when `weights_identity` can tell those weights apart."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -155,6 +165,31 @@ class Adapter(ABC):
         embeddings so that a resume or cache never mixes vectors of other weights; None when its parameters
         say it all (a fitted adapter's corpus is recorded separately)."""
         return None
+
+    def role_view(self, role: EmbeddingRole) -> str:
+        """What of `role` changes this adapter's vectors, as a string (papers of two roles with the same view share
+        their vectors): the input format for an adapter that embeds `by_format`, else nothing ("")."""
+        return role.input_format if self.by_format else ""
+
+    def input_key(self, paper: Paper) -> bytes:
+        """The exact input this adapter embeds for `paper`: its text (title, abstract, extra fields) and, when it
+        `reads_ids` or is `transductive`, its id. Papers with equal keys get one vector."""
+        paper_id = paper.paper_id if self.reads_ids or self.transductive else None
+        return orjson.dumps([paper_id, paper.title, paper.abstract, list(paper.extra)])
+
+    def cache_fingerprint(self) -> str | None:
+        """What identifies this adapter's vectors across runs (`scidocs_eval.formats.vector_cache`): its class,
+        name, parameters and weights' identity; None (not cached) for an adapter that learns from a corpus or is
+        transductive (its vectors depend on what it was fitted on or embedded with) and for one whose weights
+        cannot be identified (`weights_outside_params`)."""
+        if self.requires_fit or self.transductive:
+            return None
+        identity = self.weights_identity()
+        if self.weights_outside_params and identity is None:
+            return None
+        return hashlib.sha256(orjson.dumps(
+            [f"{type(self).__module__}.{type(self).__qualname__}", self.name, self.get_params(), identity],
+            default=repr, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)).hexdigest()
 
     def get_params(self) -> dict[str, Any]:
         """Constructor parameters and their current values (recorded in the results file)."""

@@ -9,14 +9,15 @@ from typing import Any
 
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluation.results import RunResult
-from scidocs_eval.evaluation.task import DEFAULT_MIN_COVERAGE, TASKS, selected_tasks
+from scidocs_eval.evaluation.task import DEFAULT_MIN_COVERAGE, TASKS
 from scidocs_eval.formats.corpus import read_papers
 from scidocs_eval.formats.provenance import settings_file
 from scidocs_eval.formats.safe_output import claim_inputs_are_not_outputs, claim_output
 from scidocs_eval.formats.suite import Suite
+from scidocs_eval.formats.vector_cache import VectorCache
 from scidocs_eval.models.adapter import Adapter, get_adapter
 from scidocs_eval.models.distributed import is_main_process
-from scidocs_eval.models.pipeline import embed_and_score
+from scidocs_eval.models.pipeline import embed_and_score, run_tasks
 
 OUT_DIR_OPTION = "--out-dir"
 EMBEDDINGS_FORMATS = ("jsonl", "parquet")
@@ -74,12 +75,15 @@ def run_baseline(
     progress: bool = True,
     embeddings_format: str = "jsonl",
     min_coverage: float = DEFAULT_MIN_COVERAGE,
-    benchmark: str | None = None,
+    benchmark: str | Sequence[str] | None = None,
+    cache: bool = True,
 ) -> RunResult | None:
     """Fit the adapter `name` on the suite's papers (or `train_corpus`), embed the papers the tasks need, score,
     save the results.
 
-    With `tasks` (or a `benchmark`'s tasks; default "scidocs"), only their papers are fitted on and embedded.
+    With `tasks` (or the tasks of `benchmark`, one or several, embedded with one plan; default "scidocs"), only
+    their papers are fitted on and embedded. `cache`: read and add to the embedding cache across runs (an adapter
+    that learns from a corpus, a transductive one and a checkpoint whose weights cannot be hashed are never cached).
     Writes `{out_dir}/{name}.{embeddings_format}` (embeddings: "jsonl" or "parquet"; `{name}-{group}.{format}` per
     embeddings group embedded apart: SPECTER2 by group, the queries and documents of retrieval tasks;
     `{name}-{input format}.{format}` per input format for an adapter that embeds by format) and
@@ -92,10 +96,10 @@ def run_baseline(
     out_dir = Path(out_dir)
     claim_baseline_outputs(name, adapter, out_dir,
                            [train_corpus, *(v for v in (params or {}).values() if isinstance(v, (str, Path)))],
-                           embeddings_format, selected_tasks(tasks, benchmark))
+                           embeddings_format, run_tasks(tasks, benchmark))
     return embed_and_score(
         adapter.group_adapters() or adapter, data, embeddings_path(name, out_dir, embeddings_format), name=name,
         tasks=tasks, benchmark=benchmark, split=split, task_params=task_params,
         train_corpus=read_papers(train_corpus) if train_corpus else None, train_corpus_path=train_corpus,
         resume=resume, progress=progress, min_coverage=min_coverage, output=out_dir / f"{name}.results.json",
-        option=OUT_DIR_OPTION)
+        option=OUT_DIR_OPTION, vector_cache=VectorCache() if cache else None)

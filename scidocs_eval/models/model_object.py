@@ -18,33 +18,29 @@ import hashlib
 import inspect
 import logging
 import os
-import re
-import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import orjson
 
 from scidocs_eval.data.resolve import resolve_suite
 from scidocs_eval.errors import ScidocsEvalError
-from scidocs_eval.evaluation.papers import EmbeddingRole, papers_by_role, papers_to_embed
+from scidocs_eval.evaluation.papers import EmbeddingRole
 from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.task import MissingPolicy
 from scidocs_eval.extras import require
 from scidocs_eval.formats.corpus import paper_text
-from scidocs_eval.formats.embeddings_writers import save_embeddings_as
-from scidocs_eval.formats.provenance import settings_file
-from scidocs_eval.formats.safe_output import claim_output, discard
+from scidocs_eval.formats.safe_output import claim_output
 from scidocs_eval.formats.suite import Paper, Suite
+from scidocs_eval.formats.vector_cache import VectorCache
 from scidocs_eval.models.adapter import Adapter
 from scidocs_eval.models.format_prompts import FORMAT_PROMPTS, FormatPrompts
-from scidocs_eval.models.model_cache import corpus_fingerprint
 from scidocs_eval.models.pipeline import embed_and_score
 from scidocs_eval.models.weights import object_fingerprint
 from scidocs_eval.params import check_value
-from scidocs_eval.paths import cache_dir
 
 NEEDED_BY = "reading torch tensors from a model object"
 
@@ -81,13 +77,16 @@ class EncoderAdapter(FormatPrompts, Adapter):
         format_prompts: {input format: prompt} put before the texts of papers embedded for that format
             (`scidocs_eval.models.format_prompts`); the model then embeds by format, each paper once per format.
             With "papers" inputs, every paper dict also says its `input_format`.
+        fingerprint: what identifies the model for the embedding cache when its weights cannot be hashed.
     """
 
     name = "model-object"
 
     def __init__(self, model: Any, batch_size: int = 32, inputs: str | None = None, separator: str | None = None,
-                 encode_kwargs: Mapping[str, Any] | None = None, format_prompts: Mapping[str, str] | None = None):
+                 encode_kwargs: Mapping[str, Any] | None = None, format_prompts: Mapping[str, str] | None = None,
+                 fingerprint: str | None = None):
         encode = getattr(model, "encode", None)
+        self.fingerprint = fingerprint
         if format_prompts is not None:
             check_value("format_prompts", dict(format_prompts), [FORMAT_PROMPTS], "evaluate_model")
         self.format_prompts = dict(format_prompts) if format_prompts else None
@@ -155,6 +154,35 @@ class EncoderAdapter(FormatPrompts, Adapter):
         finally:
             self.prompt_type, self.mteb_task, self.role = None, "SCIDOCS", None
 
+    @property
+    def reads_ids(self) -> bool:  # type: ignore[override]
+        """A model given paper dicts sees their ids."""
+        return self.inputs == "papers"
+
+    def role_view(self, role: EmbeddingRole) -> str:
+        """What of `role` reaches the model: the format's prompt (by format), the prompt type (an MTEB encoder, or
+        a sentence-transformers model with a prompt of that name) and the MTEB task (an MTEB encoder)."""
+        prompts = getattr(self.model, "prompts", None)
+        takes_type = self.protocol == "mteb" or (isinstance(prompts, Mapping) and role.prompt_type in prompts)
+        parts = [role.input_format if self.by_format else "", role.prompt_type if takes_type else "",
+                 (role.mteb_task or "SCIDOCS") if self.protocol == "mteb" else ""]
+        return "/".join(parts) if any(parts) else ""
+
+    def input_key(self, paper: Paper) -> bytes:
+        """The model's input for `paper` (its text with this separator; with "papers" inputs, id and fields)."""
+        if self.inputs == "papers":
+            return super().input_key(paper)
+        return paper_text(paper, self.separator).encode()
+
+    def cache_fingerprint(self) -> str | None:
+        """The weights' hash (or the named `fingerprint`) and how the model is called; None for a model whose
+        weights cannot be hashed and that was given no fingerprint."""
+        identity = self.fingerprint or (self.weights_identity() or {}).get("sha256")
+        if identity is None:
+            return None
+        called = {key: value for key, value in self.describe().items() if key != "prompt_type"}
+        return hashlib.sha256(orjson.dumps([identity, called], option=orjson.OPT_SORT_KEYS)).hexdigest()
+
     def get_params(self) -> dict[str, Any]:
         """How the model is called (its class, not the object): what an embeddings file records."""
         return self.describe()
@@ -206,6 +234,8 @@ class EncoderAdapter(FormatPrompts, Adapter):
         return matrix if matrix.dtype in (np.float32, np.float64) else matrix.astype(np.float32)
 
     def transform_batches(self, papers: Sequence[Paper]) -> Iterator[tuple[Sequence[Paper], np.ndarray]]:
+        """Batches of `batch_size` papers, longest texts first (less padding); each batch names its papers."""
+        papers = sorted(papers, key=lambda paper: -len(paper.title) - len(paper.abstract))
         for number, start in enumerate(range(0, len(papers), self.batch_size), start=1):
             batch = papers[start:start + self.batch_size]
             where = (f"model batch {number} (papers {start + 1}-{start + len(batch)} of {len(papers)}, first id "
@@ -231,15 +261,6 @@ def speaks_mteb_protocol(encode: Callable[..., Any]) -> bool:
                for name in MTEB_ENCODE_PARAMETERS)
 
 
-def _cache_path(adapter: EncoderAdapter, papers: Sequence[Paper], name: str) -> Path:
-    """Where the embeddings of `papers` by the model called `name` are cached: the key is the name, the papers,
-    how the model is called and, for a torch module, a digest of its weights (`object_fingerprint`), so a
-    model changed under the same name is embedded again."""
-    key = hashlib.sha256(repr((name, corpus_fingerprint(papers), sorted(adapter.describe().items()),
-                               adapter.weights_identity())).encode()).hexdigest()
-    return cache_dir("model-embeddings") / f"{re.sub(r'[^A-Za-z0-9._-]+', '_', name)}-{key[:20]}.jsonl"
-
-
 def evaluate_model(
     model: Any,
     data: str | os.PathLike[str] | Suite | None = None,
@@ -250,6 +271,7 @@ def evaluate_model(
     name: str | None = None,
     save_embeddings: str | os.PathLike[str] | None = None,
     cache: bool = True,
+    fingerprint: str | None = None,
     inputs: str | None = None,
     separator: str | None = None,
     encode_kwargs: Mapping[str, Any] | None = None,
@@ -258,80 +280,59 @@ def evaluate_model(
     output: str | os.PathLike[str] | None = None,
     progress: bool = True,
     benchmark: str | None = None,
+    benchmarks: Sequence[str] | None = None,
     format_prompts: Mapping[str, str] | None = None,
 ) -> RunResult:
-    """Embed every paper the tasks need with `model` and score the embeddings, as `evaluate` does for a file.
+    """Embed every text the tasks need with `model` (each distinct text once per role) and score the vectors in
+    memory, as `evaluate` scores a file.
 
     Args:
         model: an object with ``encode(texts, batch_size=..., **kwargs) -> (n, d)`` or a callable
             ``texts -> (n, d)`` (numpy arrays, torch tensors or nested lists); see `EncoderAdapter`.
         data: suite directory, "demo", a Suite, or None for the default data directory.
-        tasks: task names, of any benchmark (default: the benchmark's); only their papers are embedded.
+        tasks: task names, of any benchmark (default: the benchmarks'); only their papers are embedded.
         split: "test" or "val".
         batch_size: texts per call of the model.
-        name: the model's name in results; with `cache`, the embeddings are cached under this name and a
-            second call with the same name, papers and settings reuses them (with a warning).
+        name: the model's name in results.
         save_embeddings: also write the embeddings here (official JSON lines; Parquet, .npz or Arrow when the
             name ends in .parquet, .npz, .arrow); the file must not exist yet. Texts embedded apart (a retrieval
-            task's, a search's queries) go beside it, one file a group: `{stem}.{group}{suffix}`.
+            task's, a search's queries) go beside it, one file a group: `{stem}-{group}{suffix}`.
+        cache: read and add to the embedding cache across runs (`scidocs_eval.formats.vector_cache`): a model
+            whose torch weights can be hashed (a sentence-transformers model) is found by that hash and how it is
+            called; any other (a plain function) only when `fingerprint` names it.
+        fingerprint: what identifies the model's vectors when its weights cannot be hashed (change it whenever
+            the model changes).
         inputs, separator, encode_kwargs, format_prompts: how the model is called (see `EncoderAdapter`).
-        missing, task_params, output, progress, benchmark: as in `evaluate`.
+        missing, task_params, output, progress: as in `evaluate`.
+        benchmark, benchmarks: the benchmark(s) whose tasks are scored, all embedded with one plan.
 
     Returns:
         the RunResult; ``model_info.call`` records how the model was called.
     """
     suite = resolve_suite(data)
     adapter = EncoderAdapter(model, batch_size=batch_size, inputs=inputs, separator=separator,
-                             encode_kwargs=encode_kwargs, format_prompts=format_prompts)
+                             encode_kwargs=encode_kwargs, format_prompts=format_prompts, fingerprint=fingerprint)
     adapter.name = name or getattr(model, "__name__", None) or type(model).__name__
-    keyed_by_name = bool(name and cache)
-    # the texts embedded apart name the files beside `save_embeddings` and enter the cache key; read them once
-    apart = papers_by_role(suite, tasks, split, benchmark) if save_embeddings is not None or keyed_by_name else {}
+    if benchmark is not None and benchmarks is not None:
+        raise ScidocsEvalError("give benchmark or benchmarks, not both")
     if save_embeddings is not None and adapter.by_format:
         raise ScidocsEvalError("save_embeddings keeps one vector a paper, but with format_prompts a paper has one "
                                "per input format; leave save_embeddings out, or embed with `scidocs-eval baseline "
                                "transformer --format-prompt ...`, which writes a file per format")
+    if cache and adapter.cache_fingerprint() is None:
+        log.info("%s: not cached (its weights cannot be hashed); pass fingerprint=... to cache it", adapter.name)
     save = claim_output(save_embeddings, "save_embeddings") if save_embeddings is not None else None
-    beside_save = {group: claim_output(save.with_name(f"{save.stem}.{group}{save.suffix}"), "save_embeddings")
-                   for group in apart} if save is not None else {}
-    with tempfile.TemporaryDirectory(prefix="scidocs-eval-model-") as scratch:
-        if keyed_by_name:  # the key covers every text embedded: the papers and the retrieval tasks' own texts
-            keyed = papers_to_embed(suite, tasks, split, benchmark) + \
-                [paper for papers, _ in apart.values() for paper in papers]
-            cached = _cache_path(adapter, keyed, name)
-        else:
-            cached = None
-        if cached is not None and cached.is_file() and adapter.weights_identity() is None:
-            log.warning("reusing the embeddings of %r cached at %s (its weights cannot be read to tell a changed "
-                        "model apart); after changing the model, pass cache=False or another name", name, cached)
-        embeddings = cached or save or Path(scratch) / "embeddings.jsonl"
 
-        def embeddings_path(group: str | None) -> Path:
-            """The papers' file; a group embedded apart goes beside the cache entry, the user's
-            `save_embeddings` (claimed above) or in the scratch folder."""
-            if group is None:
-                return embeddings
-            if cached is None and group in beside_save:
-                return beside_save[group]
-            return (cached.parent if cached else Path(scratch)) / f"{(cached or embeddings).stem}.{group}.jsonl"
+    def embeddings_path(key: str | None) -> Path:
+        assert save is not None
+        return save if key is None else save.with_name(f"{save.stem}-{key}{save.suffix}")
 
-        try:
-            result = embed_and_score(adapter, suite, embeddings_path, name=adapter.name, tasks=tasks,
-                                     benchmark=benchmark, split=split, missing=missing, task_params=task_params,
-                                     resume=cached is not None, cache=save is not None or cached is not None,
-                                     progress=progress, call=adapter.describe(),
-                                     option="save_embeddings" if embeddings == save else "output")
-        except BaseException:
-            if embeddings == save:  # no half-written file where the user asked for a finished one
-                for target in (save, *beside_save.values()):
-                    discard(target)
-                    discard(settings_file(target))
-            raise
-        assert result is not None  # a model object is embedded on one process
-        if save is not None and embeddings != save:
-            for source, target in ((embeddings, save), *((embeddings_path(g), t) for g, t in beside_save.items())):
-                if source.is_file():
-                    save_embeddings_as(source, target)
+    result = embed_and_score(adapter, suite, embeddings_path if save is not None else None, name=adapter.name,
+                             tasks=tasks, benchmark=benchmarks if benchmarks is not None else benchmark, split=split,
+                             missing=missing, task_params=task_params,
+                             vector_cache=VectorCache() if cache else None, progress=progress,
+                             call=adapter.describe(), option="save_embeddings")
+    assert result is not None  # a model object is embedded on one process
     if output is not None:
         result.save(output)
     return result

@@ -1,14 +1,13 @@
-"""One way from a model to a score: fit, embed the papers the tasks need, write, score, record the model.
+"""One way from a model to a score: fit, plan the embedding, encode each distinct text once, score, record.
 
-`embed_and_score` is what `baseline`, `evaluate_model` and SPECTER2's per-group adapters run, on one process or
-under torchrun (every process embeds a share, rank 0 scores). It takes an adapter, or {embeddings group: adapter}
-when each group has a model of its own; it fits each adapter on every paper of the metadata files the tasks read
-(or a separate corpus), embeds only the papers the chosen tasks score for the split
-(`scidocs_eval.evaluation.papers`; the texts of retrieval tasks and a search's queries apart, one file per group),
-writes them through `write_embeddings` in input order, scores with `evaluate` and records what embedded them as
-the result's `ModelInfo`. Each group is embedded in its role (`Adapter.embedding_role`: its input format, and a
-retrieval side's MTEB prompt type); an adapter that embeds by format (`Adapter.by_format`) writes one file per
-input format, each paper once in it.
+`embed_and_score` is what `baseline`, `evaluate_model` and SPECTER2's per-group adapters run. It takes an adapter,
+or {embeddings group: adapter} when each group has a model of its own; it fits each adapter on every paper of the
+metadata files the tasks read (or a separate corpus), plans the embedding of every task of every chosen benchmark
+(`scidocs_eval.models.embedding_plan`: each distinct (text, role as the model sees it) once, the embedding cache
+first), scores the vectors in memory with `evaluate` and records what embedded them as the result's `ModelInfo`.
+Embeddings files are written only when asked (`embeddings_path`), every paper's line in input order. A resumed run
+(`resume`) and a run under torchrun (every process embeds a share, rank 0 scores) go through the files
+(`models.embedding.write_embeddings`), which then are the checkpoint.
 """
 
 from __future__ import annotations
@@ -23,30 +22,30 @@ from typing import Any
 
 from scidocs_eval.data.resolve import resolve_suite
 from scidocs_eval.errors import ScidocsEvalError
-from scidocs_eval.evaluation.papers import (
-    EmbeddingRole,
-    fit_papers,
-    group_role,
-    papers_by_format,
-    papers_by_group,
-    papers_by_role,
-    papers_to_embed,
-)
+from scidocs_eval.evaluation.papers import EmbeddingRole, GroupNeed, embedding_needs, fit_papers
 from scidocs_eval.evaluation.results import ModelInfo, RunResult
 from scidocs_eval.evaluation.runner import evaluate
-from scidocs_eval.evaluation.task import (
-    DEFAULT_MIN_COVERAGE,
-    MissingPolicy,
-    build_tasks,
-    embedding_groups,
-    selected_tasks,
-)
+from scidocs_eval.evaluation.task import DEFAULT_MIN_COVERAGE, MissingPolicy, build_tasks, selected_tasks
 from scidocs_eval.formats.corpus import read_papers
+from scidocs_eval.formats.embeddings import EmbeddingStore
+from scidocs_eval.formats.embeddings_output import write_embeddings_file
+from scidocs_eval.formats.embeddings_writers import output_kind, write_through_json_lines
+from scidocs_eval.formats.provenance import write_settings
 from scidocs_eval.formats.safe_output import claim_inputs_are_not_outputs, claim_output
 from scidocs_eval.formats.suite import Paper, Suite
+from scidocs_eval.formats.vector_cache import VectorCache
 from scidocs_eval.models.adapter import Adapter, get_adapter
 from scidocs_eval.models.distributed import is_main_process
-from scidocs_eval.models.embedding import fitted_settings, write_embeddings
+from scidocs_eval.models.embedding import fitted_settings, output_settings, write_embeddings
+from scidocs_eval.models.embedding_plan import (
+    EmbeddingPlan,
+    encode_plan,
+    file_papers,
+    group_stores,
+    plan_embedding,
+    plan_file_lines,
+)
+from scidocs_eval.models.sharded_embedding import process_count
 from scidocs_eval.progress import silenced
 
 log = logging.getLogger("scidocs_eval")
@@ -71,10 +70,27 @@ def model_info(model: Model, train_corpus: str | os.PathLike[str] | None = None,
                      row_detail=first.row_detail(), row_note=first.row_note(), call=dict(call or {}))
 
 
+def run_tasks(tasks: Sequence[str] | None = None, benchmarks: Sequence[str] | str | None = None) -> list[str]:
+    """The tasks a run scores: `tasks` (each in one of `benchmarks` when given), else every task of each benchmark
+    (default: the default benchmark's)."""
+    if isinstance(benchmarks, str):
+        benchmarks = [benchmarks]
+    if not benchmarks or len(benchmarks) == 1:
+        return selected_tasks(tasks, benchmarks[0] if benchmarks else None)
+    chosen = [name for benchmark in benchmarks for name in selected_tasks(None, benchmark)]
+    if not tasks:
+        return list(dict.fromkeys(chosen))
+    names = selected_tasks(tasks)
+    outside = [name for name in names if name not in chosen]
+    if outside:
+        raise ScidocsEvalError(f"task(s) {', '.join(outside)} are in none of the benchmarks {', '.join(benchmarks)}")
+    return names
+
+
 def embed_and_score(
     model: Model,
     data: str | os.PathLike[str] | Suite | None,
-    embeddings_path: EmbeddingsPath,
+    embeddings_path: EmbeddingsPath | None = None,
     *,
     name: str,
     tasks: Sequence[str] | None = None,
@@ -84,41 +100,42 @@ def embed_and_score(
     train_corpus: Sequence[Paper] | None = None,
     train_corpus_path: str | os.PathLike[str] | None = None,
     resume: bool = False,
-    cache: bool = True,
+    vector_cache: VectorCache | None = None,
     progress: bool = True,
     call: Mapping[str, Any] | None = None,
     output: str | os.PathLike[str] | None = None,
     min_coverage: float = DEFAULT_MIN_COVERAGE,
     option: str = "output",
-    benchmark: str | None = None,
+    benchmark: str | Sequence[str] | None = None,
 ) -> RunResult | None:
-    """Fit `model`, embed the papers the tasks need, score them; None in the torchrun processes but rank 0.
+    """Fit `model`, embed what the tasks need (each distinct text once per role), score; None in the torchrun
+    processes but rank 0.
 
     Args:
         model: an adapter, or {embeddings group: adapter} (each group's papers embedded by its own adapter).
         data: suite directory, "demo", a Suite, or None for the default data directory.
-        embeddings_path: where each embeddings file goes (see `EmbeddingsPath`).
+        embeddings_path: where each embeddings file goes (see `EmbeddingsPath`); None: no files.
         name: the model's name in results and tables.
-        tasks, benchmark, split, missing, task_params: as in `evaluate`.
+        tasks, split, missing, task_params: as in `evaluate`.
+        benchmark: one benchmark or several (`run_tasks`): their tasks are planned and embedded together.
         train_corpus: what a fitted adapter learns from (default: every paper of the tasks' metadata files);
             `train_corpus_path` names it in the results.
         resume: keep the papers already in the embeddings files (same settings only, see `write_embeddings`).
-        cache: let `evaluate` reuse or write the parsed-embeddings cache.
+        vector_cache: the embedding cache across runs (None: not used).
         call: how a model object was called (recorded in `ModelInfo.call`).
         output: where to write the results JSON (none by default).
         min_coverage: as in `evaluate`.
         option: the option naming the embeddings files, for messages (`--out-dir`).
     """
-    names = selected_tasks(tasks, benchmark)
+    names = run_tasks(tasks, benchmark)
     build_tasks(names, task_params)  # task parameters checked before any fitting
     started = time.perf_counter()
     suite = resolve_suite(data)
     adapters = dict(model) if isinstance(model, Mapping) else None
-    by_group = papers_by_group(suite, names, split)
-    apart = papers_by_role(suite, names, split)
-    if adapters is not None and (absent := sorted((set(by_group) | set(apart)) - set(adapters))):
+    needs = embedding_needs(suite, names, split)
+    if adapters is not None and (absent := sorted(set(needs) - set(adapters))):
         raise ScidocsEvalError(f"no adapter given for the {', '.join(absent)} embeddings group(s) the tasks need")
-    corpus = list(train_corpus) if train_corpus is not None else _fit_corpus(suite, names, apart)
+    corpus = list(train_corpus) if train_corpus is not None else _fit_corpus(suite, names, needs)
     for adapter in {id(a): a for a in (adapters.values() if adapters else [model])}.values():  # type: ignore[union-attr]
         if adapter.requires_fit:
             log.info("fitting %s on %d papers", adapter.name, len(corpus))
@@ -126,37 +143,29 @@ def embed_and_score(
             adapter.fit(corpus, suite)
     fitted = time.perf_counter()
     settings = fitted_settings(corpus, train_corpus_path)
-
-    def write(adapter: Adapter, papers: Sequence[Paper], name: str | None, role: EmbeddingRole | None) -> Path:
-        if role is None:
-            return write_embeddings(adapter, papers, embeddings_path(name), resume=resume, progress=progress,
-                                    settings=settings, option=option)
-        with adapter.embedding_role(role):  # recorded, so a resume never mixes vectors embedded for other uses
-            return write_embeddings(adapter, papers, embeddings_path(name), resume=resume, progress=progress,
-                                    settings={**settings, "role": asdict(role)} if adapter.by_format else settings,
-                                    option=option)
-
-    files: dict[str, Path] = {}
-    if adapters is not None:
-        files = {group: write(adapters[group], papers, group, group_role(group, names))
-                 for group, papers in by_group.items()}
-    elif isinstance(model, Adapter) and model.by_format:
-        written = {input_format: write(model, papers, input_format, EmbeddingRole(input_format))
-                   for input_format, papers in papers_by_format(suite, by_group, names).items()}
-        files = {group: written[group_role(group, names).input_format] for group in by_group}
-    elif by_group or not apart:
-        assert isinstance(model, Adapter)
-        papers = fit_papers(suite, names) if model.transductive else papers_to_embed(suite, names, split)
-        files = dict.fromkeys(embedding_groups(), write(model, papers, None, None))
-    for group, (papers, prompt_type) in apart.items():
-        adapter = adapters[group] if adapters is not None else model
-        assert isinstance(adapter, Adapter)
-        files[group] = write(adapter, papers, group, group_role(group, names, prompt_type))
+    plan = plan_embedding(suite, names, needs, (lambda group: adapters[group]) if adapters is not None
+                          else (lambda group: model), per_group=adapters is not None)  # type: ignore[arg-type,return-value]
+    log.info("embedding plan: %d distinct texts in %d job(s) for %d group(s)", plan.distinct_inputs(),
+             len(plan.jobs), len(plan.groups))
+    stores: Mapping[str, Path | EmbeddingStore]
+    if resume or process_count() > 1:
+        if embeddings_path is None:
+            raise ScidocsEvalError("resuming, or embedding under torchrun, needs embeddings files to write")
+        stores = _through_files(plan, embeddings_path, settings, resume, progress, option)
+    else:
+        vectors = encode_plan(plan, vector_cache, progress)
+        written = _write_files(plan, vectors, embeddings_path, settings, option) if embeddings_path else {}
+        stores = group_stores(plan, vectors)
+        for group, store in stores.items():  # the results name the file a group's vectors were also written to
+            if plan.groups[group].file_key in written:
+                store.source = str(written[plan.groups[group].file_key])
     embedded = time.perf_counter()
     if not is_main_process():
         return None
-    result = evaluate(_one_file_or_groups(files), suite, tasks=names, split=split, missing=missing,
-                      task_params=task_params, model=name, cache=cache, progress=progress, min_coverage=min_coverage)
+    result = evaluate(dict(stores), suite, tasks=names, split=split, missing=missing, task_params=task_params,
+                      model=name, cache=True, progress=progress, min_coverage=min_coverage)
+    if benchmark is not None and not isinstance(benchmark, str) and len(benchmark) > 1:
+        result.settings["benchmarks"] = list(benchmark)
     result.model_info = model_info(model, train_corpus_path, call)
     result.timings.update(fit=round(fitted - started, 3), embed=round(embedded - fitted, 3))
     if output is not None:
@@ -164,18 +173,52 @@ def embed_and_score(
     return result
 
 
-def _fit_corpus(suite: Suite, names: Sequence[str], apart: Mapping[str, tuple[list[Paper], str]]) -> list[Paper]:
-    """What a fitted adapter learns from: every paper of the tasks' metadata files, then the papers embedded apart
-    that are not among them (a search's queries are in its metadata file already)."""
+def _file_settings(plan: EmbeddingPlan, key: str | None, settings: Mapping[str, Any]) -> tuple[Adapter, EmbeddingRole,
+                                                                                               dict[str, Any]]:
+    """The adapter and role of the file `key`'s papers and what its settings record holds."""
+    job = plan.jobs[plan.groups[plan.files[key][0]].job]
+    return job.adapter, job.role, {**settings, "role": asdict(job.role)} if job.adapter.by_format else dict(settings)
+
+
+def _write_files(plan: EmbeddingPlan, vectors: Sequence[Any], embeddings_path: EmbeddingsPath,
+                 settings: Mapping[str, Any], option: str) -> dict[str | None, Path]:
+    """Each file of the plan from the vectors in memory, with its settings record."""
+    written = {}
+    for key in plan.files:
+        adapter, _, record = _file_settings(plan, key, settings)
+        path = claim_output(embeddings_path(key), option)
+
+        def write(target: Path, key: str | None = key, record: Mapping[str, Any] = record,
+                  adapter: Adapter = adapter) -> None:
+            write_embeddings_file(target, plan_file_lines(plan, vectors, key), option)
+            write_settings(target, output_settings(adapter, record), option)
+
+        if output_kind(path) == "jsonl":
+            write(path)
+        else:
+            write_through_json_lines(path, False, write)
+        written[key] = path
+    return written
+
+
+def _through_files(plan: EmbeddingPlan, embeddings_path: EmbeddingsPath, settings: Mapping[str, Any], resume: bool,
+                   progress: bool, option: str) -> dict[str, Path]:
+    """Each file of the plan by `write_embeddings` (resumable; a share per torchrun process); {group: its file}."""
+    files = {}
+    for key in plan.files:
+        adapter, role, record = _file_settings(plan, key, settings)
+        with adapter.embedding_role(role):  # recorded, so a resume never mixes vectors embedded for other uses
+            files[key] = write_embeddings(adapter, file_papers(plan, key), embeddings_path(key), resume=resume,
+                                          progress=progress, settings=record, option=option)
+    return {group: files[rows.file_key] for group, rows in plan.groups.items()}
+
+
+def _fit_corpus(suite: Suite, names: Sequence[str], needs: Mapping[str, GroupNeed]) -> list[Paper]:
+    """What a fitted adapter learns from: every paper of the tasks' metadata files, then the texts of the tasks'
+    own that are not among them (a search's queries are in its metadata file already)."""
     corpus = fit_papers(suite, names)
     known = set(corpus)
-    return corpus + [paper for papers, _ in apart.values() for paper in papers if paper not in known]
-
-
-def _one_file_or_groups(files: Mapping[str, Path]) -> Path | dict[str, Path]:
-    """One file for every group (what `evaluate` records as a single source) when every group went to one file."""
-    paths = set(files.values())
-    return paths.pop() if len(paths) == 1 and set(files) == set(embedding_groups()) else dict(files)
+    return corpus + [paper for need in needs.values() for paper in need.papers if paper not in known]
 
 
 def embed_metadata(adapter_name: str, params: Mapping[str, Any], metadata: str | os.PathLike[str],

@@ -41,6 +41,8 @@ class TransformerAdapter(FormatPrompts, Adapter):
                              "batch_size": [AT_LEAST_ONE], "device": [str, None],
                              "precision": [Options(PRECISIONS)], "prompt": [str],
                              "format_prompts": [FORMAT_PROMPTS, None]}
+    reads_ids = False
+    weights_outside_params = True
     default_model: ClassVar[str | None] = None
     """The checkpoint used when `model` is None (None: `model` is required)."""
 

@@ -234,6 +234,7 @@ class WordVectorAdapter(Adapter):
         "tune_max_tokens": [AT_LEAST_ONE],
     }
     requires_fit = True
+    reads_ids = False
     renamed_params = {"model": "architecture"}
 
     def word_vectors(self, papers: Sequence[Paper]) -> WordVectors:

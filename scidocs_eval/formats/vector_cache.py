@@ -1,0 +1,211 @@
+"""The embedding cache across runs: content-addressed vectors on disk, safe under concurrent runs, verified on read.
+
+A vector is found by (model fingerprint, the model's view of a role, the exact input): the fingerprint says which
+weights and settings made it (`Adapter.cache_fingerprint`), the view what the model was told (an input format, a
+prompt type), the input key the text (and the id, for a model that reads ids). Each (fingerprint, view) has a
+folder of segment files; a run adds one segment with the vectors it computed. A segment is written to a temporary
+name and renamed, under a lock of its folder (`filelock`), so a reader never sees half of one and two runs never
+collide; on read its header must name the same fingerprint and view and its payload must hash to the digest the
+header records: a corrupt or foreign segment is never used (a warning names it; its vectors are computed again).
+Reading a segment touches it, so `prune(older_than)` removes what no run has used for that long.
+
+Layout: `{root}/{sha256(fingerprint, view)[:32]}/{segment}.vec`, each segment `MAGIC`, an 8-byte little-endian
+header length, a JSON header (fingerprint, view, dtype, dim, count, payload sha256), then the payload: `count`
+32-byte sha256 digests of the input keys and the `count` x `dim` vectors.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import orjson
+from filelock import FileLock
+
+from scidocs_eval.paths import cache_dir
+
+log = logging.getLogger("scidocs_eval")
+
+MAGIC = b"SCIDOCS-EVAL-VECTORS 1\n"
+SUFFIX = ".vec"
+LOCK = ".lock"
+_KEY_BYTES = 32
+
+
+def key_digest(key: bytes) -> bytes:
+    """The 32-byte address of an input key inside a (fingerprint, view) folder."""
+    return hashlib.sha256(key).digest()
+
+
+@dataclass(frozen=True)
+class CacheInfo:
+    """What `cache info` prints: where the cache is, how many models (fingerprint and view), segments, vectors and
+    bytes it holds, and when it was last used."""
+
+    root: Path
+    models: int
+    segments: int
+    vectors: int
+    bytes: int
+    newest: float | None
+
+    def format(self) -> str:
+        used = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(self.newest)) if self.newest else "never"
+        return (f"embedding cache {self.root}: {self.vectors} vectors of {self.models} model/role pair(s) in "
+                f"{self.segments} segment(s), {self.bytes / 2**20:.1f} MiB; last used {used}")
+
+
+class VectorCache:
+    """Vectors by (fingerprint, view, input key) under `root` (default: the user cache folder's `vectors/`)."""
+
+    def __init__(self, root: str | os.PathLike[str] | None = None):
+        self.root = Path(root) if root is not None else cache_dir("vectors")
+        self.root.mkdir(parents=True, exist_ok=True)
+
+    def _folder(self, fingerprint: str, view: str) -> Path:
+        return self.root / hashlib.sha256(f"{fingerprint}\0{view}".encode()).hexdigest()[:32]
+
+    def get(self, fingerprint: str, view: str, keys: Sequence[bytes]) -> dict[int, np.ndarray]:
+        """{position in `keys`: vector} of the keys the cache holds for (fingerprint, view)."""
+        folder = self._folder(fingerprint, view)
+        if not folder.is_dir():
+            return {}
+        wanted: dict[bytes, list[int]] = {}
+        for position, key in enumerate(keys):
+            wanted.setdefault(key_digest(key), []).append(position)
+        found: dict[int, np.ndarray] = {}
+        with FileLock(folder / LOCK):
+            for segment in sorted(folder.glob(f"*{SUFFIX}")):
+                read = _read_segment(segment, fingerprint, view)
+                if read is None:
+                    continue
+                digests, vectors = read
+                used = False
+                for row, digest in enumerate(digests):
+                    for position in wanted.pop(digest, ()):
+                        found[position] = vectors[row]
+                        used = True
+                if used:
+                    os.utime(segment)
+                if not wanted:
+                    break
+        return found
+
+    def put(self, fingerprint: str, view: str, keys: Sequence[bytes], vectors: np.ndarray) -> None:
+        """Add the vectors of `keys` (row i of `vectors` for keys[i]) as one new segment."""
+        if not len(keys):
+            return
+        vectors = np.ascontiguousarray(vectors)
+        digests = b"".join(key_digest(key) for key in keys)
+        payload = digests + vectors.tobytes()
+        header = orjson.dumps({"fingerprint": fingerprint, "view": view, "dtype": vectors.dtype.str,
+                               "dim": int(vectors.shape[1]), "count": len(keys),
+                               "sha256": hashlib.sha256(payload).hexdigest()})
+        folder = self._folder(fingerprint, view)
+        folder.mkdir(parents=True, exist_ok=True)
+        name = f"{time.time_ns()}-{uuid.uuid4().hex[:8]}"
+        temporary = folder / f".{name}.tmp"
+        with FileLock(folder / LOCK):
+            with open(temporary, "wb") as handle:
+                handle.write(MAGIC + len(header).to_bytes(8, "little") + header + payload)
+            os.replace(temporary, folder / f"{name}{SUFFIX}")
+
+    def info(self) -> CacheInfo:
+        models = segments = vectors = size = 0
+        newest: float | None = None
+        for folder in self._folders():
+            files = list(folder.glob(f"*{SUFFIX}"))
+            models += bool(files)
+            for segment in files:
+                stat = segment.stat()
+                segments += 1
+                size += stat.st_size
+                vectors += _count(segment)
+                newest = max(newest or 0.0, stat.st_mtime)
+        return CacheInfo(self.root, models, segments, vectors, size, newest)
+
+    def prune(self, older_than_seconds: float) -> tuple[int, int]:
+        """Remove the segments no run has read or written for `older_than_seconds`; returns (segments, bytes)."""
+        limit = time.time() - older_than_seconds
+        removed = freed = 0
+        for folder in self._folders():
+            with FileLock(folder / LOCK):
+                for segment in folder.glob(f"*{SUFFIX}"):
+                    stat = segment.stat()
+                    if stat.st_mtime < limit:
+                        segment.unlink()
+                        removed, freed = removed + 1, freed + stat.st_size
+        return removed, freed
+
+    def clear(self) -> tuple[int, int]:
+        """Remove every segment (and the folders the cache made); returns (segments, bytes)."""
+        removed = freed = 0
+        for folder in self._folders():
+            with FileLock(folder / LOCK):
+                for segment in folder.glob(f"*{SUFFIX}"):
+                    removed, freed = removed + 1, freed + segment.stat().st_size
+                    segment.unlink()
+            if not any(path.name != LOCK for path in folder.iterdir()):
+                shutil.rmtree(folder, ignore_errors=True)
+        return removed, freed
+
+    def _folders(self) -> list[Path]:
+        """The cache's (fingerprint, view) folders: only names it makes (32 hex digits); nothing else is touched."""
+        return sorted(path for path in self.root.iterdir() if path.is_dir() and len(path.name) == 32
+                      and all(c in "0123456789abcdef" for c in path.name))
+
+
+def _header(handle: object, segment: Path) -> dict | None:
+    start = handle.read(len(MAGIC))  # type: ignore[attr-defined]
+    if start != MAGIC:
+        return None
+    length = int.from_bytes(handle.read(8), "little")  # type: ignore[attr-defined]
+    try:
+        header = orjson.loads(handle.read(length))  # type: ignore[attr-defined]
+    except orjson.JSONDecodeError:
+        return None
+    return header if isinstance(header, dict) else None
+
+
+def _count(segment: Path) -> int:
+    with open(segment, "rb") as handle:
+        header = _header(handle, segment)
+    return int(header.get("count", 0)) if header else 0
+
+
+def _read_segment(segment: Path, fingerprint: str, view: str) -> tuple[list[bytes], np.ndarray] | None:
+    """(key digests, vectors) of a segment that is whole and of (fingerprint, view); None, with a warning, else."""
+    try:
+        with open(segment, "rb") as handle:
+            header = _header(handle, segment)
+            payload = handle.read()
+    except FileNotFoundError:  # pruned meanwhile
+        return None
+    problem = None
+    if header is None:
+        problem = "not a cache segment (unreadable header)"
+    elif header.get("fingerprint") != fingerprint or header.get("view") != view:
+        problem = "of another model or role than its folder says"
+    elif hashlib.sha256(payload).hexdigest() != header.get("sha256"):
+        problem = "corrupt (its bytes do not match the digest it records)"
+    if problem is None:
+        assert header is not None
+        try:
+            count, dim, dtype = int(header["count"]), int(header["dim"]), np.dtype(header["dtype"])
+            vectors = np.frombuffer(payload, dtype=dtype, offset=count * _KEY_BYTES).reshape(count, dim)
+        except (KeyError, TypeError, ValueError) as error:
+            problem = f"malformed ({error})"
+    if problem is not None:
+        log.warning("embedding cache: %s is %s; not used, its vectors are computed again (`scidocs-eval cache "
+                    "clear` removes it)", segment, problem)
+        return None
+    digests = [payload[row * _KEY_BYTES:(row + 1) * _KEY_BYTES] for row in range(count)]
+    return digests, vectors

@@ -1,0 +1,230 @@
+"""The embedding plan: every text the chosen tasks need, embedded once per role as the model sees it, in memory.
+
+`plan_embedding` reads what each task declares (`evaluation.papers.embedding_needs`: each embeddings group's
+papers and role) for every task of every chosen benchmark, and merges them into jobs, one per (adapter, the
+adapter's view of the role: `Adapter.role_view`): "" for a model that embeds every role alike, the input format
+for one that embeds by format, a retrieval side's prompt type for a model object with prompts. Inside a job each
+distinct input (`Adapter.input_key`: the text, and the id for a model that reads ids) is one row, so SciDocs,
+SciRepEval's `scidocs_*` configs and MTEB's SCIDOCS holding the same paper embed it once. A transductive adapter
+(SGC) embeds every paper of the fit corpus together, as it must.
+
+`encode_plan` encodes each job's rows the cache does not hold (`formats.vector_cache`, keyed by
+`Adapter.cache_fingerprint`), adds them to the cache and gives each group an `EmbeddingStore` built from the
+arrays: the scoring step reads vectors in memory. Files are a side output (`write_plan_files`), written only when
+asked, one a `file_key`, every paper's line in input order.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.evaluation.papers import EmbeddingRole, GroupNeed, fit_papers, metadata_files, text_fields
+from scidocs_eval.formats.embeddings import EmbeddingStore, format_embedding_line
+from scidocs_eval.formats.embeddings_output import write_embeddings_file
+from scidocs_eval.formats.suite import Paper, Suite
+from scidocs_eval.formats.vector_cache import VectorCache
+from scidocs_eval.models.adapter import Adapter
+from scidocs_eval.progress import announce, progress_bar
+
+log = logging.getLogger("scidocs_eval")
+
+NO_TEXT = -1
+"""The row of a paper with neither title nor abstract: an empty embedding, as the reference embedder writes."""
+
+
+@dataclass
+class Job:
+    """The distinct inputs one adapter embeds in one view of a role: `papers[i]` has `keys[i]`."""
+
+    adapter: Adapter
+    role: EmbeddingRole
+    view: str
+    papers: list[Paper] = field(default_factory=list)
+    keys: list[bytes] = field(default_factory=list)
+    index: dict[bytes, int] = field(default_factory=dict)
+    corpus: list[Paper] = field(default_factory=list)
+    """a transductive adapter's papers embedded together (the fit corpus, those without text too)."""
+
+    def row(self, paper: Paper) -> int:
+        """The row of `paper`'s input, added if new; `NO_TEXT` for a paper without text."""
+        if not paper.has_text:
+            return NO_TEXT
+        key = self.adapter.input_key(paper)
+        row = self.index.get(key)
+        if row is None:
+            row = self.index[key] = len(self.papers)
+            self.papers.append(paper)
+            self.keys.append(key)
+        return row
+
+
+@dataclass
+class GroupRows:
+    """An embeddings group's papers: which job embeds them, and each id's row in it (`NO_TEXT`: empty)."""
+
+    job: int
+    papers: list[Paper]
+    rows: list[int]
+    file_key: str | None
+    """which file the group goes to when files are asked for (`EmbeddingPlan.files`)."""
+
+    @property
+    def ids(self) -> list[str]:
+        return [paper.paper_id for paper in self.papers]
+
+
+@dataclass
+class EmbeddingPlan:
+    jobs: list[Job]
+    groups: dict[str, GroupRows]
+
+    @property
+    def files(self) -> dict[str | None, list[str]]:
+        """{file key: its groups}: None for one file for every group of a model that embeds them alike, an input
+        format for one that embeds by format, a group's name for a group embedded apart (its own texts, or a
+        model given per group)."""
+        out: dict[str | None, list[str]] = {}
+        for group, rows in self.groups.items():
+            out.setdefault(rows.file_key, []).append(group)
+        return out
+
+    def distinct_inputs(self) -> int:
+        return sum(len(job.papers) for job in self.jobs)
+
+
+def plan_embedding(suite: Suite, names: Sequence[str], needs: Mapping[str, GroupNeed],
+                   adapter_of: Callable[[str], Adapter], per_group: bool = False) -> EmbeddingPlan:
+    """The jobs that embed every group of `needs` (from `embedding_needs(suite, names, split)`), each group by
+    `adapter_of(group)`; `per_group`: a model given per group (each group its own file).
+
+    The papers of metadata files take their text from `Suite.papers` over the metadata files of their job, so an id
+    has one text in a job (the first file's, with `Suite.papers`' warning when two differ) and one line in a file.
+    """
+    jobs: dict[tuple[int, str, str], Job] = {}
+    placed: dict[str, tuple[tuple[int, str, str], str | None]] = {}
+    for group, need in needs.items():
+        adapter = adapter_of(group)
+        view = adapter.role_view(need.role)
+        apart = per_group or not need.metadata_file
+        part = group if need.papers and adapter.transductive else ""
+        key = (id(adapter), view, part)
+        jobs.setdefault(key, Job(adapter, need.role, view))
+        file_key = group if apart else (need.role.input_format if adapter.by_format else None)
+        placed[group] = key, file_key
+    texts: dict[tuple[int, str, str], dict[str, Paper]] = {}
+    for key, job in jobs.items():
+        files = {needs[group].metadata_file for group, (k, _) in placed.items() if k == key} - {""}
+        if job.adapter.transductive and files:
+            papers = fit_papers(suite, names)  # its vectors depend on the papers embedded together: all of them
+        else:
+            papers = suite.papers(tuple(f for f in metadata_files(suite, names) if f in files), text_fields(names)) \
+                if files else []
+        texts[key] = {paper.paper_id: paper for paper in papers}
+        if job.adapter.transductive:
+            job.corpus = papers
+            for paper in papers:
+                job.row(paper)
+    groups: dict[str, GroupRows] = {}
+    order = list(jobs)
+    for group, need in needs.items():
+        key, file_key = placed[group]
+        job = jobs[key]
+        if need.papers:
+            papers = list(need.papers)
+        else:
+            wanted = set(suite.metadata(need.metadata_file)) if need.ids is None else need.ids
+            papers = [paper for paper_id, paper in texts[key].items() if paper_id in wanted]
+        groups[group] = GroupRows(order.index(key), papers, [job.row(p) for p in papers], file_key)
+    return EmbeddingPlan(list(jobs.values()), groups)
+
+
+def encode_plan(plan: EmbeddingPlan, cache: VectorCache | None, progress: bool = True) -> list[np.ndarray]:
+    """Each job's vectors, row i for its input i: read from `cache` where it holds them, the rest encoded (each
+    distinct input once, inside `adapter.embedding_role`) and added to it."""
+    return [_encode_job(job, cache, progress) for job in plan.jobs]
+
+
+def _encode_job(job: Job, cache: VectorCache | None, progress: bool) -> np.ndarray:
+    fingerprint = job.adapter.cache_fingerprint() if cache is not None else None
+    found = cache.get(fingerprint, job.view, job.keys) if cache is not None and fingerprint is not None else {}
+    todo = [row for row in range(len(job.papers)) if row not in found]
+    vectors: np.ndarray | None = None
+    if found:
+        first = next(iter(found.values()))
+        vectors = np.empty((len(job.papers), first.shape[0]), dtype=first.dtype)
+        for row, vector in found.items():
+            vectors[row] = vector
+    if not todo:
+        return vectors if vectors is not None else np.zeros((0, 0), dtype=np.float32)
+    announce(f"embedding {len(todo)} texts with {job.adapter.name}" + (f" ({len(found)} from the embedding cache)"
+                                                                      if found else ""), enabled=progress)
+    position = {id(job.papers[row]): row for row in todo}
+    done: list[int] = []
+    try:
+        with job.adapter.embedding_role(job.role), progress_bar(
+                total=len(todo), unit="paper", desc=f"embedding with {job.adapter.name}", enabled=progress) as bar:
+            for batch, batch_vectors in job.adapter.transform_batches([job.papers[row] for row in todo]):
+                rows = [position[id(paper)] for paper in batch]
+                if vectors is None:
+                    vectors = np.empty((len(job.papers), batch_vectors.shape[1]), dtype=batch_vectors.dtype)
+                elif batch_vectors.shape[1] != vectors.shape[1]:
+                    raise ScidocsEvalError(f"{job.adapter.name}: a batch of {batch_vectors.shape[1]}-d vectors after "
+                                           f"{vectors.shape[1]}-d ones")
+                vectors[rows] = batch_vectors
+                done += rows
+                bar.update(len(batch))
+    finally:  # what was computed is kept, also when a later batch fails
+        if cache is not None and fingerprint is not None and done and vectors is not None:
+            cache.put(fingerprint, job.view, [job.keys[row] for row in done], vectors[done])
+    assert vectors is not None
+    return vectors
+
+
+def group_stores(plan: EmbeddingPlan, vectors: Sequence[np.ndarray],
+                 dtype: np.dtype | type = np.float32) -> dict[str, EmbeddingStore]:
+    """{group: an EmbeddingStore of its papers}, built from the job arrays (an id without text: empty)."""
+    stores = {}
+    for group, rows in plan.groups.items():
+        job_vectors = vectors[rows.job]
+        index = np.asarray(rows.rows, dtype=np.int64)
+        empty = index == NO_TEXT
+        dim = job_vectors.shape[1] if job_vectors.size else 0
+        matrix = np.zeros((len(index), dim), dtype=dtype)
+        matrix[~empty] = job_vectors[index[~empty]]
+        stores[group] = EmbeddingStore(rows.ids, matrix, empty)
+    return stores
+
+
+def file_papers(plan: EmbeddingPlan, file_key: str | None) -> list[Paper]:
+    """The papers of the file `file_key`, each id once (its first group's), in input order; a transductive
+    adapter's file starts with every paper it embeds together, so a resumed run embeds them together too."""
+    job = plan.jobs[plan.groups[plan.files[file_key][0]].job]
+    seen: dict[str, Paper] = {paper.paper_id: paper for paper in job.corpus}
+    for group in plan.files[file_key]:
+        for paper in plan.groups[group].papers:
+            seen.setdefault(paper.paper_id, paper)
+    return list(seen.values())
+
+
+def plan_file_lines(plan: EmbeddingPlan, vectors: Sequence[np.ndarray], file_key: str | None) -> list[bytes]:
+    """The official JSON lines of the file `file_key`: every paper of its groups once, in input order."""
+    seen: dict[str, bytes] = {}
+    for group in plan.files[file_key]:
+        rows = plan.groups[group]
+        for paper_id, row in zip(rows.ids, rows.rows):
+            if paper_id not in seen:
+                seen[paper_id] = format_embedding_line(paper_id, None if row == NO_TEXT else vectors[rows.job][row])
+    return list(seen.values())
+
+
+def write_plan_files(plan: EmbeddingPlan, vectors: Sequence[np.ndarray], path_of: Callable[[str | None], Path],
+                     option: str = "output") -> dict[str | None, Path]:
+    """Write each file of the plan (`path_of(file_key)`), every paper's line in input order; returns them."""
+    return {key: write_embeddings_file(path_of(key), plan_file_lines(plan, vectors, key), option)
+            for key in plan.files}
