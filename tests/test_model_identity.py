@@ -97,13 +97,11 @@ def test_the_model_object_cache_never_serves_vectors_of_other_weights(demo_suite
     import torch
 
     model = TinyTorchModel()
-    first = evaluate_model(model, demo_suite, tasks=["cite"], name="tiny", progress=False)
+    evaluate_model(model, demo_suite, tasks=["cite"], name="tiny", progress=False)
     calls = model.calls
     evaluate_model(model, demo_suite, tasks=["cite"], name="tiny", progress=False)
     assert model.calls == calls  # same weights: served from the cache
     with torch.no_grad():
         model.layer.weight.mul_(-1.0)
-    changed = evaluate_model(model, demo_suite, tasks=["cite"], name="tiny", progress=False)
-    assert model.calls > calls  # other weights under the same name: embedded again
-    assert changed.fingerprints["embeddings"]["user-citation"]["sha256"] != \
-        first.fingerprints["embeddings"]["user-citation"]["sha256"]
+    evaluate_model(model, demo_suite, tasks=["cite"], name="tiny", progress=False)
+    assert model.calls == 2 * calls  # other weights under the same name: every text embedded again
