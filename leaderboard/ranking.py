@@ -11,65 +11,22 @@ the synthetic demo suite; a note says that they are comparable only to rows scor
 
 from __future__ import annotations
 
-import glob
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import orjson
-
 from scidocs_eval.data.build import REPORT_FILE
-from scidocs_eval.errors import InputError, ScidocsEvalError
+from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluation.ranking_groups import Cohort, Component, Leaderboard, Ranking, rank_results
 from scidocs_eval.evaluation.task import TASKS
 from scidocs_eval.leaderboard import scirepeval_table
-from scidocs_eval.leaderboard.runs import LoadedRun, load_runs
+from scidocs_eval.leaderboard.runs import LoadedRun, collect_results, load_runs
 from scidocs_eval.leaderboard.table1 import COLUMNS, paper_table1_rows
 
 TABLE1_AVG = "Table 1 Avg"
 PAPER_SOURCE = "SPECTER paper, Table 1"
 PAPER_NOTE = ("published rows (SPECTER paper, Table 1): the SciDocs test set, as printed (1 decimal); comparable "
               "only to rows scored on the official SciDocs suite; Avg is the paper's own")
-
-
-def expand_results(sources: Sequence[str]) -> tuple[list[Path], list[str]]:
-    """The results files `sources` name: a file as given, a folder's *.json files (recursively, sorted) that are
-    results files, a glob's matches (the same rule for each match). Returns (files, warnings): a JSON file in a
-    folder or a glob's match that is not a results file (a compare output, an embeddings' settings) is left out
-    with a warning naming it; a source that names nothing is an error."""
-    files: list[Path] = []
-    warnings: list[str] = []
-    for source in sources:
-        matches = sorted(glob.glob(source, recursive=True)) if glob.has_magic(source) else [source]
-        if not matches:
-            raise InputError(source, "matches no file")
-        for match in map(Path, matches):
-            if match.is_dir():
-                found = [p for p in sorted(match.rglob("*.json")) if p.is_file()]
-                kept = [p for p in found if _looks_like_results(p)]
-                warnings += [f"{p}: not a results file, left out" for p in found if p not in kept]
-                if not kept:
-                    raise InputError(match, "holds no results file (*.json written by `run --out` or `baseline`)")
-                files += kept
-            elif match.is_file() or not glob.has_magic(source):
-                if glob.has_magic(source) and not _looks_like_results(match):
-                    warnings.append(f"{match}: not a results file, left out")
-                    continue
-                files.append(match)
-    unique = list(dict.fromkeys(Path(os.path.realpath(f)) for f in files))
-    if len(unique) < len(files):
-        warnings.append(f"{len(files) - len(unique)} results file(s) named more than once, ranked once")
-    return unique, warnings
-
-
-def _looks_like_results(path: Path) -> bool:
-    """A JSON object with "model" and "tasks" (RunResult.load then checks it fully)."""
-    try:
-        data = orjson.loads(path.read_bytes())
-    except (orjson.JSONDecodeError, OSError):
-        return False
-    return isinstance(data, dict) and "tasks" in data and "model" in data
 
 
 def averages() -> dict[str, list[Component]]:
@@ -218,14 +175,10 @@ def leaderboard_dict(board: Leaderboard) -> dict:
 def build_leaderboard(sources: Sequence[str], resamples: int | None = None, seed: int = 0, alpha: float = 0.05,
                       progress: bool = True) -> tuple[Leaderboard, list[LoadedRun], list[str]]:
     """Load the results `sources` name (files, folders, globs) and rank them: (leaderboard, runs, warnings)."""
-    files, warnings = expand_results(sources)
+    files, warnings = collect_results(sources)
     if not files:
         raise ScidocsEvalError("no results files given")
     runs = load_runs(files)
-    labels = [run.label for run in runs]
-    for run in runs:  # files of the same name and model in two folders: the path tells them apart
-        if labels.count(run.label) > 1:
-            run.label = f"{run.result.model} ({run.path})"
     board = rank_results([run.result for run in runs], [run.label for run in runs], averages(), resamples, seed,
                          alpha, progress)
     return board, runs, warnings

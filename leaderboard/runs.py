@@ -47,26 +47,42 @@ def load_runs(paths: Sequence[str | os.PathLike[str]]) -> list[LoadedRun]:
     return runs
 
 
-def results_paths(patterns: Sequence[str | os.PathLike[str]]) -> list[Path]:
-    """The results files `table`, `report` and `plot results` read from `patterns`: a file as given; a folder's
-    results files, told by content whatever their names (`run -o results/mine.json` included), other files
-    passed over; a glob's matches that are results files. An empty folder or a glob matching none is an error."""
-    paths: list[Path] = []
+def collect_results(patterns: Sequence[str | os.PathLike[str]]) -> tuple[list[Path], list[str]]:
+    """The results files `patterns` name, the one collector of `table`, `report`, `plot results` and
+    `leaderboard`: a file as given; a folder's results files (recursively, sorted), told by content whatever their
+    names (`run -o results/mine.json` included); a glob's matches that are results files. Returns (files,
+    warnings): a JSON file in a folder, or a glob's match, that is not a results file is left out with a warning
+    naming it; a file named twice is read once. A folder or glob with no results file, or a path that does not
+    exist, is an error."""
+    files: list[Path] = []
+    warnings: list[str] = []
     for pattern in map(str, patterns):
-        path = Path(pattern)
-        if path.is_dir():
-            found = sorted(p for p in path.iterdir() if p.suffix == ".json" and is_results_file(p))
-            if not found:
-                raise InputError(path, "holds no results file (they are written by `scidocs-eval run -o FILE` and "
-                                 "`scidocs-eval baseline`)")
-        elif path.exists():
-            found = [path]  # RunResult.load names what is wrong with it
-        elif not glob.has_magic(pattern):
-            raise InputError(path, "no such results file or folder (`baseline` writes scidocs-results/ in the "
-                             "folder it runs in)")
-        else:
-            found = sorted(Path(p) for p in glob.glob(pattern) if is_results_file(p))
-            if not found:
-                raise ScidocsEvalError(f"{pattern}: matches no results file")
-        paths += [p for p in found if p not in paths]
-    return paths
+        magic = glob.has_magic(pattern)
+        matches = [Path(p) for p in sorted(glob.glob(pattern, recursive=True))] if magic else [Path(pattern)]
+        if magic and not matches:
+            raise ScidocsEvalError(f"{pattern}: matches no results file")
+        for match in matches:
+            if match.is_dir():
+                found = [p for p in sorted(match.rglob("*.json")) if p.is_file()]
+                kept = [p for p in found if is_results_file(p)]
+                warnings += [f"{p}: not a results file, left out" for p in found if p not in kept]
+                if not kept:
+                    raise InputError(match, "holds no results file (they are written by `scidocs-eval run -o FILE` "
+                                     "and `scidocs-eval baseline`)")
+                files += kept
+            elif not match.exists():
+                raise InputError(match, "no such results file or folder (`baseline` writes scidocs-results/ in "
+                                 "the folder it runs in)")
+            elif magic and not is_results_file(match):
+                warnings.append(f"{match}: not a results file, left out")
+            else:
+                files.append(match)  # RunResult.load names what is wrong with a file given by name
+    unique = list(dict.fromkeys(Path(os.path.realpath(f)) for f in files))
+    if len(unique) < len(files):
+        warnings.append(f"{len(files) - len(unique)} results file(s) named more than once, read once")
+    return unique, warnings
+
+
+def results_paths(patterns: Sequence[str | os.PathLike[str]]) -> list[Path]:
+    """`collect_results`'s files, for the commands that print tables, not what was left out."""
+    return collect_results(patterns)[0]

@@ -12,7 +12,8 @@ import pytest
 from scidocs_eval.cli import main
 from scidocs_eval.evaluation.ranking_groups import rank_results
 from scidocs_eval.evaluation.results import RunResult
-from scidocs_eval.leaderboard.ranking import expand_results, leaderboard_dict, render_markdown
+from scidocs_eval.leaderboard.ranking import leaderboard_dict, render_markdown
+from scidocs_eval.leaderboard.runs import collect_results
 from scidocs_eval.leaderboard.table1 import paper_rows
 from tests.test_ranking_groups import model
 
@@ -33,15 +34,15 @@ def results_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_folder_glob_and_files_name_the_same_results(results_folder: Path) -> None:
-    by_folder, warnings = expand_results([str(results_folder)])
+    by_folder, warnings = collect_results([str(results_folder)])
     assert [p.name for p in by_folder] == ["better.results.json", "same.results.json", "twin.results.json"]
     assert warnings == [f"{results_folder / 'notes.json'}: not a results file, left out"]
-    by_glob, _ = expand_results([str(results_folder / "*.results.json")])
+    by_glob, _ = collect_results([str(results_folder / "*.results.json")])
     assert by_glob == by_folder
 
 
 def test_published_rows_are_placed_by_score_marked_and_without_a_letter(results_folder: Path) -> None:
-    files, _ = expand_results([str(results_folder)])
+    files, _ = collect_results([str(results_folder)])
     results = [RunResult.load(f) for f in files]
     board = rank_results(results, [r.model for r in results], resamples=300, progress=False)
     text = render_markdown(board)
@@ -74,8 +75,8 @@ def test_cli_markdown_json_and_html(results_folder: Path, tmp_path: Path, capsys
 
 
 @pytest.mark.parametrize("arguments, message", [
-    (["missing.results.json"], "results file not found"),
-    (["nothing-*.json"], "matches no file"),
+    (["missing.results.json"], "no such results file or folder"),
+    (["nothing-*.json"], "matches no results file"),
     (["--resamples", "5", "{folder}"], "--resamples"),
     (["{folder}/notes.json"], "not a scidocs-eval results file"),
 ])
@@ -104,7 +105,7 @@ def test_published_rows_are_not_shown_beside_a_suite_built_from_another_corpus(r
     built = tmp_path / "cora-suite"
     built.mkdir()
     (built / "build_report.json").write_text("{}", encoding="utf-8")
-    files, _ = expand_results([str(results_folder)])
+    files, _ = collect_results([str(results_folder)])
     results = [RunResult.load(f) for f in files]
     for result in results:
         result.settings["data"] = str(built)

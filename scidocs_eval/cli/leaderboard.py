@@ -16,9 +16,10 @@ MIN_RESAMPLES = 100
 
 
 def _leaderboard(args: argparse.Namespace) -> int:
-    from scidocs_eval.leaderboard.ranking import build_leaderboard, expand_results, leaderboard_dict, render_markdown
+    from scidocs_eval.leaderboard.ranking import build_leaderboard, leaderboard_dict, render_markdown
+    from scidocs_eval.leaderboard.runs import collect_results
 
-    files, _ = expand_results(args.results)
+    files, _ = collect_results(args.results)
     outputs = {"--json": args.json, "--html": args.html}
     claim_inputs_are_not_outputs([str(f) for f in files], outputs)
     if args.json:
