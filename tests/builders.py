@@ -91,3 +91,28 @@ def write_vectors(path: str | os.PathLike[str], vectors: dict) -> Path:
 
     Path(path).write_bytes(b"".join(format_embedding_line(key, vector) for key, vector in vectors.items()))
     return Path(path)
+
+
+def mteb_lookup_encoder(vectors: dict) -> object:
+    """An MTEB 2.x encoder (its EncoderProtocol) returning `vectors[text]` for each text it is given."""
+    import numpy as np
+    from mteb.models.model_meta import ModelMeta
+
+    class Lookup:
+        mteb_model_meta = ModelMeta(loader=None, name="test/lookup", revision="1", model_type=["dense"], embed_dim=16,
+                                    similarity_fn_name="cosine", languages=None, open_weights=True,
+                                    release_date=None, n_parameters=0, n_embedding_parameters=0, memory_usage_mb=0,
+                                    license="mit", max_tokens=np.inf, reference=None, framework=[],
+                                    use_instructions=False, public_training_code=None, public_training_data=None,
+                                    training_datasets=set(), modalities=["text"])
+
+        def encode(self, inputs, *, task_metadata, hf_split, hf_subset, prompt_type=None, **kwargs):
+            return np.stack([vectors[text] for batch in inputs for text in batch["text"]])
+
+        def similarity(self, a, b):
+            raise NotImplementedError
+
+        def similarity_pairwise(self, a, b):
+            raise NotImplementedError
+
+    return Lookup()

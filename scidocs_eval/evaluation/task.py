@@ -24,7 +24,8 @@ from scidocs_eval.params import Constraints
 from scidocs_eval.registry import ENTRY_POINT_GROUPS, Registry, check_params
 
 MissingPolicy = Literal["official", "error"]
-FAMILIES = ("classification", "ranking", "recomm", "retrieval", "reranking", "scirepeval")
+FAMILIES = ("classification", "ranking", "recomm", "retrieval", "reranking", "scirepeval", "clustering",
+            "mteb-classification")
 """What a task's files look like: label CSVs, qrels, clickthrough impressions, a retrieval dataset (BEIR or HF
 parquet layout; "reranking" adds each query's candidate list), or SciRepEval's JSON lines configs. `data verify`
 checks a task's files by its family; `--tune` and SGC's leakage guard read the val/test qrels of every "ranking"
