@@ -61,7 +61,8 @@ def text_id(text: str) -> str:
 
 def clustering_spec(name: str, description: str, mteb_task: str, hub_id: str, revision: str) -> TaskSpec:
     return TaskSpec(name, description, "clustering", CLUSTERING_METRICS, "v_measure", name, "", benchmark="mteb-sci",
-                    mteb_task=mteb_task, dataset={"path": hub_id, "revision": revision, "split": "test"})
+                    mteb_task=mteb_task,
+                    dataset={"path": hub_id, "revision": revision, "split": "test", "loader": "rows"})
 
 
 class ClusteringTask(Task):

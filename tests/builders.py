@@ -110,7 +110,10 @@ def mteb_lookup_encoder(vectors: dict) -> object:
             return np.stack([vectors[text] for batch in inputs for text in batch["text"]])
 
         def similarity(self, a, b):
-            raise NotImplementedError
+            from mteb.models.model_meta import ScoringFunction
+            from mteb.similarity_functions import select_similarity
+
+            return select_similarity(a, b, ScoringFunction("cosine"))
 
         def similarity_pairwise(self, a, b):
             raise NotImplementedError

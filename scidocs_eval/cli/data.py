@@ -15,7 +15,7 @@ from scidocs_eval.paths import default_data_dir
 
 def _download_hub(benchmark: str, dest: Path) -> int:
     """The tasks of `benchmark` that name a hub dataset, each into `dest/{task}` (BEIR layout)."""
-    from scidocs_eval.data.hf_datasets import fetch_hub_dataset
+    from scidocs_eval.data.hf_datasets import fetch_task_dataset
     from scidocs_eval.evaluation.task import BENCHMARKS, TASKS, task_names
 
     BENCHMARKS.check([benchmark])
@@ -24,8 +24,7 @@ def _download_hub(benchmark: str, dest: Path) -> int:
         raise ScidocsEvalError(f"benchmark {benchmark!r} has no task with a hub dataset to download")
     for name in names:
         spec = TASKS[name].spec
-        folder = fetch_hub_dataset(spec.dataset["path"], spec.dataset["revision"], spec.dataset.get("split", "test"),
-                                   dest / name, reranking=spec.family == "reranking")
+        folder = fetch_task_dataset(spec.dataset, dest / name, reranking=spec.family == "reranking")
         print(f"{spec.dataset['path']}@{spec.dataset['revision'][:10]} -> {folder}")
     print(f"score it: scidocs-eval run --data {dest} --benchmark {benchmark} --embeddings queries=Q --embeddings "
           "corpus=C")
