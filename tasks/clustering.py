@@ -14,7 +14,6 @@ included; `items` holds every experiment's value (unit "iteration") for interval
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import random
 from pathlib import Path
@@ -43,7 +42,7 @@ from scidocs_eval.evaluators.clustering import (
     hf_test_split,
 )
 from scidocs_eval.formats.embeddings import EMPTY, MISSING, PRESENT, EmbeddingStore
-from scidocs_eval.formats.hf_rows import flatten_lists, read_rows, split_file
+from scidocs_eval.formats.hf_rows import flatten_lists, read_rows, split_file, text_id
 from scidocs_eval.formats.suite import Paper, Suite
 from scidocs_eval.params import validate_params
 
@@ -52,11 +51,6 @@ log = logging.getLogger("scidocs_eval")
 BENCHMARKS.register(Benchmark("mteb-sci", "MTEB 2.x's other scientific (Academic, English) tasks: retrieval sets, "
                                           "their Nano and decontaminated versions, paper clustering and "
                                           "ArxivClassification.v2"))
-
-
-def text_id(text: str) -> str:
-    """The id a document's embedding is stored under: a digest of its text (equal texts, one embedding)."""
-    return "text-" + hashlib.sha1(text.encode("utf-8")).hexdigest()[:20]
 
 
 def clustering_spec(name: str, description: str, mteb_task: str, hub_id: str, revision: str) -> TaskSpec:

@@ -8,6 +8,7 @@ data. A row without a column the task reads, or of the wrong type, is an error n
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -18,6 +19,11 @@ import orjson
 from scidocs_eval.errors import InputError
 from scidocs_eval.formats.lines import json_lines
 from scidocs_eval.formats.safe_output import write_bytes_atomically
+
+
+def text_id(text: str) -> str:
+    """The id a row's text is embedded under: a digest of the text (equal texts, one embedding)."""
+    return "text-" + hashlib.sha1(text.encode("utf-8")).hexdigest()[:20]
 
 
 def split_file(folder: str | os.PathLike[str], split: str) -> Path:
