@@ -26,6 +26,7 @@ from scidocs_eval.evaluation.metrics import percent
 from scidocs_eval.evaluation.task import (
     BENCHMARKS,
     Benchmark,
+    CoverageError,
     MissingPolicy,
     Task,
     TaskResult,
@@ -128,6 +129,8 @@ class ClusteringTask(Task):
             log.warning("%s: %d of %d documents have no embedding and are left out of the clustering; MTEB embeds "
                         "every one, so these numbers are not MTEB's", self.name, int((~usable).sum()), len(ids))
         kept = [i for i in range(len(ids)) if usable[i]]
+        if not kept:
+            raise CoverageError(f"{self.name}: none of its {len(ids)} documents has a usable embedding")
         scores = cluster_experiments(embeddings.vectors([ids[i] for i in kept]), [labels[i] for i in kept], rng,
                                      cluster_size=self.cluster_size)
         mteb_scores: dict[str, Any] = {**scores.mteb_scores()}

@@ -16,9 +16,16 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluation.metrics import percent
-from scidocs_eval.evaluation.task import MissingPolicy, Task, TaskResult, TaskSpec, check_missing, register_task
+from scidocs_eval.evaluation.task import (
+    CoverageError,
+    MissingPolicy,
+    Task,
+    TaskResult,
+    TaskSpec,
+    check_missing,
+    register_task,
+)
 from scidocs_eval.evaluators.mteb_classification import (
     CLASSIFICATION_METRICS,
     mteb_scores,
@@ -78,7 +85,7 @@ class MtebClassificationTask(Task):
         check_missing(self.name, "train papers", train_ids, train_status, missing)
         check_missing(self.name, "test papers", test_ids, test_status, missing)
         if not (train_status == PRESENT).all() or not (test_status == PRESENT).all():
-            raise ScidocsEvalError(f"{self.name}: {int((train_status != PRESENT).sum())} training and "
+            raise CoverageError(f"{self.name}: {int((train_status != PRESENT).sum())} training and "
                                    f"{int((test_status != PRESENT).sum())} test papers have no usable embedding; "
                                    "MTEB's protocol needs every one (embed them all)")
         train_vectors = np.zeros((len(train_texts), embeddings.dim), dtype=np.float32)

@@ -372,11 +372,11 @@ def _class_name(name: str) -> str:
 
 
 for _name, _description, _mteb, _hub, _revision in _SETS:
-    register_task(type(_class_name(_name), (RetrievalTask,), {"spec": sci_spec(_name, _description, _mteb, _hub,
-                                                                                     _revision)}))
+    register_task(type(_class_name(_name), (RetrievalTask,), {"__module__": __name__, "spec": sci_spec(
+        _name, _description, _mteb, _hub, _revision)}))
 for _name, _description, _mteb, _hub, _revision in _NANO:  # NanoBEIR's sets: MTEB evaluates their only split
-    register_task(type(_class_name(_name), (RetrievalTask,), {"spec": sci_spec(_name, _description, _mteb, _hub,
-                                                                                     _revision, "train")}))
+    register_task(type(_class_name(_name), (RetrievalTask,), {"__module__": __name__, "spec": sci_spec(
+        _name, _description, _mteb, _hub, _revision, "train")}))
 
 
 @register_task
@@ -390,11 +390,11 @@ class LitSearchTask(RetrievalTask):
 class PeerQATask(LmebRerankingTask):
     spec = sci_spec("peerqa", "MTEB PeerQA (LMEB): questions on papers against their passages, reranked",
                     "PeerQA", "mteb/PeerQA", "6b2010c691a435a7a920088d32e55c898afa97f5", family="reranking",
-                    k_values=LMEB_K_VALUES, subset="PeerQA")
+                    k_values=LMEB_K_VALUES, subset="PeerQA", type="Retrieval")
 
 
 @register_task
 class QasperTask(LmebRerankingTask):
     spec = sci_spec("qasper", "MTEB QASPER (LMEB): questions on papers against their passages, reranked", "QASPER",
                     "mteb/QASPER", "898f2eced48890f19b6a88f1b616e9ca6c5dda1c", family="reranking",
-                    k_values=LMEB_K_VALUES, subset="QASPER")
+                    k_values=LMEB_K_VALUES, subset="QASPER", type="Retrieval")

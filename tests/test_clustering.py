@@ -8,7 +8,6 @@ an encoder returning the same vectors): every value of MTEB's scores dict must a
 
 from __future__ import annotations
 
-import random
 from pathlib import Path
 from typing import Any
 
@@ -19,38 +18,12 @@ from threadpoolctl import threadpool_limits
 from scidocs_eval.evaluation.runner import evaluate
 from scidocs_eval.evaluation.task import TASKS, get_task
 from scidocs_eval.evaluators.clustering import hf_test_split
-from scidocs_eval.formats.hf_rows import write_rows
 from scidocs_eval.formats.suite import Suite
-from tests.builders import mteb_lookup_encoder, write_vectors
-
-CATEGORIES = ["cs.AI", "cs.CL", "cs.LG", "math.PR", "math.ST", "hep-th", "q-bio.NC"]
-
-
-def _documents(count: int, labels: list[str], seed: int) -> tuple[list[str], list[str]]:
-    rng = random.Random(seed)
-    chosen = [rng.choice(labels) for _ in range(count)]
-    return [f"paper {i} on {label} {rng.random():.6f}" for i, label in enumerate(chosen)], chosen
-
-
-def _vectors(texts: list[str], labels: list[str], dim: int = 12, seed: int = 0) -> dict[str, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    centres = {label: rng.normal(size=dim) for label in sorted(set(labels))}
-    return {text: (centres[label] + rng.normal(scale=1.5, size=dim)).astype(np.float32)
-            for text, label in zip(texts, labels)}
+from tests.builders import mteb_lookup_encoder, write_clustering_copy, write_vectors
 
 
 def _write_copy(root: Path, task: str, count: int, seed: int = 0) -> dict[str, np.ndarray]:
-    """A synthetic copy of `task`'s hub rows in the suite folder `root/task`; returns text -> vector."""
-    cls = TASKS[task]
-    labels = CATEGORIES if cls.hierarchical_sample else ["neuroscience", "genomics", "ecology", "immunology"]
-    texts, chosen = _documents(count, labels, seed)
-    if cls.row_lists:  # sets of documents, each row every label (as the hub's older clustering layout)
-        rows = [{"sentences": texts[i:i + 250], "labels": chosen[i:i + 250]} for i in range(0, count, 250)]
-    else:
-        rows = [{"sentences": text, "labels": label} for text, label in zip(texts, chosen)]
-    (root / task).mkdir(parents=True)
-    write_rows(root / task, "test", rows)
-    return _vectors(texts, chosen, seed=seed)
+    return write_clustering_copy(root, task, count, seed)
 
 
 def _mteb_scores(root: Path, task: str, vectors: dict[str, np.ndarray], cluster_size: int) -> dict[str, Any]:

@@ -3,7 +3,6 @@ its scores dict, each experiment's included, to 1e-6)."""
 
 from __future__ import annotations
 
-import random
 from pathlib import Path
 from typing import Any
 
@@ -13,28 +12,15 @@ import pytest
 from scidocs_eval.evaluation.runner import evaluate
 from scidocs_eval.evaluation.task import get_task
 from scidocs_eval.evaluators.mteb_classification import undersampled_experiments
-from scidocs_eval.formats.hf_rows import text_id, write_rows
+from scidocs_eval.formats.hf_rows import text_id
 from scidocs_eval.formats.suite import Suite
-from tests.builders import mteb_lookup_encoder, write_vectors
+from tests.builders import mteb_lookup_encoder, write_classification_copy, write_vectors
 
 TASK = "arxiv-classification"
 
 
-def _write_copy(root: Path, labels: int = 5, train: int = 300, test: int = 120) -> dict[str, np.ndarray]:
-    rng, generator = random.Random(0), np.random.default_rng(0)
-    centres = generator.normal(size=(labels, 10))
-    vectors = {}
-    (root / TASK).mkdir(parents=True)
-    for split, count in (("train", train), ("test", test)):
-        rows = []
-        for i in range(count):
-            label = rng.randrange(labels)
-            text = f"{split} paper {i} about subject {label}"
-            vectors[text] = (centres[label] + generator.normal(scale=1.2, size=10)).astype(np.float32)
-            rows.append({"text": text, "label": label})
-        rows.append(dict(rows[0]))  # a repeated text: embedded once
-        write_rows(root / TASK, split, rows)
-    return vectors
+def _write_copy(root: Path, labels: int) -> dict[str, np.ndarray]:
+    return write_classification_copy(root, TASK, labels)
 
 
 def _mteb_scores(root: Path, vectors: dict[str, np.ndarray]) -> dict[str, Any]:

@@ -73,3 +73,16 @@ def test_each_set_declares_mtebs_dataset_split_and_main_score() -> None:
         assert spec.dataset.get("subset", "default") == theirs.hf_subsets[0], name
         assert spec.metrics == tuple(n for n in spec.metrics if n.split("_at_")[0] in
                                      ("ndcg", "map", "recall", "precision", "mrr", "hit_rate")), name
+
+
+def test_docs_list_every_mteb_task_with_dataset_revision_and_main_score() -> None:
+    text = (Path(__file__).parents[1] / "docs" / "mteb.md").read_text("utf-8")
+    rows = {line.split("|")[1].strip(" `"): line for line in text.splitlines() if line.startswith("| `")}
+    for name, cls in TASKS.items():
+        spec = cls.spec
+        if spec.mteb_task is None:
+            continue
+        assert name in rows, name
+        for value in (spec.mteb_task, spec.dataset["path"], spec.dataset["revision"], spec.main_score):
+            assert value in rows[name], (name, value)
+        assert "not computed" in rows[name] or "nothing" in rows[name] or "`" in rows[name].split("|")[7], name

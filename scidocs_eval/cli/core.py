@@ -36,6 +36,7 @@ from scidocs_eval.evaluation.task import (
 from scidocs_eval.formats.safe_output import claim_inputs_are_not_outputs, claim_output, write_bytes_atomically
 from scidocs_eval.leaderboard import render_table1
 from scidocs_eval.leaderboard.run_table import format_run
+from scidocs_eval.leaderboard.sci_table import render_sci_table
 from scidocs_eval.models.adapter import adapter_names
 from scidocs_eval.models.baseline import EMBEDDINGS_FORMATS, run_baseline
 from scidocs_eval.params import FRACTION, argument_type
@@ -92,6 +93,9 @@ def _print_result(result: RunResult, written: list[Path], ci: bool = False) -> i
     if any(TASKS[name].spec.table1 for name in result.tasks if name in TASKS):
         print()
         print(render_table1([result], include_paper="same-name"))
+    if result.settings.get("benchmark") == "sci":  # each owner's averages side by side
+        print()
+        print(render_sci_table([result]), end="")
     results_file = next((path for path in written if path.name.endswith(".json")), None)
     if written:
         print(f"Wrote {', '.join(_describe_file(path) for path in written if path.exists())}.")
@@ -152,7 +156,8 @@ def _table(args: argparse.Namespace) -> int:
 
     renderers = {DEFAULT_BENCHMARK: lambda results: render_table1(results, include_paper=not args.no_paper,
                                                                   ci=args.ci),
-                 "scirepeval": lambda results: render_scirepeval_table(results, include_paper=not args.no_paper)}
+                 "scirepeval": lambda results: render_scirepeval_table(results, include_paper=not args.no_paper),
+                 "sci": render_sci_table}
     BENCHMARKS.check([args.benchmark])
     if args.benchmark not in renderers:
         raise ScidocsEvalError(f"benchmark {args.benchmark!r} has no results table; tables: {', '.join(renderers)}")

@@ -264,6 +264,8 @@ class Benchmark:
 
     name: str
     description: str
+    members: tuple[str, ...] = ()
+    """other benchmarks whose tasks it holds too (`sci`: every scientific benchmark, in one run)."""
 
     def __post_init__(self) -> None:
         if not _NAME.fullmatch(self.name):
@@ -279,8 +281,9 @@ BENCHMARKS: Registry[Benchmark] = Registry("benchmark", Benchmark, plugins="scid
 
 def task_names(family: str | None = None, benchmark: str | None = None) -> list[str]:
     """Names of the registered tasks (of one family and/or one benchmark, if given), in the registry's order."""
+    within = None if benchmark is None else {benchmark, *BENCHMARKS[benchmark].members}
     return [name for name, cls in TASKS.items() if (family is None or cls.spec.family == family)
-            and (benchmark is None or cls.spec.benchmark == benchmark)]
+            and (within is None or cls.spec.benchmark in within)]
 
 
 def selected_tasks(tasks: Sequence[str] | None = None, benchmark: str | None = None) -> list[str]:
@@ -291,7 +294,8 @@ def selected_tasks(tasks: Sequence[str] | None = None, benchmark: str | None = N
     if not tasks:
         return task_names(benchmark=benchmark or DEFAULT_BENCHMARK)
     names = TASKS.check(tasks)
-    outside = [name for name in names if benchmark is not None and TASKS[name].spec.benchmark != benchmark]
+    inside = set(task_names(benchmark=benchmark)) if benchmark is not None else set(names)
+    outside = [name for name in names if name not in inside]
     if outside:
         raise ScidocsEvalError(f"task(s) {', '.join(outside)} are not in benchmark {benchmark!r} (its tasks: "
                                f"{', '.join(task_names(benchmark=benchmark))}); leave out the benchmark to pick "

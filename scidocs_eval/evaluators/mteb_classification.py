@@ -64,11 +64,13 @@ def run_experiments(train_vectors: np.ndarray, train_labels: Sequence[Hashable],
                     seed: int = SEED) -> list[dict[str, float]]:
     """Each experiment's scores: a logistic regression fitted on its rows of `train_vectors`, scored on the test."""
     from sklearn.linear_model import LogisticRegression
+    from threadpoolctl import threadpool_limits
 
     results = []
     for chosen in experiments:
         model = LogisticRegression(max_iter=100, random_state=seed)
-        model.fit(train_vectors[list(chosen)], [train_labels[i] for i in chosen])
+        with threadpool_limits(1):  # 8 papers a label: threads only cost (as k-means in evaluators/clustering.py)
+            model.fit(train_vectors[list(chosen)], [train_labels[i] for i in chosen])
         results.append(experiment_scores(test_labels, model.predict(test_vectors)))
     return results
 
