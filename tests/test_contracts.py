@@ -86,8 +86,8 @@ def test_registries_refuse_duplicates_wrong_types_and_suggest_close_names() -> N
 def test_task_specs_are_checked_when_built() -> None:
     with pytest.raises(ValueError, match="main_score 'f1' is not one of its metrics"):
         TaskSpec("x", "x", "ranking", ("map",), "f1", "cls", "paper_metadata_mag_mesh.json")
-    with pytest.raises(ValueError, match="family 'clustering' must be one of"):
-        TaskSpec("x", "x", "clustering", ("map",), "map", "cls", "paper_metadata_mag_mesh.json")
+    with pytest.raises(ValueError, match="family 'pairs' must be one of"):
+        TaskSpec("x", "x", "pairs", ("map",), "map", "cls", "paper_metadata_mag_mesh.json")
     with pytest.raises(ValueError, match=r"table1 maps \['p@5'\] which are not among its metrics"):
         TaskSpec("x", "x", "ranking", ("map",), "map", "cls", "paper_metadata_mag_mesh.json", {"p@5": "cite_map"})
 
