@@ -26,8 +26,9 @@ def _download_hub(benchmark: str, dest: Path) -> int:
         spec = TASKS[name].spec
         folder = fetch_task_dataset(spec.dataset, dest / name, reranking=spec.family == "reranking")
         print(f"{spec.dataset['path']}@{spec.dataset['revision'][:10]} -> {folder}")
-    print(f"score it: scidocs-eval run --data {dest} --benchmark {benchmark} --embeddings queries=Q --embeddings "
-          "corpus=C")
+    groups = list(dict.fromkeys(group for name in names for group in reversed(TASKS[name].groups())))
+    print(f"score it: scidocs-eval run --data {dest} --benchmark {benchmark} --embeddings FILE (or --embeddings "
+          f"GROUP=FILE per group: {', '.join(groups)})")
     return 0
 
 

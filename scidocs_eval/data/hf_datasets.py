@@ -1,4 +1,6 @@
-"""Fetch an MTEB retrieval dataset from the Hugging Face hub (by id and pinned revision) into the BEIR layout.
+"""Fetch an MTEB dataset from the Hugging Face hub (by id and pinned revision): retrieval sets into the BEIR layout,
+clustering and classification sets as their rows (`fetch_rows`), LitSearch as MTEB builds it (`fetch_litsearch`);
+`fetch_task_dataset` picks by the task's `dataset["loader"]`.
 
 `data download --benchmark mteb-scidocs` calls this once per task: the `datasets` library loads the configs
 MTEB loads (`corpus`, `queries` or `query`, `default` or `qrels`, and `top_ranked` for reranking), each at the
