@@ -379,8 +379,8 @@ def _layout(name: str) -> str:
         return "qrel"
     if all(f.startswith("recomm/") or f in METADATA_FILES.values() for f in files):
         return "clickthrough"
-    if callable(getattr(task, "dataset_folder", None)):
-        return "dataset-folder"
+    if all(callable(getattr(task, reader, None)) for reader in ("dataset_folder", "split_name")):
+        return "dataset-folder"  # a retrieval dataset (BEIR or HF parquet); another folder of rows is "declared"
     if callable(getattr(task, "inventory", None)):
         return "scirepeval"
     return "declared"
