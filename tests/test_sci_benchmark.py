@@ -80,8 +80,6 @@ def test_one_run_scores_every_task_with_data_and_prints_each_owners_averages(sci
     assert all(result.tasks[n].ci for n in task_names(benchmark="mteb-sci"))
 
 
-@pytest.mark.xfail(strict=True, reason="across embeddings groups a text is embedded once per group: deduplication "
-                   "over the whole run is issue 36's embedding plan (left for the merge)")
 def test_each_distinct_text_is_embedded_once_per_run(sci_run: Any) -> None:
     _, encoder = sci_run
     assert max(encoder.seen.values()) == 1
