@@ -254,12 +254,13 @@ def figure2(embeddings: Sequence[str | os.PathLike[str]], suite: Suite, task: st
     panel with a warning. `clusters` carries the t-SNE/DBSCAN settings; its seed defaults to `seed`.
     """
     require("matplotlib", NEEDED_BY)  # before minutes of t-SNE, not after
-    TASKS[task]  # an unknown name: the registry's did-you-mean
-    classification = [name for name in task_names(benchmark=DEFAULT_BENCHMARK)
-                      if TASKS[name].spec.input_format == "classification"]
-    if task not in classification:
+    TASKS.check([task])  # an unknown name: the registry's did-you-mean
+    # figure 2 reads the suite's label files: a suite task whose papers are embedded for classification (declared)
+    labelled = [name for name in task_names(benchmark=DEFAULT_BENCHMARK)
+                if TASKS[name].spec.input_format == "classification"]
+    if task not in labelled:
         raise ScidocsEvalError(f"--task {task}: {task} is not a classification task; figure 2 shows the papers "
-                               f"and classes of one: {', '.join(classification)}")
+                               f"and classes of one: {', '.join(labelled)}")
     if not embeddings:
         raise ScidocsEvalError("figure 2 needs at least one embeddings file")
     names = list(names) if names else [Path(e).stem for e in embeddings]

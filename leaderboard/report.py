@@ -269,7 +269,7 @@ def write_report(runs: Sequence[LoadedRun], out: str | os.PathLike[str], *, incl
 
 
 LEADERBOARD_COMMAND = "scidocs-eval leaderboard"
-"""The command named in a leaderboard page's folder manifest; `leaderboard --html` replaces only folders it wrote."""
+"""The command named in a leaderboard page's folder manifest; `leaderboard --out-dir` replaces only folders it wrote."""
 _CHART_LEFT, _CHART_RIGHT = 8.0, 200.0
 
 
@@ -290,7 +290,7 @@ def _chart_lines(lines: Sequence[Line]) -> tuple[list[dict[str, Any]], float, fl
 
 
 def render_leaderboard_page(board: Leaderboard, title: str) -> str:
-    """The leaderboard page (`leaderboard --html`): per cohort its rankings (sortable tables, each row's score
+    """The leaderboard page (`leaderboard --out-dir`): per cohort its rankings (sortable tables, each row's score
     and interval drawn on one scale with its group letters), published rows marked, the mean ranks; autoescaped,
     its script allowed by hash only."""
     jinja2 = require("jinja2", "the leaderboard page")
@@ -338,6 +338,6 @@ def write_leaderboard_page(board: Leaderboard, runs: Sequence[LoadedRun], out: s
     refused (`owned_folder`)."""
     if not runs:
         raise ScidocsEvalError("no results files given")
-    with owned_folder(out, LEADERBOARD_COMMAND, replaces=(LEADERBOARD_COMMAND,), option="--html") as site:
+    with owned_folder(out, LEADERBOARD_COMMAND, replaces=(LEADERBOARD_COMMAND,), option="--out-dir") as site:
         (site / PAGE).write_text(render_leaderboard_page(board, title), encoding="utf-8")
     return Path(out) / PAGE

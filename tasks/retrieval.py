@@ -28,6 +28,7 @@ from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluation.integrity import DataShape, JudgedSplit
 from scidocs_eval.evaluation.metrics import (
     MTEB_K_VALUES,
+    capped_recall,
     mean_measures,
     mteb_metric_names,
     mteb_retrieval_measures,
@@ -62,15 +63,18 @@ BENCHMARKS.register(Benchmark("mteb-scidocs", "SciDocs as MTEB reports it: SCIDO
 BENCHMARKS.register(Benchmark("full-corpus", "a suite's cite, co-cite, co-view and co-read queries against every "
                                              "paper of the suite (written by `data build --format beir`)"))
 QUERY_GROUP, DOCUMENT_GROUP = "queries", "corpus"
-TOP_K = max(MTEB_K_VALUES)
-"""documents kept per query in full-corpus retrieval (MTEB's `_top_k`: its largest k)."""
+
+
+MTEB_TYPE = {"retrieval": "Retrieval", "reranking": "Reranking"}
+"""MTEB's task type of a retrieval task by its family, unless its spec says ("type": PeerQA and QASPER rerank their
+candidates but are Retrieval tasks in MTEB); the `sci` table averages by it."""
 
 
 def mteb_spec(name: str, description: str, family: str, main_score: str, mteb_task: str, hf_id: str,
               revision: str, split: str) -> TaskSpec:
     return TaskSpec(name, description, family, mteb_metric_names(), main_score, DOCUMENT_GROUP, "",
                     benchmark="mteb-scidocs", query_group=QUERY_GROUP, mteb_task=mteb_task,
-                    dataset={"path": hf_id, "revision": revision, "split": split})
+                    dataset={"path": hf_id, "revision": revision, "split": split, "type": MTEB_TYPE[family]})
 
 
 class RetrievalTask(Task):
@@ -86,6 +90,8 @@ class RetrievalTask(Task):
     """
 
     reranking: ClassVar[bool] = False
+    k_values: ClassVar[tuple[int, ...]] = MTEB_K_VALUES
+    """MTEB's cut-offs for the task (its `k_values`); a query keeps its top max(k_values) documents."""
     ignore_identical_ids: ClassVar[bool] = False
     """drop a document whose id is the query's (MTEB's `ignore_identical_ids`): a query paper in its own corpus."""
     parameter_constraints: ClassVar[dict[str, list]] = {
@@ -98,6 +104,11 @@ class RetrievalTask(Task):
         validate_params(self.parameter_constraints, {"similarity": similarity, "engine": engine, "folder": folder},
                         f"task {self.name!r}")
         self.similarity, self.engine, self.folder = similarity, engine, folder
+
+    @property
+    def query_group(self) -> str:
+        assert self.spec.query_group is not None, "a retrieval task's spec names its query group"
+        return self.spec.query_group
 
     def split_name(self, split: str) -> str:
         """The dataset's split for the run's `split`: MTEB evaluates NanoSCIDOCS on its only split, "train"."""
@@ -131,18 +142,19 @@ class RetrievalTask(Task):
         as MTEB joins it (title, a space, text), each text as a title (`Task.role_papers`)."""
         data = self.read(suite, split)
         relevance = judged(data)
-        return {QUERY_GROUP: ([Paper(q, data.queries[q], "") for q in relevance], "query"),
-                DOCUMENT_GROUP: ([Paper(d.doc_id, d.mteb_text, "") for d in data.corpus.values()], "document")}
+        return {self.query_group: ([Paper(q, data.queries[q], "") for q in relevance], "query"),
+                self.embedding_group: ([Paper(d.doc_id, d.mteb_text, "") for d in data.corpus.values()], "document")}
 
     def evaluate(self, suite: Suite, embeddings: EmbeddingStore, split: str = "test",
                  missing: MissingPolicy = "official") -> TaskResult:
-        return self.evaluate_groups(suite, {QUERY_GROUP: embeddings, DOCUMENT_GROUP: embeddings}, split, missing)
+        return self.evaluate_groups(suite, {self.query_group: embeddings, self.embedding_group: embeddings}, split,
+                                    missing)
 
     def evaluate_groups(self, suite: Suite, stores: Mapping[str, EmbeddingStore], split: str = "test",
                         missing: MissingPolicy = "official") -> TaskResult:
         data = self.read(suite, split)
         relevance = judged(data)
-        query_store, document_store = stores[QUERY_GROUP], stores[DOCUMENT_GROUP]
+        query_store, document_store = stores[self.query_group], stores[self.embedding_group]
         query_ids = list(relevance)
         candidates = candidate_ids(data, relevance)
         query_status, document_status = query_store.status(query_ids), document_store.status(candidates)
@@ -161,11 +173,12 @@ class RetrievalTask(Task):
         elif self.reranking:
             run = self.rerank(data, searched, query_vectors, usable, document_store)
         else:
-            depth = TOP_K + self.ignore_identical_ids
+            top_k = max(self.k_values)
+            depth = top_k + self.ignore_identical_ids
             found = search(query_vectors, document_store.vectors(usable), usable, depth, self.similarity,
                            self.engine)
             run = {q: dict([(usable[i], float(s)) for i, s in zip(row_i, row_s)
-                            if i >= 0 and not (self.ignore_identical_ids and usable[i] == q)][:TOP_K])
+                            if i >= 0 and not (self.ignore_identical_ids and usable[i] == q)][:top_k])
                    for q, row_i, row_s in zip(searched, found.indices, found.scores)}
             search_details = found.details
         coverage = {"queries": len(query_ids), "queries_missing": int(np.sum(query_status == MISSING)),
@@ -178,18 +191,24 @@ class RetrievalTask(Task):
             log.warning("%s: %d of %d queries have no embedding (they score 0) and %d of %d documents have none "
                         "(they cannot be retrieved); MTEB embeds every one, so these numbers are not MTEB's",
                         self.name, unscored, len(query_ids), len(candidates) - len(usable), len(candidates))
-        per_query = mteb_retrieval_measures(relevance, run)
+        per_query = mteb_retrieval_measures(relevance, run, self.k_values)
         items = {"unit": "query", "ids": list(per_query),
                  **{m: [values[m] for values in per_query.values()] for m in self.metrics}}
         details: dict[str, Any] = {
-            "mteb_scores": mteb_scores(per_query, main_score=self.spec.main_score),
+            "mteb_scores": {**mteb_scores(per_query, self.k_values, self.spec.main_score),
+                            **self.task_scores(relevance, run)},
             "similarity": self.similarity, "layout": data.layout, "dataset": dict(self.spec.dataset),
-            "k_values": list(MTEB_K_VALUES), **({"search": search_details} if search_details else {})}
+            "k_values": list(self.k_values), **({"search": search_details} if search_details else {})}
         if search_details and not search_details.get("exact", True):
             log.warning("%s: approximate search (%s), recall@%d against exact search %.4f on %d queries",
                         self.name, self.engine, search_details["k"], search_details["recall_at_k"],
                         search_details["recall_sample"])
         return TaskResult(self.name, mean_measures(per_query, self.metrics), coverage, details, items=items)
+
+    def task_scores(self, relevance: Mapping[str, Mapping[str, int]],
+                    run: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
+        """MTEB's scores of this task beyond the standard ones (its `task_specific_scores`); none by default."""
+        return {}
 
     def rerank(self, data: RetrievalData, searched: list[str], query_vectors: np.ndarray, usable: list[str],
                store: EmbeddingStore) -> dict[str, dict[str, float]]:
@@ -206,7 +225,7 @@ class RetrievalTask(Task):
                                              - 2 * (vectors @ query), 0, dtype=np.float32))
             else:
                 scores = vectors @ query
-            top = sorted(zip(scores.tolist(), kept), reverse=True)[:TOP_K]
+            top = sorted(zip(scores.tolist(), kept), reverse=True)[:max(self.k_values)]
             run[query_id] = {doc_id: score for score, doc_id in top}
         return run
 
@@ -284,3 +303,100 @@ class CoviewFullTask(FullCorpusTask):
 @register_task
 class CoreadFullTask(FullCorpusTask):
     spec = full_corpus_spec("coread", "co-read, full corpus: papers read with the query, among every paper")
+
+
+# MTEB 2.x's scientific retrieval sets beside SCIDOCS (benchmark "mteb-sci"; issue 38).
+# MTEB 2.x's scientific retrieval sets (Academic domain, English) beside SCIDOCS: SciFact, NFCorpus, TRECCOVID,
+# LitSearchRetrieval, BIRCO-DorisMae, PeerQA, QASPER, NanoBEIR's SciFact and NFCorpus, and the decontaminated SCIDOCS,
+# SciFact, NFCorpus and TREC-COVID. Each is a task of the retrieval family (`tasks/retrieval.py`, scored as
+# `AbsTaskRetrieval` scores) with MTEB's dataset id, pinned revision, split and main score, and the rules its MTEB
+# class adds:
+#
+# - PeerQA and QASPER (LMEB) rerank each query's own candidates (their `top_ranked`), report at k = 1, 3, 5, 10, 20,
+#   25, 50, 100, 1000, add capped recall (`R_cap_at_k`), and are MTEB's subset named after the task.
+# - LitSearchRetrieval is built as MTEB's `load_data` builds it (ids `q{n}` and `d{corpusid}`, cited ids graded
+#   1, 2, ... in order; `data download` does it: `data.hf_datasets.fetch_litsearch`).
+# - No set here drops a document whose id is the query's (`ignore_identical_ids` is False in each MTEB class).
+
+LMEB_K_VALUES = (1, 3, 5, 10, 20, 25, 50, 100, 1000)
+"""The cut-offs of MTEB's LMEB tasks (PeerQA, QASPER)."""
+
+
+def sci_spec(name: str, description: str, mteb_task: str, hub_id: str, revision: str, split: str = "test",
+             family: str = "retrieval", k_values: tuple[int, ...] | None = None, **dataset: str) -> TaskSpec:
+    metrics = mteb_metric_names(k_values) if k_values else mteb_metric_names()
+    # groups of its own: ids of two sets collide, and a model with MTEB's prompts embeds each set's queries with its
+    # task's prompt (`EmbeddingRole.mteb_task`)
+    return TaskSpec(name, description, family, metrics, "ndcg_at_10", f"{name}-corpus", "", benchmark="mteb-sci",
+                    query_group=f"{name}-queries", mteb_task=mteb_task,
+                    dataset={"path": hub_id, "revision": revision, "split": split, "type": MTEB_TYPE[family],
+                             **dataset})
+
+
+class LmebRerankingTask(RerankingTask):
+    """An LMEB task: its own candidates per query, LMEB's k values, capped recall (MTEB's `recall_cap`)."""
+
+    k_values = LMEB_K_VALUES
+
+    def task_scores(self, relevance: Mapping[str, Mapping[str, int]],
+                    run: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
+        return capped_recall(relevance, run, self.k_values)
+
+
+_SETS = [
+    ("scifact", "MTEB SciFact (BEIR): scientific claims against abstracts", "SciFact", "mteb/scifact",
+     "d56462d0e63a25450459c4f213e49ffdb866f7f9"),
+    ("nfcorpus", "MTEB NFCorpus (BEIR): nutrition questions against medical articles", "NFCorpus", "mteb/nfcorpus",
+     "ec0fa4fe99da2ff19ca1214b7966684033a58814"),
+    ("trec-covid", "MTEB TRECCOVID (BEIR): COVID-19 questions against CORD-19 papers", "TRECCOVID",
+     "mteb/trec-covid", "bb9466bac8153a0349341eb1b22e06409e78ef4e"),
+    ("birco-dorismae", "MTEB BIRCO-DorisMae: complex research needs against abstracts", "BIRCO-DorisMae",
+     "mteb/BIRCO-DorisMae-Test", "010fedd0de72e8b77388ea5b1d563d638d5900e5a"),
+    ("scidocs-decontaminated", "MTEB SciDocsDecontaminated: SCIDOCS without train-test contamination",
+     "SciDocsDecontaminated", "iamfortytwo/scidocs-decontaminated", "5b7a380cb7c8608e8c9bf6097acbc0eccf935de3"),
+    ("scifact-decontaminated", "MTEB SciFactDecontaminated: SciFact without train-test contamination",
+     "SciFactDecontaminated", "iamfortytwo/scifact-decontaminated", "ad05bded28ca603a0ed5e27231899dd72c1edb8e"),
+    ("nfcorpus-decontaminated", "MTEB NFCorpusDecontaminated: NFCorpus without train-test contamination",
+     "NFCorpusDecontaminated", "iamfortytwo/nfcorpus-decontaminated", "e6f37a2687336d5b7b83d9aede6e114e9d46dad9"),
+    ("trec-covid-decontaminated", "MTEB TrecCOVIDDecontaminated: TREC-COVID without train-test contamination",
+     "TrecCOVIDDecontaminated", "iamfortytwo/trec-covid-decontaminated", "0b99aeb603c9ad909564db1a80e380a2a78bc026"),
+]
+_NANO = [
+    ("nano-scifact", "MTEB NanoSciFactRetrieval (NanoBEIR): 50 claims", "NanoSciFactRetrieval",
+     "mteb/NanoSciFactRetrieval", "8c5f7bbe90bb865f46c67710221afa7d9096251b"),
+    ("nano-nfcorpus", "MTEB NanoNFCorpusRetrieval (NanoBEIR): 50 questions", "NanoNFCorpusRetrieval",
+     "mteb/NanoNFCorpusRetrieval", "2eec9d63140fb9af7c75ad0fdbf6350aaf20e94e"),
+]
+
+
+def _class_name(name: str) -> str:
+    return "".join(part.title() for part in name.split("-")) + "Task"
+
+
+for _name, _description, _mteb, _hub, _revision in _SETS:
+    register_task(type(_class_name(_name), (RetrievalTask,), {"__module__": __name__, "spec": sci_spec(
+        _name, _description, _mteb, _hub, _revision)}))
+for _name, _description, _mteb, _hub, _revision in _NANO:  # NanoBEIR's sets: MTEB evaluates their only split
+    register_task(type(_class_name(_name), (RetrievalTask,), {"__module__": __name__, "spec": sci_spec(
+        _name, _description, _mteb, _hub, _revision, "train")}))
+
+
+@register_task
+class LitSearchTask(RetrievalTask):
+    spec = sci_spec("litsearch", "MTEB LitSearchRetrieval: literature-search questions against ACL and ICLR papers",
+                    "LitSearchRetrieval", "princeton-nlp/LitSearch", "9573fb284a1026c998df47024b888a163f0f0e25",
+                    loader="litsearch")
+
+
+@register_task
+class PeerQATask(LmebRerankingTask):
+    spec = sci_spec("peerqa", "MTEB PeerQA (LMEB): questions on papers against their passages, reranked",
+                    "PeerQA", "mteb/PeerQA", "6b2010c691a435a7a920088d32e55c898afa97f5", family="reranking",
+                    k_values=LMEB_K_VALUES, subset="PeerQA", type="Retrieval")
+
+
+@register_task
+class QasperTask(LmebRerankingTask):
+    spec = sci_spec("qasper", "MTEB QASPER (LMEB): questions on papers against their passages, reranked", "QASPER",
+                    "mteb/QASPER", "898f2eced48890f19b6a88f1b616e9ca6c5dda1c", family="reranking",
+                    k_values=LMEB_K_VALUES, subset="QASPER", type="Retrieval")

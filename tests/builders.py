@@ -91,3 +91,103 @@ def write_vectors(path: str | os.PathLike[str], vectors: dict) -> Path:
 
     Path(path).write_bytes(b"".join(format_embedding_line(key, vector) for key, vector in vectors.items()))
     return Path(path)
+
+
+def mteb_lookup_encoder(vectors: dict) -> object:
+    """An MTEB 2.x encoder (its EncoderProtocol) returning `vectors[text]` for each text it is given."""
+    import numpy as np
+    from mteb.models.model_meta import ModelMeta
+
+    class Lookup:
+        mteb_model_meta = ModelMeta(loader=None, name="test/lookup", revision="1", model_type=["dense"], embed_dim=16,
+                                    similarity_fn_name="cosine", languages=None, open_weights=True,
+                                    release_date=None, n_parameters=0, n_embedding_parameters=0, memory_usage_mb=0,
+                                    license="mit", max_tokens=np.inf, reference=None, framework=[],
+                                    use_instructions=False, public_training_code=None, public_training_data=None,
+                                    training_datasets=set(), modalities=["text"])
+
+        def encode(self, inputs, *, task_metadata, hf_split, hf_subset, prompt_type=None, **kwargs):
+            return np.stack([vectors[text] for batch in inputs for text in batch["text"]])
+
+        def similarity(self, a, b):
+            from mteb.models.model_meta import ScoringFunction
+            from mteb.similarity_functions import select_similarity
+
+            return select_similarity(a, b, ScoringFunction("cosine"))
+
+        def similarity_pairwise(self, a, b):
+            raise NotImplementedError
+
+    return Lookup()
+
+
+def write_clustering_copy(root: str | os.PathLike[str], task: str, count: int, seed: int = 0) -> dict:
+    """A synthetic copy of clustering task `task`'s hub rows in `root/task` (rows of one document, or of document
+    lists for a task whose hub rows are sets; "main.secondary" labels for ArXiv's hierarchical tasks); returns
+    text -> a vector near its label's centre."""
+    import random
+
+    import numpy as np
+
+    from scidocs_eval.evaluation.task import TASKS
+    from scidocs_eval.formats.hf_rows import write_rows
+
+    cls = TASKS[task]
+    names = ["cs.AI", "cs.CL", "cs.LG", "math.PR", "math.ST", "hep-th", "q-bio.NC"] if cls.hierarchical_sample \
+        else ["neuroscience", "genomics", "ecology", "immunology"]
+    rng, generator = random.Random(seed), np.random.default_rng(seed)
+    labels = [rng.choice(names) for _ in range(count)]
+    texts = [f"{task} paper {i} on {label} {rng.random():.6f}" for i, label in enumerate(labels)]
+    if cls.row_lists:
+        rows = [{"sentences": texts[i:i + 250], "labels": labels[i:i + 250]} for i in range(0, count, 250)]
+    else:
+        rows = [{"sentences": text, "labels": label} for text, label in zip(texts, labels)]
+    Path(root, task).mkdir(parents=True, exist_ok=True)
+    write_rows(Path(root, task), "test", rows)
+    centres = {label: generator.normal(size=12) for label in names}
+    return {text: (centres[label] + generator.normal(scale=1.5, size=12)).astype(np.float32)
+            for text, label in zip(texts, labels)}
+
+
+def write_classification_copy(root: str | os.PathLike[str], task: str, labels: int = 5, train: int = 300,
+                              test: int = 120, seed: int = 0) -> dict:
+    """A synthetic copy of an MTEB classification task's train and test rows (`text`, `label`) in `root/task`, a
+    repeated text in each split; returns text -> a vector near its label's centre."""
+    import random
+
+    import numpy as np
+
+    from scidocs_eval.formats.hf_rows import write_rows
+
+    rng, generator = random.Random(seed), np.random.default_rng(seed)
+    centres = generator.normal(size=(labels, 10))
+    vectors = {}
+    Path(root, task).mkdir(parents=True, exist_ok=True)
+    for split, count in (("train", train), ("test", test)):
+        rows = []
+        for i in range(count):
+            label = rng.randrange(labels)
+            text = f"{split} paper {i} about subject {label}"
+            vectors[text] = (centres[label] + generator.normal(scale=1.2, size=10)).astype(np.float32)
+            rows.append({"text": text, "label": label})
+        rows.append(dict(rows[0]))
+        write_rows(Path(root, task), split, rows)
+    return vectors
+
+
+def write_mteb_copies(root: str | os.PathLike[str], benchmarks: tuple[str, ...] = ("mteb-scidocs", "mteb-sci"),
+                      seed: int = 0) -> None:
+    """A small synthetic copy of every task of `benchmarks` with a hub dataset, each in its task's layout, in
+    `root/{task}` (retrieval: BEIR, with candidates for reranking, on the task's split)."""
+    from scidocs_eval.evaluation.task import TASKS, task_names
+
+    for offset, name in enumerate(n for b in benchmarks for n in task_names(benchmark=b)):
+        spec = TASKS[name].spec
+        if spec.family in ("retrieval", "reranking"):
+            build_retrieval_dataset(Path(root, name), documents=120, queries=12, seed=seed + offset,
+                                    candidates=20 if spec.family == "reranking" else None,
+                                    split=spec.dataset["split"])
+        elif spec.family == "clustering":
+            write_clustering_copy(root, name, 2200 if TASKS[name].hierarchical_sample else 800, seed + offset)
+        elif spec.family == "mteb-classification":
+            write_classification_copy(root, name, seed=seed + offset)

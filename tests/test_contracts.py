@@ -160,7 +160,7 @@ def test_the_package_imports_and_registers_without_torch_gensim_or_transformers(
 
 def test_command_groups_are_registered() -> None:
     assert COMMANDS.names() == ["audit", "cache", "compare", "convert", "core", "data", "export", "figures",
-                                "transformers"]
+                                "leaderboard", "transformers"]
 
 
 class _Unvalidated:

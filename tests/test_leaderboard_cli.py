@@ -1,5 +1,5 @@
-"""`scidocs-eval leaderboard`: markdown, --json, --html from files, folders and globs; published rows placed by
-score without a letter; one-line errors for bad inputs."""
+"""`scidocs-eval leaderboard`: markdown, -o (JSON), --out-dir (HTML) from files, folders and globs; published rows
+placed by score without a letter; one-line errors for bad inputs."""
 
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ def test_published_rows_are_placed_by_score_marked_and_without_a_letter(results_
 
 def test_cli_markdown_json_and_html(results_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     out, site = tmp_path / "board.json", tmp_path / "site"
-    assert main(["leaderboard", str(results_folder), "--resamples", "300", "--json", str(out), "--html", str(site),
+    assert main(["leaderboard", str(results_folder), "--resamples", "300", "-o", str(out), "--out-dir", str(site),
                  "--quiet"]) == 0
     printed = capsys.readouterr()
     assert "| 1 | better |" in printed.out and "not a results file, left out" in printed.err
@@ -70,7 +70,7 @@ def test_cli_markdown_json_and_html(results_folder: Path, tmp_path: Path, capsys
     page = (site / "index.html").read_text(encoding="utf-8")
     assert "<svg" in page and "table class=\"ranking\"" in page
     # a second run replaces its own outputs
-    assert main(["leaderboard", str(results_folder), "--resamples", "300", "--json", str(out), "--html", str(site),
+    assert main(["leaderboard", str(results_folder), "--resamples", "300", "-o", str(out), "--out-dir", str(site),
                  "--quiet"]) == 0
 
 
@@ -93,9 +93,9 @@ def test_an_output_that_is_an_input_or_a_file_of_the_user_is_refused(results_fol
                                                                      capsys: pytest.CaptureFixture) -> None:
     mine = tmp_path / "mine.json"
     mine.write_text("keep me", encoding="utf-8")
-    assert main(["leaderboard", str(results_folder), "--json", str(mine), "--quiet"]) != 0
+    assert main(["leaderboard", str(results_folder), "--json", str(mine), "--quiet"]) != 0  # the hidden alias of -o
     assert mine.read_text(encoding="utf-8") == "keep me"
-    assert main(["leaderboard", str(results_folder), "--json", str(results_folder / "same.results.json"),
+    assert main(["leaderboard", str(results_folder), "-o", str(results_folder / "same.results.json"),
                  "--quiet"]) != 0
     assert "Traceback" not in capsys.readouterr().err
 

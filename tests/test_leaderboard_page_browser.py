@@ -1,4 +1,4 @@
-"""The leaderboard page (`leaderboard --html`) in a real browser (chromium, headless, from file://, offline):
+"""The leaderboard page (`leaderboard --out-dir`) in a real browser (chromium, headless, from file://, offline):
 every ranking is a sortable table, every row's score and interval are drawn with its group letters, published
 rows are marked and carry no letter, nothing from a results file runs as code. Skips where chromium or
 Playwright is missing, as tests/test_report_browser.py."""
@@ -32,7 +32,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     RunResult.from_dict({**same.to_dict(), "model": INJECTED}).save(folder / "twin.results.json")
     model(np.random.default_rng(6), base, 0.2, gold, 0.95, "better").save(folder / "better.results.json")
     out = tmp_path_factory.mktemp("site") / "site"
-    assert main(["leaderboard", str(folder), "--resamples", "300", "--html", str(out), "--quiet"]) == 0
+    assert main(["leaderboard", str(folder), "--resamples", "300", "--out-dir", str(out), "--quiet"]) == 0
     return out
 
 

@@ -12,12 +12,19 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from builders import build_retrieval_dataset
+from builders import build_retrieval_dataset, write_mteb_copies
 
 from scidocs_eval.cli.main import main
 from scidocs_eval.data.demo import DemoConfig, build_demo_suite
 from scidocs_eval.data.scirepeval import write_synthetic_scirepeval
-from scidocs_eval.evaluation.integrity import DataShape, JudgedSplit, LabelledSplit, Problem, SampledEvaluation
+from scidocs_eval.evaluation.integrity import (
+    ClusteredSplit,
+    DataShape,
+    JudgedSplit,
+    LabelledSplit,
+    Problem,
+    SampledEvaluation,
+)
 from scidocs_eval.evaluation.task import TASKS, Task, TaskResult, TaskSpec, get_task, register_task, task_names
 from scidocs_eval.evaluation.verify import verify_suite
 from scidocs_eval.formats.suite import Suite
@@ -78,6 +85,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for folder in (base / "scirepeval").iterdir():
         if folder.is_dir():
             shutil.copytree(folder, root / folder.name)
+    write_mteb_copies(root, ("mteb-sci",))  # the hub rows layouts (clustering, classification) and retrieval sets
     _beir_datasets(root)
     return root
 
@@ -153,8 +161,13 @@ def _sampled(shape: SampledEvaluation) -> list[tuple[str, DataShape, str, str]]:
     return variants
 
 
+def _clustered(shape: ClusteredSplit) -> list[tuple[str, DataShape, str, str]]:
+    return [("an empty split", dataclasses.replace(shape, ids=[], labels=[]), "error", "empty-split"),
+            ("one label only", dataclasses.replace(shape, labels=[["same"]] * len(shape.ids)), "error", "one-class")]
+
+
 HOSTILE: dict[type, Callable[..., list[tuple[str, DataShape, str, str]]]] = {
-    LabelledSplit: _labelled, JudgedSplit: _judged, SampledEvaluation: _sampled}
+    LabelledSplit: _labelled, JudgedSplit: _judged, SampledEvaluation: _sampled, ClusteredSplit: _clustered}
 """A new shape (a subclass of DataShape) adds its hostile variants here."""
 
 

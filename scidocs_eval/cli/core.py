@@ -38,6 +38,7 @@ from scidocs_eval.formats.safe_output import claim_inputs_are_not_outputs, claim
 from scidocs_eval.leaderboard import render_table1, table1_row
 from scidocs_eval.leaderboard.run_table import format_run
 from scidocs_eval.leaderboard.runs import results_paths
+from scidocs_eval.leaderboard.sci_table import render_sci_table
 from scidocs_eval.models.adapter import adapter_names
 from scidocs_eval.models.baseline import EMBEDDINGS_FORMATS, run_baseline
 from scidocs_eval.params import FRACTION, argument_type
@@ -90,6 +91,9 @@ def _print_result(result: RunResult, written: list[Path], ci: bool = False) -> i
     if any(TASKS[name].spec.table1 for name in result.tasks if name in TASKS):
         print()
         print(render_table1([result], include_paper="same-name"))
+    if result.settings.get("benchmark") == "sci":  # each owner's averages side by side
+        print()
+        print(render_sci_table([result]), end="")
     results_file = next((path for path in written if path.name.endswith(".json")), None)
     if written:
         print(f"Wrote {', '.join(_describe_file(path) for path in written if path.exists())}.")
@@ -153,7 +157,8 @@ def _table(args: argparse.Namespace) -> int:
 
     renderers = {DEFAULT_BENCHMARK: lambda results: _scidocs_tables(results, paths, args),
                  "scirepeval": lambda results: render_scirepeval_table(results, include_paper=not args.no_paper,
-                                                                       sources=paths)}
+                                                                       sources=paths),
+                 "sci": render_sci_table}
     BENCHMARKS.check([args.benchmark])
     if args.benchmark not in renderers:
         raise ScidocsEvalError(f"benchmark {args.benchmark!r} has no results table; tables: {', '.join(renderers)}")

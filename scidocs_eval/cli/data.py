@@ -16,7 +16,7 @@ from scidocs_eval.paths import default_data_dir
 
 def _download_hub(benchmark: str, dest: Path) -> int:
     """The tasks of `benchmark` that name a hub dataset, each into `dest/{task}` (BEIR layout)."""
-    from scidocs_eval.data.hf_datasets import fetch_hub_dataset
+    from scidocs_eval.data.hf_datasets import fetch_task_dataset
     from scidocs_eval.evaluation.task import BENCHMARKS, TASKS, get_task, task_names
 
     BENCHMARKS.check([benchmark])
@@ -25,12 +25,12 @@ def _download_hub(benchmark: str, dest: Path) -> int:
         raise ScidocsEvalError(f"benchmark {benchmark!r} has no task with a hub dataset to download")
     for name in names:
         spec = TASKS[name].spec
-        folder = fetch_hub_dataset(spec.dataset["path"], spec.dataset["revision"], spec.dataset.get("split", "test"),
-                                   dest / name,
-                                   reranking=any("/top_ranked/" in f for f in get_task(name).required_files("test")))
+        folder = fetch_task_dataset(spec.dataset, dest / name,
+                                    reranking=any("/top_ranked/" in f for f in get_task(name).required_files("test")))
         print(f"{spec.dataset['path']}@{spec.dataset['revision'][:10]} -> {folder}")
-    print(f"score embeddings of it: scidocs-eval run --data {dest} --benchmark {benchmark} --embeddings "
-          "queries=FILE --embeddings corpus=FILE")
+    groups = list(dict.fromkeys(group for name in names for group in reversed(TASKS[name].groups())))
+    print(f"score it: scidocs-eval run --data {dest} --benchmark {benchmark} --embeddings FILE (or --embeddings "
+          f"GROUP=FILE per group: {', '.join(groups)})")
     print_next(hint("baseline", "random", "--data", dest, "--benchmark", benchmark, gives="a first score of it"))
     return 0
 

@@ -7,7 +7,7 @@ import sys
 
 import orjson
 
-from scidocs_eval.cli.options import COMMANDS, CommandGroup, add_output, seed_type
+from scidocs_eval.cli.options import COMMANDS, CommandGroup, add_hidden_alias, add_output, seed_type
 from scidocs_eval.evaluation.comparison import ALPHA
 from scidocs_eval.formats.safe_output import claim_inputs_are_not_outputs, claim_output, write_bytes_atomically
 from scidocs_eval.params import Interval, argument_type
@@ -20,10 +20,10 @@ def _leaderboard(args: argparse.Namespace) -> int:
     from scidocs_eval.leaderboard.runs import collect_results
 
     files, _ = collect_results(args.results)
-    outputs = {"--json": args.json, "--html": args.html}
+    outputs = {"--out": args.json, "--out-dir": args.html}
     claim_inputs_are_not_outputs([str(f) for f in files], outputs)
     if args.json:
-        claim_output(args.json, "--json")
+        claim_output(args.json, "--out")
     board, runs, warnings = build_leaderboard(args.results, args.resamples, args.seed, args.alpha,
                                               progress=not args.quiet)
     for warning in warnings:
@@ -31,7 +31,7 @@ def _leaderboard(args: argparse.Namespace) -> int:
     print(render_markdown(board), end="")
     if args.json:
         path = write_bytes_atomically(args.json, orjson.dumps(leaderboard_dict(board), option=orjson.OPT_INDENT_2),
-                                      "--json")
+                                      "--out")
         print(f"leaderboard written to {path}")
     if args.html:
         from scidocs_eval.leaderboard.report import write_leaderboard_page
@@ -59,9 +59,11 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--seed", type=seed_type(), default=0, help="seeds the resampling (default: %(default)s)")
     parser.add_argument("--alpha", type=argument_type([Interval(float, 0, 1, closed="neither")], "--alpha", float),
                         default=ALPHA, help="significance level, on Holm-corrected p-values (default: %(default)s)")
-    add_output(parser, "--json", kind="file", metavar="OUT", help="also write the leaderboard as JSON here")
-    add_output(parser, "--html", kind="folder", metavar="SITE",
-               help="also write an HTML page (SITE/index.html: sortable rankings, intervals and groups as a chart)")
+    add_hidden_alias(parser, add_output(parser, "-o", "--out", dest="json", kind="file", metavar="OUT",
+                                        help="also write the leaderboard as JSON here"), "--json")
+    add_hidden_alias(parser, add_output(parser, "--out-dir", dest="html", kind="folder", metavar="SITE",
+                                        help="also write an HTML page (SITE/index.html: sortable rankings, intervals "
+                                             "and groups as a chart)"), "--html")
     parser.add_argument("--title", default="SciDocs leaderboard with significance groups",
                         help="the HTML page's title")
     parser.set_defaults(func=_leaderboard)

@@ -299,6 +299,32 @@ class SampledEvaluation(DataShape):
         return []
 
 
+@dataclass(frozen=True)
+class ClusteredSplit(DataShape):
+    """Documents of a scored split with the labels they are clustered against (`labels[i]`: document i's, outermost
+    level first); nothing is learnt, so there is no training split."""
+
+    task: str
+    file: str
+    ids: Sequence[str]
+    labels: Sequence[Sequence[str]]
+
+    def evaluation_items(self) -> EvaluationItems:
+        return EvaluationItems("paper", {paper_id: paper_id for paper_id in self.ids})
+
+    def counts(self) -> dict[str, int]:
+        return {"papers": len(self.ids), "labels": len({tuple(labels[:1]) for labels in self.labels})}
+
+    def findings(self) -> list[Problem]:
+        if not len(self.ids):
+            return [Problem("error", self.file, "no documents (an empty split scores nothing)", "empty-split")]
+        outer = {str(labels[0]) if len(labels) else "" for labels in self.labels}
+        if len(outer) < 2:
+            return [Problem("error", self.file, f"one label ({next(iter(outer))!r}) only: clustering against it "
+                            "scores nothing", "one-class")]
+        return []
+
+
 def shape_findings(shapes: Iterable[DataShape]) -> list[Problem]:
     """Every finding of `shapes`, each once, in order."""
     return list(dict.fromkeys(finding for shape in shapes for finding in shape.findings()))

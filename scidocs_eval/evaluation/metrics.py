@@ -120,3 +120,20 @@ def mteb_scores(per_query: Mapping[str, Mapping[str, float]], k_values: Sequence
     scores["accuracy"] = scores[f"recall_at_{min(k_values)}"]
     scores["main_score"] = scores[main_score]
     return scores
+
+
+def capped_recall(relevance: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping[str, float]],
+                  k_values: Sequence[int]) -> dict[str, float]:
+    """MTEB's capped recall (`recall_cap`, the LMEB tasks' `R_cap_at_k`): per ranked query, the relevant documents
+    (grade > 0) among its top k by (score, id) descending over min(relevant, k); the mean over the queries with a
+    relevant document (0.0 when none has one, as MTEB's `_average_optional`)."""
+    values: dict[str, list[float]] = {f"R_cap_at_{k}": [] for k in k_values}
+    for query_id, scores in run.items():
+        ranked = sorted(scores.items(), key=lambda item: (item[1], item[0]), reverse=True)[:max(k_values)]
+        grades = relevance[query_id]
+        relevant = sum(1 for grade in grades.values() if grade > 0)
+        for k in k_values:
+            if min(relevant, k):
+                found = sum(1 for doc, _ in ranked[:k] if grades.get(doc, 0) > 0)
+                values[f"R_cap_at_{k}"].append(found / min(relevant, k))
+    return {name: sum(found) / len(found) if found else 0.0 for name, found in values.items()}

@@ -63,7 +63,8 @@ def _why_not(name: str, result: Any, split: str) -> str | None:
 def task_result_json(name: str, result: Any) -> dict[str, Any]:
     """MTEB's TaskResult fields for one of our task results (its `details["mteb_scores"]`)."""
     spec = TASKS[name].spec
-    scores = {**result.details["mteb_scores"], "hf_subset": "default", "languages": LANGUAGES}
+    scores = {**result.details["mteb_scores"], "hf_subset": spec.dataset.get("subset", "default"),
+              "languages": LANGUAGES}
     return {"dataset_revision": spec.dataset["revision"], "task_name": spec.mteb_task, "mteb_version": None,
             "scores": {spec.dataset.get("split", "test"): [scores]}, "evaluation_time": result.seconds,
             "kg_co2_emissions": None}

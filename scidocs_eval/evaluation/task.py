@@ -304,6 +304,8 @@ class Benchmark:
 
     name: str
     description: str
+    members: tuple[str, ...] = ()
+    """other benchmarks whose tasks it holds too (`sci`: every scientific benchmark, in one run)."""
 
     def __post_init__(self) -> None:
         if not _NAME.fullmatch(self.name):
@@ -319,11 +321,12 @@ BENCHMARKS: Registry[Benchmark] = Registry("benchmark", Benchmark, plugins="scid
 
 def task_names(family: str | None = None, benchmark: str | None = None, paper_pairs: bool | None = None
                ) -> list[str]:
-    """Names of the registered tasks (with one family label, of one benchmark, judging the suite's paper pairs,
-    if given), in the registry's order. Commands select by benchmark or by a declaration (`paper_pairs`), never by
-    family (tests/test_architecture.py)."""
+    """Names of the registered tasks (with one family label, of one benchmark or a benchmark it gathers
+    (`Benchmark.members`), judging the suite's paper pairs, if given), in the registry's order. Commands select by
+    benchmark or by a declaration (`paper_pairs`), never by family (tests/test_architecture.py)."""
+    within = None if benchmark is None else {benchmark, *BENCHMARKS[benchmark].members}
     return [name for name, cls in TASKS.items() if (family is None or cls.spec.family == family)
-            and (benchmark is None or cls.spec.benchmark == benchmark)
+            and (within is None or cls.spec.benchmark in within)
             and (paper_pairs is None or cls.spec.paper_pairs == paper_pairs)]
 
 
@@ -335,7 +338,8 @@ def selected_tasks(tasks: Sequence[str] | None = None, benchmark: str | None = N
     if not tasks:
         return task_names(benchmark=benchmark or DEFAULT_BENCHMARK)
     names = TASKS.check(tasks)
-    outside = [name for name in names if benchmark is not None and TASKS[name].spec.benchmark != benchmark]
+    inside = set(task_names(benchmark=benchmark)) if benchmark is not None else set(names)
+    outside = [name for name in names if name not in inside]
     if outside:
         raise ScidocsEvalError(f"task(s) {', '.join(outside)} are not in benchmark {benchmark!r} (its tasks: "
                                f"{', '.join(task_names(benchmark=benchmark))}); leave out the benchmark to pick "

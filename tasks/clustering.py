@@ -1,0 +1,210 @@
+"""MTEB 2.x's scientific clustering tasks: ArXiv hierarchical (P2P, S2S), bioRxiv and medRxiv (P2P, S2S, v2).
+
+A task's data is one split of its hub dataset as rows (`scidocs_eval.formats.hf_rows`: `{split}.jsonl` in the suite
+folder named after the task, or the folder of the task parameter `folder`), as MTEB loads it at the revision it
+pins. Each task turns the rows into documents as its MTEB class does (`dataset_transform`: one row per document, or
+rows of document lists flattened; ArXiv's labels split on "." into two levels and 2,048 documents drawn as
+`datasets`' `train_test_split(test_size=2048, seed=42)`), then scores as `AbsTaskClustering` does
+(`scidocs_eval.evaluators.clustering`). A model embeds only the documents MTEB embeds (its 4% sample); each
+document's id is a digest of its text, so a text is embedded once however often it occurs.
+
+The printed metrics are ×100 (2 decimals); `details["mteb_scores"]` holds MTEB's own dict, per-experiment values
+included; `items` holds every experiment's value (unit "iteration") for intervals and `compare`.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from scidocs_eval.errors import InputError
+from scidocs_eval.evaluation.integrity import ClusteredSplit, DataShape
+from scidocs_eval.evaluation.metrics import percent
+from scidocs_eval.evaluation.task import (
+    BENCHMARKS,
+    Benchmark,
+    CoverageError,
+    MissingPolicy,
+    Task,
+    TaskResult,
+    TaskSpec,
+    check_missing,
+    register_task,
+)
+from scidocs_eval.evaluators.clustering import (
+    CLUSTER_SIZE,
+    CLUSTERING_METRICS,
+    SEED,
+    cluster_experiments,
+    embedded_sample,
+    hf_test_split,
+)
+from scidocs_eval.formats.embeddings import EMPTY, MISSING, PRESENT, EmbeddingStore
+from scidocs_eval.formats.hf_rows import flatten_lists, read_rows, split_file, text_id
+from scidocs_eval.formats.suite import Paper, Suite
+from scidocs_eval.params import validate_params
+
+log = logging.getLogger("scidocs_eval")
+
+BENCHMARKS.register(Benchmark("mteb-sci", "MTEB 2.x's other scientific (Academic, English) tasks: retrieval sets, "
+                                          "their Nano and decontaminated versions, paper clustering and "
+                                          "ArxivClassification.v2"))
+
+
+def clustering_spec(name: str, description: str, mteb_task: str, hub_id: str, revision: str) -> TaskSpec:
+    return TaskSpec(name, description, "clustering", CLUSTERING_METRICS, "v_measure", name, "", benchmark="mteb-sci",
+                    mteb_task=mteb_task,
+                    dataset={"path": hub_id, "revision": revision, "split": "test", "loader": "rows",
+                             "type": "Clustering"})
+
+
+class ClusteringTask(Task):
+    """Documents clustered as MTEB clusters them (see the module docstring).
+
+    Args:
+        folder: the dataset folder (default: the suite's folder named after the task).
+    """
+
+    row_lists: ClassVar[bool] = False
+    """the hub rows hold lists of documents (one row per set), flattened in order (MTEB's `dataset_transform`)."""
+    check_label_sets: ClassVar[bool] = False
+    """MTEB checks that every row's labels are among all rows' labels (`_check_label_distribution`)."""
+    hierarchical_sample: ClassVar[int | None] = None
+    """documents drawn by `train_test_split(test_size=N, seed)` after splitting labels on "." (ArXiv's tasks)."""
+    cluster_size: ClassVar[int] = CLUSTER_SIZE
+    """documents drawn per experiment (MTEB's `max_documents_per_cluster`)."""
+    parameter_constraints: ClassVar[dict[str, list]] = {"folder": [str, None]}
+
+    def __init__(self, folder: str | None = None):
+        validate_params(self.parameter_constraints, {"folder": folder}, f"task {self.name!r}")
+        self.folder = folder
+
+    def dataset_folder(self, suite: Suite) -> Path:
+        return suite.path(self.folder) if self.folder else suite.path(self.name)
+
+    def required_files(self, split: str) -> list[str]:
+        return [f"{self.folder or self.name}/{self.spec.dataset['split'] if split == 'test' else split}.jsonl"]
+
+    def documents(self, suite: Suite, split: str) -> tuple[list[str], list[list[str]]]:
+        """(texts, labels: outermost level first) of every document MTEB clusters, in its order."""
+        path = split_file(self.dataset_folder(suite), self.spec.dataset["split"] if split == "test" else split)
+        types = (list, str, int) if self.row_lists else (str, int)
+        rows = read_rows(path, {"sentences": types, "labels": types})
+        if self.check_label_sets and len(rows) <= 50:
+            every = {label for row in rows for label in _as_list(row["labels"])}
+            for number, row in enumerate(rows, start=1):
+                if not set(_as_list(row["labels"])) <= every:
+                    raise InputError(path, f"row {number}: labels outside the other rows' labels")
+        pairs = flatten_lists(path, rows, "sentences", "labels") if self.row_lists else \
+            [(row["sentences"], row["labels"]) for row in rows]
+        texts = [str(text) for text, _ in pairs]
+        if self.hierarchical_sample is None:
+            return texts, [[label] for _, label in pairs]
+        labels = [str(label).split(".") for _, label in pairs]
+        chosen = hf_test_split(len(pairs), self.hierarchical_sample, SEED)
+        return [texts[i] for i in chosen], [labels[i] for i in chosen]
+
+    def embedded(self, suite: Suite, split: str) -> tuple[list[str], list[list[str]], random.Random]:
+        """The documents MTEB embeds (its sample) and the generator to continue drawing with."""
+        texts, labels = self.documents(suite, split)
+        rng = random.Random(SEED)
+        sample = embedded_sample(len(texts), rng)
+        return [texts[i] for i in sample], [labels[i] for i in sample], rng
+
+    def data_shapes(self, suite: Suite, split: str) -> list[DataShape]:
+        """The documents MTEB clusters (its sample) by text digest, with their labels."""
+        texts, labels, _ = self.embedded(suite, split)
+        return [ClusteredSplit(self.name, self.required_files(split)[0], [text_id(text) for text in texts], labels)]
+
+    def role_papers(self, suite: Suite, split: str) -> dict[str, tuple[list[Paper], str]]:
+        texts, _, _ = self.embedded(suite, split)
+        unique = dict.fromkeys(texts)
+        return {self.embedding_group: ([Paper(text_id(text), text, "") for text in unique], "document")}
+
+    def evaluate(self, suite: Suite, embeddings: EmbeddingStore, split: str = "test",
+                 missing: MissingPolicy = "official") -> TaskResult:
+        texts, labels, rng = self.embedded(suite, split)
+        ids = [text_id(text) for text in texts]
+        status = embeddings.status(ids)
+        check_missing(self.name, "documents", ids, status, missing)
+        usable = status == PRESENT
+        if not usable.all():
+            log.warning("%s: %d of %d documents have no embedding and are left out of the clustering; MTEB embeds "
+                        "every one, so these numbers are not MTEB's", self.name, int((~usable).sum()), len(ids))
+        kept = [i for i in range(len(ids)) if usable[i]]
+        if not kept:
+            raise CoverageError(f"{self.name}: none of its {len(ids)} documents has a usable embedding")
+        scores = cluster_experiments(embeddings.vectors([ids[i] for i in kept]), [labels[i] for i in kept], rng,
+                                     cluster_size=self.cluster_size)
+        mteb_scores: dict[str, Any] = {**scores.mteb_scores()}
+        mteb_scores["main_score"] = mteb_scores[self.spec.main_score]
+        levels = scores.by_level["v_measure"]
+        items = {"unit": "iteration",
+                 "ids": [f"{level}/{n}" for level, values in levels.items() for n in range(len(values))],
+                 **{metric: scores.flat(metric) for metric in CLUSTERING_METRICS}}
+        coverage = {"documents": len(ids), "documents_missing": int(np.sum(status == MISSING)),
+                    "documents_empty": int(np.sum(status == EMPTY))}
+        details = {"mteb_scores": mteb_scores, "dataset": dict(self.spec.dataset), "levels": len(levels),
+                   "experiments": len(items["ids"])}
+        return TaskResult(self.name, {m: percent(mteb_scores[m]) for m in CLUSTERING_METRICS}, coverage, details,
+                          items=items)
+
+
+def _as_list(value: Any) -> list:
+    return value if isinstance(value, list) else [value]
+
+
+class RowListClusteringTask(ClusteringTask):
+    row_lists = True
+    check_label_sets = True
+
+
+class ArxivHierarchicalTask(ClusteringTask):
+    row_lists = True
+    hierarchical_sample = 2048
+
+
+@register_task
+class ArxivHierarchicalP2PTask(ArxivHierarchicalTask):
+    spec = clustering_spec("arxiv-hierarchical-p2p", "MTEB ArXivHierarchicalClusteringP2P: titles and abstracts, "
+                           "main and secondary arXiv category", "ArXivHierarchicalClusteringP2P",
+                           "mteb/arxiv-clustering-p2p", "0bbdb47bcbe3a90093699aefeed338a0f28a7ee8")
+
+
+@register_task
+class ArxivHierarchicalS2STask(ArxivHierarchicalTask):
+    spec = clustering_spec("arxiv-hierarchical-s2s", "MTEB ArXivHierarchicalClusteringS2S: titles, main and "
+                           "secondary arXiv category", "ArXivHierarchicalClusteringS2S",
+                           "mteb/arxiv-clustering-s2s", "b73bd54100e5abfa6e3a23dcafb46fe4d2438dc3")
+
+
+@register_task
+class BiorxivP2PTask(ClusteringTask):
+    spec = clustering_spec("biorxiv-clustering-p2p", "MTEB BiorxivClusteringP2P.v2: titles and abstracts, 26 "
+                           "bioRxiv categories", "BiorxivClusteringP2P.v2", "mteb/biorxiv-clustering-p2p",
+                           "f5dbc242e11dd8e24def4c4268607a49e02946dc")
+
+
+@register_task
+class BiorxivS2STask(ClusteringTask):
+    spec = clustering_spec("biorxiv-clustering-s2s", "MTEB BiorxivClusteringS2S.v2: titles, bioRxiv categories",
+                           "BiorxivClusteringS2S.v2", "mteb/biorxiv-clustering-s2s",
+                           "eb4edb10386758d274cd161093eb351381a16dbf")
+
+
+@register_task
+class MedrxivP2PTask(RowListClusteringTask):
+    spec = clustering_spec("medrxiv-clustering-p2p", "MTEB MedrxivClusteringP2P.v2: titles and abstracts, medRxiv "
+                           "categories", "MedrxivClusteringP2P.v2", "mteb/medrxiv-clustering-p2p",
+                           "e7a26af6f3ae46b30dde8737f02c07b1505bcc73")
+
+
+@register_task
+class MedrxivS2STask(RowListClusteringTask):
+    spec = clustering_spec("medrxiv-clustering-s2s", "MTEB MedrxivClusteringS2S.v2: titles, medRxiv categories",
+                           "MedrxivClusteringS2S.v2", "mteb/medrxiv-clustering-s2s",
+                           "35191c8c0dca72d8ff3efcd72aa802307d469663")
