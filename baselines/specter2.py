@@ -110,7 +110,6 @@ class Specter2Adapter(TransformerAdapter):
         self.task_adapter = task_adapter
 
     def check_params(self) -> None:
-        super().check_params()
         if self.task_adapter == OLD_BY_FORMAT:
             log.warning("--task-adapter by-group is now called by-format (each input format's adapter)")
         chosen = format_adapters(self.task_adapter) or parse_group_adapters(self.task_adapter) or \
@@ -120,6 +119,7 @@ class Specter2Adapter(TransformerAdapter):
                 raise ScidocsEvalError(f"--task-adapter must be by-format, one of {', '.join(TASK_ADAPTERS)}, an "
                                        f"adapter folder, or GROUP=ADAPTER or FORMAT=ADAPTER pairs, not "
                                        f"{task_adapter!r}")
+        super().check_params()  # after the parameters: it looks for the model, which a bad --task-adapter never needs
 
     @property
     def by_recipe(self) -> bool:

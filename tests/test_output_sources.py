@@ -20,7 +20,7 @@ ALLOWED = {
     "scidocs_eval/formats/writers.py": (3, "suite builders write into a staging folder (`owned_folder`)"),
     "scidocs_eval/data/demo.py": (4, "into a staging folder; default_demo_suite: the cache"),
     "scidocs_eval/data/build.py": (1, "BuildReport.save, into a staging folder"),
-    "leaderboard/report.py": (2, "into the site's staging folder"),
+    "leaderboard/report.py": (3, "the report and leaderboard pages, into their sites' staging folders"),
     "scidocs_eval/cli/parameter_docs.py": (1, "a developer script that regenerates the repository's own docs page"),
     "leaderboard/figures.py": (1, "savefig into an `atomic_write` handle"),
     "scidocs_eval/data/download.py": (7, "partial files in the download's own parts folder; OwnedFolder.write_bytes"),

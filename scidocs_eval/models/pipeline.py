@@ -22,6 +22,7 @@ from typing import Any
 
 from scidocs_eval.data.resolve import resolve_suite
 from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.evaluation.contamination import file_sha256
 from scidocs_eval.evaluation.papers import EmbeddingRole, GroupNeed, embedding_needs, fit_papers
 from scidocs_eval.evaluation.results import ModelInfo, RunResult
 from scidocs_eval.evaluation.runner import evaluate
@@ -156,9 +157,11 @@ def embed_and_score(
         vectors = encode_plan(plan, vector_cache, progress)
         written = _write_files(plan, vectors, embeddings_path, settings, option) if embeddings_path else {}
         stores = group_stores(plan, vectors)
+        digests = {key: file_sha256(path) for key, path in written.items()}
         for group, store in stores.items():  # the results name the file a group's vectors were also written to
-            if plan.groups[group].file_key in written:
-                store.source = str(written[plan.groups[group].file_key])
+            key = plan.groups[group].file_key
+            if key in written:
+                store.source, store.sha256 = str(written[key]), digests[key]
     embedded = time.perf_counter()
     if not is_main_process():
         return None
