@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import logging
 import random
-from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -28,8 +27,8 @@ from scidocs_eval.evaluation.task import (
     BENCHMARKS,
     Benchmark,
     CoverageError,
+    FolderTask,
     MissingPolicy,
-    Task,
     TaskResult,
     TaskSpec,
     check_missing,
@@ -46,7 +45,6 @@ from scidocs_eval.evaluators.clustering import (
 from scidocs_eval.formats.embeddings import EMPTY, MISSING, PRESENT, EmbeddingStore
 from scidocs_eval.formats.hf_rows import flatten_lists, read_rows, split_file, text_id
 from scidocs_eval.formats.suite import Paper, Suite
-from scidocs_eval.params import validate_params
 
 log = logging.getLogger("scidocs_eval")
 
@@ -62,7 +60,7 @@ def clustering_spec(name: str, description: str, mteb_task: str, hub_id: str, re
                              "type": "Clustering"})
 
 
-class ClusteringTask(Task):
+class ClusteringTask(FolderTask):
     """Documents clustered as MTEB clusters them (see the module docstring).
 
     Args:
@@ -77,14 +75,6 @@ class ClusteringTask(Task):
     """documents drawn by `train_test_split(test_size=N, seed)` after splitting labels on "." (ArXiv's tasks)."""
     cluster_size: ClassVar[int] = CLUSTER_SIZE
     """documents drawn per experiment (MTEB's `max_documents_per_cluster`)."""
-    parameter_constraints: ClassVar[dict[str, list]] = {"folder": [str, None]}
-
-    def __init__(self, folder: str | None = None):
-        validate_params(self.parameter_constraints, {"folder": folder}, f"task {self.name!r}")
-        self.folder = folder
-
-    def dataset_folder(self, suite: Suite) -> Path:
-        return suite.path(self.folder) if self.folder else suite.path(self.name)
 
     def required_files(self, split: str) -> list[str]:
         return [f"{self.folder or self.name}/{self.spec.dataset['split'] if split == 'test' else split}.jsonl"]

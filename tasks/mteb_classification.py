@@ -11,7 +11,6 @@ holds MTEB's dict with every experiment's scores; `items` each experiment's valu
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -20,8 +19,8 @@ from scidocs_eval.evaluation.integrity import DataShape, LabelledSplit
 from scidocs_eval.evaluation.metrics import percent
 from scidocs_eval.evaluation.task import (
     CoverageError,
+    FolderTask,
     MissingPolicy,
-    Task,
     TaskResult,
     TaskSpec,
     check_missing,
@@ -36,12 +35,11 @@ from scidocs_eval.evaluators.mteb_classification import (
 from scidocs_eval.formats.embeddings import EMPTY, MISSING, PRESENT, EmbeddingStore
 from scidocs_eval.formats.hf_rows import read_rows, split_file, text_id
 from scidocs_eval.formats.suite import Paper, Suite
-from scidocs_eval.params import validate_params
 
 log = logging.getLogger("scidocs_eval")
 
 
-class MtebClassificationTask(Task):
+class MtebClassificationTask(FolderTask):
     """Texts with labels, a train and a test split, scored as MTEB scores classification (module docstring).
 
     Args:
@@ -49,14 +47,6 @@ class MtebClassificationTask(Task):
     """
 
     train_split: ClassVar[str] = "train"
-    parameter_constraints: ClassVar[dict[str, list]] = {"folder": [str, None]}
-
-    def __init__(self, folder: str | None = None):
-        validate_params(self.parameter_constraints, {"folder": folder}, f"task {self.name!r}")
-        self.folder = folder
-
-    def dataset_folder(self, suite: Suite) -> Path:
-        return suite.path(self.folder) if self.folder else suite.path(self.name)
 
     def required_files(self, split: str) -> list[str]:
         return [f"{self.folder or self.name}/{name}.jsonl" for name in (self.train_split, split)]

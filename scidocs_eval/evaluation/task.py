@@ -23,7 +23,7 @@ from scidocs_eval.evaluation.integrity import DataShape, EvaluationItems, Proble
 from scidocs_eval.extras import Requirement
 from scidocs_eval.formats.embeddings import MISSING, EmbeddingStore
 from scidocs_eval.formats.suite import Paper, Suite
-from scidocs_eval.params import Constraints
+from scidocs_eval.params import Constraints, validate_params
 from scidocs_eval.registry import ENTRY_POINT_GROUPS, Registry, check_params
 
 MissingPolicy = Literal["official", "error"]
@@ -241,6 +241,20 @@ class Task(ABC):
         """The integrity findings of its data of `split` (what `run` stops on or warns about before scoring, and
         `data verify` lists); a file that does not parse raises its InputError."""
         return shape_findings(self.data_shapes(suite, split))
+
+
+class FolderTask(Task):
+    """A task whose data is one folder of the suite (a hub dataset's copy): the task parameter `folder`, by default
+    the folder named after the task."""
+
+    parameter_constraints: ClassVar[dict[str, list]] = {"folder": [str, None]}
+
+    def __init__(self, folder: str | None = None):
+        validate_params(self.parameter_constraints, {"folder": folder}, f"task {self.name!r}")
+        self.folder = folder
+
+    def dataset_folder(self, suite: Suite) -> Path:
+        return suite.path(self.folder or self.name)
 
 
 def suite_relative(suite: Suite, path: str | Path) -> str:
