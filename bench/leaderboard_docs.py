@@ -11,6 +11,7 @@ markers of docs/leaderboard.md. A baseline that cannot run here is left out with
 from __future__ import annotations
 
 import argparse
+import os
 import contextlib
 import io
 import tempfile
@@ -71,6 +72,7 @@ def main_() -> None:
         f"{', '.join(models)}; seed 0).", "",
         "### The demo suite (synthetic; every scidocs task)", "", leaderboard(demo),
         "### Cora (`data build`, seed 0; mag, cite, cocite)", "", leaderboard(cora), END])
+    generated = generated.replace(f"{args.work_dir}{os.sep}", "")  # the page names no folder of this machine
     text = DOC.read_text(encoding="utf-8")
     start, stop = text.index(BEGIN), text.index(END) + len(END)
     DOC.write_text(text[:start] + generated + text[stop:], encoding="utf-8")
