@@ -11,9 +11,9 @@ markers of docs/leaderboard.md. A baseline that cannot run here is left out with
 from __future__ import annotations
 
 import argparse
-import os
 import contextlib
 import io
+import os
 import tempfile
 import time
 from pathlib import Path
