@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import orjson
 import pytest
 
@@ -15,20 +14,14 @@ from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.leaderboard.ranking import leaderboard_dict, render_markdown
 from scidocs_eval.leaderboard.runs import collect_results
 from scidocs_eval.leaderboard.table1 import paper_rows
-from tests.test_ranking_groups import model
+from tests.test_ranking_groups import write_three_models
 
 
 @pytest.fixture(scope="module")
 def results_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Three results files (two identical models, one clearly better) and a file that is not a results file."""
     folder = tmp_path_factory.mktemp("results")
-    rng = np.random.default_rng(1)
-    base = {"map": rng.uniform(0.1, 0.7, 120), "ndcg": rng.uniform(0.1, 0.7, 120)}
-    gold = rng.integers(0, 5, 200)
-    same = model(np.random.default_rng(5), base, 0.0, gold, 0.5, "same")
-    same.save(folder / "same.results.json")
-    RunResult.from_dict({**same.to_dict(), "model": "twin"}).save(folder / "twin.results.json")
-    model(np.random.default_rng(6), base, 0.2, gold, 0.95, "better").save(folder / "better.results.json")
+    write_three_models(folder)
     (folder / "notes.json").write_text('{"comment": "not results"}', encoding="utf-8")
     return folder
 

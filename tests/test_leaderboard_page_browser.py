@@ -9,13 +9,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 
 from scidocs_eval.cli import main
-from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.leaderboard.table1 import paper_rows
-from tests.test_ranking_groups import model
+from tests.test_ranking_groups import write_three_models
 from tests.test_report_browser import INJECTED, REPO, browser, open_page  # noqa: F401 (browser: a fixture)
 
 SCREENSHOT = REPO / "build" / "screenshots" / "leaderboard.png"
@@ -24,13 +22,7 @@ SCREENSHOT = REPO / "build" / "screenshots" / "leaderboard.png"
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("results")
-    rng = np.random.default_rng(1)
-    base = {"map": rng.uniform(0.1, 0.7, 120), "ndcg": rng.uniform(0.1, 0.7, 120)}
-    gold = rng.integers(0, 5, 200)
-    same = model(np.random.default_rng(5), base, 0.0, gold, 0.5, "same")
-    same.save(folder / "same.results.json")
-    RunResult.from_dict({**same.to_dict(), "model": INJECTED}).save(folder / "twin.results.json")
-    model(np.random.default_rng(6), base, 0.2, gold, 0.95, "better").save(folder / "better.results.json")
+    write_three_models(folder, INJECTED)
     out = tmp_path_factory.mktemp("site") / "site"
     assert main(["leaderboard", str(folder), "--resamples", "300", "--out-dir", str(out), "--quiet"]) == 0
     return out

@@ -4,6 +4,8 @@ relabelings stays at alpha, the letter display is valid on random inputs, only c
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -52,6 +54,17 @@ def model(rng: np.random.Generator, base: dict[str, np.ndarray], shift: float, g
     predicted = np.where(right, gold, rng.integers(0, 5, len(gold)))
     return run(name, [ranking_task("cite", cite), ranking_task("cocite", {"map": cite["map"], "ndcg": cite["ndcg"]}),
                       mag_task(gold, predicted)])
+
+
+def write_three_models(folder: Path, twin_name: str = "twin") -> None:
+    """Three results files in `folder`: `same`, its identical twin (`twin_name`), and `better`, clearly better."""
+    rng = np.random.default_rng(1)
+    base = {"map": rng.uniform(0.1, 0.7, 120), "ndcg": rng.uniform(0.1, 0.7, 120)}
+    gold = rng.integers(0, 5, 200)
+    same = model(np.random.default_rng(5), base, 0.0, gold, 0.5, "same")
+    same.save(folder / "same.results.json")
+    RunResult.from_dict({**same.to_dict(), "model": twin_name}).save(folder / "twin.results.json")
+    model(np.random.default_rng(6), base, 0.2, gold, 0.95, "better").save(folder / "better.results.json")
 
 
 @pytest.fixture(scope="module")
