@@ -16,6 +16,7 @@ from scidocs_eval.cli.main import main
 from scidocs_eval.data.demo import DemoConfig, build_demo_suite
 from scidocs_eval.data.scirepeval import write_synthetic_scirepeval
 from scidocs_eval.evaluation.papers import embedding_needs, papers_to_embed
+from scidocs_eval.formats import vector_cache
 from scidocs_eval.formats.corpus import paper_text
 from scidocs_eval.formats.retrieval import Document, write_beir
 from scidocs_eval.formats.suite import Suite
@@ -116,6 +117,15 @@ def test_one_changed_weight_misses_the_cache(demo_suite: Suite) -> None:
     evaluate_model(changed, demo_suite, tasks=["mesh"], progress=False)
     assert changed.calls == needed
 
+
+
+def test_another_release_never_reads_this_releases_vectors(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    keys, vectors = [b"a", b"b"], np.arange(6, dtype=np.float32).reshape(2, 3)
+    VectorCache(tmp_path).put("model", "proximity", keys, vectors)
+    assert sorted(VectorCache(tmp_path).get("model", "proximity", keys)) == [0, 1]
+    monkeypatch.setattr(vector_cache, "PRODUCER", "scidocs-eval 99.0")
+    assert VectorCache(tmp_path).get("model", "proximity", keys) == {}
 
 def test_a_corrupt_or_foreign_cache_entry_is_recomputed_with_a_warning(demo_suite: Suite,
                                                                       caplog: pytest.LogCaptureFixture) -> None:

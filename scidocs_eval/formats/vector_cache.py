@@ -9,7 +9,7 @@ collide; on read its header must name the same fingerprint and view and its payl
 header records: a corrupt or foreign segment is never used (a warning names it; its vectors are computed again).
 Reading a segment touches it, so `prune(older_than)` removes what no run has used for that long.
 
-Layout: `{root}/{sha256(fingerprint, view)[:32]}/{segment}.vec`, each segment `MAGIC`, an 8-byte little-endian
+Layout: `{root}/{sha256(PRODUCER, fingerprint, view)[:32]}/{segment}.vec`, each segment `MAGIC`, an 8-byte little-endian
 header length, a JSON header (fingerprint, view, dtype, dim, count, payload sha256), then the payload: `count`
 32-byte sha256 digests of the input keys and the `count` x `dim` vectors.
 """
@@ -24,6 +24,7 @@ import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +32,12 @@ import orjson
 from filelock import FileLock
 
 from scidocs_eval.paths import cache_dir
+
+try:
+    PRODUCER = f"scidocs-eval {metadata.version('scidocs-eval')}"
+except metadata.PackageNotFoundError:  # run from a source tree that is not installed
+    PRODUCER = "scidocs-eval (not installed)"
+"""Part of every folder's key: a release whose texts or encoders differ never reads an earlier release's vectors."""
 
 log = logging.getLogger("scidocs_eval")
 
@@ -71,7 +78,7 @@ class VectorCache:
         self.root.mkdir(parents=True, exist_ok=True)
 
     def _folder(self, fingerprint: str, view: str) -> Path:
-        return self.root / hashlib.sha256(f"{fingerprint}\0{view}".encode()).hexdigest()[:32]
+        return self.root / hashlib.sha256(f"{PRODUCER}\0{fingerprint}\0{view}".encode()).hexdigest()[:32]
 
     def get(self, fingerprint: str, view: str, keys: Sequence[bytes]) -> dict[int, np.ndarray]:
         """{position in `keys`: vector} of the keys the cache holds for (fingerprint, view)."""
