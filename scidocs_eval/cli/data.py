@@ -6,7 +6,15 @@ import argparse
 from pathlib import Path
 
 from scidocs_eval.cli.hints import hint, print_next
-from scidocs_eval.cli.options import COMMANDS, CommandGroup, add_hidden_alias, add_output, count_type, seed_type
+from scidocs_eval.cli.options import (
+    COMMANDS,
+    CommandGroup,
+    add_hidden_alias,
+    add_output,
+    count_type,
+    seed_type,
+    task_list,
+)
 from scidocs_eval.data.download import DEFAULT_PREFIX, ENDPOINT_ENV
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.formats.corpus import Published, parse_published
@@ -14,24 +22,29 @@ from scidocs_eval.params import POSITIVE, Interval, argument_type
 from scidocs_eval.paths import default_data_dir
 
 
-def _download_hub(benchmark: str, dest: Path) -> int:
-    """The tasks of `benchmark` that name a hub dataset, each into `dest/{task}` (BEIR layout)."""
-    from scidocs_eval.data.hf_datasets import fetch_task_dataset
-    from scidocs_eval.evaluation.task import BENCHMARKS, TASKS, get_task, task_names
+def _download_hub(benchmark: str, dest: Path, tasks: list[str] | None) -> int:
+    """The tasks of `benchmark` (or those of `tasks` in it) that name a hub dataset, each into `dest/{task}`."""
+    from scidocs_eval.data.hf_datasets import check_destination, check_hub, fetch_task_dataset
+    from scidocs_eval.evaluation.task import TASKS, get_task, selected_tasks
 
-    BENCHMARKS.check([benchmark])
-    names = [name for name in task_names(benchmark=benchmark) if TASKS[name].spec.dataset]
+    names = [name for name in selected_tasks(tasks, benchmark) if TASKS[name].spec.dataset]
     if not names:
-        raise ScidocsEvalError(f"benchmark {benchmark!r} has no task with a hub dataset to download")
+        raise ScidocsEvalError(f"{'--tasks' if tasks else f'benchmark {benchmark!r}'} has no task with a hub dataset "
+                               "to download")
+    check_hub()
+    for name in names:  # every folder checked before the first download
+        check_destination(dest / name)
     for name in names:
         spec = TASKS[name].spec
         folder = fetch_task_dataset(spec.dataset, dest / name,
                                     reranking=any("/top_ranked/" in f for f in get_task(name).required_files("test")))
         print(f"{spec.dataset['path']}@{spec.dataset['revision'][:10]} -> {folder}")
     groups = list(dict.fromkeys(group for name in names for group in reversed(TASKS[name].groups())))
-    print(f"score it: scidocs-eval run --data {dest} --benchmark {benchmark} --embeddings FILE (or --embeddings "
-          f"GROUP=FILE per group: {', '.join(groups)})")
-    print_next(hint("baseline", "random", "--data", dest, "--benchmark", benchmark, gives="a first score of it"))
+    picked = ("--tasks", ",".join(names)) if tasks else ()
+    score = " ".join(("scidocs-eval", "run", "--data", str(dest), "--benchmark", benchmark, *picked))
+    print(f"score it: {score} --embeddings FILE (or --embeddings GROUP=FILE per group: {', '.join(groups)})")
+    print_next(hint("baseline", "random", "--data", dest, "--benchmark", benchmark, *picked,
+                    gives="a first score of it"))
     return 0
 
 
@@ -39,8 +52,12 @@ def _download(args: argparse.Namespace) -> int:
     from scidocs_eval.data.download import DownloadError, S3Downloader, download_release
 
     dest = args.dest or default_data_dir()
+    tasks = task_list(args.tasks)
     if args.benchmark not in (None, "scidocs"):
-        return _download_hub(args.benchmark, Path(dest))
+        return _download_hub(args.benchmark, Path(dest), tasks)
+    if tasks is not None:
+        raise ScidocsEvalError("--tasks picks among the hub datasets of --benchmark mteb-scidocs, mteb-sci or sci; the "
+                               "official release (the default) is downloaded whole")
     client = S3Downloader(args.endpoint, retries=args.retries, timeout=args.timeout)
     report = download_release(dest, prefix=args.prefix, with_embeddings=args.with_embeddings, downloader=client,
                               progress=not args.quiet)
@@ -112,8 +129,11 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
                                           help="where to put it (default: $SCIDOCS_EVAL_DATA or the per-user data "
                                           "dir)"), "--dest")
     download.add_argument("--benchmark", help="the benchmark whose data to fetch (default: scidocs, the official "
-                          "release from S3); mteb-scidocs: its datasets from the Hugging Face hub at the revisions "
-                          "MTEB pins, written in the BEIR layout, one folder per task")
+                          "release from S3); mteb-scidocs, mteb-sci or sci: their datasets from the Hugging Face hub "
+                          "at the revisions MTEB pins, one folder per task (retrieval sets in the BEIR layout, "
+                          "clustering and classification sets as their rows)")
+    download.add_argument("--tasks", help="comma-separated tasks of --benchmark to download (default: every task "
+                          "of it with a hub dataset)")
     download.add_argument("--with-embeddings", action="store_true",
                           help="also fetch the reference SPECTER embeddings (several GiB)")
     download.add_argument("--endpoint", help=f"the bucket's URL (default: ${ENDPOINT_ENV} or the public bucket)")

@@ -1,9 +1,10 @@
 """`--quiet`: no progress bars from anything a command runs, ours or a library's.
 
 Our bars (`scidocs_eval.progress`) follow SCIDOCS_EVAL_QUIET. transformers ("Loading weights", "Writing model
-shards"), huggingface_hub (downloads) and any other tqdm bar (sentence-transformers' batches) are switched off
-through the environment variables those libraries read when they are imported, and through their functions
-when they already are (a library imported inside the block keeps its bars off: it reads the variable once).
+shards"), huggingface_hub (downloads), datasets ("Generating split") and any other tqdm bar (sentence-transformers'
+batches) are switched off through the environment variables those libraries read when they are imported, and
+through their functions when they already are (a library imported inside the block keeps its bars off: it reads
+the variable once).
 Warnings and errors still show: quiet hides progress, never a problem.
 """
 
@@ -19,19 +20,25 @@ from scidocs_eval.extras import require
 QUIET_ENVIRONMENT = {
     "SCIDOCS_EVAL_QUIET": "1",
     "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+    "HF_DATASETS_DISABLE_PROGRESS_BARS": "1",
     "TQDM_DISABLE": "1",
 }
 
 
 def _bars_switches() -> dict[str, tuple[bool, Callable[[], None], Callable[[], None]]]:
-    """Library -> (are its bars on, switch them on, switch them off), for huggingface_hub and transformers where
-    they are imported."""
+    """Library -> (are its bars on, switch them on, switch them off), for huggingface_hub, datasets and
+    transformers where they are imported."""
     switches = {}
     if "huggingface_hub" in sys.modules:
         hub = require("huggingface_hub.utils", "--quiet")
 
         switches["huggingface_hub"] = (not hub.are_progress_bars_disabled(), hub.enable_progress_bars,
                                        hub.disable_progress_bars)
+    if "datasets" in sys.modules:
+        datasets = require("datasets", "--quiet")
+
+        switches["datasets"] = (datasets.is_progress_bar_enabled(), datasets.enable_progress_bars,
+                                datasets.disable_progress_bars)
     if "transformers" in sys.modules:
         transformers_logging = require("transformers.utils.logging", "--quiet")
 

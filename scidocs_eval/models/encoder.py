@@ -10,17 +10,14 @@ torch and transformers are imported inside functions: they are optional dependen
 
 from __future__ import annotations
 
-import functools
 import os
-import socket
-import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import numpy as np
 
+from scidocs_eval.data.hub import env_flag, hub_reachable
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.extras import available, require
 from scidocs_eval.formats.corpus import paper_text
@@ -54,38 +51,6 @@ def resolve_model(name: str) -> str:
     return name
 
 
-HUB_PROBE_SECONDS = 3.0
-"""How long the one connection attempt to the hub may take before it counts as unreachable."""
-
-
-def _truthy(name: str) -> bool:
-    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
-
-
-@functools.cache
-def _hub_reachable(endpoint: str) -> bool:
-    """Whether a TCP connection to the hub (or to the HTTPS proxy, when one is set) opens within
-    `HUB_PROBE_SECONDS`, name lookup included; tried once per process."""
-    proxy = os.environ.get("HTTPS_PROXY") or os.environ.get("https_proxy") or os.environ.get("ALL_PROXY")
-    target = urlsplit(proxy if proxy else endpoint)
-    host, port = target.hostname, target.port or (443 if target.scheme == "https" else 80)
-    if not host:
-        return False
-    outcome: list[bool] = []
-
-    def connect() -> None:
-        try:
-            socket.create_connection((host, port), timeout=HUB_PROBE_SECONDS).close()
-            outcome.append(True)
-        except OSError:
-            outcome.append(False)
-
-    probe = threading.Thread(target=connect, daemon=True)
-    probe.start()
-    probe.join(HUB_PROBE_SECONDS)
-    return bool(outcome and outcome[0])
-
-
 def model_source(model: str, what: str = "transformers checkpoint") -> str:
     """Where to load `model` from: `resolve_model`'s folder; for a hub id, the hub when it can be reached, else
     the model's snapshot in the local Hugging Face cache. Neither (no network, or HF_HUB_OFFLINE set, and the
@@ -96,8 +61,8 @@ def model_source(model: str, what: str = "transformers checkpoint") -> str:
         return resolved
     hub = require("huggingface_hub", "loading a hub model")
     constants = require("huggingface_hub.constants", "loading a hub model")
-    offline = bool(constants.HF_HUB_OFFLINE) or _truthy("HF_HUB_OFFLINE") or _truthy("TRANSFORMERS_OFFLINE")
-    if not offline and _hub_reachable(os.environ.get("HF_ENDPOINT") or constants.ENDPOINT):
+    offline = bool(constants.HF_HUB_OFFLINE) or env_flag("HF_HUB_OFFLINE") or env_flag("TRANSFORMERS_OFFLINE")
+    if not offline and hub_reachable(os.environ.get("HF_ENDPOINT") or constants.ENDPOINT):
         return resolved
     try:
         return str(hub.snapshot_download(resolved, local_files_only=True))
