@@ -15,7 +15,8 @@ FORMAT=ADAPTER pairs (`classification=DIR,adhoc_query=DIR2`) replace the adapter
 also takes one adapter for everything (a name above, a hub id downloaded by `adapters`, which needs internet, or a
 local folder written by `model.save_adapter(...)`) or GROUP=ADAPTER pairs such as
 `cls=classification,user-citation=proximity,recomm=DIR`. `adapters` pins its own transformers version (see
-docs/transformers.md): install it in an environment of its own with ``pip install "scidocs-eval[specter2]"``.
+docs/transformers.md): install it in an environment of its own, from a checkout with
+``pip install -c constraints.txt -e ".[specter2]"``.
 """
 
 from __future__ import annotations

@@ -1,16 +1,20 @@
 """Optional dependencies, named: every import of a package that an extra installs goes through `require`.
 
-The light core (`pip install scidocs-eval`) scores embeddings files on every task but recommendation; the rest
-comes with extras (setup.cfg). A missing optional package is then one line naming the extra to install and what
-needed it, never a `ModuleNotFoundError` traceback: `tests/test_extras.py` checks that no module of the package
-imports an optional package any other way, and runs every command that needs one with that package blocked.
+The light core (`pip install -c constraints.txt -e .` in a checkout) scores embeddings files on every task but
+recommendation; the rest comes with extras (setup.cfg). A missing optional package is then one line naming the
+extra, what needed it and the command that installs it here, never a `ModuleNotFoundError` traceback:
+`tests/test_extras.py` checks that no module of the package imports an optional package any other way, and runs
+every command that needs one with that package blocked.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import importlib.util
+import shlex
 from dataclasses import dataclass
+from pathlib import Path
 from types import ModuleType
 
 from scidocs_eval.errors import ScidocsEvalError
@@ -39,8 +43,43 @@ EXTRA_OF: dict[str, str] = {
 `recomm` and `transformers`; a caller needing it for recommendation names `extra="recomm"`)."""
 
 
+DISTRIBUTION = "scidocs-eval"
+
+
+def checkout_root() -> Path | None:
+    """The source checkout this package runs from (an editable install: setup.cfg and constraints.txt beside the
+    package), or None (installed from a wheel)."""
+    root = Path(__file__).resolve().parents[1]
+    return root if (root / "setup.cfg").is_file() and (root / "constraints.txt").is_file() else None
+
+
+def extra_requirements(extra: str) -> list[str]:
+    """The requirements `extra` adds, as the installed package's metadata lists them (setup.cfg's, built in)."""
+    try:
+        listed = importlib.metadata.requires(DISTRIBUTION) or []
+    except importlib.metadata.PackageNotFoundError:
+        return []
+    marker = f'extra == "{extra}"'
+    return [line.split(";")[0].strip() for line in listed if ";" in line and line.split(";", 1)[1].strip() == marker]
+
+
+def install_command(extra: str) -> str:
+    """The command that installs `extra` where this scidocs-eval came from, runnable as printed from any folder
+    (scidocs-eval is not on the public index, so `pip install 'scidocs-eval[X]'` cannot work): in a checkout,
+    the editable install of the checkout with the extra and its constraints file; from a wheel, the extra's
+    packages themselves (tests/test_extras.py runs both forms)."""
+    root = checkout_root()
+    if root is not None:
+        return f"pip install -c {shlex.quote(str(root / 'constraints.txt'))} -e {shlex.quote(f'{root}[{extra}]')}"
+    packages = extra_requirements(extra)
+    if not packages:  # no metadata to read (not installed): the command to run in a checkout, saying so
+        return f"in a checkout of scidocs-eval, pip install -c constraints.txt -e '.[{extra}]'"
+    return "pip install " + " ".join(shlex.quote(package) for package in dict.fromkeys(packages))
+
+
 class MissingExtraError(ScidocsEvalError):
-    """An optional package is not installed (or does not import); the message names the extra to install."""
+    """An optional package is not installed (or does not import); the message names the extra and the command that
+    installs it (`install_command`)."""
 
     def __init__(self, module: str, extra: str, needed_by: str, cause: ImportError):
         self.module = module
@@ -49,8 +88,8 @@ class MissingExtraError(ScidocsEvalError):
         missing = getattr(cause, "name", None) or ""
         why = ("is not installed" if missing.split(".")[0] == module.split(".")[0]
                else f"could not be imported ({cause})")
-        super().__init__(f"{needed_by} needs {module.split('.')[0]}, which {why}: "
-                         f"pip install 'scidocs-eval[{extra}]'")
+        super().__init__(f"{needed_by} needs {module.split('.')[0]}, which {why} (the [{extra}] extra): "
+                         f"{install_command(extra)}")
 
 
 def available(module: str) -> bool:

@@ -183,8 +183,7 @@ def missing_requirement(text: str) -> str | None:
     for module in (name.split(".")[0] for name in re.findall(r"No module named '([\w.]+)'", text)):
         if module in extras and _not_installed(module):
             return f"needs the [{extras[module]}] extra: {module} is not installed"
-    for module, extra in re.findall(r"needs ([\w.]+), which is not installed: pip install 'scidocs-eval\[([\w-]+)\]'",
-                                    text):
+    for module, extra in re.findall(r"needs ([\w.]+), which is not installed \(the \[([\w-]+)\] extra\)", text):
         if _not_installed(module):
             return f"needs the [{extra}] extra: {module} is not installed"
     if re.search(r"scidocs-eval: (?:command )?not found|No such file or directory: 'scidocs-eval'", text) \

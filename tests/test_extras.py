@@ -5,8 +5,10 @@ and adapter that needs an optional package, run with that package blocked, ends 
 from __future__ import annotations
 
 import ast
+import configparser
 import inspect
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -15,8 +17,9 @@ from typing import Any
 import pytest
 from test_architecture import package_modules
 
+from scidocs_eval import extras
 from scidocs_eval.evaluation.task import TASKS, get_task, task_names
-from scidocs_eval.extras import EXTRA_OF, MissingExtraError, require
+from scidocs_eval.extras import EXTRA_OF, MissingExtraError, install_command, require
 from scidocs_eval.formats.suite import Suite
 from scidocs_eval.models.adapter import adapter_names
 
@@ -56,13 +59,35 @@ def test_require_names_the_extra_and_who_needed_it(monkeypatch: pytest.MonkeyPat
     for name in [m for m in sys.modules if m.split(".")[0] == "gensim"]:
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.setattr(sys, "meta_path", [Blocker(["gensim"]), *sys.meta_path])
-    with pytest.raises(MissingExtraError, match=r"the sif adapter needs gensim, which is not installed: "
-                                                r"pip install 'scidocs-eval\[text\]'$"):
+    with pytest.raises(MissingExtraError) as raised:
         require("gensim.models", "the sif adapter")
+    root = Path(__file__).resolve().parents[1]
+    assert str(raised.value) == ("the sif adapter needs gensim, which is not installed (the [text] extra): pip install "
+                                 f"-c {root}/constraints.txt -e '{root}[text]'")
     with pytest.raises(MissingExtraError, match=r"\[recomm\]"):
         require("gensim", "a test", extra="recomm")
     with pytest.raises(ValueError, match="not a declared optional package"):
         require("numpy", "anything")
+
+
+def test_the_install_command_runs_as_printed_from_a_checkout_or_for_a_wheel(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not `pip install 'scidocs-eval[X]'`: the package is not on the public index. In a checkout, the editable
+    install of that checkout (absolute paths: it runs from any folder); installed from a wheel, the extra's
+    packages as setup.cfg declares them (read from the installed metadata)."""
+    root = Path(__file__).resolve().parents[1]
+    assert extras.checkout_root() == root
+    assert install_command("recomm") == f"pip install -c {root}/constraints.txt -e '{root}[recomm]'"
+    declared = configparser.ConfigParser()
+    declared.read(root / "setup.cfg", encoding="utf-8")
+    for extra in ("recomm", "text", "plot"):
+        packages = [line for line in declared["options.extras_require"][extra].splitlines()
+                    if line.strip() and not line.startswith("#")]
+        assert extras.extra_requirements(extra) == packages
+    monkeypatch.setattr(extras, "checkout_root", lambda: None)
+    assert install_command("recomm") == "pip install 'torch>=2.0' 'lightgbm>=4.0'"
+    assert install_command("all").count("'torch>=2.0'") == 1  # each package once
+    monkeypatch.setattr(extras, "extra_requirements", lambda extra: [])
+    assert install_command("text") == "in a checkout of scidocs-eval, pip install -c constraints.txt -e '.[text]'"
 
 
 def test_every_task_requirement_is_a_declared_optional_package() -> None:
@@ -127,7 +152,7 @@ def assert_names_extra(process: subprocess.CompletedProcess[str], extra: str) ->
     assert process.returncode == 2, process.stderr
     assert "Traceback" not in process.stderr, process.stderr
     errors = [line for line in process.stderr.splitlines() if line.startswith("scidocs-eval: error:")]
-    assert len(errors) == 1 and f"pip install 'scidocs-eval[{extra}]'" in errors[0], process.stderr
+    assert len(errors) == 1 and errors[0].endswith(f"(the [{extra}] extra): {install_command(extra)}"), process.stderr
 
 
 SPECTER_SAMPLE = str(Path(__file__).resolve().parents[2] / "shared" / "data" / "specter-sample")
@@ -203,7 +228,9 @@ def test_every_adapter_without_extras_runs_or_names_its_extra(blocked_runs: dict
     for name, process in blocked_runs["adapters"].items():
         assert process.returncode in (0, 2), (name, process.stderr)
         if process.returncode:
-            assert_names_extra(process, process.stderr.split("scidocs-eval[")[-1].split("]")[0])
+            named = re.search(r"\(the \[([\w-]+)\] extra\)", process.stderr)
+            assert named, (name, process.stderr)
+            assert_names_extra(process, named[1])
 
 
 @pytest.mark.parametrize("case", range(len(NEEDING)), ids=[f"{b}-{' '.join(a[:2])}" for b, a, _ in NEEDING])

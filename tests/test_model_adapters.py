@@ -10,6 +10,7 @@ import pytest
 
 from scidocs_eval.cli import main
 from scidocs_eval.evaluation.papers import papers_to_embed
+from scidocs_eval.extras import install_command
 from scidocs_eval.formats.corpus import paper_text
 from scidocs_eval.formats.suite import Suite
 from scidocs_eval.models.encoder import TransformerEncoder, pool, resolve_model
@@ -129,8 +130,8 @@ def test_specter2_without_the_adapters_library_says_how_to_install_it(tiny_suite
     assert main(["baseline", "specter2", "--model", str(minilm.get_model_path()), "--data", str(tiny_suite.root),
                  "--tasks", "mesh", "--out-dir", str(tmp_path), "--quiet"]) == 2
     assert "the specter2 adapter (adapters pins its own transformers: install it in an environment of its own, see " \
-        "docs/transformers.md) needs adapters, which is not installed: pip install 'scidocs-eval[specter2]'" \
-        in capsys.readouterr().err
+        f"docs/transformers.md) needs adapters, which is not installed (the [specter2] extra): " \
+        f"{install_command('specter2')}" in capsys.readouterr().err
 
 
 def test_specter2_adapters_per_group_and_per_format_are_parsed() -> None:

@@ -72,8 +72,9 @@ def test_a_failure_on_a_missing_extra_or_command_reads_as_a_skip_with_the_reason
     assert conftest.missing_requirement("E   ModuleNotFoundError: No module named 'gensim.models'") == \
         "needs the [text] extra: gensim is not installed"
     assert conftest.missing_requirement("No module named 'moto'") == "needs the [test] extra: moto is not installed"
-    assert conftest.missing_requirement("scidocs-eval: error: sif needs gensim, which is not installed: pip install "
-                                        "'scidocs-eval[text]'") == "needs the [text] extra: gensim is not installed"
+    assert conftest.missing_requirement("scidocs-eval: error: sif needs gensim, which is not installed (the [text] "
+                                        "extra): pip install 'gensim>=4.3'") == \
+        "needs the [text] extra: gensim is not installed"
     assert conftest.missing_requirement("No module named 'lightgbm'") is None  # installed here: a real failure
     assert conftest.missing_requirement("No module named 'numpy'") is None  # the core: a real failure
     monkeypatch.setattr(conftest.shutil, "which", lambda name: None)

@@ -20,7 +20,7 @@ from scidocs_eval.formats.suite import Suite
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("adapters", reason="SPECTER2 needs the adapters library, which pins its own transformers "
-                    "version: pip install 'scidocs-eval[specter2]' in an environment of its own")
+                    "version: pip install -c constraints.txt -e '.[specter2]' in an environment of its own")
 
 from builders import build_small_bert  # noqa: E402
 
