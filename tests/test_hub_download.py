@@ -43,9 +43,11 @@ def _newer(rows: list[dict]) -> list[dict]:
              else v for k, v in row.items()} for row in rows]
 
 
-def _publish(hub: FakeHub, hub_id: str, revision: str, configs: dict[str, dict[str, list[dict]]]) -> None:
-    """Commit `configs` ({config: {split: rows}}) as Parquet files at `revision`, then a newer main commit."""
-    for sha, change in ((revision, lambda rows: rows), (None, _newer)):
+def _publish(hub: FakeHub, hub_id: str, revision: str, configs: dict[str, dict[str, list[dict]]],
+             newer: bool = True) -> None:
+    """Commit `configs` ({config: {split: rows}}) as Parquet files at `revision`, then (`newer`) a newer main
+    commit."""
+    for sha, change in ((revision, lambda rows: rows), (None, _newer))[:2 if newer else 1]:
         files = {f"{config}/{split}-00000-of-00001.parquet": parquet(change(rows))
                  for config, splits in configs.items() for split, rows in splits.items()}
         files["README.md"] = readme({config: {split: f"{config}/{split}-*.parquet" for split in splits}
@@ -53,7 +55,7 @@ def _publish(hub: FakeHub, hub_id: str, revision: str, configs: dict[str, dict[s
         hub.repo(hub_id).commit(files, sha)
 
 
-def _publish_beir(hub: FakeHub, folder: Path, dataset: dict) -> None:
+def _publish_beir(hub: FakeHub, folder: Path, dataset: dict, newer: bool = True) -> None:
     """A BEIR-layout folder as MTEB's hub repositories hold it: one config per role (named after the task's subset
     where it has one); the judgements' config also has a train split the task must not read."""
     split, prefix = dataset["split"], f"{dataset['subset']}-" if dataset.get("subset") else ""
@@ -63,7 +65,7 @@ def _publish_beir(hub: FakeHub, folder: Path, dataset: dict) -> None:
                f"{prefix}qrels" if prefix else "default": {"train": qrels[::2][:3], split: qrels}}
     if (folder / "top_ranked").exists():
         configs[f"{prefix}top_ranked"] = {split: _jsonl(folder / "top_ranked" / f"{split}.jsonl")}
-    _publish(hub, dataset["path"], dataset["revision"], configs)
+    _publish(hub, dataset["path"], dataset["revision"], configs, newer)
 
 
 def _litsearch_rows(count: int = 30) -> dict[str, dict[str, list[dict]]]:
@@ -265,3 +267,59 @@ def test_tasks_of_another_benchmark_or_none_with_a_dataset_are_refused(capsys: p
     assert "task(s) mag are not in benchmark 'mteb-sci'" in capsys.readouterr().err
     assert main(["data", "download", "--tasks", "mag"]) == 2
     assert "--tasks picks among the hub datasets" in capsys.readouterr().err
+
+
+MTEB_DUMP = """
+import json, sys
+import mteb
+
+dumped = {}
+for name in sys.argv[1:]:
+    task = mteb.get_task(name)
+    task.load_data()
+    if task.dataset:
+        (subset, splits), = task.dataset.items()
+        data = splits["test"]
+    else:  # LitSearch's own load_data fills the older attributes
+        data = {"corpus": [{"id": i, **d} for i, d in task.corpus["test"].items()],
+                "queries": [{"id": i, "text": t} for i, t in task.queries["test"].items()],
+                "relevant_docs": task.relevant_docs["test"], "top_ranked": None}
+    dumped[name] = {"corpus": {row["id"]: [row.get("title") or "", row["text"] or ""] for row in data["corpus"]},
+                    "queries": {row["id"]: row["text"] for row in data["queries"]},
+                    "qrels": data["relevant_docs"], "top_ranked": data["top_ranked"]}
+print(json.dumps(dumped))
+"""
+
+
+@pytest.mark.slow
+def test_each_retrieval_download_holds_what_mtebs_own_loader_reads_from_the_same_hub(tmp_path: Path) -> None:
+    """MTEB's task classes load SciFact, PeerQA (its subset, with candidates) and LitSearch (built in its
+    `load_data`) from the same hub: the corpus, queries, judgements and candidates are those of our download.
+    (MTEB loads LitSearch's newest files, so here the pinned commit is the newest.)"""
+    pytest.importorskip("mteb", reason="mteb is not installed (pip install -c constraints.txt -e '.[mteb]')")
+    local = tmp_path / "local"
+    with FakeHub() as served:
+        for offset, name in enumerate(("scifact", "peerqa")):
+            build_retrieval_dataset(local / name, documents=60, queries=6, duplicates=5, seed=offset,
+                                    candidates=10 if name == "peerqa" else None)
+            _publish_beir(served, local / name, TASKS[name].spec.dataset, newer=False)
+        litsearch = TASKS["litsearch"].spec.dataset
+        _publish(served, litsearch["path"], litsearch["revision"], _litsearch_rows(), newer=False)
+        environment = _environment(served.endpoint, tmp_path / "hf-home")
+        assert _download(environment, tmp_path / "ours", "scifact,peerqa,litsearch", tmp_path).returncode == 0
+        mteb_names = {"scifact": "SciFact", "peerqa": "PeerQA", "litsearch": "LitSearchRetrieval"}
+        loaded = subprocess.run([sys.executable, "-c", MTEB_DUMP, *mteb_names.values()], capture_output=True,
+                                text=True, env=environment, timeout=600)
+    assert loaded.returncode == 0, loaded.stderr
+    theirs = json.loads(loaded.stdout.splitlines()[-1])
+    for name, mteb_name in mteb_names.items():
+        folder = tmp_path / "ours" / name
+        qrels: dict[str, dict[str, int]] = {}
+        for row in _tsv(folder / "qrels" / "test.tsv"):
+            qrels.setdefault(row["query-id"], {})[row["corpus-id"]] = row["score"]
+        candidates = folder / "top_ranked" / "test.jsonl"
+        ours = {"corpus": {row["_id"]: [row["title"], row["text"]] for row in _jsonl(folder / "corpus.jsonl")},
+                "queries": {row["_id"]: row["text"] for row in _jsonl(folder / "queries.jsonl")}, "qrels": qrels,
+                "top_ranked": {row["query-id"]: row["corpus-ids"] for row in _jsonl(candidates)}
+                if candidates.exists() else None}
+        assert ours == theirs[mteb_name], name
