@@ -23,9 +23,10 @@ from tests.fake_hub import FakeHub, parquet, readme
 
 pytest.importorskip("datasets", reason="the [mteb] extra (datasets) is not installed")
 
-TASKS_SERVED = ("scifact", "peerqa", "litsearch", "biorxiv-clustering-p2p", "arxiv-classification")
+TASKS_SERVED = ("scifact", "peerqa", "litsearch", "biorxiv-clustering-p2p", "medrxiv-clustering-p2p",
+                "arxiv-classification")
 """A retrieval set, a reranking set read as a named subset, LitSearch (built as MTEB builds it), a clustering set
-and ArxivClassification.v2."""
+with a document per row and one with lists of documents per row, and ArxivClassification.v2."""
 
 
 def _jsonl(path: Path) -> list[dict]:
@@ -113,27 +114,37 @@ def _download(environment: dict[str, str], out: Path, tasks: str, cwd: Path) -> 
                           env=environment, cwd=cwd, timeout=600)
 
 
+@pytest.fixture(scope="module")
+def downloaded(hub: tuple[FakeHub, Path], tmp_path_factory: pytest.TempPathFactory
+               ) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """`data download --benchmark mteb-sci --tasks (every task served) --out-dir mteb-data` run in a new folder (the
+    one returned) with an empty Hugging Face cache there (`hf-home`)."""
+    served, _ = hub
+    folder = tmp_path_factory.mktemp("downloaded")
+    done = _download(_environment(served.endpoint, folder / "hf-home"), Path("mteb-data"), ",".join(TASKS_SERVED),
+                     folder)
+    return folder, done
+
+
 def test_download_writes_the_pinned_revision_in_the_tasks_layout_and_run_scores_it(
-        hub: tuple[FakeHub, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
+        hub: tuple[FakeHub, Path], downloaded: tuple[Path, subprocess.CompletedProcess[str]],
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     served, local = hub
-    home = tmp_path / "hf-home"
-    done = _download(_environment(served.endpoint, home), tmp_path / "mteb-data", ",".join(TASKS_SERVED), tmp_path)
+    folder, done = downloaded
     assert done.returncode == 0, done.stderr
     assert done.stderr.strip() == ""  # --quiet: no library's bars, no warnings
-    data = tmp_path / "mteb-data"
+    data = folder / "mteb-data"
     for name in TASKS_SERVED:
         dataset = TASKS[name].spec.dataset
-        assert f"{dataset['path']}@{dataset['revision'][:10]} -> {data / name}" in done.stdout
+        assert f"{dataset['path']}@{dataset['revision'][:10]} -> {Path('mteb-data', name)}" in done.stdout
         written = sorted(p.relative_to(data / name).as_posix() for p in (data / name).rglob("*") if p.is_file())
         assert ".scidocs-eval-files.json" in written  # the tool's files: a later download may replace them
         if name != "litsearch":  # every file byte for byte as the tasks' synthetic copies: pinned revision, split
-            expected = sorted(p.relative_to(local / name).as_posix() for p in (local / name).rglob("*"))
-            assert [w for w in written if w != ".scidocs-eval-files.json"] == [e for e in expected
-                                                                              if (local / name / e).is_file()]
+            expected = sorted(p.relative_to(local / name).as_posix() for p in (local / name).rglob("*")
+                              if p.is_file())
+            assert [w for w in written if w != ".scidocs-eval-files.json"] == expected
             for relative in expected:
-                if (local / name / relative).is_file():
-                    assert (data / name / relative).read_bytes() == (local / name / relative).read_bytes(), relative
+                assert (data / name / relative).read_bytes() == (local / name / relative).read_bytes(), relative
     served_at = {request.split()[1] for request in served.requests}
     assert not any("/resolve/main/" in path for path in served_at)  # never the newer main branch
 
@@ -148,41 +159,29 @@ def test_download_writes_the_pinned_revision_in_the_tasks_layout_and_run_scores_
     assert _tsv(litsearch / "qrels" / "test.tsv")[:3] == [
         {"query-id": "q1", "corpus-id": f"d{1000 + j}", "score": j + 1} for j in range(3)]
 
-    # `run` on what was written gives the numbers it gives on the synthetic copies themselves
-    monkeypatch.chdir(tmp_path)
-    scored = TASKS_SERVED[:2] + TASKS_SERVED[3:]
-    for folder, out in ((data, "downloaded"), (local, "copies")):
-        assert main(["baseline", "random", "--data", str(folder), "--tasks", ",".join(scored), "--out-dir", out,
-                     "--quiet"]) == 0
+    # the printed next command runs as printed from the same folder; `run` on what was written gives the numbers
+    # the synthetic copies themselves give
+    tasks = ",".join(TASKS_SERVED)
+    assert f"score it: scidocs-eval run --data mteb-data --benchmark mteb-sci --tasks {tasks}" in done.stdout
+    hinted = next(line for line in done.stdout.splitlines() if line.startswith("Next:")).split("`")[1].split()[1:]
+    assert hinted == ["baseline", "random", "--data", "mteb-data", "--benchmark", "mteb-sci", "--tasks", tasks]
+    monkeypatch.chdir(folder)
+    assert main([*hinted, "--quiet"]) == 0
+    scored = [name for name in TASKS_SERVED if name != "litsearch"]
+    assert main(["baseline", "random", "--data", str(local), "--tasks", ",".join(scored), "--out-dir", "copies",
+                 "--quiet"]) == 0
     groups = [group for name in scored for group in TASKS[name].groups()]
-    assert main(["run", "--data", str(data), "--tasks", ",".join(scored), "-o", "run.json", "--quiet",
-                 *[f"--embeddings={group}=downloaded/random-{group}.jsonl" for group in groups]]) == 0
+    assert main(["run", "--data", "mteb-data", "--tasks", ",".join(scored), "-o", "run.json", "--quiet",
+                 *[f"--embeddings={group}=scidocs-results/random-{group}.jsonl" for group in groups]]) == 0
     capsys.readouterr()
-    results = {out: json.loads((tmp_path / out / "random.results.json").read_text(encoding="utf-8"))
-               for out in ("downloaded", "copies")}
-    run = json.loads((tmp_path / "run.json").read_text(encoding="utf-8"))
+    results = {out: json.loads((folder / out / "random.results.json").read_text(encoding="utf-8"))
+               for out in ("scidocs-results", "copies")}
+    run = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+    assert "litsearch" in results["scidocs-results"]["tasks"]
     for name in scored:
         main_score = TASKS[name].spec.main_score
-        assert results["downloaded"]["tasks"][name]["metrics"] == results["copies"]["tasks"][name]["metrics"]
+        assert results["scidocs-results"]["tasks"][name]["metrics"] == results["copies"]["tasks"][name]["metrics"]
         assert run["tasks"][name]["metrics"][main_score] == results["copies"]["tasks"][name]["metrics"][main_score]
-
-
-def test_the_printed_next_command_runs_on_the_download(hub: tuple[FakeHub, Path], tmp_path: Path,
-                                                       monkeypatch: pytest.MonkeyPatch,
-                                                       capsys: pytest.CaptureFixture[str]) -> None:
-    served, _ = hub
-    done = _download(_environment(served.endpoint, tmp_path / "hf-home"), Path("mteb-data"), "arxiv-classification",
-                     tmp_path)
-    assert done.returncode == 0, done.stderr
-    assert "score it: scidocs-eval run --data mteb-data --benchmark mteb-sci --tasks arxiv-classification" \
-        in done.stdout
-    hinted = next(line for line in done.stdout.splitlines() if line.startswith("Next:"))
-    command = hinted.split("`")[1].split()[1:]
-    assert command == ["baseline", "random", "--data", "mteb-data", "--benchmark", "mteb-sci", "--tasks",
-                       "arxiv-classification"]
-    monkeypatch.chdir(tmp_path)
-    assert main([*command, "--quiet"]) == 0
-    assert "arxiv-classification" in capsys.readouterr().out
 
 
 def test_a_revision_the_hub_lacks_is_one_line_and_nothing_is_written(tmp_path: Path) -> None:
@@ -195,23 +194,23 @@ def test_a_revision_the_hub_lacks_is_one_line_and_nothing_is_written(tmp_path: P
     revision = TASKS["arxiv-classification"].spec.dataset["revision"]
     assert done.stderr.strip().splitlines() == [
         f"scidocs-eval: error: mteb/arxiv@{revision}: Revision '{revision}' doesn't exist for dataset 'mteb/arxiv' on "
-        "the Hub; "
-        "nothing was written for it"]
+        "the Hub; nothing was written for it"]
     assert not (tmp_path / "out").exists()
 
 
-def test_offline_reads_the_datasets_cache_and_names_what_it_lacks(hub: tuple[FakeHub, Path], tmp_path: Path) -> None:
-    served, local = hub
-    home = tmp_path / "hf-home"
-    assert _download(_environment(served.endpoint, home), tmp_path / "first", "biorxiv-clustering-p2p",
-                     tmp_path).returncode == 0
-    offline = _environment("http://127.0.0.1:9", home, HF_HUB_OFFLINE="1")
+@pytest.mark.slow
+def test_offline_reads_the_datasets_cache_and_names_what_it_lacks(
+        hub: tuple[FakeHub, Path], downloaded: tuple[Path, subprocess.CompletedProcess[str]], tmp_path: Path) -> None:
+    _, local = hub
+    folder, _ = downloaded
+    offline = _environment("http://127.0.0.1:9", folder / "hf-home", HF_HUB_OFFLINE="1")
     again = _download(offline, tmp_path / "again", "biorxiv-clustering-p2p", tmp_path)
     assert again.returncode == 0, again.stderr
     assert (tmp_path / "again" / "biorxiv-clustering-p2p" / "test.jsonl").read_bytes() == \
         (local / "biorxiv-clustering-p2p" / "test.jsonl").read_bytes()
     started = time.perf_counter()
-    missing = _download(offline, tmp_path / "missing", "arxiv-classification", tmp_path)
+    missing = _download({**offline, "HF_HOME": str(tmp_path / "empty-home")}, tmp_path / "missing",
+                        "arxiv-classification", tmp_path)
     assert time.perf_counter() - started < 30  # a new Python process with datasets imported; no network wait
     lines = missing.stderr.strip().splitlines()
     assert missing.returncode == 2 and len(lines) == 1, missing.stderr
