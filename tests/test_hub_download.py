@@ -184,17 +184,21 @@ def test_download_writes_the_pinned_revision_in_the_tasks_layout_and_run_scores_
         assert run["tasks"][name]["metrics"][main_score] == results["copies"]["tasks"][name]["metrics"][main_score]
 
 
-def test_a_revision_the_hub_lacks_is_one_line_and_nothing_is_written(tmp_path: Path) -> None:
+@pytest.mark.parametrize("pinned", [False, True], ids=["revision missing", "split missing"])
+def test_a_revision_or_split_the_hub_lacks_is_one_line_and_nothing_is_written(pinned: bool, tmp_path: Path) -> None:
+    """ArxivClassification.v2 reads train and test: the hub has only test, at another revision or the pinned one."""
+    revision = TASKS["arxiv-classification"].spec.dataset["revision"]
     with FakeHub() as served:
         served.repo("mteb/arxiv").commit({"README.md": readme({"data": {"test": "data/*.parquet"}}),
-                                          "data/test-00000-of-00001.parquet": parquet([{"text": "a", "label": 0}])})
+                                          "data/test-00000-of-00001.parquet": parquet([{"text": "a", "label": 0}])},
+                                         revision if pinned else None)
         done = _download(_environment(served.endpoint, tmp_path / "hf-home"), tmp_path / "out",
                          "arxiv-classification", tmp_path)
     assert done.returncode == 2
-    revision = TASKS["arxiv-classification"].spec.dataset["revision"]
+    why = "no train split (it has test)" if pinned else \
+        f"Revision '{revision}' doesn't exist for dataset 'mteb/arxiv' on the Hub"
     assert done.stderr.strip().splitlines() == [
-        f"scidocs-eval: error: mteb/arxiv@{revision}: Revision '{revision}' doesn't exist for dataset 'mteb/arxiv' on "
-        "the Hub; nothing was written for it"]
+        f"scidocs-eval: error: mteb/arxiv@{revision}: {why}; nothing was written for it"]
     assert not (tmp_path / "out").exists()
 
 

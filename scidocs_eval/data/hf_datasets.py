@@ -76,7 +76,7 @@ def _hub_errors(hub_id: str, revision: str) -> Iterator[None]:
         raise ScidocsEvalError(f"{hub_id}@{revision}: {why}; nothing was written for it") from None
 
 
-def _split_names(hub_id: str, revision: str, config: str) -> list[str]:
+def _split_names(hub_id: str, revision: str, config: str | None) -> list[str]:
     """The splits `config` declares, read from the repository's card and file list (no data is downloaded)."""
     builder = _datasets().load_dataset_builder(hub_id, config, revision=revision)
     if builder.config.data_files:
@@ -96,7 +96,8 @@ def _load_config(hub_id: str, revision: str, configs: list[str], role: str, spli
         splits = _split_names(hub_id, revision, config)
     chosen = split if split in splits else splits[0] if len(splits) == 1 else None
     if chosen is None:
-        raise ScidocsEvalError(f"{hub_id}@{revision}: config {config} has no split {split!r} ({', '.join(splits)})")
+        raise ScidocsEvalError(f"{hub_id}@{revision}: config {config} has no {split} split (it has "
+                               f"{', '.join(splits)}); nothing was written for it")
     return _load(hub_id, revision, config, chosen)
 
 
@@ -167,6 +168,12 @@ def fetch_litsearch(hub_id: str, revision: str, dest: str | os.PathLike[str]) ->
 def fetch_rows(hub_id: str, revision: str, splits: tuple[str, ...], dest: str | os.PathLike[str]) -> Path:
     """Each split of the hub dataset `hub_id` at `revision` as its rows, in order (`formats.hf_rows`), into `dest`:
     MTEB's clustering and classification sets."""
+    with _hub_errors(hub_id, revision):
+        declared = _split_names(hub_id, revision, None)
+    missing = [split for split in splits if split not in declared]
+    if missing:
+        raise ScidocsEvalError(f"{hub_id}@{revision}: no {' or '.join(missing)} split (it has {', '.join(declared)}); "
+                               "nothing was written for it")
     loaded = {split: _load(hub_id, revision, None, split) for split in splits}
     with owned_folder(dest, COMMAND, option=OPTION) as staging:
         for split, rows in loaded.items():
