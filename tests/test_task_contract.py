@@ -20,6 +20,7 @@ from scidocs_eval.data.scirepeval import write_synthetic_scirepeval
 from scidocs_eval.evaluation.integrity import (
     ClusteredSplit,
     DataShape,
+    ImpressionsSplit,
     JudgedSplit,
     LabelledSplit,
     Problem,
@@ -27,7 +28,7 @@ from scidocs_eval.evaluation.integrity import (
 )
 from scidocs_eval.evaluation.task import TASKS, Task, TaskResult, TaskSpec, get_task, register_task, task_names
 from scidocs_eval.evaluation.verify import verify_suite
-from scidocs_eval.formats.suite import Suite
+from scidocs_eval.formats.suite import Impression, Suite
 
 
 class TinyLabelTask(Task):
@@ -166,8 +167,31 @@ def _clustered(shape: ClusteredSplit) -> list[tuple[str, DataShape, str, str]]:
             ("one label only", dataclasses.replace(shape, labels=[["same"]] * len(shape.ids)), "error", "one-class")]
 
 
+def _impressions(shape: ImpressionsSplit) -> list[tuple[str, DataShape, str, str]]:
+    first = shape.impressions[0]
+    alone = Impression(first.query_id, first.clicked_id, (first.clicked_id,), 99)
+    twice = Impression(first.query_id, first.clicked_id, first.shown + first.shown[-1:], 98)
+    return [
+        ("an empty split", dataclasses.replace(shape, impressions=[]), "error", "empty-split"),
+        ("a row its reader refuses", dataclasses.replace(shape, bad_rows=[(7, "clicked paper 'x' is not shown")]),
+         "error", ""),
+        ("a click beyond the propensities", dataclasses.replace(shape, positions=first.clicked_position - 1 or 0),
+         "error", "propensity-positions"),
+        ("an impression with no unclicked paper", dataclasses.replace(shape, impressions=[*shape.impressions, alone]),
+         "warning", "impression-without-unclicked"),
+        ("no impression with an unclicked paper", dataclasses.replace(shape, impressions=[alone]), "error",
+         "impression-without-unclicked"),
+        ("a paper shown twice in one impression", dataclasses.replace(shape, impressions=[*shape.impressions, twice]),
+         "warning", "paper-shown-twice"),
+        ("a repeated impression", dataclasses.replace(shape, impressions=[*shape.impressions, first]), "warning",
+         "repeated-impression"),
+        ("a paper without metadata", dataclasses.replace(shape, known=set()), "warning", "paper-without-metadata"),
+    ]
+
+
 HOSTILE: dict[type, Callable[..., list[tuple[str, DataShape, str, str]]]] = {
-    LabelledSplit: _labelled, JudgedSplit: _judged, SampledEvaluation: _sampled, ClusteredSplit: _clustered}
+    LabelledSplit: _labelled, JudgedSplit: _judged, SampledEvaluation: _sampled, ClusteredSplit: _clustered,
+    ImpressionsSplit: _impressions}
 """A new shape (a subclass of DataShape) adds its hostile variants here."""
 
 
@@ -182,6 +206,7 @@ def test_declared_inputs_are_there_and_clean(world: Path, name: str) -> None:
 @pytest.mark.parametrize("name", NAMES)
 def test_every_rule_of_its_shapes_fires(world: Path, name: str) -> None:
     shapes = get_task(name).data_shapes(Suite(world), "test")
+    assert shapes, f"{name}: declares no data shape, so no integrity rule applies to it"
     for shape in shapes:
         assert type(shape) in HOSTILE, f"{name}: shape {type(shape).__name__} has no hostile variants"
         for what, variant, severity, rule in HOSTILE[type(shape)](shape):
@@ -423,3 +448,39 @@ def test_run_exclude_scores_mteb_and_scirepeval_tasks_on_their_clean_part(
     assert main(["run", "--embeddings", str(scirepeval_copy[1]), "--data", str(data), "--tasks", few_shot,
                  "--exclude", str(tmp_path / "few.json"), "--task-param", f"{few_shot}.iterations=2", "--quiet"]) == 2
     assert "its results are per iteration, the audit's items are papers" in _one_line_error(capsys)
+
+
+def _recomm_copy(world: Path, tmp_path: Path) -> Path:
+    data = tmp_path / "data"
+    for relative in get_task("recomm").input_files(Suite(world), "test"):
+        (data / relative).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(world / relative, data / relative)
+    return data
+
+
+def test_recomm_impressions_without_an_unclicked_paper_are_a_named_warning_in_run_and_verify(
+        world: Path, tmp_path: Path, embeddings: Path, caplog: pytest.LogCaptureFixture) -> None:
+    data = _recomm_copy(world, tmp_path)
+    test = data / "recomm/test.csv"
+    query, clicked = Suite(data).impressions("test")[0].query_id, Suite(data).impressions("test")[0].clicked_id
+    test.write_text(test.read_text() + f'{query},{clicked},"{clicked}"\n{query},{clicked},"{clicked},{clicked}"\n')
+    main(["run", "--embeddings", str(embeddings), "--data", str(data), "--tasks", "recomm", "--quiet",
+          "--task-param", "recomm.seeds=1"])
+    assert "2 of its 12 impression(s) show only the clicked paper" in caplog.text
+    assert "[impression-without-unclicked]" in caplog.text and "[paper-shown-twice]" in caplog.text
+    rules = {p.rule for p in verify_suite(data).problems}
+    assert {"impression-without-unclicked", "paper-shown-twice"} <= rules
+
+
+def test_recomm_clicks_beyond_the_propensities_stop_run_and_fail_verify(
+        world: Path, tmp_path: Path, embeddings: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = _recomm_copy(world, tmp_path)
+    (data / "recomm/propensity_scores.json").write_text('{"scores": [1.0, 0.5]}')
+    out = tmp_path / "results.json"
+    assert main(["run", "--embeddings", str(embeddings), "--data", str(data), "--tasks", "recomm", "--quiet",
+                 "-o", str(out)]) == 2
+    line = _one_line_error(capsys)
+    assert "recomm/train.csv" in line and "beyond the 2 of recomm/propensity_scores.json" in line
+    assert "[propensity-positions]" in line and not out.exists()
+    assert any(p.rule == "propensity-positions" for p in verify_suite(data).errors)
+    assert "recomm" not in verify_suite(data).complete

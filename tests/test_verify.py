@@ -33,12 +33,13 @@ def test_clean_suite_counts_match_the_files(demo_suite: Suite, capsys: pytest.Ca
     report = verify_suite(demo_suite.root)
     assert report.problems == []
     assert report.complete == ["mag", "mesh", "coview", "coread", "cite", "cocite", "recomm"]
-    assert report.counts["mag"]["train"]["papers"] == len(demo_suite.labels("mag", "train").ids)
+    assert report.counts["mag"]["test"]["train_papers"] == len(demo_suite.labels("mag", "train").ids)
     qrels = demo_suite.qrels("cite", "test")
     assert report.counts["cite"]["test"] == {
         "queries": len(qrels.candidates), "pairs": sum(map(len, qrels.candidates.values())),
         "positives": sum(g for grades in qrels.relevance.values() for g in grades.values())}
     assert report.counts["recomm"]["val"]["impressions"] == len(demo_suite.impressions("val"))
+    assert report.counts["recomm"]["test"]["train_impressions"] == len(demo_suite.impressions("train"))
     assert report.metadata["recomm"] == len(demo_suite.metadata("recomm"))
     assert main(["data", "verify", str(demo_suite.root)]) == 0
     out = capsys.readouterr().out
@@ -62,16 +63,19 @@ def test_every_problem_is_reported(suite_copy: Path, capsys: pytest.CaptureFixtu
     problems = _messages(suite_copy)
     n_rows = len(rows)
     assert problems == [
-        "WARNING mag/train.csv: 1 id(s) have no metadata in paper_metadata_mag_mesh.json: not-a-paper",
         f"WARNING [repeated-paper] mag/train.csv: 1 paper(s) listed more than once: {mag_id}",
-        "WARNING cite/test.qrel: 1 id(s) have no metadata in paper_metadata_view_cite_read.json: ghost-q",
+        "WARNING [paper-without-metadata] mag/train.csv: 1 id(s) have no metadata in paper_metadata_mag_mesh.json: "
+        "not-a-paper",
         "WARNING [repeated-judgement] cite/test.qrel: 1 line(s) repeat a judged pair with its grade (read once)",
         "WARNING [query-without-positive] cite/test.qrel: 1 query(ies) without a positive (they score 0): ghost-q",
+        "WARNING [paper-without-metadata] cite/test.qrel: 1 id(s) have no metadata in "
+        "paper_metadata_view_cite_read.json: ghost-q",
         f"ERROR recomm/test.csv:{n_rows + 1}: query {impression.query_id!r}: clicked paper 'elsewhere' is not in "
         "the shown list",
         f"ERROR recomm/test.csv:{n_rows + 2}: query {impression.query_id!r}: clicked paper 'nowhere' is not in "
         "the shown list",
-        f"WARNING recomm/test.csv:{n_rows + 3}: repeats line 2",
+        f"WARNING [repeated-impression] recomm/test.csv: 1 line(s) repeat an impression (each is scored): line "
+        f"{n_rows + 3} repeats 2",
     ]
     assert main(["data", "verify", str(suite_copy)]) == 1
     out = capsys.readouterr().out
@@ -91,12 +95,13 @@ def test_unparsable_files_are_errors_and_stop_only_their_task(suite_copy: Path) 
     (suite_copy / "recomm/propensity_scores.json").write_bytes(orjson.dumps({"scores": [1.0, 0.5]}))
     report = verify_suite(suite_copy)
     lines = (suite_copy / "mag/val.csv").read_text().count("\n")
-    assert [str(p) for p in report.errors] == [
+    beyond = {split: sum(i.clicked_position > 2 for i in Suite(suite_copy).impressions(split))
+              for split in ("train", "val", "test")}
+    assert [str(p).split(" (no propensity")[0] for p in report.errors] == [
         f"ERROR mag/val.csv:{lines}: class label 'not-a-number' is not an integer",
         "ERROR coread/val.qrel:1: expected 4 fields 'query_id 0 candidate_id relevance', got 3",
-        "ERROR recomm/train.csv: an impression shows 10 papers but propensity_scores.json has only 2 positions",
-        "ERROR recomm/val.csv: an impression shows 10 papers but propensity_scores.json has only 2 positions",
-        "ERROR recomm/test.csv: an impression shows 10 papers but propensity_scores.json has only 2 positions",
+        *(f"ERROR [propensity-positions] recomm/{split}.csv: {beyond[split]} impression(s) have their click at a "
+          "position beyond the 2 of recomm/propensity_scores.json" for split in ("train", "val", "test")),
     ]
     assert report.complete == ["mesh", "coview", "cite", "cocite"]
     assert not report.usable()
@@ -115,8 +120,9 @@ def test_missing_metadata_and_partial_tasks(suite_copy: Path) -> None:
         "cannot be checked and `baseline` cannot embed them)",
     ]
     assert report.absent == ["coread", "recomm"]
-    # `run` scores the ranking tasks without their metadata file (only recomm reads its metadata)
-    assert report.complete == ["mag", "coview", "cite", "cocite"]
+    # `run` scores the ranking tasks without their metadata file (only recomm reads its metadata), and mesh's test
+    # split without its val file
+    assert report.complete == ["mag", "mesh", "coview", "cite", "cocite"]
 
 
 def test_empty_directory_is_not_usable(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -25,8 +25,7 @@ def _download_hub(benchmark: str, dest: Path) -> int:
         raise ScidocsEvalError(f"benchmark {benchmark!r} has no task with a hub dataset to download")
     for name in names:
         spec = TASKS[name].spec
-        folder = fetch_task_dataset(spec.dataset, dest / name,
-                                    reranking=any("/top_ranked/" in f for f in get_task(name).required_files("test")))
+        folder = fetch_task_dataset(spec.dataset, dest / name, get_task(name).required_files("test"))
         print(f"{spec.dataset['path']}@{spec.dataset['revision'][:10]} -> {folder}")
     groups = list(dict.fromkeys(group for name in names for group in reversed(TASKS[name].groups())))
     print(f"score it: scidocs-eval run --data {dest} --benchmark {benchmark} --embeddings FILE (or --embeddings "
