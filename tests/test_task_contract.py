@@ -484,3 +484,77 @@ def test_recomm_clicks_beyond_the_propensities_stop_run_and_fail_verify(
     assert "[propensity-positions]" in line and not out.exists()
     assert any(p.rule == "propensity-positions" for p in verify_suite(data).errors)
     assert "recomm" not in verify_suite(data).complete
+
+
+# --- every command x every input it reads: an output that is the input is refused, --overwrite or not ------------
+
+def _cite_suite(world: Path, folder: Path) -> Path:
+    for relative in [*get_task("cite").input_files(Suite(world), "test"), "paper_metadata_view_cite_read.json"]:
+        (folder / relative).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(world / relative, folder / relative)
+    return folder
+
+
+def _results_of_scidocs_retrieval(tmp_path: Path) -> Path:
+    from builders import write_vectors
+
+    data = tmp_path / "retrieval"
+    vectors = build_retrieval_dataset(data / "scidocs-retrieval", documents=30, queries=4)
+    embeddings = write_vectors(tmp_path / "mine.jsonl", {**vectors["queries"], **vectors["corpus"]})
+    out = tmp_path / "run.json"
+    assert main(["run", "--embeddings", str(embeddings), "--data", str(data), "--tasks", "scidocs-retrieval",
+                 "--name", "org/model", "-o", str(out), "--quiet"]) == 0
+    return out
+
+
+def _case(command: str, source: str, world: Path, embeddings: Path, tmp_path: Path) -> tuple[list[str], Path]:
+    """(argv whose output is a file the command reads through `source`, that file)."""
+    suite = _cite_suite(world, tmp_path / "suite")
+    training = tmp_path / "training"
+    training.mkdir()
+    (training / "papers.jsonl").write_text('{"paper_id": "p1", "title": "a title", "abstract": ""}\n')
+    (training / "metadata.json").write_text('{"p1": {"paper_id": "p1", "title": "a title", "abstract": ""}}')
+    run = ["run", "--embeddings", str(embeddings), "--data", str(suite), "--tasks", "cite", "--quiet"]
+    audit = ["audit", "--train", str(training), "--data", str(suite), "--tasks", "cite"]
+    if command == "run":
+        target = {"--embeddings": embeddings, "--data": suite / "cite/test.qrel",
+                  "--exclude": tmp_path / "audit.json"}[source]
+        if source == "--exclude":
+            assert main([*audit, "--out", str(target)]) == 0
+            return [*run, "--exclude", str(target), "-o", str(target)], target
+        return [*run, "-o", str(target)], target
+    if command == "baseline":
+        inside = {"--data": suite, "--train-corpus": training}[source]
+        target, extra = inside / "random.results.json", []
+        target.write_text("{}")
+        if source == "--train-corpus":
+            target = training / "random.jsonl"
+            shutil.copyfile(training / "papers.jsonl", target)
+            extra = ["--train-corpus", str(target)]
+        return ["baseline", "random", "--data", str(suite), "--tasks", "cite", "--out-dir", str(inside), "--quiet",
+                *extra], target
+    if command == "audit":
+        target = {"--train": training / "metadata.json", "--data": suite / "cite/test.qrel"}[source]
+        return [*audit, "--out", str(target)], target
+    results = _results_of_scidocs_retrieval(tmp_path)
+    out = tmp_path / "mteb"
+    target = out / "org__model" / "no_revision_available" / "SCIDOCS.json"
+    target.parent.mkdir(parents=True)
+    shutil.copyfile(results, target)
+    return ["export", "mteb", str(target), "--out-dir", str(out)], target
+
+
+COMMAND_INPUTS = [("run", "--embeddings"), ("run", "--data"), ("run", "--exclude"), ("baseline", "--data"),
+                  ("baseline", "--train-corpus"), ("audit", "--train"), ("audit", "--data"), ("export", "RESULTS")]
+"""Each command with each option through which it reads files (a folder's files included)."""
+
+
+@pytest.mark.parametrize(("command", "source"), COMMAND_INPUTS, ids=[f"{c} {s}" for c, s in COMMAND_INPUTS])
+def test_no_command_writes_a_file_it_reads(command: str, source: str, world: Path, embeddings: Path, tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    argv, target = _case(command, source, world, embeddings, tmp_path)
+    before = target.read_bytes()
+    capsys.readouterr()
+    assert main([*argv, "--overwrite"]) == 2, argv
+    assert "is also an input of this command" in _one_line_error(capsys)
+    assert target.read_bytes() == before
