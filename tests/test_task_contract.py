@@ -354,7 +354,7 @@ def _parquet_dataset(folder: Path, qrels_rows: list[dict]) -> None:
 
 
 @pytest.mark.parametrize(("rows", "message"), [
-    ([{"query-id": "q1", "score": 1}], "row 0: no 'corpus-id' column"),
+    ([{"query-id": "q1", "score": 1}], "row 1: no 'corpus-id' column"),
     ([{"query-id": "q1", "corpus-id": "d1", "score": 1e20}], "score 1e+20 is beyond what pytrec_eval takes"),
     ([{"query-id": "q1", "corpus-id": "d1", "score": float("nan")}], "score nan is not an integer")])
 def test_hf_parquet_qrels_errors_name_the_file_and_row(tmp_path: Path, embeddings: Path, rows: list[dict],

@@ -59,7 +59,7 @@ class Judgements:
         self._first: dict[tuple[str, str], str] = {}
 
     def add(self, query: str, candidate: str, grade: object, line: int | None = None, row: int | None = None) -> None:
-        """One judgement at `line` (text formats) or `row` (0-based, tables: of the file `path` names then, which a
+        """One judgement at `line` (text formats) or `row` (from 1, tables: of the file `path` names then, which a
         reader of several files sets before each file's rows); see the module docstring."""
         where = "" if row is None else f"row {row}"
         value = grade_value(self.path, grade, line, where, self.field)

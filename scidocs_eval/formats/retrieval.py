@@ -13,8 +13,8 @@ HF parquet layout (a snapshot of an MTEB dataset repository on the hub): one fol
 `{split}-NNNNN-of-NNNNN.parquet` files with MTEB's columns (`_id`/`id`, `title`, `text`; `query-id`, `corpus-id`,
 `score`; `query-id`, `corpus-ids`). A config with one split is read whatever that split is called, as MTEB does.
 
-Every parse error names the file, the line (JSON lines and TSV files) or the row (parquet: 0-based, as pyarrow
-and pandas count, within the file named) and the field.
+Every parse error names the file, the line (JSON lines and TSV files) or the row (parquet: counted from 1, as for
+embeddings tables, within the file named) and the field.
 """
 
 from __future__ import annotations
@@ -233,7 +233,7 @@ def _parquet_config_dir(folder: Path, config: str) -> Path | None:
 
 
 def _parquet_rows(config_dir: Path, split: str, what: str) -> list[tuple[Path, int, dict]]:
-    """(file, row number in it (0-based, as pyarrow and pandas count), row) of every row of one config's `split`
+    """(file, row number in it (from 1, as the embeddings tables count rows), row) of every row of one config's `split`
     (or of its only split), files in name order; an error when there is no row (`what`: what the rows are)."""
     pq = require("pyarrow.parquet", "reading a retrieval dataset in the HF parquet layout")
 
@@ -251,7 +251,7 @@ def _parquet_rows(config_dir: Path, split: str, what: str) -> list[tuple[Path, i
             table = pq.read_table(path).to_pylist()
         except Exception as error:  # pyarrow raises several types for a broken file
             raise InputError(path, f"not a readable parquet file ({error})") from None
-        rows += [(path, number, row) for number, row in enumerate(table)]
+        rows += [(path, number, row) for number, row in enumerate(table, start=1)]
     if not rows:
         raise InputError(picked[0], f"no {what} (every file of split {chosen!r} is empty)")
     return rows
