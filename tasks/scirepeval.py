@@ -144,7 +144,7 @@ class SupervisedTask(SciRepEvalTask):
         train, scored = self._labelled(suite, train_file), self._labelled(suite, scored_file)
         kind = "values" if self.numeric else "label-sets" if self.multi_label else "classes"
         return [LabelledSplit(self.name, train_file, scored_file, train.ids, train.labels, scored.ids, scored.labels,
-                              kind, models.FOLDS)]
+                              kind, models.FOLDS, overlap="warning")]  # SciRepEval scores such papers as they are
 
     def _split(self, suite: Suite, relative: str, split: str, embeddings: EmbeddingStore, missing: MissingPolicy,
                coverage: dict[str, int]) -> tuple[Labelled, np.ndarray]:

@@ -121,6 +121,10 @@ def _labelled(shape: LabelledSplit) -> list[tuple[str, DataShape, str, str]]:
             (-1,) + (1,) * (train_labels.ndim - 1)) == 0, np.nan, train_labels.astype(np.float64))), "error",
          "label-kind"),
     ]
+    scored_ids, scored_labels = list(shape.scored_ids), np.asarray(shape.scored_labels)
+    variants.append(("some test papers also in train", dataclasses.replace(
+        shape, scored_ids=[*scored_ids, train_ids[0]], scored_labels=np.concatenate([scored_labels, train_labels[:1]])),
+        shape.overlap, "test-in-train"))
     if shape.kind == "classes":
         keep = np.asarray(train_labels) != train_labels[0]
         one = [i for i, label in enumerate(train_labels) if label == train_labels[0]][:1]
@@ -558,3 +562,29 @@ def test_no_command_writes_a_file_it_reads(command: str, source: str, world: Pat
     assert main([*argv, "--overwrite"]) == 2, argv
     assert "is also an input of this command" in _one_line_error(capsys)
     assert target.read_bytes() == before
+
+
+def test_scirepeval_test_papers_partly_in_train_are_a_named_warning_with_the_clean_split_number(
+        scirepeval_copy: tuple[Path, Path], tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """SciRepEval's evaluator scores test papers also in train as they are (real configs can share a paper); `run`
+    scores them too, names them, and gives the number without them beside (the issue's 89.47 vs 81.82)."""
+    import orjson
+
+    data = _copy_of(scirepeval_copy[0], tmp_path)
+    train, test = (data / f"scirepeval_test/biomimicry/{s}.jsonl" for s in ("train", "test"))
+    copied = [orjson.loads(line) for line in train.read_text().splitlines()[:5]]
+    test.write_text(test.read_text() + "".join(orjson.dumps(r).decode() + "\n" for r in copied))
+    out = tmp_path / "results.json"
+    assert _run(data, scirepeval_copy[1], "scirepeval-biomimicry", "-o", str(out)) == 0
+    assert "[test-in-train]" in caplog.text and "5 of its" in caplog.text
+    result = orjson.loads(out.read_bytes())["tasks"]["scirepeval-biomimicry"]
+    clean = result["details"]["clean_split"]["test-in-train"]
+    assert clean["excluded"] == 5 and clean["scored"] == len(result["items"]["ids"]) - 5
+    keep = [i for i, paper in enumerate(result["items"]["ids"]) if paper not in {r["paper_id"] for r in copied}]
+    from sklearn.metrics import f1_score
+
+    gold, predicted = (np.asarray(result["items"][k])[keep] for k in ("gold", "predicted"))
+    assert clean["metrics"]["f1"] == round(100 * f1_score(gold, predicted, average="binary"), 2)
+    report = verify_suite(data)
+    assert any(p.rule == "test-in-train" and p.severity == "warning" for p in report.problems)
+    assert "scirepeval-biomimicry" in report.complete

@@ -42,6 +42,9 @@ class Problem:
     where: str
     message: str
     rule: str = field(default="", compare=False)
+    items: tuple[str, ...] = field(default=(), compare=False)
+    """for a warning about scored items that inflate a number (test papers also in train, where the task's reference
+    evaluator scores them): those items; `run` reports the number without them beside (`report_clean_split`)."""
 
     def __str__(self) -> str:
         named = f" [{self.rule}]" if self.rule else ""
@@ -102,7 +105,10 @@ class LabelledSplit(DataShape):
     """Papers of a scored split with labels, learnt from a training split.
 
     `kind`: "classes" (one int class a paper: `labels` (n,)), "label-sets" (0/1 a label: (n, labels)) or "values"
-    (a number a paper: regression). `folds`: the cross-validation folds over train (None: no CV).
+    (a number a paper: regression). `folds`: the cross-validation folds over train (None: no CV). `overlap`: what
+    test papers also in train are: an error (the SciDocs suite's splits are disjoint by construction), or a
+    warning with their count where the task's reference evaluator scores them as they are (SciRepEval's): `run`
+    then reports the number on the clean split beside (an error still when no scored paper is clean).
     """
 
     task: str
@@ -114,6 +120,7 @@ class LabelledSplit(DataShape):
     scored_labels: np.ndarray
     kind: LabelKind = "classes"
     folds: int | None = None
+    overlap: Literal["error", "warning"] = "error"
 
     def evaluation_items(self) -> EvaluationItems:
         return EvaluationItems("paper", {paper_id: paper_id for paper_id in self.scored_ids})
@@ -140,10 +147,15 @@ class LabelledSplit(DataShape):
         in_train = set(self.train_ids)
         distinct = list(dict.fromkeys(self.scored_ids))
         shared = [paper_id for paper_id in distinct if paper_id in in_train]
-        if shared:
+        if shared and (self.overlap == "error" or len(shared) == len(distinct)):
             findings.append(Problem("error", self.scored_file, f"{len(shared)} of its {len(distinct)} papers are "
                                     f"also in {self.train_file} (a model scored on papers it was trained on): "
                                     f"{listed(shared)}", "test-in-train"))
+        elif shared:
+            findings.append(Problem("warning", self.scored_file, f"{len(shared)} of its {len(distinct)} papers are "
+                                    f"also in {self.train_file} (scored as the task's reference evaluator scores "
+                                    f"them; the number on the other {len(distinct) - len(shared)} is reported "
+                                    f"beside): {listed(shared)}", "test-in-train", tuple(shared)))
         for where, ids in ((self.train_file, self.train_ids), (self.scored_file, self.scored_ids)):
             repeated = sorted(i for i, n in Counter(ids).items() if n > 1)
             if repeated:
@@ -438,16 +450,18 @@ def shape_findings(shapes: Iterable[DataShape]) -> list[Problem]:
     return list(dict.fromkeys(finding for shape in shapes for finding in shape.findings()))
 
 
-def apply_findings(root: object, findings: Sequence[Problem]) -> None:
+def apply_findings(root: object, findings: Sequence[Problem]) -> list[Problem]:
     """What `run` does with a task's findings: the first error as an InputError naming the file, the warnings
-    logged, each on one line with its rule's name."""
+    logged, each on one line with its rule's name; returns the warnings."""
     for finding in findings:
         if finding.severity == "error":
             where, line = _file_and_line(str(finding.where))
             path = where if where.startswith("/") or root is None else f"{root}/{where}"
             raise InputError(path, f"{finding.message} [{finding.rule}]" if finding.rule else finding.message, line)
-    for finding in findings:
+    warnings = [finding for finding in findings if finding.severity == "warning"]
+    for finding in warnings:
         log.warning("%s: %s [%s]", finding.where, finding.message, finding.rule)
+    return warnings
 
 
 def _file_and_line(where: str) -> tuple[str, int | None]:
