@@ -135,3 +135,28 @@ def test_empty_directory_is_not_usable(tmp_path: Path, capsys: pytest.CaptureFix
 def test_not_a_directory(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="nothing-here: not a directory"):
         verify_suite(tmp_path / "nothing-here")
+
+
+def test_a_folder_no_task_reads_is_checked_and_scored_as_the_task_with_a_folder_parameter(
+        suite_copy: Path, tmp_path: Path) -> None:
+    """A label task of `data build --label-task venue` has no registered task of its own: verify checks it as mag
+    reads it, and `run --task-param mag.folder=venue` scores it (the same reader, the same rules)."""
+    shutil.copytree(suite_copy / "mag", suite_copy / "venue")
+    report = verify_suite(suite_copy)
+    assert "venue" in report.complete and report.counts["venue"]["test"] == report.counts["mag"]["test"]
+    _append(suite_copy / "venue/test.csv", "some-paper,x\n")
+    lines = (suite_copy / "venue/test.csv").read_text().count("\n")
+    report = verify_suite(suite_copy)
+    assert "venue" not in report.complete
+    assert [str(p) for p in report.errors] == [f"ERROR venue/test.csv:{lines}: class label 'x' is not an integer"]
+    (suite_copy / "venue/test.csv").write_text((suite_copy / "mag/test.csv").read_text())
+    store = tmp_path / "e.jsonl"
+    store.write_text("".join(orjson.dumps({"paper_id": p, "embedding": [float(i % 7), 1.0]}).decode() + "\n"
+                             for i, p in enumerate(Suite(suite_copy).metadata("mag_mesh"))))
+    out = tmp_path / "venue.json"
+    assert main(["run", "--embeddings", str(store), "--data", str(suite_copy), "--tasks", "mag", "--task-param",
+                 "mag.folder=venue", "-o", str(out), "--quiet"]) == 0
+    assert main(["run", "--embeddings", str(store), "--data", str(suite_copy), "--tasks", "mag", "-o",
+                 str(tmp_path / "mag.json"), "--quiet"]) == 0
+    venue, mag = (orjson.loads(p.read_bytes())["tasks"]["mag"]["metrics"] for p in (out, tmp_path / "mag.json"))
+    assert venue == mag

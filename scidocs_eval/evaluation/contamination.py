@@ -466,7 +466,7 @@ def report_clean_split(result: TaskResult, warnings: Sequence[Problem]) -> TaskR
     for warning in (w for w in warnings if w.items):
         items = set(warning.items)
         ids = result.items.get("ids", []) if result.items else []
-        if result.items.get("unit") not in ("paper", "sample") or not items & set(ids):
+        if result.items.get("unit") not in RESULT_UNITS["paper"] or not items & set(ids):
             log.warning("task %s: [%s] its per-item results are per %s, so no number without the %d item(s) can be "
                         "given: its numbers include them", result.task, warning.rule,
                         result.items.get("unit", "nothing") if result.items else "nothing", len(items))

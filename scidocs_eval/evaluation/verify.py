@@ -189,8 +189,10 @@ def verify_suite(root: str | os.PathLike[str]) -> VerifyReport:
     verifier = _Verifier(Suite(root))
     names = task_names()
     present = {name for name in names if verifier.task(name, get_task(name))}
-    read = {Path(suite_relative(verifier.suite, f)).parts[0] for name in present
-            for split in TASKS[name].splits for f in get_task(name).input_files(verifier.suite, split)}
+    files = {TASKS[name].spec.metadata_file for name in names} | {
+        f for name in present for split in TASKS[name].splits for f in get_task(name).input_files(verifier.suite, split)
+    }
+    read = {Path(suite_relative(verifier.suite, f)).parts[0] for f in files if f}
     folders = sorted(p.name for p in root.iterdir() if p.is_dir() and p.name not in read and p.name not in names)
     claimed = [name for name in folders if verifier.folder(name)]
     if not present and not claimed and root.parent != root:
