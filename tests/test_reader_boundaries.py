@@ -299,3 +299,20 @@ def test_an_embeddings_reader_at_its_boundaries(kind: str, hostile: str, tmp_pat
     assert path.name in errors[0], (kind, hostile, errors[0])
     if hostile in ("nan", "wrong-type") and kind != "safetensors":
         assert ("e.jsonl:" if kind == "jsonl" else ": row ") in errors[0], (kind, hostile, errors[0])
+
+
+@pytest.mark.parametrize(("hostile", "content"), [
+    ("missing", b'{"weights": [1.0, 0.5]}'), ("wrong-type", b'{"scores": "high"}'), ("nan", b'{"scores": [NaN, 0.5]}'),
+    ("negative", b'{"scores": [1.0, -0.5]}'), ("empty", b""), ("truncated", b'{"scores": [1.0, 0.'),
+    ("non-utf8", b'{"scores": [1.0, 0.5], "\xff": 1}')])
+def test_the_propensity_reader_at_its_boundaries(hostile: str, content: bytes, world: Path, embeddings: Path,
+                                                 tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                 caplog: pytest.LogCaptureFixture) -> None:
+    data = tmp_path / "data"
+    for relative in get_task("recomm").input_files(Suite(world), "test"):
+        (data / relative).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(world / relative, data / relative)
+    (data / "recomm/propensity_scores.json").write_bytes(content)
+    assert main(["run", "--embeddings", str(embeddings), "--data", str(data), "--tasks", "recomm", "--quiet"]) == 2
+    errors, _ = _outcome(capsys, caplog)
+    assert len(errors) == 1 and "propensity_scores.json" in errors[0], (hostile, errors)
