@@ -84,11 +84,9 @@ class _Verifier:
         self.read_by_run = {relative for name in task_names() for relative in get_task(name).required_files("test")
                             if relative == TASKS[name].spec.metadata_file}
 
-    def error(self, error: InputError) -> Problem:
+    def error(self, error: InputError) -> None:
         where = suite_relative(self.suite, error.path) + ("" if error.line is None else f":{error.line}")
-        problem = Problem("error", where, _message(error))
-        self.report.add(problem)
-        return problem
+        self.report.add(Problem("error", where, _message(error)))
 
     def broken(self, relative: str) -> bool:
         """Whether a metadata file `run` reads does not parse."""
@@ -146,7 +144,8 @@ class _Verifier:
             try:
                 shapes = task.data_shapes(self.suite, split)
             except InputError as error:
-                failed |= self.error(error).severity == "error"
+                self.error(error)
+                failed = True
                 continue
             self.report.counts.setdefault(label, {})[split] = {k: v for shape in shapes
                                                               for k, v in shape.counts().items()}
