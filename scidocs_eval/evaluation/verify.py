@@ -160,7 +160,8 @@ class _Verifier:
 
     def folder(self, name: str) -> bool:
         """A folder no registered task reads, checked as the task with a `folder` parameter that reads the most of
-        it (the one `run --task-param TASK.folder=NAME` scores it with); False when none reads it."""
+        it and parses it (the one `run --task-param TASK.folder=NAME` scores it with); False when none does. Which
+        task reads it is a guess, so a folder none parses is one warning, not an error."""
         readers = []
         for task_name in task_names():
             if "folder" in TASKS[task_name].parameter_constraints:
@@ -168,7 +169,18 @@ class _Verifier:
                 files = task.input_files(self.suite, task.splits[-1])
                 if files and all(self.suite.has(f) for f in files):
                     readers.append((-len(files), len(readers), task))
-        return bool(readers) and self.task(name, min(readers)[2])
+        refused = []
+        for *_, task in sorted(readers, key=lambda reader: reader[:2]):
+            try:
+                task.data_shapes(self.suite, task.splits[-1])
+            except InputError as error:
+                refused.append(f"as {task.name} reads it, {suite_relative(self.suite, error.path)}"
+                               f"{'' if error.line is None else f':{error.line}'}: {_message(error)}")
+                continue
+            return self.task(name, task)
+        if refused:
+            self.report.add(Problem("warning", name, f"no registered task reads this folder ({refused[0]})"))
+        return False
 
 
 def _papers_by_file(shapes: list[DataShape]) -> dict[str, list[str]]:
