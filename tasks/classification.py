@@ -39,24 +39,32 @@ class ClassificationTask(Task):
         c_grid: candidate values of C (the official grid by default).
         folds: number of stratified CV folds on train (at most the size of the smallest class in train: the
             suite's integrity check refuses a train split too small for them).
+        folder: the suite folder of its label files (default: the one named after the task; a label task of
+            `data build --label-task NAME` is scored with `--task-param mag.folder=NAME`).
     """
 
-    parameter_constraints = {"c_grid": [ListOf(POSITIVE, min_length=1)], "folds": [Interval(int, 2, None)]}
+    parameter_constraints = {"c_grid": [ListOf(POSITIVE, min_length=1)], "folds": [Interval(int, 2, None)],
+                             "folder": [str, None]}
 
-    def __init__(self, c_grid: tuple[float, ...] = OFFICIAL_C_GRID, folds: int = 3):
+    def __init__(self, c_grid: tuple[float, ...] = OFFICIAL_C_GRID, folds: int = 3, folder: str | None = None):
         self.c_grid = tuple(c_grid)
         self.folds = folds
+        self.folder = folder
+
+    @property
+    def labels_folder(self) -> str:
+        return self.folder or self.name
 
     def required_files(self, split: str) -> list[str]:
-        return [f"{self.name}/train.csv", f"{self.name}/{split}.csv"]
+        return [f"{self.labels_folder}/train.csv", f"{self.labels_folder}/{split}.csv"]
 
     def paper_ids(self, suite: Suite, split: str) -> list[str]:
-        return suite.labels(self.name, "train").ids + suite.labels(self.name, split).ids
+        return suite.labels(self.labels_folder, "train").ids + suite.labels(self.labels_folder, split).ids
 
     def data_shapes(self, suite: Suite, split: str) -> list[DataShape]:
-        train, scored = suite.labels(self.name, "train"), suite.labels(self.name, split)
-        return [LabelledSplit(self.name, f"{self.name}/train.csv", f"{self.name}/{split}.csv", train.ids,
-                              train.labels, scored.ids, scored.labels, "classes", self.folds)]
+        train, scored = suite.labels(self.labels_folder, "train"), suite.labels(self.labels_folder, split)
+        return [LabelledSplit(self.name, f"{self.labels_folder}/train.csv", f"{self.labels_folder}/{split}.csv",
+                              train.ids, train.labels, scored.ids, scored.labels, "classes", self.folds)]
 
     def _features(self, papers: LabelledPapers, embeddings: EmbeddingStore, split: str,
                   coverage: dict[str, int], missing: MissingPolicy) -> np.ndarray:
@@ -69,7 +77,7 @@ class ClassificationTask(Task):
 
     def evaluate(self, suite: Suite, embeddings: EmbeddingStore, split: str = "test",
                  missing: MissingPolicy = "official") -> TaskResult:
-        train, scored = suite.labels(self.name, "train"), suite.labels(self.name, split)
+        train, scored = suite.labels(self.labels_folder, "train"), suite.labels(self.labels_folder, split)
         coverage: dict[str, int] = {}
         x_train = self._features(train, embeddings, "train", coverage, missing)
         x_scored = self._features(scored, embeddings, split, coverage, missing)

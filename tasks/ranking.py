@@ -8,6 +8,8 @@ scores −inf. MAP and nDCG at full depth by pytrec_eval, averaged over the quer
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 
 from scidocs_eval.evaluation.integrity import DataShape, JudgedSplit
@@ -15,6 +17,7 @@ from scidocs_eval.evaluation.metrics import mean_measures, trec_measures
 from scidocs_eval.evaluation.task import MissingPolicy, Task, TaskResult, TaskSpec, check_missing, register_task
 from scidocs_eval.formats.embeddings import EMPTY, MISSING, PRESENT, EmbeddingStore
 from scidocs_eval.formats.suite import METADATA_FILES, Qrels, Suite
+from scidocs_eval.params import Constraints, validate_params
 
 
 def build_run(qrels: Qrels, embeddings: EmbeddingStore) -> tuple[dict[str, dict[str, float]], dict[str, int]]:
@@ -55,23 +58,37 @@ def ranking_spec(name: str, description: str, embedding_group: str = "user-citat
 
 
 class RankingTask(Task):
-    """A qrel-based ranking task (MAP and nDCG); a subclass's spec names the folder of its qrels."""
+    """A qrel-based ranking task (MAP and nDCG); a subclass's spec names the folder of its qrels.
+
+    Args:
+        folder: the suite folder of its qrels (default: the one named after the task).
+    """
+
+    parameter_constraints: ClassVar[Constraints] = {"folder": [str, None]}
+
+    def __init__(self, folder: str | None = None):
+        validate_params(self.parameter_constraints, {"folder": folder}, f"task {self.name!r}")
+        self.folder = folder
+
+    @property
+    def qrels_folder(self) -> str:
+        return self.folder or self.name
 
     def required_files(self, split: str) -> list[str]:
-        return [f"{self.name}/{split}.qrel"]
+        return [f"{self.qrels_folder}/{split}.qrel"]
 
     def paper_ids(self, suite: Suite, split: str) -> list[str]:
-        return [paper for query, candidates in suite.qrels(self.name, split).candidates.items()
+        return [paper for query, candidates in suite.qrels(self.qrels_folder, split).candidates.items()
                 for paper in (query, *candidates)]
 
     def data_shapes(self, suite: Suite, split: str) -> list[DataShape]:
-        qrels = suite.qrels(self.name, split)
-        return [JudgedSplit(self.name, f"{self.name}/{split}.qrel", qrels.relevance, repeated=qrels.repeated,
-                           conflicts=qrels.conflicts)]
+        qrels = suite.qrels(self.qrels_folder, split)
+        return [JudgedSplit(self.name, f"{self.qrels_folder}/{split}.qrel", qrels.relevance,
+                            repeated=qrels.repeated, conflicts=qrels.conflicts)]
 
     def evaluate(self, suite: Suite, embeddings: EmbeddingStore, split: str = "test",
                  missing: MissingPolicy = "official") -> TaskResult:
-        qrels = suite.qrels(self.name, split)
+        qrels = suite.qrels(self.qrels_folder, split)
         queries = list(qrels.candidates)
         check_missing(self.name, "queries", queries, embeddings.status(queries), missing)
         candidates = sorted({c for cs in qrels.candidates.values() for c in cs})

@@ -13,14 +13,14 @@ from typing import Any
 
 import numpy as np
 
-from scidocs_eval.errors import ScidocsEvalError
-from scidocs_eval.evaluation.integrity import EvaluationItems
+from scidocs_eval.errors import InputError, ScidocsEvalError
+from scidocs_eval.evaluation.integrity import DataShape, ImpressionsSplit
 from scidocs_eval.evaluation.task import MissingPolicy, Task, TaskResult, TaskSpec, check_missing, register_task
 from scidocs_eval.evaluators.recomm_features import RecommFeaturizer, ShownPapers
 from scidocs_eval.evaluators.recomm_rankers import RANKERS, impression_metrics, impression_terms
 from scidocs_eval.extras import Requirement
 from scidocs_eval.formats.embeddings import EmbeddingStore
-from scidocs_eval.formats.suite import METADATA_FILES, Suite
+from scidocs_eval.formats.suite import METADATA_FILES, Suite, read_impressions
 from scidocs_eval.params import AT_LEAST_ONE, SEED, InstanceOf, Options
 from scidocs_eval.progress import progress_bar
 from scidocs_eval.registry import check_params
@@ -78,11 +78,24 @@ class RecommTask(Task):
         return [paper for s in dict.fromkeys(("train", "val", split)) for impression in suite.impressions(s)
                 for paper in (impression.query_id, *impression.shown)]
 
-    def evaluation_items(self, suite: Suite, split: str) -> EvaluationItems:
-        impressions = suite.impressions(split)
-        return EvaluationItems("impression", {i.item_id: i.query_id for i in impressions},
-                               {p for i in impressions for p in i.shown},
-                               [(i.item_id, i.query_id, i.clicked_id) for i in impressions])
+    def data_shapes(self, suite: Suite, split: str) -> list[DataShape]:
+        """The impressions of train and val (what the ranker learns from and is tuned on) and of `split` (scored),
+        every bad row of each, checked against the propensities and the metadata `evaluate` reads."""
+        propensities = "recomm/propensity_scores.json"
+        positions = len(suite.propensities)
+        metadata = METADATA_FILES["recomm"]
+        known = suite.metadata("recomm").keys()
+        shapes: list[DataShape] = []
+        for role in dict.fromkeys(("train", "val", split)):
+            relative = f"recomm/{role}.csv"
+            problems: list[InputError] = []
+            impressions = read_impressions(suite.require(relative, 'a header row, then query_id,clicked_id,'
+                                                                   '"id1,id2,..."'), problems)
+            shapes.append(ImpressionsSplit(self.name, relative, impressions, propensities, positions,
+                                           "scored" if role == split else role,
+                                           [(problem.line or 0, _reason(problem)) for problem in problems],
+                                           known, metadata))
+        return shapes
 
     def make_ranker(self, seed: int) -> Any:
         """An unfitted ranker of the configured kind for `seed`."""
@@ -134,6 +147,11 @@ class RecommTask(Task):
                  "weight": shown[split].weights.tolist(), "seeds": [r["seed"] for r in runs],
                  **{m: [t[m].tolist() for t in terms] for m in METRICS}}
         return TaskResult(self.name, means, coverage, details, items=items)
+
+
+def _reason(problem: InputError) -> str:
+    """An InputError's message without its "file:line: " prefix."""
+    return str(problem).removeprefix(f"{problem.path}:{problem.line}: ")
 
 
 def summarise(runs: list[dict[str, Any]], metrics: tuple[str, ...] = METRICS

@@ -90,6 +90,7 @@ class RetrievalTask(Task):
     """
 
     reranking: ClassVar[bool] = False
+    splits: ClassVar[tuple[str, ...]] = ("test",)
     k_values: ClassVar[tuple[int, ...]] = MTEB_K_VALUES
     """MTEB's cut-offs for the task (its `k_values`); a query keeps its top max(k_values) documents."""
     ignore_identical_ids: ClassVar[bool] = False
@@ -283,6 +284,7 @@ class FullCorpusTask(RetrievalTask):
     the query paper itself is never retrieved."""
 
     ignore_identical_ids = True
+    splits = ("val", "test")
 
 
 @register_task

@@ -102,17 +102,11 @@ class SciRepEvalTask(Task):
     meta_config: ClassVar[str]
     test_config: ClassVar[str]
     parameter_constraints: ClassVar[dict[str, list]] = {"as_float16": [InstanceOf(bool)]}
+    splits: ClassVar[tuple[str, ...]] = ("test",)
 
     def __init__(self, as_float16: bool = True):
         self.as_float16 = as_float16
         validate_params(self.parameter_constraints, self._params(), f"task {self.name!r}")
-
-    def inventory(self, suite: Suite, relative: str) -> tuple[dict[str, int], list[str]]:
-        """(counts, paper ids that should have metadata) of one of its files (`data verify`); parse errors raise."""
-        qrels = read_qrels(suite.require(relative, "JSON lines {query_id, cand_id, score}"))
-        counts = {"queries": len(qrels), "pairs": sum(map(len, qrels.values())),
-                  "positives": sum(grade > 0 for grades in qrels.values() for grade in grades.values())}
-        return counts, list(qrels) + [c for grades in qrels.values() for c in grades]
 
     def _params(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.parameter_constraints}
@@ -150,17 +144,7 @@ class SupervisedTask(SciRepEvalTask):
         train, scored = self._labelled(suite, train_file), self._labelled(suite, scored_file)
         kind = "values" if self.numeric else "label-sets" if self.multi_label else "classes"
         return [LabelledSplit(self.name, train_file, scored_file, train.ids, train.labels, scored.ids, scored.labels,
-                              kind, models.FOLDS)]
-
-    def inventory(self, suite: Suite, relative: str) -> tuple[dict[str, int], list[str]]:
-        labelled = read_labels(suite.require(relative, "JSON lines {paper_id, label}"), self.multi_label,
-                               self.numeric)
-        counts = {"papers": len(labelled.ids)}
-        if self.multi_label:
-            counts["labels"] = int(labelled.labels.shape[1])
-        elif not self.numeric:
-            counts["classes"] = len(np.unique(labelled.labels))
-        return counts, labelled.ids
+                              kind, models.FOLDS, overlap="warning")]  # SciRepEval scores such papers as they are
 
     def _split(self, suite: Suite, relative: str, split: str, embeddings: EmbeddingStore, missing: MissingPolicy,
                coverage: dict[str, int]) -> tuple[Labelled, np.ndarray]:
@@ -409,15 +393,6 @@ class ReviewerMatchingTask(ProximityTask):
         return [JudgedSplit(self.name, relative, read_qrels(suite.require(relative, "JSON lines {query_id, cand_id, "
                                                                           "score}")), corpus=reviewers)
                 for relative in judged]
-
-    def inventory(self, suite: Suite, relative: str) -> tuple[dict[str, int], list[str]]:
-        if relative != test_file(REVIEWERS_CONFIG, "metadata"):
-            counts, ids = super().inventory(suite, relative)
-            qrels = read_qrels(suite.path(relative))
-            return counts, list(qrels)  # the candidates are reviewers (their papers are checked below)
-        reviewers = read_reviewers(suite.require(relative, "JSON lines {r_id, papers}"))
-        papers = [paper for listed in reviewers.values() for paper in listed]
-        return {"reviewers": len(reviewers), "papers": len(set(papers))}, papers
 
     def evaluate(self, suite: Suite, embeddings: EmbeddingStore, split: str = "test",
                  missing: MissingPolicy = "official") -> TaskResult:

@@ -206,6 +206,56 @@ def family_branches(name: str, path: Path) -> list[str]:
     return found
 
 
+LAYOUT_WORDS = (".qrel", "/top_ranked/", "qrels/", "recomm/", "scirepeval_test", "train.csv")
+"""Pieces of a task family's file layout: a command that spells one rebuilds a task's paths instead of reading
+`Task.input_files`."""
+COMMAND_LAYERS = ("scidocs_eval.evaluation", "scidocs_eval.cli", "scidocs_eval.leaderboard")
+"""Where commands live: they read a task's files, papers and rules from its declarations alone."""
+
+
+def task_only_members() -> set[str]:
+    """Members some registered task class has and the task base does not: reading one by name (getattr, hasattr)
+    tells a family by its methods."""
+    from scidocs_eval.evaluation.task import TASKS, FolderTask, Task
+
+    base = set(dir(Task)) | set(dir(FolderTask)) | set(Task.__annotations__)
+    return {member for _, cls in TASKS.items() for member in dir(cls) if member not in base}
+
+
+def declaration_bypasses(name: str, path: Path, members: set[str]) -> list[str]:
+    """Where a module duck-types a task (getattr/hasattr of a member only some tasks have) or spells a piece of a
+    task family's file layout."""
+    found = []
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Expr)}
+    for node in ast.walk(tree):
+        if id(node) in docstrings:
+            continue
+        if isinstance(node, ast.Call) and getattr(node.func, "id", "") in ("getattr", "hasattr") \
+                and len(node.args) > 1 and isinstance(node.args[1], ast.Constant) and node.args[1].value in members:
+            found.append(f"{name}:{node.lineno} reads task member {node.args[1].value!r} by name")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                and any(word in node.value for word in LAYOUT_WORDS) and "\n" not in node.value:
+            found.append(f"{name}:{node.lineno} spells a task's file layout ({node.value!r})")
+    return found
+
+
+def test_the_declaration_check_catches_duck_typing_and_layouts(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text("def f(task, s):\n    if hasattr(task, 'inventory'):\n        return s.has(f'{task}/val.qrel')\n")
+    assert declaration_bypasses("m", module, {"inventory"}) == [
+        "m:2 reads task member 'inventory' by name", "m:3 spells a task's file layout ('/val.qrel')"]
+
+
+def test_commands_read_tasks_through_their_declarations() -> None:
+    """`run`, `data verify`, `audit`, `export`: no duck-typing of a task, no path of a task's layout rebuilt
+    (a task's files come from `Task.input_files`, its rules from `Task.data_shapes`)."""
+    members = task_only_members()
+    found = [bypass for name, path in package_modules().items() if name.startswith(COMMAND_LAYERS)
+             for bypass in declaration_bypasses(name, path, members)]
+    assert found == []
+
+
 def test_the_family_check_catches_a_branch(tmp_path: Path) -> None:
     module = tmp_path / "m.py"
     module.write_text("def f(spec, TASKS):\n    if spec.family == 'ranking':\n        return task_names('ranking')\n"

@@ -267,7 +267,7 @@ def test_data_verify_checks_every_scirepeval_file_once(copy: tuple[Path, Path], 
     data, _ = copy
     assert main(["data", "verify", str(data)]) == 0
     out = capsys.readouterr().out
-    assert "0 error(s), 4 warning(s)" in out and "scirepeval-paper-reviewer-matching" in out
+    assert "0 error(s), 4 warning(s)" in out and "scirepeval-paper-reviewer-matching" in out, out
     # the synthetic copy's 130 training papers make fewer few-shot draws than SciRepEval's iterations
     assert out.count("WARNING [fewer-iterations]") == 4
     broken = tmp_path / "broken"

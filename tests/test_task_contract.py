@@ -20,6 +20,7 @@ from scidocs_eval.data.scirepeval import write_synthetic_scirepeval
 from scidocs_eval.evaluation.integrity import (
     ClusteredSplit,
     DataShape,
+    ImpressionsSplit,
     JudgedSplit,
     LabelledSplit,
     Problem,
@@ -27,7 +28,7 @@ from scidocs_eval.evaluation.integrity import (
 )
 from scidocs_eval.evaluation.task import TASKS, Task, TaskResult, TaskSpec, get_task, register_task, task_names
 from scidocs_eval.evaluation.verify import verify_suite
-from scidocs_eval.formats.suite import Suite
+from scidocs_eval.formats.suite import Impression, Suite
 
 
 class TinyLabelTask(Task):
@@ -120,6 +121,10 @@ def _labelled(shape: LabelledSplit) -> list[tuple[str, DataShape, str, str]]:
             (-1,) + (1,) * (train_labels.ndim - 1)) == 0, np.nan, train_labels.astype(np.float64))), "error",
          "label-kind"),
     ]
+    scored_ids, scored_labels = list(shape.scored_ids), np.asarray(shape.scored_labels)
+    variants.append(("some test papers also in train", dataclasses.replace(
+        shape, scored_ids=[*scored_ids, train_ids[0]], scored_labels=np.concatenate([scored_labels, train_labels[:1]])),
+        shape.overlap, "test-in-train"))
     if shape.kind == "classes":
         keep = np.asarray(train_labels) != train_labels[0]
         one = [i for i, label in enumerate(train_labels) if label == train_labels[0]][:1]
@@ -166,8 +171,31 @@ def _clustered(shape: ClusteredSplit) -> list[tuple[str, DataShape, str, str]]:
             ("one label only", dataclasses.replace(shape, labels=[["same"]] * len(shape.ids)), "error", "one-class")]
 
 
+def _impressions(shape: ImpressionsSplit) -> list[tuple[str, DataShape, str, str]]:
+    first = shape.impressions[0]
+    alone = Impression(first.query_id, first.clicked_id, (first.clicked_id,), 99)
+    twice = Impression(first.query_id, first.clicked_id, first.shown + first.shown[-1:], 98)
+    return [
+        ("an empty split", dataclasses.replace(shape, impressions=[]), "error", "empty-split"),
+        ("a row its reader refuses", dataclasses.replace(shape, bad_rows=[(7, "clicked paper 'x' is not shown")]),
+         "error", ""),
+        ("a click beyond the propensities", dataclasses.replace(shape, positions=first.clicked_position - 1 or 0),
+         "error", "propensity-positions"),
+        ("an impression with no unclicked paper", dataclasses.replace(shape, impressions=[*shape.impressions, alone]),
+         "warning", "impression-without-unclicked"),
+        ("no impression with an unclicked paper", dataclasses.replace(shape, impressions=[alone]), "error",
+         "impression-without-unclicked"),
+        ("a paper shown twice in one impression", dataclasses.replace(shape, impressions=[*shape.impressions, twice]),
+         "warning", "paper-shown-twice"),
+        ("a repeated impression", dataclasses.replace(shape, impressions=[*shape.impressions, first]), "warning",
+         "repeated-impression"),
+        ("a paper without metadata", dataclasses.replace(shape, known=set()), "warning", "paper-without-metadata"),
+    ]
+
+
 HOSTILE: dict[type, Callable[..., list[tuple[str, DataShape, str, str]]]] = {
-    LabelledSplit: _labelled, JudgedSplit: _judged, SampledEvaluation: _sampled, ClusteredSplit: _clustered}
+    LabelledSplit: _labelled, JudgedSplit: _judged, SampledEvaluation: _sampled, ClusteredSplit: _clustered,
+    ImpressionsSplit: _impressions}
 """A new shape (a subclass of DataShape) adds its hostile variants here."""
 
 
@@ -182,6 +210,7 @@ def test_declared_inputs_are_there_and_clean(world: Path, name: str) -> None:
 @pytest.mark.parametrize("name", NAMES)
 def test_every_rule_of_its_shapes_fires(world: Path, name: str) -> None:
     shapes = get_task(name).data_shapes(Suite(world), "test")
+    assert shapes, f"{name}: declares no data shape, so no integrity rule applies to it"
     for shape in shapes:
         assert type(shape) in HOSTILE, f"{name}: shape {type(shape).__name__} has no hostile variants"
         for what, variant, severity, rule in HOSTILE[type(shape)](shape):
@@ -329,7 +358,7 @@ def _parquet_dataset(folder: Path, qrels_rows: list[dict]) -> None:
 
 
 @pytest.mark.parametrize(("rows", "message"), [
-    ([{"query-id": "q1", "score": 1}], "row 0: no 'corpus-id' column"),
+    ([{"query-id": "q1", "score": 1}], "row 1: no 'corpus-id' column"),
     ([{"query-id": "q1", "corpus-id": "d1", "score": 1e20}], "score 1e+20 is beyond what pytrec_eval takes"),
     ([{"query-id": "q1", "corpus-id": "d1", "score": float("nan")}], "score nan is not an integer")])
 def test_hf_parquet_qrels_errors_name_the_file_and_row(tmp_path: Path, embeddings: Path, rows: list[dict],
@@ -423,3 +452,139 @@ def test_run_exclude_scores_mteb_and_scirepeval_tasks_on_their_clean_part(
     assert main(["run", "--embeddings", str(scirepeval_copy[1]), "--data", str(data), "--tasks", few_shot,
                  "--exclude", str(tmp_path / "few.json"), "--task-param", f"{few_shot}.iterations=2", "--quiet"]) == 2
     assert "its results are per iteration, the audit's items are papers" in _one_line_error(capsys)
+
+
+def _recomm_copy(world: Path, tmp_path: Path) -> Path:
+    data = tmp_path / "data"
+    for relative in get_task("recomm").input_files(Suite(world), "test"):
+        (data / relative).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(world / relative, data / relative)
+    return data
+
+
+def test_recomm_impressions_without_an_unclicked_paper_are_a_named_warning_in_run_and_verify(
+        world: Path, tmp_path: Path, embeddings: Path, caplog: pytest.LogCaptureFixture) -> None:
+    data = _recomm_copy(world, tmp_path)
+    test = data / "recomm/test.csv"
+    query, clicked = Suite(data).impressions("test")[0].query_id, Suite(data).impressions("test")[0].clicked_id
+    test.write_text(test.read_text() + f'{query},{clicked},"{clicked}"\n{query},{clicked},"{clicked},{clicked}"\n')
+    main(["run", "--embeddings", str(embeddings), "--data", str(data), "--tasks", "recomm", "--quiet",
+          "--task-param", "recomm.seeds=1"])
+    assert "2 of its 12 impression(s) show only the clicked paper" in caplog.text
+    assert "[impression-without-unclicked]" in caplog.text and "[paper-shown-twice]" in caplog.text
+    rules = {p.rule for p in verify_suite(data).problems}
+    assert {"impression-without-unclicked", "paper-shown-twice"} <= rules
+
+
+def test_recomm_clicks_beyond_the_propensities_stop_run_and_fail_verify(
+        world: Path, tmp_path: Path, embeddings: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = _recomm_copy(world, tmp_path)
+    (data / "recomm/propensity_scores.json").write_text('{"scores": [1.0, 0.5]}')
+    out = tmp_path / "results.json"
+    assert main(["run", "--embeddings", str(embeddings), "--data", str(data), "--tasks", "recomm", "--quiet",
+                 "-o", str(out)]) == 2
+    line = _one_line_error(capsys)
+    assert "recomm/train.csv" in line and "beyond the 2 of recomm/propensity_scores.json" in line
+    assert "[propensity-positions]" in line and not out.exists()
+    assert any(p.rule == "propensity-positions" for p in verify_suite(data).errors)
+    assert "recomm" not in verify_suite(data).complete
+
+
+# --- every command x every input it reads: an output that is the input is refused, --overwrite or not ------------
+
+def _cite_suite(world: Path, folder: Path) -> Path:
+    for relative in [*get_task("cite").input_files(Suite(world), "test"), "paper_metadata_view_cite_read.json"]:
+        (folder / relative).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(world / relative, folder / relative)
+    return folder
+
+
+def _results_of_scidocs_retrieval(tmp_path: Path) -> Path:
+    from builders import write_vectors
+
+    data = tmp_path / "retrieval"
+    vectors = build_retrieval_dataset(data / "scidocs-retrieval", documents=30, queries=4)
+    embeddings = write_vectors(tmp_path / "mine.jsonl", {**vectors["queries"], **vectors["corpus"]})
+    out = tmp_path / "run.json"
+    assert main(["run", "--embeddings", str(embeddings), "--data", str(data), "--tasks", "scidocs-retrieval",
+                 "--name", "org/model", "-o", str(out), "--quiet"]) == 0
+    return out
+
+
+def _case(command: str, source: str, world: Path, embeddings: Path, tmp_path: Path) -> tuple[list[str], Path]:
+    """(argv whose output is a file the command reads through `source`, that file)."""
+    suite = _cite_suite(world, tmp_path / "suite")
+    training = tmp_path / "training"
+    training.mkdir()
+    (training / "papers.jsonl").write_text('{"paper_id": "p1", "title": "a title", "abstract": ""}\n')
+    (training / "metadata.json").write_text('{"p1": {"paper_id": "p1", "title": "a title", "abstract": ""}}')
+    run = ["run", "--embeddings", str(embeddings), "--data", str(suite), "--tasks", "cite", "--quiet"]
+    audit = ["audit", "--train", str(training), "--data", str(suite), "--tasks", "cite"]
+    if command == "run":
+        target = {"--embeddings": embeddings, "--data": suite / "cite/test.qrel",
+                  "--exclude": tmp_path / "audit.json"}[source]
+        if source == "--exclude":
+            assert main([*audit, "--out", str(target)]) == 0
+            return [*run, "--exclude", str(target), "-o", str(target)], target
+        return [*run, "-o", str(target)], target
+    if command == "baseline":
+        inside = {"--data": suite, "--train-corpus": training}[source]
+        target, extra = inside / "random.results.json", []
+        target.write_text("{}")
+        if source == "--train-corpus":
+            target = training / "random.jsonl"
+            shutil.copyfile(training / "papers.jsonl", target)
+            extra = ["--train-corpus", str(target)]
+        return ["baseline", "random", "--data", str(suite), "--tasks", "cite", "--out-dir", str(inside), "--quiet",
+                *extra], target
+    if command == "audit":
+        target = {"--train": training / "metadata.json", "--data": suite / "cite/test.qrel"}[source]
+        return [*audit, "--out", str(target)], target
+    results = _results_of_scidocs_retrieval(tmp_path)
+    out = tmp_path / "mteb"
+    target = out / "org__model" / "no_revision_available" / "SCIDOCS.json"
+    target.parent.mkdir(parents=True)
+    shutil.copyfile(results, target)
+    return ["export", "mteb", str(target), "--out-dir", str(out)], target
+
+
+COMMAND_INPUTS = [("run", "--embeddings"), ("run", "--data"), ("run", "--exclude"), ("baseline", "--data"),
+                  ("baseline", "--train-corpus"), ("audit", "--train"), ("audit", "--data"), ("export", "RESULTS")]
+"""Each command with each option through which it reads files (a folder's files included)."""
+
+
+@pytest.mark.parametrize(("command", "source"), COMMAND_INPUTS, ids=[f"{c} {s}" for c, s in COMMAND_INPUTS])
+def test_no_command_writes_a_file_it_reads(command: str, source: str, world: Path, embeddings: Path, tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    argv, target = _case(command, source, world, embeddings, tmp_path)
+    before = target.read_bytes()
+    capsys.readouterr()
+    assert main([*argv, "--overwrite"]) == 2, argv
+    assert "is also an input of this command" in _one_line_error(capsys)
+    assert target.read_bytes() == before
+
+
+def test_scirepeval_test_papers_partly_in_train_are_a_named_warning_with_the_clean_split_number(
+        scirepeval_copy: tuple[Path, Path], tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """SciRepEval's evaluator scores test papers also in train as they are (real configs can share a paper); `run`
+    scores them too, names them, and gives the number without them beside (the issue's 89.47 vs 81.82)."""
+    import orjson
+
+    data = _copy_of(scirepeval_copy[0], tmp_path)
+    train, test = (data / f"scirepeval_test/biomimicry/{s}.jsonl" for s in ("train", "test"))
+    copied = [orjson.loads(line) for line in train.read_text().splitlines()[:5]]
+    test.write_text(test.read_text() + "".join(orjson.dumps(r).decode() + "\n" for r in copied))
+    out = tmp_path / "results.json"
+    assert _run(data, scirepeval_copy[1], "scirepeval-biomimicry", "-o", str(out)) == 0
+    assert "[test-in-train]" in caplog.text and "5 of its" in caplog.text
+    result = orjson.loads(out.read_bytes())["tasks"]["scirepeval-biomimicry"]
+    clean = result["details"]["clean_split"]["test-in-train"]
+    assert clean["excluded"] == 5 and clean["scored"] == len(result["items"]["ids"]) - 5
+    keep = [i for i, paper in enumerate(result["items"]["ids"]) if paper not in {r["paper_id"] for r in copied}]
+    from sklearn.metrics import f1_score
+
+    gold, predicted = (np.asarray(result["items"][k])[keep] for k in ("gold", "predicted"))
+    assert clean["metrics"]["f1"] == round(100 * f1_score(gold, predicted, average="binary"), 2)
+    report = verify_suite(data)
+    assert any(p.rule == "test-in-train" and p.severity == "warning" for p in report.problems)
+    assert "scirepeval-biomimicry" in report.complete

@@ -33,12 +33,13 @@ def test_clean_suite_counts_match_the_files(demo_suite: Suite, capsys: pytest.Ca
     report = verify_suite(demo_suite.root)
     assert report.problems == []
     assert report.complete == ["mag", "mesh", "coview", "coread", "cite", "cocite", "recomm"]
-    assert report.counts["mag"]["train"]["papers"] == len(demo_suite.labels("mag", "train").ids)
+    assert report.counts["mag"]["test"]["train_papers"] == len(demo_suite.labels("mag", "train").ids)
     qrels = demo_suite.qrels("cite", "test")
     assert report.counts["cite"]["test"] == {
         "queries": len(qrels.candidates), "pairs": sum(map(len, qrels.candidates.values())),
         "positives": sum(g for grades in qrels.relevance.values() for g in grades.values())}
     assert report.counts["recomm"]["val"]["impressions"] == len(demo_suite.impressions("val"))
+    assert report.counts["recomm"]["test"]["train_impressions"] == len(demo_suite.impressions("train"))
     assert report.metadata["recomm"] == len(demo_suite.metadata("recomm"))
     assert main(["data", "verify", str(demo_suite.root)]) == 0
     out = capsys.readouterr().out
@@ -62,16 +63,19 @@ def test_every_problem_is_reported(suite_copy: Path, capsys: pytest.CaptureFixtu
     problems = _messages(suite_copy)
     n_rows = len(rows)
     assert problems == [
-        "WARNING mag/train.csv: 1 id(s) have no metadata in paper_metadata_mag_mesh.json: not-a-paper",
         f"WARNING [repeated-paper] mag/train.csv: 1 paper(s) listed more than once: {mag_id}",
-        "WARNING cite/test.qrel: 1 id(s) have no metadata in paper_metadata_view_cite_read.json: ghost-q",
+        "WARNING [paper-without-metadata] mag/train.csv: 1 id(s) have no metadata in paper_metadata_mag_mesh.json: "
+        "not-a-paper",
         "WARNING [repeated-judgement] cite/test.qrel: 1 line(s) repeat a judged pair with its grade (read once)",
         "WARNING [query-without-positive] cite/test.qrel: 1 query(ies) without a positive (they score 0): ghost-q",
+        "WARNING [paper-without-metadata] cite/test.qrel: 1 id(s) have no metadata in "
+        "paper_metadata_view_cite_read.json: ghost-q",
         f"ERROR recomm/test.csv:{n_rows + 1}: query {impression.query_id!r}: clicked paper 'elsewhere' is not in "
         "the shown list",
         f"ERROR recomm/test.csv:{n_rows + 2}: query {impression.query_id!r}: clicked paper 'nowhere' is not in "
         "the shown list",
-        f"WARNING recomm/test.csv:{n_rows + 3}: repeats line 2",
+        f"WARNING [repeated-impression] recomm/test.csv: 1 line(s) repeat an impression (each is scored): line "
+        f"{n_rows + 3} repeats 2",
     ]
     assert main(["data", "verify", str(suite_copy)]) == 1
     out = capsys.readouterr().out
@@ -91,12 +95,13 @@ def test_unparsable_files_are_errors_and_stop_only_their_task(suite_copy: Path) 
     (suite_copy / "recomm/propensity_scores.json").write_bytes(orjson.dumps({"scores": [1.0, 0.5]}))
     report = verify_suite(suite_copy)
     lines = (suite_copy / "mag/val.csv").read_text().count("\n")
-    assert [str(p) for p in report.errors] == [
+    beyond = {split: sum(i.clicked_position > 2 for i in Suite(suite_copy).impressions(split))
+              for split in ("train", "val", "test")}
+    assert [str(p).split(" (no propensity")[0] for p in report.errors] == [
         f"ERROR mag/val.csv:{lines}: class label 'not-a-number' is not an integer",
         "ERROR coread/val.qrel:1: expected 4 fields 'query_id 0 candidate_id relevance', got 3",
-        "ERROR recomm/train.csv: an impression shows 10 papers but propensity_scores.json has only 2 positions",
-        "ERROR recomm/val.csv: an impression shows 10 papers but propensity_scores.json has only 2 positions",
-        "ERROR recomm/test.csv: an impression shows 10 papers but propensity_scores.json has only 2 positions",
+        *(f"ERROR [propensity-positions] recomm/{split}.csv: {beyond[split]} impression(s) have their click at a "
+          "position beyond the 2 of recomm/propensity_scores.json" for split in ("train", "val", "test")),
     ]
     assert report.complete == ["mesh", "coview", "cite", "cocite"]
     assert not report.usable()
@@ -115,8 +120,9 @@ def test_missing_metadata_and_partial_tasks(suite_copy: Path) -> None:
         "cannot be checked and `baseline` cannot embed them)",
     ]
     assert report.absent == ["coread", "recomm"]
-    # `run` scores the ranking tasks without their metadata file (only recomm reads its metadata)
-    assert report.complete == ["mag", "coview", "cite", "cocite"]
+    # `run` scores the ranking tasks without their metadata file (only recomm reads its metadata), and mesh's test
+    # split without its val file
+    assert report.complete == ["mag", "mesh", "coview", "cite", "cocite"]
 
 
 def test_empty_directory_is_not_usable(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -129,3 +135,29 @@ def test_empty_directory_is_not_usable(tmp_path: Path, capsys: pytest.CaptureFix
 def test_not_a_directory(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="nothing-here: not a directory"):
         verify_suite(tmp_path / "nothing-here")
+
+
+def test_a_folder_no_task_reads_is_checked_and_scored_as_the_task_with_a_folder_parameter(
+        suite_copy: Path, tmp_path: Path) -> None:
+    """A label task of `data build --label-task venue` has no registered task of its own: verify checks it as mag
+    reads it, and `run --task-param mag.folder=venue` scores it (the same reader, the same rules)."""
+    shutil.copytree(suite_copy / "mag", suite_copy / "venue")
+    report = verify_suite(suite_copy)
+    assert "venue" in report.complete and report.counts["venue"]["test"] == report.counts["mag"]["test"]
+    _append(suite_copy / "venue/test.csv", "some-paper,x\n")
+    lines = (suite_copy / "venue/test.csv").read_text().count("\n")
+    report = verify_suite(suite_copy)  # which task reads it is a guess: a folder none parses is a warning
+    assert "venue" not in report.complete and report.usable()
+    assert [str(p) for p in report.problems] == [f"WARNING venue: no registered task reads this folder (as mag reads "
+                                                 f"it, venue/test.csv:{lines}: class label 'x' is not an integer)"]
+    (suite_copy / "venue/test.csv").write_text((suite_copy / "mag/test.csv").read_text())
+    store = tmp_path / "e.jsonl"
+    store.write_text("".join(orjson.dumps({"paper_id": p, "embedding": [float(i % 7), 1.0]}).decode() + "\n"
+                             for i, p in enumerate(Suite(suite_copy).metadata("mag_mesh"))))
+    out = tmp_path / "venue.json"
+    assert main(["run", "--embeddings", str(store), "--data", str(suite_copy), "--tasks", "mag", "--task-param",
+                 "mag.folder=venue", "-o", str(out), "--quiet"]) == 0
+    assert main(["run", "--embeddings", str(store), "--data", str(suite_copy), "--tasks", "mag", "-o",
+                 str(tmp_path / "mag.json"), "--quiet"]) == 0
+    venue, mag = (orjson.loads(p.read_bytes())["tasks"]["mag"]["metrics"] for p in (out, tmp_path / "mag.json"))
+    assert venue == mag

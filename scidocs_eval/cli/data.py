@@ -36,8 +36,7 @@ def _download_hub(benchmark: str, dest: Path, tasks: list[str] | None) -> int:
         check_destination(dest / name)
     for name in names:
         spec = TASKS[name].spec
-        folder = fetch_task_dataset(spec.dataset, dest / name,
-                                    reranking=any("/top_ranked/" in f for f in get_task(name).required_files("test")))
+        folder = fetch_task_dataset(spec.dataset, dest / name, get_task(name).required_files("test"))
         print(f"{spec.dataset['path']}@{spec.dataset['revision'][:10]} -> {folder}")
     groups = list(dict.fromkeys(group for name in names for group in reversed(TASKS[name].groups())))
     picked = ("--tasks", ",".join(names)) if tasks else ()

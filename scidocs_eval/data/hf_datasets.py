@@ -15,7 +15,7 @@ revision; a task folder the tool did not write is refused before anything is dow
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -181,11 +181,13 @@ def fetch_rows(hub_id: str, revision: str, splits: tuple[str, ...], dest: str | 
     return Path(dest)
 
 
-def fetch_task_dataset(dataset: Mapping[str, str], dest: str | os.PathLike[str], reranking: bool = False) -> Path:
+def fetch_task_dataset(dataset: Mapping[str, str], dest: str | os.PathLike[str], files: Sequence[str] = ()) -> Path:
     """A task's hub dataset (`TaskSpec.dataset`: path, revision, split, and `loader` "beir" (default), "rows" or
-    "litsearch", `subset`, `splits`) into `dest`."""
+    "litsearch", `subset`, `splits`) into `dest`; `files`: the files the task reads (`Task.required_files`), whose
+    BEIR layout says whether its candidate lists (top_ranked) are fetched too."""
     hub_id, revision, loader = dataset["path"], dataset["revision"], dataset.get("loader", "beir")
     check_hub()
+    reranking = any("/top_ranked/" in f for f in files)
     if loader == "rows":
         return fetch_rows(hub_id, revision, tuple(dataset.get("splits", dataset.get("split", "test")).split(",")), dest)
     if loader == "litsearch":

@@ -22,6 +22,7 @@ bootstrap intervals and the clean-vs-all paired bootstrap test (`scidocs_eval.ev
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -42,7 +43,7 @@ from scidocs_eval.data.near_duplicates import (
     title_and_text_matches,
 )
 from scidocs_eval.errors import InputError, ScidocsEvalError
-from scidocs_eval.evaluation.integrity import EvaluationItems
+from scidocs_eval.evaluation.integrity import EvaluationItems, Problem
 from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.significance import RESAMPLES, subset_items, task_metrics
 from scidocs_eval.evaluation.task import TaskResult, get_task, selected_tasks
@@ -50,6 +51,8 @@ from scidocs_eval.formats.safe_output import write_bytes_atomically
 from scidocs_eval.formats.suite import Suite
 from scidocs_eval.formats.training_data import TrainingData, role_names
 from scidocs_eval.params import SEED, Interval, Options, validate_params
+
+log = logging.getLogger("scidocs_eval")
 
 AUDIT_FORMAT = "scidocs-eval-audit/1"
 STRENGTHS = ("id", "title", "text")
@@ -453,3 +456,26 @@ def without_leaked(result: TaskResult, leaked: set[str]) -> TaskResult:
     details = {"before_exclusion": {"metrics": result.metrics, "details": result.details}}
     coverage = {**result.coverage, "items_excluded_as_leaked": len(ids) - len(keep)}
     return TaskResult(result.task, metrics, coverage, details, result.seconds, items=items)
+
+
+def report_clean_split(result: TaskResult, warnings: Sequence[Problem]) -> TaskResult:
+    """`result` with, for each warning naming scored items that inflate its number (`Problem.items`: test papers
+    also in train that the task's reference evaluator scores), the metrics without those items in
+    `details["clean_split"][rule]`, also logged; a task whose per-item results are not of those items (a few-shot
+    task's iterations) says so instead."""
+    for warning in (w for w in warnings if w.items):
+        items = set(warning.items)
+        ids = result.items.get("ids", []) if result.items else []
+        if result.items.get("unit") not in RESULT_UNITS["paper"] or not items & set(ids):
+            log.warning("task %s: [%s] its per-item results are per %s, so no number without the %d item(s) can be "
+                        "given: its numbers include them", result.task, warning.rule,
+                        result.items.get("unit", "nothing") if result.items else "nothing", len(items))
+            continue
+        clean = without_leaked(result, items)
+        result.details.setdefault("clean_split", {})[warning.rule] = {
+            "excluded": len(ids) - len(clean.items["ids"]), "scored": len(clean.items["ids"]), "metrics": clean.metrics}
+        log.warning("task %s: [%s] on the %d scored item(s) without the %d listed: %s (on all %d: %s)", result.task,
+                    warning.rule, len(clean.items["ids"]), len(ids) - len(clean.items["ids"]),
+                    ", ".join(f"{m} {v:.2f}" for m, v in clean.metrics.items()), len(ids),
+                    ", ".join(f"{m} {v:.2f}" for m, v in result.metrics.items()))
+    return result

@@ -2,7 +2,9 @@
 
 A task declares its data of a split as shapes (`Task.data_shapes`): a `LabelledSplit` (papers with classes,
 label sets or values, scored against a training split), a `JudgedSplit` (queries with graded candidates), a
-`SampledEvaluation` (training sets drawn from a split, `iterations` times). Each shape's `findings` are its rules;
+`SampledEvaluation` (training sets drawn from a split, `iterations` times), a `ClusteredSplit` (documents with the
+labels they are clustered against), an `ImpressionsSplit` (lists of papers shown for a query, one clicked,
+weighted by the propensity of the clicked position). Each shape's `findings` are its rules;
 every task that declares a shape gets them, whatever its family (`docs/errors_and_files.md`, "Integrity rules").
 A new shape is a subclass of `DataShape` with its own `findings`.
 
@@ -24,6 +26,7 @@ import numpy as np
 
 from scidocs_eval.errors import InputError
 from scidocs_eval.formats.judgements import GRADE_LIMIT
+from scidocs_eval.formats.suite import Impression
 
 SHOWN_IDS = 10
 """how many ids a problem lists before saying how many more there are."""
@@ -39,6 +42,9 @@ class Problem:
     where: str
     message: str
     rule: str = field(default="", compare=False)
+    items: tuple[str, ...] = field(default=(), compare=False)
+    """for a warning about scored items that inflate a number (test papers also in train, where the task's reference
+    evaluator scores them): those items; `run` reports the number without them beside (`report_clean_split`)."""
 
     def __str__(self) -> str:
         named = f" [{self.rule}]" if self.rule else ""
@@ -86,6 +92,10 @@ class DataShape:
         """The items it scores (the audit); None for a shape that scores none by itself."""
         return None
 
+    def papers(self) -> dict[str, list[str]]:
+        """file -> the paper ids it names (`data verify` looks them up in the task's metadata file)."""
+        return {}
+
 
 LabelKind = Literal["classes", "label-sets", "values"]
 
@@ -95,7 +105,10 @@ class LabelledSplit(DataShape):
     """Papers of a scored split with labels, learnt from a training split.
 
     `kind`: "classes" (one int class a paper: `labels` (n,)), "label-sets" (0/1 a label: (n, labels)) or "values"
-    (a number a paper: regression). `folds`: the cross-validation folds over train (None: no CV).
+    (a number a paper: regression). `folds`: the cross-validation folds over train (None: no CV). `overlap`: what
+    test papers also in train are: an error (the SciDocs suite's splits are disjoint by construction), or a
+    warning with their count where the task's reference evaluator scores them as they are (SciRepEval's): `run`
+    then reports the number on the clean split beside (an error still when no scored paper is clean).
     """
 
     task: str
@@ -107,9 +120,13 @@ class LabelledSplit(DataShape):
     scored_labels: np.ndarray
     kind: LabelKind = "classes"
     folds: int | None = None
+    overlap: Literal["error", "warning"] = "error"
 
     def evaluation_items(self) -> EvaluationItems:
         return EvaluationItems("paper", {paper_id: paper_id for paper_id in self.scored_ids})
+
+    def papers(self) -> dict[str, list[str]]:
+        return {self.train_file: list(self.train_ids), self.scored_file: list(self.scored_ids)}
 
     def counts(self) -> dict[str, int]:
         counts = {"train_papers": len(self.train_ids), "papers": len(self.scored_ids)}
@@ -130,10 +147,15 @@ class LabelledSplit(DataShape):
         in_train = set(self.train_ids)
         distinct = list(dict.fromkeys(self.scored_ids))
         shared = [paper_id for paper_id in distinct if paper_id in in_train]
-        if shared:
+        if shared and (self.overlap == "error" or len(shared) == len(distinct)):
             findings.append(Problem("error", self.scored_file, f"{len(shared)} of its {len(distinct)} papers are "
                                     f"also in {self.train_file} (a model scored on papers it was trained on): "
                                     f"{listed(shared)}", "test-in-train"))
+        elif shared:
+            findings.append(Problem("warning", self.scored_file, f"{len(shared)} of its {len(distinct)} papers are "
+                                    f"also in {self.train_file} (scored as the task's reference evaluator scores "
+                                    f"them; the number on the other {len(distinct) - len(shared)} is reported "
+                                    f"beside): {listed(shared)}", "test-in-train", tuple(shared)))
         for where, ids in ((self.train_file, self.train_ids), (self.scored_file, self.scored_ids)):
             repeated = sorted(i for i, n in Counter(ids).items() if n > 1)
             if repeated:
@@ -212,9 +234,20 @@ class JudgedSplit(DataShape):
         relevant = [(q, q, c) for q, grades in self.judgements.items() for c, grade in grades.items() if grade > 0]
         return EvaluationItems("query", {q: q for q in self.judgements}, candidates, relevant)
 
+    def papers(self) -> dict[str, list[str]]:
+        """Its queries, and its candidates unless they are documents of a `corpus` of their own (reviewers, a
+        retrieval corpus: checked against it by the rule candidate-not-in-corpus)."""
+        candidates = [c for grades in self.judgements.values() for c in grades] if self.corpus is None else []
+        return {self.file: [*self.judgements, *candidates]}
+
     def counts(self) -> dict[str, int]:
-        return {"queries": len(self.judgements), "pairs": sum(map(len, self.judgements.values())),
-                "positives": sum(g > 0 for grades in self.judgements.values() for g in grades.values())}
+        counts = {"queries": len(self.judgements), "pairs": sum(map(len, self.judgements.values())),
+                  "positives": sum(g > 0 for grades in self.judgements.values() for g in grades.values())}
+        if self.corpus is not None:
+            counts["documents"] = len(self.corpus)
+        if self.candidate_lists is not None:
+            counts["candidates"] = sum(len(self.candidate_lists.get(q, ())) for q in self.judgements)
+        return counts
 
     def findings(self) -> list[Problem]:
         if not self.judgements:
@@ -325,18 +358,113 @@ class ClusteredSplit(DataShape):
         return []
 
 
+@dataclass(frozen=True)
+class ImpressionsSplit(DataShape):
+    """Impressions of one split: the papers shown for a query in display order, one of them clicked, each weighted
+    by the propensity of the clicked position (`positions`: how many positions `propensities_file` gives).
+
+    `role`: "scored" (the split whose numbers are reported), or the name of a split a ranker is trained or tuned on
+    ("train", "val"). `bad_rows`: (line, why) of the rows its reader refused (each an error: `run` stops on the
+    first, `data verify` lists them all). `known`: the papers with a metadata record (`known_file`), when the task
+    reads the metadata file; None: not checked here."""
+
+    task: str
+    file: str
+    impressions: Sequence[Impression]
+    propensities_file: str
+    positions: int
+    role: str = "scored"
+    bad_rows: Sequence[tuple[int, str]] = ()
+    known: Collection[str] | None = None
+    known_file: str = ""
+
+    def evaluation_items(self) -> EvaluationItems | None:
+        if self.role != "scored":
+            return None
+        return EvaluationItems("impression", {i.item_id: i.query_id for i in self.impressions},
+                               {p for i in self.impressions for p in i.shown},
+                               [(i.item_id, i.query_id, i.clicked_id) for i in self.impressions])
+
+    def papers(self) -> dict[str, list[str]]:
+        return {self.file: [p for i in self.impressions for p in (i.query_id, *i.shown)]}
+
+    def counts(self) -> dict[str, int]:
+        prefix = "" if self.role == "scored" else f"{self.role}_"
+        counts = {f"{prefix}impressions": len(self.impressions) + len(self.bad_rows)}
+        if self.role == "scored":
+            counts["queries"] = len({i.query_id for i in self.impressions})
+            counts["shown"] = sum(len(i.shown) for i in self.impressions)
+        return counts
+
+    def findings(self) -> list[Problem]:
+        findings = [Problem("error", f"{self.file}:{line}", why) for line, why in self.bad_rows]
+        if not self.impressions:
+            return findings or [Problem("error", self.file, "no impressions (an empty split scores nothing)",
+                                        "empty-split")]
+        beyond = [i for i in self.impressions if i.clicked_position > self.positions]
+        if beyond:
+            findings.append(Problem("error", self.file, f"{len(beyond)} impression(s) have their click at a position "
+                                    f"beyond the {self.positions} of {self.propensities_file} (no propensity to "
+                                    f"weight them; first: line {beyond[0].line}, position "
+                                    f"{beyond[0].clicked_position})", "propensity-positions"))
+        alone = [i for i in self.impressions if not set(i.shown) - {i.clicked_id}]
+        if len(alone) == len(self.impressions):
+            findings.append(Problem("error", self.file, f"none of its {len(alone)} impression(s) shows a paper "
+                                    "besides the clicked one: there is nothing to rank",
+                                    "impression-without-unclicked"))
+        elif alone:
+            findings.append(Problem("warning", self.file, f"{len(alone)} of its {len(self.impressions)} impression(s) "
+                                    "show only the clicked paper (every model ranks it first: they score 100 in a "
+                                    "scored split and give no training pair; scored as the official evaluator "
+                                    f"does): lines {listed(i.line for i in alone)}", "impression-without-unclicked"))
+        clicked_again = sum(i.shown.count(i.clicked_id) - 1 for i in self.impressions)
+        others_again = sum(len(i.shown) - len(set(i.shown)) for i in self.impressions) - clicked_again
+        twice = [i for i in self.impressions if len(set(i.shown)) < len(i.shown)]
+        if twice:
+            findings.append(Problem("warning", self.file, f"{len(twice)} impression(s) show a paper more than once "
+                                    f"({clicked_again} repeat(s) of the clicked paper, left out as the official "
+                                    f"evaluator does; {others_again} of another paper, each ranked): lines "
+                                    f"{listed(i.line for i in twice)}", "paper-shown-twice"))
+        first_line: dict[tuple, int] = {}
+        repeats = []
+        for impression in self.impressions:
+            key = (impression.query_id, impression.clicked_id, impression.shown)
+            if key in first_line:
+                repeats.append(f"{impression.line} repeats {first_line[key]}")
+            first_line.setdefault(key, impression.line)
+        if repeats:
+            findings.append(Problem("warning", self.file, f"{len(repeats)} line(s) repeat an impression (each is "
+                                    f"scored): line {listed(repeats)}", "repeated-impression"))
+        if self.known is not None:
+            papers = list(dict.fromkeys(p for i in self.impressions for p in (i.query_id, *i.shown)))
+            unknown = [p for p in papers if p not in self.known]
+            if unknown:
+                findings.append(Problem("warning", self.file, f"{len(unknown)} of its {len(papers)} papers have no "
+                                        f"record in {self.known_file} (their metadata features are 0): "
+                                        f"{listed(unknown)}", "paper-without-metadata"))
+        return findings
+
+
 def shape_findings(shapes: Iterable[DataShape]) -> list[Problem]:
     """Every finding of `shapes`, each once, in order."""
     return list(dict.fromkeys(finding for shape in shapes for finding in shape.findings()))
 
 
-def apply_findings(root: object, findings: Sequence[Problem]) -> None:
+def apply_findings(root: object, findings: Sequence[Problem]) -> list[Problem]:
     """What `run` does with a task's findings: the first error as an InputError naming the file, the warnings
-    logged, each on one line with its rule's name."""
+    logged, each on one line with its rule's name; returns the warnings."""
     for finding in findings:
         if finding.severity == "error":
-            where = str(finding.where)
+            where, line = _file_and_line(str(finding.where))
             path = where if where.startswith("/") or root is None else f"{root}/{where}"
-            raise InputError(path, f"{finding.message} [{finding.rule}]" if finding.rule else finding.message)
-    for finding in findings:
+            raise InputError(path, f"{finding.message} [{finding.rule}]" if finding.rule else finding.message, line)
+    warnings = [finding for finding in findings if finding.severity == "warning"]
+    for finding in warnings:
         log.warning("%s: %s [%s]", finding.where, finding.message, finding.rule)
+    return warnings
+
+
+def _file_and_line(where: str) -> tuple[str, int | None]:
+    """("recomm/test.csv", 12) of "recomm/test.csv:12"; (where, None) when it names no line."""
+    path, _, line = where.rpartition(":")
+    return (path, int(line)) if path and line.isdigit() else (where, None)

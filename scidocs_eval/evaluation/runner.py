@@ -18,6 +18,7 @@ from scidocs_eval.evaluation.contamination import (
     check_same_suite,
     excluded_items,
     file_sha256,
+    report_clean_split,
     without_leaked,
 )
 from scidocs_eval.evaluation.integrity import apply_findings
@@ -127,7 +128,7 @@ def score_tasks(stores: _Stores | Mapping[str, EmbeddingStore], suite: Suite, na
                 raise
             failed[name] = str(error)  # the CLI reports it (exit status 2); format_run shows it
             continue
-        apply_findings(suite.root, task.findings(suite, split))  # before its embeddings are read
+        warnings = apply_findings(suite.root, task.findings(suite, split))  # before its embeddings are read
         files += required
         task_stores = {group: stores.get(group) if isinstance(stores, _Stores) else stores[group]
                        for group in task.groups()}
@@ -142,6 +143,7 @@ def score_tasks(stores: _Stores | Mapping[str, EmbeddingStore], suite: Suite, na
             failed[name] = error.reason
             continue
         result.seconds = time.perf_counter() - task_started
+        report_clean_split(result, warnings)
         if min_coverage is not None:
             check_coverage(name, result.coverage, min_coverage)
         results[name] = result

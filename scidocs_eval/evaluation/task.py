@@ -162,6 +162,9 @@ class Task(ABC):
     metrics: ClassVar[tuple[str, ...]]
     parameter_constraints: ClassVar[Constraints] = {}
     """every constructor parameter's type and range (`scidocs_eval.params`), checked before any work starts."""
+    splits: ClassVar[tuple[str, ...]] = ("val", "test")
+    """the splits its data comes with, the scored one last (`data verify` checks each; a file of one that is not
+    there is a warning); `run --split` may still ask for another."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -248,6 +251,7 @@ class FolderTask(Task):
     the folder named after the task."""
 
     parameter_constraints: ClassVar[dict[str, list]] = {"folder": [str, None]}
+    splits: ClassVar[tuple[str, ...]] = ("test",)
 
     def __init__(self, folder: str | None = None):
         validate_params(self.parameter_constraints, {"folder": folder}, f"task {self.name!r}")

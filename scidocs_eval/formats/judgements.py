@@ -59,11 +59,12 @@ class Judgements:
         self._first: dict[tuple[str, str], str] = {}
 
     def add(self, query: str, candidate: str, grade: object, line: int | None = None, row: int | None = None) -> None:
-        """One judgement at `line` (text formats) or `row` (0-based, tables); see the module docstring."""
+        """One judgement at `line` (text formats) or `row` (from 1, tables: of the file `path` names then, which a
+        reader of several files sets before each file's rows); see the module docstring."""
         where = "" if row is None else f"row {row}"
         value = grade_value(self.path, grade, line, where, self.field)
         grades = self.grades.setdefault(query, {})
-        here = f"line {line}" if line is not None else where or "an earlier line"
+        here = f"line {line}" if line is not None else f"{where} of {self.path.name}" if where else "an earlier line"
         if candidate not in grades:
             grades[candidate] = value
             self.candidates.setdefault(query, []).append(candidate)

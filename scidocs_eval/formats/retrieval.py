@@ -13,7 +13,8 @@ HF parquet layout (a snapshot of an MTEB dataset repository on the hub): one fol
 `{split}-NNNNN-of-NNNNN.parquet` files with MTEB's columns (`_id`/`id`, `title`, `text`; `query-id`, `corpus-id`,
 `score`; `query-id`, `corpus-ids`). A config with one split is read whatever that split is called, as MTEB does.
 
-Every parse error names the file and, in JSON lines and TSV files, the line.
+Every parse error names the file, the line (JSON lines and TSV files) or the row (parquet: counted from 1, as for
+embeddings tables, within the file named) and the field.
 """
 
 from __future__ import annotations
@@ -147,23 +148,28 @@ def _split_of(path: Path) -> str:
 
 
 
-def _string_field(path: Path, record: Mapping, names: Sequence[str], line: int | None, required: bool = True) -> str:
+def _string_field(path: Path, record: Mapping, names: Sequence[str], line: int | None, required: bool = True,
+                  row: int | None = None) -> str:
+    """The first of the fields `names` a record has, as a string (an id may be an integer); an error naming the
+    file, its line (JSON lines) or row (parquet) and the field."""
     for name in names:
         value = record.get(name)
         if value is not None:
-            if isinstance(value, (int, float)) and not isinstance(value, bool) and name in ("_id", "id"):
+            if isinstance(value, int) and not isinstance(value, bool) and name in ("_id", "id"):
                 return str(value)
             if not isinstance(value, str):
-                raise InputError(path, f"{name!r} must be a string, got {type(value).__name__}", line)
+                kind = "a string or an integer" if name in ("_id", "id") else "a string"
+                raise InputError(path, f"{name!r} must be {kind}, got {type(value).__name__} {value!r}", line,
+                                 row=row)
             return value
     if required:
-        raise InputError(path, f"no {' or '.join(repr(n) for n in names)} field", line)
+        raise InputError(path, f"no {' or '.join(repr(n) for n in names)} field", line, row=row)
     return ""
 
 
-def _unique(path: Path, seen: Mapping[str, object], key: str, line: int | None) -> None:
+def _unique(path: Path, seen: Mapping[str, object], key: str, line: int | None, row: int | None = None) -> None:
     if key in seen:
-        raise InputError(path, f"id {key!r} appears twice", line)
+        raise InputError(path, f"id {key!r} appears twice", line, row=row)
 
 
 def _read_beir_corpus(path: Path) -> dict[str, Document]:
@@ -226,8 +232,9 @@ def _parquet_config_dir(folder: Path, config: str) -> Path | None:
     return next((folder / name for name in _PARQUET_CONFIGS[config] if (folder / name).is_dir()), None)
 
 
-def _parquet_rows(config_dir: Path, split: str) -> tuple[list[dict], Path]:
-    """The rows of one config's `split` (or of its only split), with the first file read (for messages)."""
+def _parquet_rows(config_dir: Path, split: str, what: str) -> list[tuple[Path, int, dict]]:
+    """(file, row number in it (from 1, as the embeddings tables count rows), row) of every row of one config's `split`
+    (or of its only split), files in name order; an error when there is no row (`what`: what the rows are)."""
     pq = require("pyarrow.parquet", "reading a retrieval dataset in the HF parquet layout")
 
     files = sorted(config_dir.glob("*.parquet"))
@@ -238,55 +245,56 @@ def _parquet_rows(config_dir: Path, split: str) -> tuple[list[dict], Path]:
     if chosen is None:
         raise InputError(config_dir, f"no split {split!r} among {', '.join(splits)}")
     picked = [path for path in files if _split_of(path) == chosen]
-    rows: list[dict] = []
+    rows: list[tuple[Path, int, dict]] = []
     for path in picked:
         try:
-            rows += pq.read_table(path).to_pylist()
+            table = pq.read_table(path).to_pylist()
         except Exception as error:  # pyarrow raises several types for a broken file
             raise InputError(path, f"not a readable parquet file ({error})") from None
-    return rows, picked[0]
+        rows += [(path, number, row) for number, row in enumerate(table, start=1)]
+    if not rows:
+        raise InputError(picked[0], f"no {what} (every file of split {chosen!r} is empty)")
+    return rows
 
 
 def _parquet_corpus(config_dir: Path, split: str) -> dict[str, Document]:
-    rows, path = _parquet_rows(config_dir, split)
     corpus: dict[str, Document] = {}
-    for row in rows:
-        doc_id = _string_field(path, row, ("_id", "id"), None)
-        _unique(path, corpus, doc_id, None)
-        corpus[doc_id] = Document(doc_id, _string_field(path, row, ("title",), None, required=False),
-                                  _string_field(path, row, ("text",), None))
+    for path, number, row in _parquet_rows(config_dir, split, "documents"):
+        doc_id = _string_field(path, row, ("_id", "id"), None, row=number)
+        _unique(path, corpus, doc_id, None, row=number)
+        corpus[doc_id] = Document(doc_id, _string_field(path, row, ("title",), None, required=False, row=number),
+                                  _string_field(path, row, ("text",), None, row=number))
     return corpus
 
 
 def _parquet_queries(config_dir: Path, split: str) -> dict[str, str]:
-    rows, path = _parquet_rows(config_dir, split)
     queries: dict[str, str] = {}
-    for row in rows:
-        query_id = _string_field(path, row, ("_id", "id"), None)
-        _unique(path, queries, query_id, None)
-        queries[query_id] = _string_field(path, row, ("text",), None)
+    for path, number, row in _parquet_rows(config_dir, split, "queries"):
+        query_id = _string_field(path, row, ("_id", "id"), None, row=number)
+        _unique(path, queries, query_id, None, row=number)
+        queries[query_id] = _string_field(path, row, ("text",), None, row=number)
     return queries
 
 
 def _parquet_qrels(config_dir: Path, split: str) -> dict[str, dict[str, int]]:
-    rows, path = _parquet_rows(config_dir, split)
-    judgements = Judgements(path)
-    for number, row in enumerate(rows):
+    rows = _parquet_rows(config_dir, split, "judgements")
+    judgements = Judgements(rows[0][0])
+    for path, number, row in rows:
+        judgements.path = path
         judgements.add(_row_field(path, row, "query-id", number), _row_field(path, row, "corpus-id", number),
                        row.get("score"), row=number)
     return judgements.grades
 
 
 def _parquet_top_ranked(config_dir: Path, split: str) -> dict[str, list[str]]:
-    rows, path = _parquet_rows(config_dir, split)
     top_ranked: dict[str, list[str]] = {}
-    for number, row in enumerate(rows):
+    for path, number, row in _parquet_rows(config_dir, split, "candidate lists"):
         query_id = _row_field(path, row, "query-id", number)
         candidates = row.get("corpus-ids")
         if not isinstance(candidates, list) or not all(isinstance(c, (str, int)) for c in candidates):
-            raise InputError(path, f"row {number}: query {query_id!r}: 'corpus-ids' must be a list of ids")
+            raise InputError(path, f"query {query_id!r}: 'corpus-ids' must be a list of ids", row=number)
         if query_id in top_ranked:
-            raise InputError(path, f"row {number}: query {query_id!r} has two candidate lists")
+            raise InputError(path, f"query {query_id!r} has two candidate lists", row=number)
         top_ranked[query_id] = [str(c) for c in candidates]
     return top_ranked
 
@@ -296,7 +304,7 @@ def _row_field(path: Path, row: Mapping, name: str, number: int) -> str:
     value = row.get(name)
     if isinstance(value, bool) or not isinstance(value, (str, int)) or value == "":
         problem = f"no {name!r} column" if name not in row else f"{name!r} is {value!r}, not an id"
-        raise InputError(path, f"row {number}: {problem}")
+        raise InputError(path, problem, row=number)
     return str(value)
 
 

@@ -50,10 +50,13 @@ _CHUNK = 1 << 22
 
 @dataclass
 class OutputSession:
-    """The outputs one command claimed: their locks (held until the session ends) and `overwrite`."""
+    """The outputs one command claimed: their locks (held until the session ends) and `overwrite`; `inputs`: every
+    file the command reads ({resolved path: how it was given}, `declare_inputs`), none of which it may write,
+    replace or delete, `--overwrite` or not."""
 
     overwrite: bool = False
     locks: dict[str, FileLock] = field(default_factory=dict)
+    inputs: dict[Path, str] = field(default_factory=dict)
 
 
 _SESSIONS: list[OutputSession] = []
@@ -185,13 +188,39 @@ def _refuse_foreign(path: Path, option: str, session: OutputSession) -> None:
 
 
 def claim_output(path: str | os.PathLike[str], option: str = "output") -> Path:
-    """Lock the file `path` for the command and check that it may be written: new, or the tool's (see `is_ours`),
-    or `--overwrite` given. Call it before long work so a refusal comes at once; every writer calls it too."""
+    """Lock the file `path` for the command and check that it may be written: not one of the command's inputs
+    (`declare_inputs`), and new, or the tool's (see `is_ours`), or `--overwrite` given. Call it before long work so
+    a refusal comes at once; every writer calls it too."""
     path = check_output_file(path, option)
     with _session() as session:
+        _refuse_input(path, option, session.inputs)
         _lock(session, path, option)
         _refuse_foreign(path, option, session)
     return path
+
+
+def _input_source(path: Path, inputs: dict[Path, str]) -> str | None:
+    """How the command was given `path`, when it is one of `inputs`."""
+    for key in (_real(path), Path(os.path.realpath(path))):
+        if (source := inputs.get(key)) is not None:
+            return source
+    return None
+
+
+def _refuse_input(path: Path, option: str, inputs: dict[Path, str]) -> None:
+    if (source := _input_source(path, inputs)) is not None:
+        raise ScidocsEvalError(f"{option} {path} is also an input of this command ({source}); it is not replaced, "
+                               "--overwrite or not: choose another path")
+
+
+def declare_inputs(inputs: Collection[str | os.PathLike[str] | None]) -> dict[Path, str]:
+    """Note every file `inputs` names (each file inside an input folder too, `input_files`) as read by the command:
+    no writer of its output session then writes, replaces or deletes one of them, `--overwrite` or not. Returns
+    them."""
+    read = input_files(inputs)
+    with _session() as session:
+        session.inputs.update(read)
+    return read
 
 
 def input_files(inputs: Collection[str | os.PathLike[str] | None]) -> dict[Path, str]:
@@ -216,15 +245,12 @@ def input_files(inputs: Collection[str | os.PathLike[str] | None]) -> dict[Path,
 
 def claim_inputs_are_not_outputs(inputs: Collection[str | os.PathLike[str] | None], outputs: dict[str, Any]) -> None:
     """A one-line error when an output option names a file the command reads (`plot --json emb.jsonl`; a file of
-    an input folder: `audit --train FOLDER --out FOLDER/data.json`), `--overwrite` or not."""
-    read = input_files(inputs)
+    an input folder: `audit --train FOLDER --out FOLDER/data.json`), `--overwrite` or not; the inputs stay declared
+    for the command's other writes (`declare_inputs`)."""
+    read = declare_inputs(inputs)
     for option, output in outputs.items():
-        if not output:
-            continue
-        for key in (_real(Path(output)), Path(os.path.realpath(output))):
-            if (source := read.get(key)) is not None:
-                raise ScidocsEvalError(f"{option} {output} is also an input of this command ({source}); it is not "
-                                       "replaced, --overwrite or not: choose another path")
+        if output:
+            _refuse_input(Path(output), option, read)
 
 
 @contextmanager
@@ -333,10 +359,12 @@ def move_ours(source: str | os.PathLike[str], target: str | os.PathLike[str], op
 
 
 def discard(path: str | os.PathLike[str]) -> None:
-    """Delete `path` if the tool wrote it as it is now (see `is_ours`); anything else is left alone."""
+    """Delete `path` if the tool wrote it as it is now (see `is_ours`) and the command does not read it; anything
+    else is left alone."""
     path = Path(path)
-    if is_ours(path):
-        path.unlink()
+    with _session() as session:
+        if is_ours(path) and _input_source(path, session.inputs) is None:
+            path.unlink()
 
 
 # -- folders the tool builds -------------------------------------------------------------------------------------
@@ -372,9 +400,12 @@ class OwnedFolder:
             return None
         return f"{target} is in the way and was not written by {self.command} (or was changed since); {HOW_TO_PROCEED}"
 
-    def refuse_in_the_way(self, names: Collection[str]) -> None:
-        """A one-line error naming the first of `names` (relative) that is the user's, or a link on its way."""
+    def refuse_in_the_way(self, names: Collection[str], removed: Collection[str] = ()) -> None:
+        """A one-line error naming the first of `names` (relative) that is the user's, or a link on its way, or
+        the first of `names` and `removed` that is an input of the command."""
         with _session() as session:
+            for name in [*names, *removed]:
+                _refuse_input(self.folder / name, self.option, session.inputs)
             for name in names:
                 if (why := self._in_the_way(name, session.overwrite)) is not None:
                     raise ScidocsEvalError(f"{self.option} {why}; nothing was changed")
@@ -396,11 +427,11 @@ class OwnedFolder:
             self.install_file(staging / "file", name)
 
     def _move(self, new: dict[str, Path], replace_all: bool) -> None:
-        self.refuse_in_the_way(new)
+        old = set(self.files) - set(new) if replace_all else set()
+        self.refuse_in_the_way(new, [name for name in old if self.owns(name)])
         with disk_errors(self.folder, self.option):
             self.folder.mkdir(parents=True, exist_ok=True)
             digests = {name: sha256_of(source) for name, source in new.items()}
-            old = set(self.files) - set(new) if replace_all else set()
             self.files.update(digests)
             self.write_manifest()
             self.remove(old)
@@ -412,7 +443,9 @@ class OwnedFolder:
                 os.replace(source, target)
 
     def remove(self, names: Collection[str]) -> None:
-        """Delete the tool's files `names` (a changed one is the user's and stays) and the folders left empty."""
+        """Delete the tool's files `names` (a changed one is the user's and stays) and the folders left empty; an
+        input of the command is refused."""
+        self.refuse_in_the_way([], [name for name in names if self.owns(name)])
         emptied: set[Path] = set()
         for name in names:
             target = self.folder / name

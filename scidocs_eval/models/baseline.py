@@ -95,7 +95,8 @@ def run_baseline(
     adapter = get_adapter(name, **(params or {}))
     out_dir = Path(out_dir)
     claim_baseline_outputs(name, adapter, out_dir,
-                           [train_corpus, *(v for v in (params or {}).values() if isinstance(v, (str, Path)))],
+                           [train_corpus, *([data] if isinstance(data, (str, os.PathLike)) else []),  # suite files
+                            *(v for v in (params or {}).values() if isinstance(v, (str, Path)))],
                            embeddings_format, run_tasks(tasks, benchmark))
     return embed_and_score(
         adapter.group_adapters() or adapter, data, embeddings_path(name, out_dir, embeddings_format), name=name,
