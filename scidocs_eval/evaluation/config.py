@@ -12,7 +12,7 @@ import contextlib
 import dataclasses
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -70,7 +70,7 @@ class RunConfig:
             with `tasks`, each task must belong to one of them. Several are embedded with one plan.
         split: "test" (what the paper reports) or "val".
         missing: "official" (the official rules for papers without an embedding) or "error".
-        task_params: constructor parameters per task name, e.g. {"recomm": {"seeds": 3}}.
+        task_params: constructor parameters per task name, e.g. {"recomm": {"seeds": 3}} (None: {}).
         min_coverage: the least share (0..1) of each task's queries, candidates or papers with a usable
             embedding; below it, or with none at all, a CoverageError.
         dtype: "float32" or "float64" (any numpy spelling of them): the vectors' precision when scored.
@@ -87,7 +87,7 @@ class RunConfig:
     benchmarks: tuple[str, ...] | None = None
     split: str = "test"
     missing: MissingPolicy = "official"
-    task_params: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    task_params: Mapping[str, Mapping[str, Any]] | None = None
     min_coverage: float = DEFAULT_MIN_COVERAGE
     dtype: str = "float32"
     progress: bool = True
@@ -95,13 +95,13 @@ class RunConfig:
     output: Path | None = None
     exclude: Path | None = None
 
-    CONSTRAINTS: ClassVar[dict[str, list[Any]]] = {
+    parameter_constraints: ClassVar[dict[str, list[Any]]] = {
         "data": [str, os.PathLike, Suite, None],
         "tasks": [ListOf(InstanceOf(str), min_length=1), None],
         "benchmarks": [ListOf(InstanceOf(str), min_length=1), None],
         "split": [Options(SPLITS)],
         "missing": [Options(MISSING_POLICIES)],
-        "task_params": [Satisfies(_is_task_params, "an object {task: {parameter: value}}", [[1], {"mag": 3}])],
+        "task_params": [Satisfies(_is_task_params, "an object {task: {parameter: value}}", [[1], {"mag": 3}]), None],
         "min_coverage": [FRACTION],
         "dtype": [Options(DTYPES)],
         "progress": [bool],
@@ -109,7 +109,8 @@ class RunConfig:
         "output": [str, os.PathLike, None],
         "exclude": [str, os.PathLike, None],
     }
-    """each field's rules (`scidocs_eval.params`), checked in the order of the fields."""
+    """each field's rules (`scidocs_eval.params`), checked in the order of the fields; the table of every
+    parameter in docs/errors_and_files.md lists them."""
 
     def __post_init__(self) -> None:
         given = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
@@ -118,13 +119,13 @@ class RunConfig:
         if given["dtype"] is not None and not isinstance(given["dtype"], (str, bool)):
             with contextlib.suppress(TypeError):  # else refused below, named
                 given["dtype"] = np.dtype(given["dtype"]).name  # np.float64, np.dtype("f8") -> its name
-        for name, rules in self.CONSTRAINTS.items():
+        for name, rules in self.parameter_constraints.items():
             check_value(name, given[name], rules, "RunConfig")
         normal = {
             "data": os.fspath(given["data"]) if isinstance(given["data"], os.PathLike) else given["data"],
             "tasks": tuple(given["tasks"]) if given["tasks"] is not None else None,
             "benchmarks": tuple(given["benchmarks"]) if given["benchmarks"] is not None else None,
-            "task_params": {task: dict(params) for task, params in given["task_params"].items()},
+            "task_params": {task: dict(params) for task, params in (given["task_params"] or {}).items()},
             "dtype": given["dtype"],
             "output": Path(given["output"]) if given["output"] is not None else None,
             "exclude": Path(given["exclude"]) if given["exclude"] is not None else None,
