@@ -52,8 +52,8 @@ def _add_evaluation_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", help="suite directory in the official layout, or 'demo' for the synthetic "
                         "demo suite (default: $SCIDOCS_EVAL_DATA or the per-user data directory)")
     parser.add_argument("--benchmark", help="score the tasks of this named benchmark, or of several, comma-separated "
-                        "(embedded with one plan; default: scidocs, the 2020 suite's seven; `scidocs-eval benchmarks` "
-                        f"lists them: {', '.join(BENCHMARKS.names())})")
+                        "(baseline embeds them with one plan; default: scidocs, the 2020 suite's seven; "
+                        f"`scidocs-eval benchmarks` lists them: {', '.join(BENCHMARKS.names())})")
     parser.add_argument("--tasks", help="comma-separated tasks, of any benchmark (with --benchmark, of that one): "
                         f"{','.join(task_names())}")
     parser.add_argument("--split", choices=("test", "val"), default="test",
