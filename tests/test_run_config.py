@@ -130,6 +130,12 @@ def test_baseline_and_run_baseline_write_the_same_settings(demo_suite: Suite, tm
     assert cli.tasks["cite"].metrics == api.tasks["cite"].metrics
 
 
+def test_run_baseline_refuses_a_config_output_it_would_not_write(tmp_path: Path) -> None:
+    with pytest.raises(ScidocsEvalError, match="run_baseline writes its results to --out-dir"):
+        run_baseline("random", config=RunConfig(data="demo", output=tmp_path / "r.json"), out_dir=tmp_path)
+    assert not (tmp_path / "r.json").exists()
+
+
 def test_evaluate_model_takes_the_config_and_keywords_override_it(demo_suite: Suite) -> None:
     def encode(texts: list[str]) -> np.ndarray:
         return np.array([[len(text), text.count(" ") + 1.0] for text in texts])
