@@ -103,11 +103,11 @@ def provenance(run: LoadedRun) -> list[tuple[str, str]]:
         ("results file", f"{run.path.name} (written {modified})"),
         ("adapter", f"{info.name} ({_short(dict(info.params))})" if info else
          "not recorded (scored with `scidocs-eval run`)"),
-        ("suite", str(result.settings.get("data", "not recorded")) + (" (SYNTHETIC demo suite)"
+        ("suite", (result.settings.data or "not recorded") + (" (SYNTHETIC demo suite)"
                                                                         if result.synthetic else "")),
         ("suite fingerprint", f"{suite_digest} over {len(suite_files)} files: "
          + ", ".join(f"{name} {digest[:12]}" for name, digest in sorted(suite_files.items()))),
-        ("split", str(result.settings.get("split", "not recorded"))),
+        ("split", result.settings.split),
         ("tasks", ", ".join(result.tasks) + (f"; skipped: {', '.join(result.skipped)}" if result.skipped else "")),
         ("embeddings", "; ".join(f"{group}: {info.get('path')} sha256 {str(info.get('sha256'))[:12]}, "
                                  f"{info.get('papers')} papers, dim {info.get('dim')}"

@@ -13,8 +13,8 @@ def format_run(result: RunResult, ci: bool = False) -> str:
                                       for name in result.tasks)
     generated = "synthetic SciRepEval copy" if scirepeval else "synthetic demo suite"
     label = f"{result.model} ({generated})" if result.synthetic else result.model
-    if excluded := result.settings.get("exclude"):
-        label += f" (leaked items excluded, per {excluded['audit']})"
+    if excluded := result.settings.exclude:
+        label += f" (leaked items excluded, per {excluded.audit})"
     interval_header = f"{'95% CI':<17} " if ci else ""
     width = max([8, *map(len, result.tasks)])
     metric_width = max([9, *(len(m) for task_result in result.tasks.values() for m in task_result.metrics)])

@@ -94,8 +94,8 @@ def has_scirepeval(result: RunResult) -> bool:
 
 def is_synthetic(result: RunResult) -> bool:
     """Scored on generated data: the result says so, or its suite folder carries the synthetic marker file."""
-    data = result.settings.get("data")
-    return result.synthetic or (isinstance(data, str) and (Path(data) / SYNTHETIC_MARKER).is_file())
+    data = result.settings.data
+    return result.synthetic or (data is not None and (Path(data) / SYNTHETIC_MARKER).is_file())
 
 
 def _missing_name(task: str) -> str:

@@ -126,7 +126,7 @@ def our_row(result: RunResult, name: str | None = None, details: Sequence[str] =
     info = result.model_info
     kinds = ("ours", *details, *(("not a paper baseline",) if info and not info.paper_row else ()),
              *(("synthetic demo suite",) if result.synthetic else ()),
-             *(("leaked items excluded",) if result.settings.get("exclude") else ()))
+             *(("leaked items excluded",) if result.settings.exclude else ()))
     avg = None if any(c not in values for c in COLUMNS) else sum(values[c] for c in COLUMNS) / len(COLUMNS)
     return Table1Row(name or result.model, True, values, avg,
                      {c: (low, high) for c, (low, high) in result_ci(result).items()}, _result_std(result),
@@ -144,8 +144,8 @@ def distinguishing_details(results: Sequence[RunResult],
     paper's (test) or not all results share it, the suite (its folder's name; its path when two folders share a
     name) when not all share it; then, for rows that still share a model name and those details, the results
     file's name (its path as given when the names are alike too), or the row's number without `sources`."""
-    splits = [str(result.settings.get("split", "test")) for result in results]
-    suites = [str(result.settings.get("data", "not recorded")) for result in results]
+    splits = [result.settings.split for result in results]
+    suites = [result.settings.data or "not recorded" for result in results]
     names_unique = len({Path(folder).name for folder in set(suites)}) == len(set(suites))
     shown = [f"suite {Path(folder).name if names_unique else folder}" for folder in suites]
     details = [([f"{split} split"] if split != "test" or len(set(splits)) > 1 else [])

@@ -4,7 +4,8 @@ from importlib import metadata
 
 from scidocs_eval.errors import InputError, MissingEmbeddingsError, ScidocsEvalError, SuiteNotFoundError
 from scidocs_eval.evaluation.comparison import Comparison, compare
-from scidocs_eval.evaluation.results import RunResult
+from scidocs_eval.evaluation.config import RunConfig
+from scidocs_eval.evaluation.results import RunResult, RunSettings
 from scidocs_eval.evaluation.runner import evaluate
 from scidocs_eval.evaluation.task import Task, TaskResult, get_task, register_task
 from scidocs_eval.formats.embeddings import EmbeddingStore
@@ -21,7 +22,8 @@ __version__ = metadata.version("scidocs-eval")
 
 __all__ = [
     "Adapter", "Comparison", "EmbeddingStore", "InputError", "MissingEmbeddingsError", "Paper", "ReadOptions",
-    "RunResult", "ScidocsEvalError", "Suite", "SuiteNotFoundError", "Task", "TaskResult", "compare",
+    "RunConfig", "RunResult", "RunSettings", "ScidocsEvalError", "Suite", "SuiteNotFoundError", "Task", "TaskResult",
+    "compare",
     "convert_embeddings", "evaluate", "evaluate_model",
     "get_adapter", "get_task", "register_adapter", "register_task", "run_baseline", "train_specter",
     "write_embeddings",

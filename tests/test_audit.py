@@ -254,7 +254,7 @@ def test_clean_part_scores_and_run_exclude_agree(demo_suite: Suite, tmp_path: Pa
     assert excluded.tasks["cite"].metrics["ndcg"] == scores["cite"]["metrics"]["ndcg"]["clean"]["value"]
     assert excluded.tasks["cite"].ci["map"] == cite["clean"]["ci"]
     assert excluded.tasks["mag"].metrics == result.tasks["mag"].metrics
-    assert excluded.settings["exclude"]["items_excluded"] == {"cite": 8, "mag": 0}
+    assert excluded.settings.exclude.items_excluded == {"cite": 8, "mag": 0}
     assert "leaked items excluded" in format_run(excluded)
     from scidocs_eval.leaderboard import render_table1
     assert "leaked items excluded" in render_table1([excluded], include_paper=False)

@@ -68,7 +68,7 @@ def test_three_benchmarks_sharing_papers_encode_each_distinct_text_once_and_a_re
     model = CountingModel()
     first = evaluate_model(model, shared_suite, tasks=TASKS, benchmarks=BENCHMARKS, fingerprint="counting v1",
                            progress=False, output=tmp_path / "first.json")
-    assert set(first.tasks) == set(TASKS) and first.settings["benchmarks"] == BENCHMARKS
+    assert set(first.tasks) == set(TASKS) and first.settings.benchmarks == tuple(BENCHMARKS)
     wanted = [paper_text(paper, " ") for need in embedding_needs(shared_suite, TASKS).values()
               for paper in (need.papers or [p for p in shared_suite.papers((need.metadata_file,))
                                             if need.ids is None or p.paper_id in need.ids]) if paper.has_text]

@@ -10,7 +10,7 @@ import pytest
 
 from scidocs_eval import evaluate as package_evaluate
 from scidocs_eval.errors import InputError, ScidocsEvalError
-from scidocs_eval.evaluation.results import RunResult
+from scidocs_eval.evaluation.results import RunResult, RunSettings
 from scidocs_eval.evaluation.runner import evaluate
 from scidocs_eval.formats.embeddings import format_embedding_line
 from scidocs_eval.formats.suite import Suite
@@ -61,8 +61,11 @@ def test_result_contents(demo_suite: Suite, embedding_files: dict[str, Path], on
     assert result.model == "model" and result.synthetic is True and result.skipped == {}
     assert set(result.tasks) == set(TASKS)
     assert set(result.tasks["mag"].metrics) == {"f1"} and set(result.tasks["cite"].metrics) == {"map", "ndcg"}
-    assert result.settings == {"data": str(demo_suite.root), "tasks": TASKS, "split": "test", "missing": "official",
-                               "task_params": {}, "dtype": "float32", "min_coverage": 0.8}
+    assert result.settings == RunSettings(data=str(demo_suite.root), tasks=tuple(TASKS), dtype="float32",
+                                          min_coverage=0.8)
+    assert result.settings.to_dict() == {"data": str(demo_suite.root), "tasks": TASKS, "split": "test",
+                                         "missing": "official", "task_params": {}, "dtype": "float32",
+                                         "min_coverage": 0.8}
     fingerprint = result.fingerprints["embeddings"]["cls"]
     assert fingerprint["sha256"] == hashlib.sha256(embedding_files["all"].read_bytes()).hexdigest()
     assert fingerprint["path"] == str(embedding_files["all"]) and fingerprint["dim"] == 8
@@ -92,7 +95,7 @@ def test_output_argument_writes_the_file(demo_suite: Suite, embedding_files: dic
     result = package_evaluate(embedding_files["user-citation"], demo_suite, tasks=["cocite"], split="val",
                               model="mine", output=tmp_path / "out.json", progress=False)
     loaded = RunResult.load(tmp_path / "out.json")
-    assert loaded.model == "mine" and loaded.settings["split"] == "val"
+    assert loaded.model == "mine" and loaded.settings.split == "val"
     assert loaded.tasks["cocite"].metrics == result.tasks["cocite"].metrics
 
 
@@ -108,8 +111,8 @@ def test_load_bad_results_file(tmp_path: Path, text: str, message: str) -> None:
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    ({"split": "train"}, "split must be 'test' or 'val', not 'train'"),
-    ({"missing": "ignore"}, "missing must be 'official' or 'error', not 'ignore'"),
+    ({"split": "train"}, "RunConfig: split='train' is not allowed; split must be one of 'test', 'val'"),
+    ({"missing": "ignore"}, "RunConfig: missing='ignore' is not allowed; missing must be one of 'official', 'error'"),
     ({"tasks": ["cite", "nope"]}, "unknown task 'nope'; known tasks: mag, mesh"),
 ])
 def test_bad_arguments(demo_suite: Suite, embedding_files: dict[str, Path], kwargs: dict, message: str) -> None:

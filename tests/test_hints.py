@@ -119,10 +119,12 @@ def test_twin_rows_are_told_apart_and_val_is_marked(cite_suite: tuple[Path, Path
     labels = [line.split(" | ")[0] for line in capsys.readouterr().out.splitlines() if line.startswith("| mine")]
     assert labels == [f"| mine (ours, {tmp_path / 'a' / 'mine.json'})",
                       f"| mine (ours, {tmp_path / 'b' / 'mine.json'})", "| mine (ours, c.json)"]
+    from dataclasses import replace
+
     from scidocs_eval.evaluation.results import RunResult
     from scidocs_eval.leaderboard import render_table1
     result = RunResult.load(tmp_path / "c.json")
-    result.settings["split"] = "val"
+    result.settings = replace(result.settings, split="val")
     assert "| mine (ours, val split) |" in render_table1([result], include_paper=False)
     twins = render_table1([result, result], include_paper=False)
     assert "| mine (ours, val split, run 1) |" in twins and "| mine (ours, val split, run 2) |" in twins

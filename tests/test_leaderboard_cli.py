@@ -3,6 +3,7 @@ placed by score without a letter; one-line errors for bad inputs."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import orjson
@@ -101,7 +102,7 @@ def test_published_rows_are_not_shown_beside_a_suite_built_from_another_corpus(r
     files, _ = collect_results([str(results_folder)])
     results = [RunResult.load(f) for f in files]
     for result in results:
-        result.settings["data"] = str(built)
+        result.settings = replace(result.settings, data=str(built))
     text = render_markdown(rank_results(results, [r.model for r in results], resamples=200, progress=False))
     assert "(published)" not in text and f"built from another corpus ({built})" in text
 

@@ -69,7 +69,7 @@ def test_half_coverage_fails_the_default_minimum_and_min_coverage_lowers_it(demo
     with pytest.raises(CoverageError, match=r"task cite: .*below the minimum coverage 80%"):
         evaluate(str(emb), demo_suite, tasks=["cite"], progress=False)
     result = evaluate(str(emb), demo_suite, tasks=["cite"], progress=False, min_coverage=0.3)
-    assert result.settings["min_coverage"] == 0.3
+    assert result.settings.min_coverage == 0.3
     warned = [r.getMessage() for r in caplog.records if "no usable embedding" in r.getMessage()]
     assert len(warned) == 1 and "absent" in warned[0] and "of" in warned[0]
 
@@ -82,7 +82,7 @@ def test_a_few_empty_vectors_like_the_official_reference_pass_with_a_warning(dem
     emb.write_bytes(b"".join(orjson.dumps({"paper_id": i, "embedding": [] if n % 20 == 0 else
                                            rng.normal(size=6).tolist()}) + b"\n" for n, i in enumerate(ids)))
     result = evaluate(str(emb), demo_suite, tasks=["cite"], progress=False)
-    assert result.settings["min_coverage"] == DEFAULT_MIN_COVERAGE
+    assert result.settings.min_coverage == DEFAULT_MIN_COVERAGE
     assert any("empty" in r.getMessage() for r in caplog.records)
 
 

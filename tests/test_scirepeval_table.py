@@ -181,7 +181,8 @@ def test_synthetic_label_from_the_result_or_the_suites_marker(scored: tuple[RunR
     assert result.synthetic and our_row(result).label == "topicvec (ours, synthetic SciRepEval copy)"
     # a result that does not say so, from a folder with write_synthetic_scirepeval's marker file: still synthetic
     assert our_row(dataclasses.replace(result, synthetic=False)).synthetic
-    real = dataclasses.replace(result, synthetic=False, settings={**result.settings, "data": "/no/such/folder"})
+    real = dataclasses.replace(result, synthetic=False,
+                               settings=dataclasses.replace(result.settings, data="/no/such/folder"))
     assert our_row(real).label == "topicvec (ours)"
 
 

@@ -219,7 +219,7 @@ def test_a_run_against_itself_with_another_recomm_seed_count_is_not_significant(
 
 
 def test_different_splits_and_suite_files_are_refused_naming_what_differs(random_run: RunResult) -> None:
-    val = replace(random_run, settings={**random_run.settings, "split": "val"})
+    val = replace(random_run, settings=replace(random_run.settings, split="val"))
     with pytest.raises(ScidocsEvalError, match=r"different splits \(random: test, random: val\)"):
         compare(random_run, val, progress=False)
     files = dict(random_run.fingerprints["data"])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from scidocs_eval.cli.hints import hint, print_next, results_hints
 from scidocs_eval.cli.options import (
@@ -23,6 +24,7 @@ from scidocs_eval.cli.options import (
 )
 from scidocs_eval.data.demo import DemoConfig, build_demo_suite
 from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.evaluation.config import RunConfig
 from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.runner import evaluate
 from scidocs_eval.evaluation.task import (
@@ -49,8 +51,9 @@ DEFAULT_RESULTS_DIR = "scidocs-results"
 def _add_evaluation_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", help="suite directory in the official layout, or 'demo' for the synthetic "
                         "demo suite (default: $SCIDOCS_EVAL_DATA or the per-user data directory)")
-    parser.add_argument("--benchmark", help="score the tasks of this named benchmark (default: scidocs, the 2020 "
-                        f"suite's seven; `scidocs-eval benchmarks` lists them: {', '.join(BENCHMARKS.names())})")
+    parser.add_argument("--benchmark", help="score the tasks of this named benchmark, or of several, comma-separated "
+                        "(baseline embeds them with one plan; default: scidocs, the 2020 suite's seven; "
+                        f"`scidocs-eval benchmarks` lists them: {', '.join(BENCHMARKS.names())})")
     parser.add_argument("--tasks", help="comma-separated tasks, of any benchmark (with --benchmark, of that one): "
                         f"{','.join(task_names())}")
     parser.add_argument("--split", choices=("test", "val"), default="test",
@@ -62,6 +65,15 @@ def _add_evaluation_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--min-coverage", type=argument_type([FRACTION], "--min-coverage", float),
                         default=DEFAULT_MIN_COVERAGE, help="the least share (0 to 1) of each task's queries, "
                         "candidates or papers with a usable embedding; below it the run stops (default: %(default)s)")
+
+
+def run_config(args: argparse.Namespace, **command_fields: Any) -> RunConfig:
+    """The `RunConfig` of the evaluation options `run` and `baseline` share, with the fields only one of them has
+    (`run`: dtype, output, exclude)."""
+    benchmarks = [name.strip() for name in args.benchmark.split(",")] if args.benchmark is not None else None
+    return RunConfig(data=args.data, tasks=task_list(args.tasks), benchmarks=benchmarks, split=args.split,
+                     missing=args.missing, task_params=_task_params(args.task_param), min_coverage=args.min_coverage,
+                     progress=not args.quiet, cache=not args.no_cache, **command_fields)
 
 
 def _task_params(pairs: list[str]) -> dict[str, dict[str, object]]:
@@ -91,7 +103,7 @@ def _print_result(result: RunResult, written: list[Path], ci: bool = False) -> i
     if any(TASKS[name].spec.table1 for name in result.tasks if name in TASKS):
         print()
         print(render_table1([result], include_paper="same-name"))
-    if result.settings.get("benchmark") == "sci":  # each owner's averages side by side
+    if result.settings.benchmark == "sci":  # each owner's averages side by side
         print()
         print(render_sci_table([result]), end="")
     results_file = next((path for path in written if path.name.endswith(".json")), None)
@@ -144,11 +156,8 @@ def _run(args: argparse.Namespace) -> int:
         inputs = list(embeddings.values()) if isinstance(embeddings, dict) else [embeddings]
         claim_inputs_are_not_outputs([*inputs, args.exclude, args.ids, _data_folder(args.data)], {"--out": output})
         claim_output(output, "--out")
-    result = evaluate(embeddings, args.data, tasks=task_list(args.tasks), benchmark=args.benchmark, split=args.split,
-                      missing=args.missing, task_params=_task_params(args.task_param), model=args.name,
-                      output=output, cache=not args.no_cache, dtype=args.dtype, progress=not args.quiet,
-                      min_coverage=args.min_coverage, read_options=embeddings_read_options(args),
-                      exclude=args.exclude)
+    config = run_config(args, dtype=args.dtype, output=output, exclude=args.exclude)
+    result = evaluate(embeddings, config=config, model=args.name, read_options=embeddings_read_options(args))
     return _print_result(result, [output] if output else [], ci=args.ci)
 
 
@@ -197,11 +206,9 @@ def _scidocs_tables(results: list[RunResult], paths: list[Path], args: argparse.
 
 def _baseline(args: argparse.Namespace) -> int:
     params = adapter_params(args, ("seed", "tune", "vectors", "citations", *MODEL_OPTIONS))
-    result = run_baseline(args.name, args.data, out_dir=args.out_dir, params=params,
-                          train_corpus=args.train_corpus, tasks=task_list(args.tasks), split=args.split,
-                          task_params=_task_params(args.task_param), resume=args.resume, progress=not args.quiet,
-                          embeddings_format=args.embeddings_format, min_coverage=args.min_coverage,
-                          benchmark=args.benchmark.split(",") if args.benchmark else None, cache=not args.no_cache)
+    result = run_baseline(args.name, config=run_config(args), out_dir=args.out_dir, params=params,
+                          train_corpus=args.train_corpus, resume=args.resume,
+                          embeddings_format=args.embeddings_format)
     if result is None:  # the torchrun processes but rank 0
         return 0
     written = dict.fromkeys(Path(source["path"]) for source in result.fingerprints["embeddings"].values())
@@ -297,8 +304,7 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     add_model_options(baseline)
     baseline.add_argument("--resume", action="store_true", help="keep papers already in NAME.jsonl")
     baseline.add_argument("--no-cache", action="store_true", help="do not read or add to the embedding cache "
-                          "across runs (`scidocs-eval cache info`); --benchmark may name several, comma-separated, "
-                          "embedded with one plan")
+                          "across runs (`scidocs-eval cache info`)")
     baseline.add_argument("--embeddings-format", choices=EMBEDDINGS_FORMATS, default="jsonl",
                           help="write the embeddings as NAME.jsonl (the official format) or NAME.parquet "
                           "(default: %(default)s)")

@@ -84,7 +84,7 @@ def _comparable(results_file: Path, result: RunResult) -> Path | None:
         if path.resolve() == results_file.resolve() or not is_results_file(path):
             continue
         other = RunResult.load(path)
-        same = all(other.settings.get(key) == result.settings.get(key) for key in ("data", "split"))
+        same = (other.settings.data, other.settings.split) == (result.settings.data, result.settings.split)
         if same and set(other.tasks) & set(result.tasks) and not other.failed:
             candidates.append((path.stat().st_mtime, path))
     return max(candidates)[1] if candidates else None

@@ -10,6 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from scidocs_eval.evaluation.config import RunConfig
 from scidocs_eval.evaluation.task import TASKS
 from scidocs_eval.evaluators.recomm_rankers import RANKERS
 from scidocs_eval.models.adapter import ADAPTERS
@@ -22,8 +23,9 @@ END = "<!-- end of parameter table -->"
 
 
 def declared_classes() -> list[tuple[str, type]]:
-    """(how the user sets it, class) for every task, adapter and ranker."""
-    return ([(f"`--task-param {name}.KEY=VALUE`", cls) for name, cls in TASKS.items()]
+    """(how the user sets it, class) for the run configuration and every task, adapter and ranker."""
+    return ([("`RunConfig` (`config=`)", RunConfig)]
+            + [(f"`--task-param {name}.KEY=VALUE`", cls) for name, cls in TASKS.items()]
             + [(f"`baseline {name} -p KEY=VALUE`", cls) for name, cls in ADAPTERS.items()]
             + [(f"`--task-param recomm.ranker_params={{...}}` (ranker {name})", cls) for name, cls in RANKERS.items()])
 

@@ -98,7 +98,7 @@ def _load(source: ResultSource) -> tuple[str, RunResult]:
 
 def check_comparable(a: RunResult, label_a: str, b: RunResult, label_b: str) -> None:
     """Refuse results computed on different splits or different suite files."""
-    split_a, split_b = a.settings.get("split", "test"), b.settings.get("split", "test")
+    split_a, split_b = a.settings.split, b.settings.split
     if split_a != split_b:
         raise ScidocsEvalError(f"cannot compare: different splits ({label_a}: {split_a}, {label_b}: {split_b})")
     files_a, files_b = a.fingerprints.get("data", {}), b.fingerprints.get("data", {})
@@ -246,7 +246,7 @@ def compare(baseline: ResultSource, *others: ResultSource, resamples: int = RESA
     for source in others:
         label_b, b = _load(source)
         pairs.append(compare_pair(a, label_a, b, label_b, resamples, seed, alpha, progress))
-    return Comparison(pairs, a.settings.get("split", "test"), resamples, seed, alpha)
+    return Comparison(pairs, a.settings.split, resamples, seed, alpha)
 
 
 def write_json(comparison: Comparison, path: str | os.PathLike[str]) -> Path:

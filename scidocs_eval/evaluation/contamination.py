@@ -383,7 +383,7 @@ def clean_scores(report: AuditReport, result: RunResult, resamples: int = RESAMP
     """Per task and metric of `result`: the value and 95% interval over all, clean and leaked items, and the
     clean − all difference with its paired-bootstrap interval and p-value. Tasks without per-item results or
     not audited are listed under "skipped"."""
-    check_same_suite(report, "the audit", result.settings.get("split", "test"),
+    check_same_suite(report, "the audit", result.settings.split,
                      result.fingerprints.get("data", {}), [])
     scores: dict[str, dict[str, Any]] = {}
     for task, task_result in result.tasks.items():

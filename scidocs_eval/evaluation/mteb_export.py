@@ -104,7 +104,7 @@ def export_mteb(results: Sequence[str | os.PathLike[str]], out_dir: str | os.Pat
             raise ScidocsEvalError(f"{source}: model name {name!r} is not an MTEB model name (org/name); give "
                                    "--model-name")
         folder = Path(name.replace("/", "__")) / revision
-        split = run.settings.get("split", "test")
+        split = run.settings.split
         similarity = None
         for task, result in run.tasks.items():
             why = _why_not(task, result, split)

@@ -365,7 +365,7 @@ class Cohort:
     reason: str = ""
     """why these results are not ranked with the first cohort ("" for the first)."""
     suites: list[str] = field(default_factory=list)
-    """the suite folders the results name (`settings["data"]`), each once."""
+    """the suite folders the results name (`settings.data`), each once."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"models": self.labels, "split": self.split, "synthetic": self.synthetic, "set_apart": self.reason,
@@ -394,21 +394,21 @@ class Leaderboard:
 def comparability_problem(a: RunResult, b: RunResult) -> str | None:
     """Why `b`'s numbers cannot be tested against `a`'s, or None: another split, another suite file where both
     read one, other task settings for a task both ran, another missing-embedding rule or leaked-items exclusion."""
-    split_a, split_b = a.settings.get("split", "test"), b.settings.get("split", "test")
+    split_a, split_b = a.settings.split, b.settings.split
     if split_a != split_b:
         return f"split {split_b} (not {split_a})"
     files_a, files_b = a.fingerprints.get("data", {}), b.fingerprints.get("data", {})
     differing = sorted(f for f in set(files_a) & set(files_b) if files_a[f] != files_b[f])
     if differing:
         return f"other suite files: {', '.join(differing[:3])}{' ...' if len(differing) > 3 else ''} differ"
-    if a.settings.get("missing", "official") != b.settings.get("missing", "official"):
-        return f"missing-embedding rule {b.settings.get('missing')!r} (not {a.settings.get('missing')!r})"
-    params_a, params_b = a.settings.get("task_params") or {}, b.settings.get("task_params") or {}
+    if a.settings.missing != b.settings.missing:
+        return f"missing-embedding rule {b.settings.missing!r} (not {a.settings.missing!r})"
+    params_a, params_b = a.settings.task_params, b.settings.task_params
     for task in (t for t in a.tasks if t in b.tasks):
         if (params_a.get(task) or {}) != (params_b.get(task) or {}):
             return f"task {task} settings {params_b.get(task) or {}} (not {params_a.get(task) or {}})"
-    exclude_a, exclude_b = (r.settings.get("exclude") or {} for r in (a, b))
-    if exclude_a.get("sha256") != exclude_b.get("sha256"):
+    exclude_a, exclude_b = (r.settings.exclude for r in (a, b))
+    if (exclude_a and exclude_a.sha256) != (exclude_b and exclude_b.sha256):
         return ("scored without the items an audit found leaked" if exclude_b else
                 "scored on every item (the others without the items an audit found leaked)")
     return None
@@ -538,9 +538,9 @@ def rank_cohort(results: Sequence[RunResult], labels: Sequence[str], averages: M
     (name -> (task, metric) components) all of them hold; `resamples` None: `resamples_for` the cohort's size."""
     m = len(results)
     tasks = [t for t in results[0].tasks if all(t in r.tasks for r in results)]
-    split = str(results[0].settings.get("split", "test"))
+    split = results[0].settings.split
     synthetic = any(r.synthetic for r in results)
-    suites = list(dict.fromkeys(str(r.settings.get("data", "")) for r in results if r.settings.get("data")))
+    suites = list(dict.fromkeys(r.settings.data for r in results if r.settings.data))
     if m < 2:
         return Cohort(list(labels), split, synthetic, [], None, reason, suites)
     averages = {name: list(components) for name, components in averages.items()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import warnings
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from importlib import metadata
@@ -13,9 +14,10 @@ from typing import Any
 
 import orjson
 
-from scidocs_eval.errors import InputError
+from scidocs_eval.errors import InputError, ScidocsEvalError
 from scidocs_eval.evaluation.task import TaskResult
 from scidocs_eval.formats.safe_output import write_bytes_atomically
+from scidocs_eval.params import Declared, InstanceOf, ListOf, Satisfies, describe, make_constraint
 
 log = logging.getLogger("scidocs_eval")
 
@@ -71,6 +73,8 @@ def _results_file_problem(data: Any) -> str | None:
     for name, kinds in _RUN_FIELDS.items():
         if name in data and (problem := _field_problem(name, data[name], kinds)):
             return problem
+    if problem := settings_problem(data.get("settings", {})):
+        return problem
     for name, task in data["tasks"].items():
         if not isinstance(task, dict):
             return f"task {name!r} must be an object, got {type(task).__name__}"
@@ -97,6 +101,8 @@ def _is_real(value: Any) -> bool:
 def unknown_fields(data: dict[str, Any]) -> list[str]:
     """The fields of a results file (and of its tasks, as "tasks.NAME.FIELD") this version does not know."""
     unknown = [name for name in data if name not in _RUN_FIELDS and name != "format"]
+    unknown += [f"settings.{name}" for name in data.get("settings", {}) if name not in _SETTINGS_FIELDS
+                and name not in LEGACY_SETTINGS]
     return unknown + [f"tasks.{task}.{name}" for task, fields in data["tasks"].items() for name in fields
                       if name not in _TASK_FIELDS]
 
@@ -113,6 +119,128 @@ def _intervals_problem(task: str, intervals: Any) -> str | None:
         if not (math.isfinite(low) and math.isfinite(high) and low <= high):
             return f"task {task!r}: ci of {metric!r} is not an interval: {pair!r}"
     return None
+
+
+def _is_counts(value: Any) -> bool:
+    return isinstance(value, Mapping) and all(_is_int(count) for count in value.values())
+
+
+def _is_exclusion(value: Any) -> bool:
+    return isinstance(value, Mapping) and isinstance(value.get("audit"), str) \
+        and isinstance(value.get("sha256"), str) and isinstance(value.get("leaked_if"), list) \
+        and all(isinstance(strength, str) for strength in value["leaked_if"]) \
+        and _is_counts(value.get("items_excluded"))
+
+
+_SETTINGS_FIELDS: dict[str, list[Declared]] = {
+    "data": [str, None], "benchmark": [str, None], "tasks": [ListOf(InstanceOf(str))], "split": [str],
+    "missing": [str],
+    "task_params": [Satisfies(lambda v: isinstance(v, Mapping) and all(isinstance(p, Mapping) for p in v.values()),
+                              "an object {task: {parameter: value}}")],
+    "dtype": [str, None], "min_coverage": [float, None],
+    "exclude": [Satisfies(_is_exclusion, "an object {audit, sha256, leaked_if: [...], items_excluded: {task: "
+                          "count}}"), None],
+    "benchmarks": [ListOf(InstanceOf(str)), None]}
+"""the settings a results file holds, each with the rules of its JSON value (`scidocs_eval.params`)."""
+LEGACY_SETTINGS = ("adapter", "model_object")
+"""settings of earlier versions that `ModelInfo` now holds; kept as they are, without a warning."""
+
+
+def settings_problem(settings: Any) -> str | None:
+    """What makes a results file's `settings` (parsed JSON) not what `RunSettings` holds, or None."""
+    if not isinstance(settings, dict):
+        return _field_problem("settings", settings, (dict,))
+    for name, rules in _SETTINGS_FIELDS.items():
+        if name in settings and not any(make_constraint(rule).is_satisfied_by(settings[name]) for rule in rules):
+            value = settings[name]
+            got = "null" if value is None else f"{type(value).__name__} {value!r:.60}"
+            return f"field 'settings.{name}' must be {describe(rules)}, got {got}"
+    return None
+
+
+@dataclass(frozen=True)
+class LeakExclusion:
+    """What a run scored without (`run --exclude`): the audit file, its sha256, the match strengths it counts as
+    leaked, and the items excluded per task."""
+
+    audit: str
+    sha256: str
+    leaked_if: tuple[str, ...]
+    items_excluded: Mapping[str, int]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"audit": self.audit, "sha256": self.sha256, "leaked_if": list(self.leaked_if),
+                "items_excluded": dict(self.items_excluded)}
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """What a run was scored with, as its results file records it (`settings`; written by `evaluate` from its
+    `RunConfig`). A setting an earlier version did not record is None (`split` and `missing`: the defaults every
+    version applied); `other` keeps the keys this version does not know, as they were (`settings["adapter"]` and
+    `settings["model_object"]` of earlier versions, which `ModelInfo` now holds, among them).
+
+    Args:
+        data: the suite folder scored.
+        benchmark: the benchmark named, when one was.
+        tasks: the tasks the run scored or skipped.
+        split: "test" or "val".
+        missing: the missing-embedding rule, "official" or "error".
+        task_params: constructor parameters per task name.
+        dtype: the vectors' precision ("float32", "float64").
+        min_coverage: the coverage guard's least share.
+        exclude: the audit whose leaked items were not scored (`run --exclude`), if any.
+        benchmarks: the benchmarks named, when several were (embedded with one plan).
+        other: keys of `settings` this version does not know.
+    """
+
+    data: str | None = None
+    benchmark: str | None = None
+    tasks: tuple[str, ...] = ()
+    split: str = "test"
+    missing: str = "official"
+    task_params: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    dtype: str | None = None
+    min_coverage: float | None = None
+    exclude: LeakExclusion | None = None
+    benchmarks: tuple[str, ...] | None = None
+    other: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object of a results file's `settings`: the keys earlier versions wrote (those not recorded
+        left out), then `other`."""
+        data: dict[str, Any] = {"data": self.data, "benchmark": self.benchmark, "tasks": list(self.tasks),
+                                "split": self.split, "missing": self.missing,
+                                "task_params": {task: dict(params) for task, params in self.task_params.items()},
+                                "dtype": self.dtype, "min_coverage": self.min_coverage,
+                                "exclude": self.exclude.to_dict() if self.exclude else None,
+                                "benchmarks": list(self.benchmarks) if self.benchmarks is not None else None}
+        return {**{key: value for key, value in data.items() if value is not None}, **self.other}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RunSettings:
+        """The settings of a results file (any version); a malformed known key is a `ScidocsEvalError` naming it."""
+        if problem := settings_problem(dict(data)):
+            raise ScidocsEvalError(f"malformed results settings: {problem}")
+        known = {key: value for key, value in data.items() if key in _SETTINGS_FIELDS and value is not None}
+        exclude = known.pop("exclude", None)
+        known.update({key: tuple(known[key]) for key in ("tasks", "benchmarks") if key in known},
+                     task_params={task: dict(params) for task, params in known.get("task_params", {}).items()})
+        return cls(**known, exclude=LeakExclusion(exclude["audit"], exclude["sha256"], tuple(exclude["leaked_if"]),
+                                                  dict(exclude["items_excluded"])) if exclude else None,
+                   other={key: value for key, value in data.items() if key not in _SETTINGS_FIELDS})
+
+    def __getitem__(self, key: str) -> Any:
+        """Read as the dict of earlier versions (deprecated: read the attributes)."""
+        warnings.warn("RunResult.settings as a mapping is deprecated; read its attributes (RunSettings), e.g. "
+                      "result.settings.split", DeprecationWarning, stacklevel=2)
+        return self.to_dict()[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """Read as the dict of earlier versions (deprecated: read the attributes)."""
+        warnings.warn("RunResult.settings as a mapping is deprecated; read its attributes (RunSettings), e.g. "
+                      "result.settings.split", DeprecationWarning, stacklevel=2)
+        return self.to_dict().get(key, default)
 
 
 @dataclass(frozen=True)
@@ -188,7 +316,8 @@ class RunResult:
 
     model: str
     tasks: dict[str, TaskResult]
-    settings: dict[str, Any] = field(default_factory=dict)
+    settings: RunSettings = field(default_factory=RunSettings)
+    """what the run was scored with (a mapping of the results-file form is turned into `RunSettings`)."""
     skipped: dict[str, str] = field(default_factory=dict)
     failed: dict[str, str] = field(default_factory=dict)
     """Tasks that could not run (an optional package missing), with the reason; the CLI exits non-zero."""
@@ -201,8 +330,12 @@ class RunResult:
     """fields of a file written by a newer version (top level, and "tasks" -> {task: {field: value}}), kept as
     they were so that rewriting the file keeps them."""
 
+    def __post_init__(self) -> None:
+        if isinstance(self.settings, Mapping):
+            self.settings = RunSettings.from_dict(self.settings)
+
     def to_dict(self) -> dict[str, Any]:
-        data = {"format": RESULTS_FORMAT, **asdict(self)}
+        data = {"format": RESULTS_FORMAT, **asdict(self), "settings": self.settings.to_dict()}
         unknown = data.pop("unknown")
         for task, fields in unknown.get("tasks", {}).items():
             data["tasks"].get(task, {}).update(fields)
@@ -223,11 +356,12 @@ class RunResult:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunResult:
         fields = {k: v for k, v in data.items() if k in _RUN_FIELDS}
+        fields["settings"] = settings = RunSettings.from_dict(data.get("settings") or {})
         fields["tasks"] = {name: TaskResult(**{k: v for k, v in task.items() if k in _TASK_FIELDS})
                            for name, task in data["tasks"].items()}
         info = fields.get("model_info")
         fields["model_info"] = ModelInfo.from_dict(info) if isinstance(info, Mapping) else \
-            ModelInfo.from_legacy_settings(fields.get("settings") or {})
+            ModelInfo.from_legacy_settings(settings.other)
         unknown: dict[str, Any] = {k: v for k, v in data.items() if k not in _RUN_FIELDS and k != "format"}
         unknown_in_tasks = {name: extra for name, task in data["tasks"].items()
                             if (extra := {k: v for k, v in task.items() if k not in _TASK_FIELDS})}

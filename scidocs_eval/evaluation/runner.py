@@ -13,6 +13,7 @@ import numpy as np
 
 from scidocs_eval.data.resolve import resolve_suite
 from scidocs_eval.errors import ScidocsEvalError, UndefinedMetricError
+from scidocs_eval.evaluation.config import RunConfig
 from scidocs_eval.evaluation.contamination import (
     AuditReport,
     check_same_suite,
@@ -22,10 +23,9 @@ from scidocs_eval.evaluation.contamination import (
     without_leaked,
 )
 from scidocs_eval.evaluation.integrity import apply_findings
-from scidocs_eval.evaluation.results import RunResult
+from scidocs_eval.evaluation.results import LeakExclusion, RunResult
 from scidocs_eval.evaluation.significance import confidence_intervals
 from scidocs_eval.evaluation.task import (
-    DEFAULT_MIN_COVERAGE,
     TASKS,
     MissingPolicy,
     Task,
@@ -33,7 +33,6 @@ from scidocs_eval.evaluation.task import (
     build_tasks,
     check_coverage,
     embedding_groups,
-    selected_tasks,
 )
 from scidocs_eval.extras import MissingExtraError
 from scidocs_eval.formats.embeddings import EmbeddingStore
@@ -41,7 +40,6 @@ from scidocs_eval.formats.embeddings_files import STDIN
 from scidocs_eval.formats.embeddings_tables import ReadOptions
 from scidocs_eval.formats.safe_output import claim_inputs_are_not_outputs, claim_output
 from scidocs_eval.formats.suite import Suite
-from scidocs_eval.params import FRACTION, check_value
 
 log = logging.getLogger("scidocs_eval")
 
@@ -183,77 +181,83 @@ def evaluate(
     embeddings: EmbeddingsSource | Mapping[str, EmbeddingsSource],
     data: str | os.PathLike[str] | Suite | None = None,
     *,
+    config: RunConfig | None = None,
     tasks: Sequence[str] | None = None,
-    benchmark: str | None = None,
-    split: str = "test",
-    missing: MissingPolicy = "official",
+    benchmark: str | Sequence[str] | None = None,
+    split: str | None = None,
+    missing: MissingPolicy | None = None,
     task_params: Mapping[str, Mapping[str, Any]] | None = None,
     model: str | None = None,
     output: str | os.PathLike[str] | None = None,
-    cache: bool = True,
-    dtype: Any = np.float32,
-    progress: bool = True,
+    cache: bool | None = None,
+    dtype: Any = None,
+    progress: bool | None = None,
     read_options: ReadOptions | None = None,
-    min_coverage: float = DEFAULT_MIN_COVERAGE,
+    min_coverage: float | None = None,
     exclude: str | os.PathLike[str] | None = None,
 ) -> RunResult:
     """Score embeddings on the SciDocs tasks.
+
+    What is scored and how is a `RunConfig` (`config`); each of its fields may also be given as a keyword
+    parameter below, which, when not None, overrides the config's (or the default's) value. `scidocs-eval run`
+    builds the config from its options and calls this.
 
     Args:
         embeddings: one embeddings file (any kind `EmbeddingStore.load` reads; "-" for standard input) or
             EmbeddingStore for every task, or a mapping from the official
             groups ("cls", "user-citation", "recomm") to one file each.
         data: suite directory, "demo", a Suite, or None for the default data directory.
+        config: the run's configuration (default: `RunConfig()`'s defaults).
         tasks: task names, of any benchmark (default: the benchmark's tasks). Tasks whose files are absent are
             skipped with a note.
-        benchmark: a registered benchmark (`BENCHMARKS`; default "scidocs", the 2020 suite's seven tasks); with
-            `tasks`, each must belong to it.
+        benchmark: a registered benchmark (`BENCHMARKS`; default "scidocs", the 2020 suite's seven), or several;
+            with `tasks`, each must belong to one of them (`RunConfig.benchmarks`).
             A task whose optional package is missing is not run and is listed in `result.failed` with the extra to
             install (the other tasks are scored; the CLI exits with status 2).
-        split: "test" (what the paper reports) or "val".
-        missing: "official" (the official rules for papers without an embedding) or "error".
+        split: "test" (what the paper reports, default) or "val".
+        missing: "official" (the official rules for papers without an embedding, default) or "error".
         task_params: constructor parameters per task name, e.g. {"recomm": {"seeds": 3}}.
         model: the name results and tables show (default: the embeddings file's stem).
         output: where to write the results JSON (none by default).
-        cache: reuse/write the parsed-embeddings cache.
-        dtype: the matrix's dtype (float32; float64 keeps every digit of the file).
+        cache: reuse/write the parsed-embeddings cache (default True).
+        dtype: the matrix's dtype (float32, default; float64 keeps every digit of the file).
         read_options: where a table or array file holds its ids and vectors (`ReadOptions`: an ids sidecar for
             a .npy, the id and embedding columns of a table).
-        min_coverage: the least share (0..1) of each task's queries, candidates or papers with a usable
-            embedding; below it, or with none at all, a CoverageError (a warning line whenever any lacks one).
+        min_coverage: the least share (0..1, default 0.8) of each task's queries, candidates or papers with a
+            usable embedding; below it, or with none at all, a CoverageError (a warning line whenever any lacks
+            one).
         exclude: an audit file (`scidocs-eval audit --out`): every task is scored without the items it found
             leaked (made on the same suite files and split, and auditing every task run; else an error).
 
     Returns:
-        a RunResult; `result.tasks[name].metrics` holds the numbers (×100, 2 decimals).
+        a RunResult; `result.tasks[name].metrics` holds the numbers (×100, 2 decimals); `result.settings` the
+        `RunSettings` the config recorded.
     """
-    if split not in ("test", "val"):
-        raise ScidocsEvalError(f"split must be 'test' or 'val', not {split!r}")
-    if missing not in ("official", "error"):
-        raise ScidocsEvalError(f"missing must be 'official' or 'error', not {missing!r}")
-    check_value("min_coverage", min_coverage, [FRACTION], "evaluate")
-    names = selected_tasks(tasks, benchmark)
-    params = task_params or {}
-    checked = build_tasks(names, params)
+    config = RunConfig.build(config, data=data, tasks=tasks, benchmarks=benchmark, split=split, missing=missing,
+                             task_params=task_params, output=output, cache=cache, dtype=dtype, progress=progress,
+                             min_coverage=min_coverage, exclude=exclude)
+    names = config.task_names()
+    checked = config.built_tasks()
+    output, exclude = config.output, config.exclude
     audit = AuditReport.load(exclude) if exclude is not None else None
     if output is not None:
         sources = embeddings.values() if isinstance(embeddings, Mapping) else [embeddings]
         claim_inputs_are_not_outputs([*(s for s in sources if isinstance(s, (str, os.PathLike))), exclude,
-                                      *([data] if isinstance(data, (str, os.PathLike)) else [])],
+                                      *([config.data] if isinstance(config.data, str) else [])],
                                      {"output": output})
         claim_output(output)
     started = time.perf_counter()
-    suite = resolve_suite(data)
+    suite = resolve_suite(config.data)
     sources = _as_sources(embeddings, names)
-    stores = _Stores(sources, cache, dtype, progress, read_options)
+    stores = _Stores(sources, config.cache, np.dtype(config.dtype), config.progress, read_options)
     if audit is not None:  # a mismatched audit is refused before any task is scored
         for name in names:
-            inputs = checked[name].input_files(suite, split)
+            inputs = checked[name].input_files(suite, config.split)
             if all(suite.has(f) for f in inputs):
-                check_same_suite(audit, str(exclude), split, suite.fingerprint(inputs), [name])
+                check_same_suite(audit, str(exclude), config.split, suite.fingerprint(inputs), [name])
     failed: dict[str, str] = {}
-    results, skipped, files = score_tasks(stores, suite, names, split, missing, checked, min_coverage,
-                                          failed)
+    results, skipped, files = score_tasks(stores, suite, names, config.split, config.missing, checked,
+                                          config.min_coverage, failed)
     for name, result in list(results.items()):
         if audit is not None:
             result = results[name] = without_leaked(result, excluded_items(audit, name, result))
@@ -261,21 +265,16 @@ def evaluate(
     if not results:
         raise ScidocsEvalError(f"no task could run on {suite.root}: " + "; ".join(f"{k}: {v}" for k, v in
                                                                              {**skipped, **failed}.items()))
-    model = model or _default_model_name(list(sources.items()))
+    exclusion = None if audit is None or exclude is None else LeakExclusion(
+        str(exclude), file_sha256(exclude), tuple(audit.data["settings"]["leaked_if"]),
+        {name: r.coverage["items_excluded_as_leaked"] for name, r in results.items()})
     timings = {"loading_embeddings": round(stores.seconds, 3), "total": round(time.perf_counter() - started, 3)}
     run = RunResult(
-        model=model, tasks=results, skipped=skipped, failed=failed,
-        settings={"data": str(suite.root), **({"benchmark": benchmark} if benchmark else {}), "tasks": names,
-                  "split": split, "missing": missing,
-                  "task_params": {k: dict(v) for k, v in params.items()}, "dtype": np.dtype(dtype).name,
-                  "min_coverage": min_coverage},
+        model=model or _default_model_name(list(sources.items())), tasks=results, skipped=skipped, failed=failed,
+        settings=config.settings(suite.root, names, exclusion),
         fingerprints={"embeddings": stores.fingerprints(), "data": suite.fingerprint(sorted(set(files)))},
         timings=timings, synthetic=suite.is_synthetic,
     )
-    if audit is not None:
-        run.settings["exclude"] = {
-            "audit": str(exclude), "sha256": file_sha256(exclude), "leaked_if": audit.data["settings"]["leaked_if"],
-            "items_excluded": {name: r.coverage["items_excluded_as_leaked"] for name, r in results.items()}}
     if output is not None:
         run.save(output)
     return run

@@ -4,20 +4,21 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.evaluation.config import RunConfig
 from scidocs_eval.evaluation.results import RunResult
-from scidocs_eval.evaluation.task import DEFAULT_MIN_COVERAGE, TASKS
+from scidocs_eval.evaluation.task import TASKS
 from scidocs_eval.formats.corpus import read_papers
 from scidocs_eval.formats.provenance import settings_file
 from scidocs_eval.formats.safe_output import claim_inputs_are_not_outputs, claim_output
 from scidocs_eval.formats.suite import Suite
-from scidocs_eval.formats.vector_cache import VectorCache
 from scidocs_eval.models.adapter import Adapter, get_adapter
 from scidocs_eval.models.distributed import is_main_process
-from scidocs_eval.models.pipeline import embed_and_score, run_tasks
+from scidocs_eval.models.pipeline import embed_and_score
 
 OUT_DIR_OPTION = "--out-dir"
 EMBEDDINGS_FORMATS = ("jsonl", "parquet")
@@ -65,42 +66,51 @@ def run_baseline(
     name: str,
     data: str | os.PathLike[str] | Suite | None = None,
     *,
+    config: RunConfig | None = None,
     out_dir: str | os.PathLike[str] = "scidocs-results",
     params: Mapping[str, Any] | None = None,
     train_corpus: str | os.PathLike[str] | None = None,
     tasks: Sequence[str] | None = None,
-    split: str = "test",
+    split: str | None = None,
     task_params: Mapping[str, Mapping[str, Any]] | None = None,
     resume: bool = False,
-    progress: bool = True,
+    progress: bool | None = None,
     embeddings_format: str = "jsonl",
-    min_coverage: float = DEFAULT_MIN_COVERAGE,
+    min_coverage: float | None = None,
     benchmark: str | Sequence[str] | None = None,
-    cache: bool = True,
+    cache: bool | None = None,
 ) -> RunResult | None:
     """Fit the adapter `name` on the suite's papers (or `train_corpus`), embed the papers the tasks need, score,
     save the results.
 
-    With `tasks` (or the tasks of `benchmark`, one or several, embedded with one plan; default "scidocs"), only
-    their papers are fitted on and embedded. `cache`: read and add to the embedding cache across runs (an adapter
-    that learns from a corpus, a transductive one and a checkpoint whose weights cannot be hashed are never cached).
-    Writes `{out_dir}/{name}.{embeddings_format}` (embeddings: "jsonl" or "parquet"; `{name}-{group}.{format}` per
+    What is scored and how is a `RunConfig` (`config`); `data`, `tasks`, `split`, `task_params`, `progress`,
+    `min_coverage`, `benchmark` (its `benchmarks`) and `cache`, when not None, override its fields (as in
+    `evaluate`). `scidocs-eval baseline` builds the config from its options and calls this. With `tasks` (or the
+    tasks of the benchmarks, one or several, embedded with one plan; default "scidocs"), only their papers are
+    fitted on and embedded. `cache`: read and add to the embedding cache across runs (an adapter that learns from
+    a corpus, a transductive one and a checkpoint whose weights cannot be hashed are never cached). The results
+    go to `{out_dir}/{name}.results.json` (the config's `output` must be None). Writes
+    `{out_dir}/{name}.{embeddings_format}` (embeddings: "jsonl" or "parquet"; `{name}-{group}.{format}` per
     embeddings group embedded apart: SPECTER2 by group, the queries and documents of retrieval tasks;
-    `{name}-{input format}.{format}` per input format for an adapter that embeds by format) and
-    `{out_dir}/{name}.results.json`. Under torchrun every process embeds a share and only rank 0 scores: the
-    others return None.
+    `{name}-{input format}.{format}` per input format for an adapter that embeds by format). Under torchrun every
+    process embeds a share and only rank 0 scores: the others return None.
     """
+    config = RunConfig.build(config, data=data, tasks=tasks, split=split, task_params=task_params,
+                             progress=progress, min_coverage=min_coverage, benchmarks=benchmark, cache=cache)
+    if config.output is not None:
+        raise ScidocsEvalError(f"run_baseline writes its results to {OUT_DIR_OPTION} (out_dir); leave the "
+                               f"config's output out, not {str(config.output)!r}")
     if embeddings_format not in EMBEDDINGS_FORMATS:
         raise ScidocsEvalError(f"embeddings_format must be one of {EMBEDDINGS_FORMATS}, not {embeddings_format!r}")
     adapter = get_adapter(name, **(params or {}))
     out_dir = Path(out_dir)
     claim_baseline_outputs(name, adapter, out_dir,
-                           [train_corpus, *([data] if isinstance(data, (str, os.PathLike)) else []),  # suite files
+                           [train_corpus, config.exclude,
+                            *([config.data] if isinstance(config.data, (str, os.PathLike)) else []),  # suite files
                             *(v for v in (params or {}).values() if isinstance(v, (str, Path)))],
-                           embeddings_format, run_tasks(tasks, benchmark))
+                           embeddings_format, config.task_names())
     return embed_and_score(
-        adapter.group_adapters() or adapter, data, embeddings_path(name, out_dir, embeddings_format), name=name,
-        tasks=tasks, benchmark=benchmark, split=split, task_params=task_params,
+        adapter.group_adapters() or adapter, replace(config, output=out_dir / f"{name}.results.json"),
+        embeddings_path(name, out_dir, embeddings_format), name=name,
         train_corpus=read_papers(train_corpus) if train_corpus else None, train_corpus_path=train_corpus,
-        resume=resume, progress=progress, min_coverage=min_coverage, output=out_dir / f"{name}.results.json",
-        option=OUT_DIR_OPTION, vector_cache=VectorCache() if cache else None)
+        resume=resume, option=OUT_DIR_OPTION)

@@ -26,8 +26,8 @@ from typing import Any
 import numpy as np
 import orjson
 
-from scidocs_eval.data.resolve import resolve_suite
 from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.evaluation.config import RunConfig
 from scidocs_eval.evaluation.papers import EmbeddingRole
 from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.task import MissingPolicy
@@ -35,7 +35,6 @@ from scidocs_eval.extras import require
 from scidocs_eval.formats.corpus import paper_text
 from scidocs_eval.formats.safe_output import claim_output
 from scidocs_eval.formats.suite import Paper, Suite
-from scidocs_eval.formats.vector_cache import VectorCache
 from scidocs_eval.models.adapter import Adapter
 from scidocs_eval.models.format_prompts import FORMAT_PROMPTS, FormatPrompts
 from scidocs_eval.models.pipeline import embed_and_score
@@ -265,20 +264,21 @@ def evaluate_model(
     model: Any,
     data: str | os.PathLike[str] | Suite | None = None,
     tasks: Sequence[str] | None = None,
-    split: str = "test",
+    split: str | None = None,
     batch_size: int = 32,
     *,
+    config: RunConfig | None = None,
     name: str | None = None,
     save_embeddings: str | os.PathLike[str] | None = None,
-    cache: bool = True,
+    cache: bool | None = None,
     fingerprint: str | None = None,
     inputs: str | None = None,
     separator: str | None = None,
     encode_kwargs: Mapping[str, Any] | None = None,
-    missing: MissingPolicy = "official",
+    missing: MissingPolicy | None = None,
     task_params: Mapping[str, Mapping[str, Any]] | None = None,
     output: str | os.PathLike[str] | None = None,
-    progress: bool = True,
+    progress: bool | None = None,
     benchmark: str | None = None,
     benchmarks: Sequence[str] | None = None,
     format_prompts: Mapping[str, str] | None = None,
@@ -286,20 +286,25 @@ def evaluate_model(
     """Embed every text the tasks need with `model` (each distinct text once per role) and score the vectors in
     memory, as `evaluate` scores a file.
 
+    What is scored and how is a `RunConfig` (`config`); `data`, `tasks`, `split`, `cache`, `missing`,
+    `task_params`, `output`, `progress` and `benchmark`/`benchmarks` (its `benchmarks`), when not None, override
+    its fields (as in `evaluate`); the other parameters say how the model is called.
+
     Args:
         model: an object with ``encode(texts, batch_size=..., **kwargs) -> (n, d)`` or a callable
             ``texts -> (n, d)`` (numpy arrays, torch tensors or nested lists); see `EncoderAdapter`.
         data: suite directory, "demo", a Suite, or None for the default data directory.
         tasks: task names, of any benchmark (default: the benchmarks'); only their papers are embedded.
-        split: "test" or "val".
+        split: "test" (default) or "val".
         batch_size: texts per call of the model.
+        config: the run's configuration (default: `RunConfig()`'s defaults).
         name: the model's name in results.
         save_embeddings: also write the embeddings here (official JSON lines; Parquet, .npz or Arrow when the
             name ends in .parquet, .npz, .arrow); the file must not exist yet. Texts embedded apart (a retrieval
             task's, a search's queries) go beside it, one file a group: `{stem}-{group}{suffix}`.
-        cache: read and add to the embedding cache across runs (`scidocs_eval.formats.vector_cache`): a model
-            whose torch weights can be hashed (a sentence-transformers model) is found by that hash and how it is
-            called; any other (a plain function) only when `fingerprint` names it.
+        cache: read and add to the embedding cache across runs (`scidocs_eval.formats.vector_cache`; default
+            True): a model whose torch weights can be hashed (a sentence-transformers model) is found by that hash
+            and how it is called; any other (a plain function) only when `fingerprint` names it.
         fingerprint: what identifies the model's vectors when its weights cannot be hashed (change it whenever
             the model changes).
         inputs, separator, encode_kwargs, format_prompts: how the model is called (see `EncoderAdapter`).
@@ -309,30 +314,29 @@ def evaluate_model(
     Returns:
         the RunResult; ``model_info.call`` records how the model was called.
     """
-    suite = resolve_suite(data)
+    if benchmark is not None and benchmarks is not None:
+        raise ScidocsEvalError("give benchmark or benchmarks, not both")
+    config = RunConfig.build(config, data=data, tasks=tasks, split=split, cache=cache, missing=missing,
+                             task_params=task_params, output=output, progress=progress,
+                             benchmarks=benchmarks if benchmarks is not None else benchmark)
     adapter = EncoderAdapter(model, batch_size=batch_size, inputs=inputs, separator=separator,
                              encode_kwargs=encode_kwargs, format_prompts=format_prompts, fingerprint=fingerprint)
     adapter.name = name or getattr(model, "__name__", None) or type(model).__name__
-    if benchmark is not None and benchmarks is not None:
-        raise ScidocsEvalError("give benchmark or benchmarks, not both")
     if save_embeddings is not None and adapter.by_format:
         raise ScidocsEvalError("save_embeddings keeps one vector a paper, but with format_prompts a paper has one "
                                "per input format; leave save_embeddings out, or embed with `scidocs-eval baseline "
                                "transformer --format-prompt ...`, which writes a file per format")
-    if cache and adapter.cache_fingerprint() is None:
+    if config.cache and adapter.cache_fingerprint() is None:
         log.info("%s: not cached (its weights cannot be hashed); pass fingerprint=... to cache it", adapter.name)
+    if config.output is not None:
+        claim_output(config.output, "output")
     save = claim_output(save_embeddings, "save_embeddings") if save_embeddings is not None else None
 
     def embeddings_path(key: str | None) -> Path:
         assert save is not None
         return save if key is None else save.with_name(f"{save.stem}-{key}{save.suffix}")
 
-    result = embed_and_score(adapter, suite, embeddings_path if save is not None else None, name=adapter.name,
-                             tasks=tasks, benchmark=benchmarks if benchmarks is not None else benchmark, split=split,
-                             missing=missing, task_params=task_params,
-                             vector_cache=VectorCache() if cache else None, progress=progress,
+    result = embed_and_score(adapter, config, embeddings_path if save is not None else None, name=adapter.name,
                              call=adapter.describe(), option="save_embeddings")
     assert result is not None  # a model object is embedded on one process
-    if output is not None:
-        result.save(output)
     return result

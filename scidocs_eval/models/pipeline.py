@@ -16,17 +16,19 @@ import logging
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from scidocs_eval.data.resolve import resolve_suite
 from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.evaluation.config import RunConfig
 from scidocs_eval.evaluation.contamination import file_sha256
 from scidocs_eval.evaluation.papers import EmbeddingRole, GroupNeed, embedding_needs, fit_papers
 from scidocs_eval.evaluation.results import ModelInfo, RunResult
 from scidocs_eval.evaluation.runner import evaluate
-from scidocs_eval.evaluation.task import DEFAULT_MIN_COVERAGE, MissingPolicy, build_tasks, selected_tasks
 from scidocs_eval.formats.corpus import read_papers
 from scidocs_eval.formats.embeddings import EmbeddingStore
 from scidocs_eval.formats.embeddings_output import write_embeddings_file
@@ -71,69 +73,41 @@ def model_info(model: Model, train_corpus: str | os.PathLike[str] | None = None,
                      row_detail=first.row_detail(), row_note=first.row_note(), call=dict(call or {}))
 
 
-def run_tasks(tasks: Sequence[str] | None = None, benchmarks: Sequence[str] | str | None = None) -> list[str]:
-    """The tasks a run scores: `tasks` (each in one of `benchmarks` when given), else every task of each benchmark
-    (default: the default benchmark's)."""
-    if isinstance(benchmarks, str):
-        benchmarks = [benchmarks]
-    if not benchmarks or len(benchmarks) == 1:
-        return selected_tasks(tasks, benchmarks[0] if benchmarks else None)
-    chosen = [name for benchmark in benchmarks for name in selected_tasks(None, benchmark)]
-    if not tasks:
-        return list(dict.fromkeys(chosen))
-    names = selected_tasks(tasks)
-    outside = [name for name in names if name not in chosen]
-    if outside:
-        raise ScidocsEvalError(f"task(s) {', '.join(outside)} are in none of the benchmarks {', '.join(benchmarks)}")
-    return names
-
-
 def embed_and_score(
     model: Model,
-    data: str | os.PathLike[str] | Suite | None,
+    config: RunConfig,
     embeddings_path: EmbeddingsPath | None = None,
     *,
     name: str,
-    tasks: Sequence[str] | None = None,
-    split: str = "test",
-    missing: MissingPolicy = "official",
-    task_params: Mapping[str, Mapping[str, Any]] | None = None,
     train_corpus: Sequence[Paper] | None = None,
     train_corpus_path: str | os.PathLike[str] | None = None,
     resume: bool = False,
     vector_cache: VectorCache | None = None,
-    progress: bool = True,
     call: Mapping[str, Any] | None = None,
-    output: str | os.PathLike[str] | None = None,
-    min_coverage: float = DEFAULT_MIN_COVERAGE,
     option: str = "output",
-    benchmark: str | Sequence[str] | None = None,
 ) -> RunResult | None:
     """Fit `model`, embed what the tasks need (each distinct text once per role), score; None in the torchrun
     processes but rank 0.
 
     Args:
         model: an adapter, or {embeddings group: adapter} (each group's papers embedded by its own adapter).
-        data: suite directory, "demo", a Suite, or None for the default data directory.
+        config: what is scored and how (`RunConfig`: data, tasks, benchmarks, planned and embedded together,
+            split, ...; `cache`: the embedding cache across runs; `output`: the results JSON).
         embeddings_path: where each embeddings file goes (see `EmbeddingsPath`); None: no files.
         name: the model's name in results and tables.
-        tasks, split, missing, task_params: as in `evaluate`.
-        benchmark: one benchmark or several (`run_tasks`): their tasks are planned and embedded together.
         train_corpus: what a fitted adapter learns from (default: every paper of the tasks' metadata files);
             `train_corpus_path` names it in the results.
         resume: keep the papers already in the embeddings files (same settings only, see `write_embeddings`).
-        vector_cache: the embedding cache across runs (None: not used).
+        vector_cache: where the embedding cache is when `config.cache` (default: `VectorCache()`'s folder).
         call: how a model object was called (recorded in `ModelInfo.call`).
-        output: where to write the results JSON (none by default).
-        min_coverage: as in `evaluate`.
         option: the option naming the embeddings files, for messages (`--out-dir`).
     """
-    names = run_tasks(tasks, benchmark)
-    build_tasks(names, task_params)  # task parameters checked before any fitting
+    names = config.task_names()
+    progress = config.progress
     started = time.perf_counter()
-    suite = resolve_suite(data)
+    suite = resolve_suite(config.data)
     adapters = dict(model) if isinstance(model, Mapping) else None
-    needs = embedding_needs(suite, names, split)
+    needs = embedding_needs(suite, names, config.split)
     if adapters is not None and (absent := sorted(set(needs) - set(adapters))):
         raise ScidocsEvalError(f"no adapter given for the {', '.join(absent)} embeddings group(s) the tasks need")
     corpus = list(train_corpus) if train_corpus is not None else _fit_corpus(suite, names, needs)
@@ -154,9 +128,9 @@ def embed_and_score(
             raise ScidocsEvalError("resuming, or embedding under torchrun, needs embeddings files to write")
         stores = _through_files(plan, embeddings_path, settings, resume, progress, option)
     else:
-        vectors = encode_plan(plan, vector_cache, progress)
+        vectors = encode_plan(plan, (vector_cache or VectorCache()) if config.cache else None, progress)
         written = _write_files(plan, vectors, embeddings_path, settings, option) if embeddings_path else {}
-        stores = group_stores(plan, vectors)
+        stores = group_stores(plan, vectors, np.dtype(config.dtype))
         digests = {key: file_sha256(path) for key, path in written.items()}
         for group, store in stores.items():  # the results name the file a group's vectors were also written to
             key = plan.groups[group].file_key
@@ -165,14 +139,11 @@ def embed_and_score(
     embedded = time.perf_counter()
     if not is_main_process():
         return None
-    result = evaluate(dict(stores), suite, tasks=names, split=split, missing=missing, task_params=task_params,
-                      model=name, cache=True, progress=progress, min_coverage=min_coverage)
-    if benchmark is not None and not isinstance(benchmark, str) and len(benchmark) > 1:
-        result.settings["benchmarks"] = list(benchmark)
+    result = evaluate(dict(stores), config=replace(config, data=suite, output=None), model=name)
     result.model_info = model_info(model, train_corpus_path, call)
     result.timings.update(fit=round(fitted - started, 3), embed=round(embedded - fitted, 3))
-    if output is not None:
-        result.save(output)
+    if config.output is not None:
+        result.save(config.output)
     return result
 
 
