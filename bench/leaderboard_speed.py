@@ -84,6 +84,7 @@ def _task_items(task: str, rng: np.random.Generator, shared: dict[str, Any], qua
         shared["base"] = rng.beta(2, 2, (n, len(metrics)))
         shared["gold"] = _gold(task, instance, rng, n)
         shared["weight"] = rng.uniform(1, 3, n)
+        shared["difficulty"] = rng.beta(0.5, 2, np.shape(shared["gold"]))  # models err on the same hard items
     ids, base, gold = shared["ids"], shared["base"], shared["gold"]
     items: dict[str, Any] = {"unit": unit, "ids": ids}
     if unit in ("query", "iteration"):
@@ -95,7 +96,7 @@ def _task_items(task: str, rng: np.random.Generator, shared: dict[str, Any], qua
         items["adj-P@1"] = (rng.random((SEEDS, n)) < 0.3 + quality).astype(float).tolist()
     elif unit == "paper":
         k = CLASSES[task]
-        predicted = np.where(rng.random(n) < 0.7 + quality, gold, rng.integers(0, k, n))
+        predicted = np.where(rng.random(n) < shared["difficulty"] * (1 - 3 * quality), rng.integers(0, k, n), gold)
         items.update({"gold": gold.tolist(), "predicted": predicted.tolist()})
     elif getattr(instance, "numeric", False):
         spread = np.std(gold)
@@ -103,7 +104,7 @@ def _task_items(task: str, rng: np.random.Generator, shared: dict[str, Any], qua
         items.update({"statistic": {"kendalltau": "kendalltau", "pearsonr": "pearsonr"}, "gold": gold.tolist(),
                       "predicted": predicted.tolist()})
     else:
-        flip = rng.random(gold.shape) < 0.2 - quality
+        flip = rng.random(gold.shape) < shared["difficulty"] * (0.3 - quality)
         predicted = np.where(flip, 1 - gold, gold)
         statistic = "f1_macro_multilabel" if instance.multi_label else "f1_binary"
         items.update({"statistic": {instance.metric: statistic}, "gold": gold.tolist(),
@@ -131,7 +132,7 @@ def _unit_and_size(task: str, instance: Any) -> tuple[str, int]:
 
 def _gold(task: str, instance: Any, rng: np.random.Generator, n: int) -> np.ndarray:
     if task in CLASSES and getattr(instance, "multi_label", False):
-        return (rng.random((n, CLASSES[task])) < 0.1).astype(np.int64)
+        return (rng.random((n, CLASSES[task])) < 1.5 / CLASSES[task]).astype(np.int64)  # 1.5 labels a paper
     if task in CLASSES:
         return rng.integers(0, CLASSES[task], n)
     if getattr(instance, "numeric", False):

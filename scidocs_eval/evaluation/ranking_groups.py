@@ -90,6 +90,8 @@ def letter_display(significant: np.ndarray, order: Sequence[int] | None = None) 
             if not significant[i, j]:
                 continue
             both = (1 << i) | (1 << j)
+            if not any(column & both == both for column in columns):
+                continue  # no column holds both: nothing to split
             split = []
             for column in columns:
                 split += [column & ~(1 << i), column & ~(1 << j)] if column & both == both else [column]
@@ -107,6 +109,11 @@ def letter_display(significant: np.ndarray, order: Sequence[int] | None = None) 
 def _absorbed(columns: list[int]) -> list[int]:
     """The columns (bit sets) that no other column contains, each once, in their order."""
     unique = list(dict.fromkeys(c for c in columns if c))
+    if max(unique, default=0) < 1 << 62:  # bit sets of up to 62 models: one comparison of every two at once
+        bits = np.array(unique, dtype=np.int64)
+        inside = (bits[:, None] & bits[None, :]) == bits[:, None]
+        np.fill_diagonal(inside, False)
+        return [c for c, contained in zip(unique, inside.any(1)) if not contained]
     return [c for c in unique if not any(c != other and c & other == c for other in unique)]
 
 
