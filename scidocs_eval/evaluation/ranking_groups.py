@@ -27,7 +27,9 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,6 +64,9 @@ task and batch), so a benchmark average combines the same resamples of its tasks
 BATCH_VALUES = 400_000
 """Within a draw, arrays hold about this many values at most (a few MB, in the CPU's cache and reused by the
 allocator): a test computes its resamples' statistics in chunks of rows (or of pairs) that fit."""
+THREADS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+"""Tasks resampled at once, one a thread (numpy's and scipy's loops run outside the GIL); the numbers do not
+depend on it: each task has its own random stream."""
 _TOLERANCE = 1e-9
 """Null statistics within this (×100 metric points) of the observed one count as at least as extreme: floating
 point sums of the same numbers in another order differ by far less."""
@@ -774,15 +779,27 @@ def rank_cohort(results: Sequence[RunResult], labels: Sequence[str], averages: M
                         for name, components in averages.items()}
     task_index = {t: i for i, t in enumerate(aligned)}
     generators = {t: np.random.default_rng([seed, i]) for t, i in task_index.items()}
-    with progress_bar(enabled=progress, total=total, desc="leaderboard", unit="resample") as bar:
+    averaged = {c for components in averages.values() for c in components}
+
+    def batch_of(task: str, size: int) -> dict[Component, np.ndarray]:
+        """One batch of every metric of `task` (the same draw for each): its hits counted, the nulls an average
+        needs returned."""
+        state = generators[task].integers(2**63)
+        kept = {}
+        for metric in aligned[task].estimators:
+            null = tests[(task, metric)].draw(np.random.default_rng(state), size)
+            hits[(task, metric)] += _extreme(null, tests[(task, metric)].observed)
+            if (task, metric) in averaged:
+                kept[(task, metric)] = null
+        return kept
+
+    with progress_bar(enabled=progress, total=total, desc="leaderboard", unit="resample") as bar, \
+            ThreadPoolExecutor(min(THREADS, len(aligned) or 1)) as pool:
         for start in range(0, total, BATCH):
             size = min(BATCH, total - start)
-            draws = {}
-            for task, a in aligned.items():
-                state = generators[task].integers(2**63)  # every metric of a task: the same draw
-                for metric in a.estimators:
-                    draws[(task, metric)] = tests[(task, metric)].draw(np.random.default_rng(state), size)
-                    hits[(task, metric)] += _extreme(draws[(task, metric)], tests[(task, metric)].observed)
+            draws: dict[Component, np.ndarray] = {}
+            for kept in pool.map(batch_of, aligned, [size] * len(aligned)):  # each task its own random stream
+                draws.update(kept)
             for name, components in averages.items():
                 null = np.mean([draws[c] for c in components], axis=0)
                 average_hits[name] += _extreme(null, average_observed[name])
