@@ -169,6 +169,16 @@ def _pairs(m: int) -> tuple[np.ndarray, np.ndarray]:
     return first, second
 
 
+def _pair_differences(values: np.ndarray, out: np.ndarray) -> None:
+    """out[:, pair] = values[:, j] − values[:, i] for the pairs i < j in `_pairs`' order, written model by model
+    (slices, no gathered copies); `values` (rows, models), `out` (rows, pairs)."""
+    m = values.shape[1]
+    start = 0
+    for i in range(m - 1):
+        np.subtract(values[:, i + 1:], values[:, i:i + 1], out=out[:, start:start + m - 1 - i])
+        start += m - 1 - i
+
+
 def _chunks(rows: int, width: int) -> list[slice]:
     """`rows` split into consecutive slices of at most BATCH_VALUES // `width` rows (at least one)."""
     step = max(1, BATCH_VALUES // max(1, width))
@@ -214,7 +224,8 @@ def _propensity_test(estimators: Sequence[ItemMetric], first: np.ndarray, second
             per_seed = ((weighted[rows] @ terms).reshape(-1, len(estimators), n_seeds)
                         / weighted[rows].sum(1)[:, None, None])
             resampled = 100 * np.mean(per_seed * seed_counts[rows, None, :], axis=2)
-            out[rows] = resampled[:, second] - resampled[:, first] - observed
+            _pair_differences(resampled, out[rows])
+            out[rows] -= observed
         return out
 
     return JointTest(observed, draw, "paired bootstrap test")
@@ -232,7 +243,7 @@ def _sign_flip_test(estimators: Sequence[ItemMetric], first: np.ndarray, second:
         out = np.empty((size, len(first)))
         for rows in _chunks(size, max(n, len(first))):
             statistic = (2 * _unpacked(random_bytes[rows], n) - 1) @ values
-            out[rows] = statistic[:, second] - statistic[:, first]
+            _pair_differences(statistic, out[rows])
         return out
 
     return JointTest(totals[second] - totals[first], draw, "sign-flip randomization test")
@@ -343,7 +354,8 @@ def _statistic_test(estimators: Sequence[ItemMetric], first: np.ndarray, second:
         out = np.empty((size, len(first)))
         for rows in _chunks(size, max(n, len(first))):
             statistic = resampled(counts[rows])
-            out[rows] = statistic[:, second] - statistic[:, first] - observed
+            _pair_differences(statistic, out[rows])
+            out[rows] -= observed
         return out
 
     return JointTest(observed, draw, f"paired bootstrap test{description}")
