@@ -64,9 +64,9 @@ task and batch), so a benchmark average combines the same resamples of its tasks
 BATCH_VALUES = 400_000
 """Within a draw, arrays hold about this many values at most (a few MB, in the CPU's cache and reused by the
 allocator): a test computes its resamples' statistics in chunks of rows (or of pairs) that fit."""
-THREADS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-"""Tasks resampled at once, one a thread (numpy's and scipy's loops run outside the GIL); the numbers do not
-depend on it: each task has its own random stream."""
+THREADS = min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+"""Tasks resampled at once, one a thread (numpy's and scipy's loops run outside the GIL), at most 8 (each holds a
+few arrays of BATCH_VALUES); the numbers do not depend on it: each task has its own random stream."""
 _TOLERANCE = 1e-9
 """Null statistics within this (×100 metric points) of the observed one count as at least as extreme: floating
 point sums of the same numbers in another order differ by far less."""
