@@ -390,11 +390,14 @@ def test_bootstrap_statistic_tests_keep_the_family_wise_error_rate_at_alpha() ->
     assert all(count <= bound for count in rejections.values()), rejections
 
 
-def test_the_p_values_do_not_depend_on_the_threads(three_models, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_p_values_do_not_depend_on_the_threads_or_the_chunks(three_models,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     from scidocs_eval.evaluation import ranking_groups
 
     results, labels = three_models
     monkeypatch.setattr(ranking_groups, "THREADS", 1)
     one = rank_results(results, labels, AVERAGE, resamples=700, seed=4, progress=False).to_dict()
     monkeypatch.setattr(ranking_groups, "THREADS", 3)
+    assert rank_results(results, labels, AVERAGE, resamples=700, seed=4, progress=False).to_dict() == one
+    monkeypatch.setattr(ranking_groups, "BATCH_VALUES", 3000)  # arrays of a few rows: many chunks per draw
     assert rank_results(results, labels, AVERAGE, resamples=700, seed=4, progress=False).to_dict() == one
