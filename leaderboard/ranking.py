@@ -176,9 +176,16 @@ def build_leaderboard(sources: Sequence[str], resamples: int | None = None, seed
                       progress: bool = True) -> tuple[Leaderboard, list[LoadedRun], list[str]]:
     """Load the results `sources` name (files, folders, globs) and rank them: (leaderboard, runs, warnings)."""
     files, warnings = collect_results(sources)
+    board, runs = rank_files(files, resamples, seed, alpha, progress)
+    return board, runs, warnings
+
+
+def rank_files(files: Sequence[Path], resamples: int | None = None, seed: int = 0, alpha: float = 0.05,
+               progress: bool = True) -> tuple[Leaderboard, list[LoadedRun]]:
+    """Rank the results files `files` (`collect_results`'s, each read once here): (leaderboard, runs)."""
     if not files:
         raise ScidocsEvalError("no results files given")
     runs = load_runs(files)
     board = rank_results([run.result for run in runs], [run.label for run in runs], averages(), resamples, seed,
                          alpha, progress)
-    return board, runs, warnings
+    return board, runs

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from sklearn.metrics import f1_score
 
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluation.metrics import macro_f1
@@ -281,3 +282,122 @@ def test_recommendation_joint_test_agrees_with_compare_s_two_level_bootstrap() -
     null = test.draw(np.random.default_rng(0), 5000)
     joint = (1 + np.sum(np.abs(null) >= np.abs(test.observed) - 1e-9, axis=0)) / 5001
     assert joint[:2] == pytest.approx([estimators[0].paired_p_value(estimators[j], 5000) for j in (1, 2)], abs=0.03)
+
+
+def test_swap_test_null_is_each_pair_s_macro_f1_difference_on_the_swapped_predictions() -> None:
+    """The swap test's shared computation (each model's counts relative to the papers' most frequent prediction,
+    pairs as sums of two models' counts) gives, for every pair and resample, scikit-learn's macro F1 of B minus A
+    after swapping exactly the papers the random bits name, a class outside the gold labels included."""
+    from scidocs_eval.evaluation.significance import _coin_bytes, _unpacked
+
+    rng = np.random.default_rng(3)
+    n, models = 120, 5
+    gold = rng.integers(0, 4, n)
+    predicted = np.where(rng.random((n, models)) < 0.6, gold[:, None], rng.integers(0, 6, (n, models)))
+    estimators = [MacroF1Items([str(i) for i in range(n)], gold, predicted[:, j]) for j in range(models)]
+    test = joint_test(estimators)
+    null = test.draw(np.random.default_rng(7), 40)
+    differs = np.flatnonzero((predicted != predicted[:, :1]).any(1))
+    swaps = _unpacked(_coin_bytes(np.random.default_rng(7), 40, len(differs)), len(differs)).astype(bool)
+    first, second = np.triu_indices(models, k=1)
+    for resample in (0, 17, 39):
+        swapped = np.zeros(n, dtype=bool)
+        swapped[differs[swaps[resample]]] = True
+        for pair, (a, b) in enumerate(zip(first, second)):
+            new_a = np.where(swapped, predicted[:, b], predicted[:, a])
+            new_b = np.where(swapped, predicted[:, a], predicted[:, b])
+            expected = 100 * (f1_score(gold, new_b, average="macro") - f1_score(gold, new_a, average="macro"))
+            assert null[resample, pair] == pytest.approx(expected, abs=1e-9)
+
+
+@pytest.mark.parametrize("statistic", ["f1_binary", "f1_macro_multilabel"])
+def test_f1_of_every_model_from_sums_is_the_statistic_of_each_resample(statistic: str) -> None:
+    """Binary and multi-label F1 of all models at once from per-label sums of the resampled counts: the same numbers
+    as `significance`'s statistic of each model on each resample (exact integer sums)."""
+    from scidocs_eval.evaluation.ranking_groups import _f1_sums
+    from scidocs_eval.evaluation.significance import STATISTICS, _resampled_counts
+
+    rng = np.random.default_rng(4)
+    shape = () if statistic == "f1_binary" else (6,)
+    gold = (rng.random((250, *shape)) < 0.2).astype(float)
+    predicted = np.where(rng.random((4, 250, *shape)) < 0.15, 1 - gold, gold)
+    resampled, _ = _f1_sums(gold, predicted, statistic)
+    counts = _resampled_counts(rng, 60, 250)
+    each = np.column_stack([100 * STATISTICS[statistic](gold, np.broadcast_to(p, (60, *p.shape)), counts)
+                            for p in predicted])
+    assert np.array_equal(resampled(counts), each)
+
+
+def test_concordance_of_each_item_counts_ties_as_zero() -> None:
+    from scidocs_eval.evaluation.ranking_groups import _concordance
+
+    rng = np.random.default_rng(5)
+    for _ in range(40):
+        n = int(rng.integers(2, 80))
+        gold = rng.integers(0, int(rng.integers(1, 12)), n).astype(float)
+        predicted = rng.integers(0, int(rng.integers(1, 12)), (3, n)).astype(float)
+        brute = (np.sign(gold[:, None] - gold[None, :])[None]
+                 * np.sign(predicted[:, :, None] - predicted[:, None, :])).sum(2)
+        assert np.array_equal(_concordance(gold, predicted), brute)
+
+
+def test_kendall_joint_test_is_scipy_s_tau_observed_and_the_exact_bootstrap_s_spread() -> None:
+    """Kendall's τ-b of every model: the observed differences are scipy's; on resamples the first-order
+    concordance with exact tie terms spreads as the exact resampled τ does (400 items with tied gold values)."""
+    from scipy.stats import kendalltau
+
+    from scidocs_eval.evaluation.significance import STATISTICS, StatisticItems, _resampled_counts
+
+    rng = np.random.default_rng(6)
+    gold = rng.poisson(3, 400).astype(float)
+    predicted = gold + rng.normal(0, 2, (3, 400))
+    predicted[2] = np.round(predicted[2])  # ties in a model's predictions too
+    ids = [str(i) for i in range(400)]
+    test = joint_test([StatisticItems(ids, "kendalltau", gold, p) for p in predicted])
+    tau = [100 * kendalltau(gold, p)[0] for p in predicted]
+    assert test.observed == pytest.approx([tau[1] - tau[0], tau[2] - tau[0], tau[2] - tau[1]], abs=1e-9)
+    assert "first order" in test.test
+    null = test.draw(np.random.default_rng(0), 2000)
+    counts = _resampled_counts(np.random.default_rng(0), 2000, 400)
+    exact = np.column_stack([100 * STATISTICS["kendalltau"](gold, np.broadcast_to(p, counts.shape), counts)
+                             for p in predicted])
+    exact_null = exact[:, [1, 2, 2]] - exact[:, [0, 0, 1]]
+    assert null.std(0) == pytest.approx(exact_null.std(0), rel=0.03)
+    assert np.abs(null - (exact_null - test.observed)).mean() < 0.1 * exact_null.std()
+
+
+def test_bootstrap_statistic_tests_keep_the_family_wise_error_rate_at_alpha() -> None:
+    """Kendall's τ and binary F1 under the null (each item's predictions permuted over 5 models: 10 pairs), 200
+    seeds each; a true rate of 0.05 exceeds the bound (mean + 2 sd) with < 3% chance."""
+    from scidocs_eval.evaluation.significance import StatisticItems
+
+    trials, alpha, models, n = 200, 0.05, 5, 200
+    ids = [str(i) for i in range(n)]
+    rejections = {"kendalltau": 0, "f1_binary": 0}
+    for trial in range(trials):
+        rng = np.random.default_rng(trial)
+        gold = rng.poisson(3, n).astype(float)
+        shuffled = rng.permuted(np.tile(np.arange(models), (n, 1)), axis=1)
+        scores = np.take_along_axis(gold[:, None] + rng.normal(0, 2, (n, models)), shuffled, axis=1)
+        labels = (gold > 3).astype(float)
+        guesses = np.take_along_axis(np.where(rng.random((n, models)) < 0.3, 1 - labels[:, None], labels[:, None]),
+                                     shuffled, axis=1)
+        rejections["kendalltau"] += _rejects(joint_test([StatisticItems(ids, "kendalltau", gold, scores[:, j])
+                                                         for j in range(models)]), 300, trial, alpha)
+        rejections["f1_binary"] += _rejects(joint_test([StatisticItems(ids, "f1_binary", labels, guesses[:, j])
+                                                        for j in range(models)]), 300, trial, alpha)
+    bound = trials * alpha + 2 * np.sqrt(trials * alpha * (1 - alpha))
+    assert all(count <= bound for count in rejections.values()), rejections
+
+
+def test_the_p_values_do_not_depend_on_the_threads_or_the_chunks(three_models,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from scidocs_eval.evaluation import ranking_groups
+
+    results, labels = three_models
+    monkeypatch.setattr(ranking_groups, "THREADS", 1)
+    one = rank_results(results, labels, AVERAGE, resamples=700, seed=4, progress=False).to_dict()
+    monkeypatch.setattr(ranking_groups, "THREADS", 3)
+    assert rank_results(results, labels, AVERAGE, resamples=700, seed=4, progress=False).to_dict() == one
+    monkeypatch.setattr(ranking_groups, "BATCH_VALUES", 3000)  # arrays of a few rows: many chunks per draw
+    assert rank_results(results, labels, AVERAGE, resamples=700, seed=4, progress=False).to_dict() == one

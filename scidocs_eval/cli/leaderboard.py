@@ -16,18 +16,17 @@ MIN_RESAMPLES = 100
 
 
 def _leaderboard(args: argparse.Namespace) -> int:
-    from scidocs_eval.leaderboard.ranking import build_leaderboard, leaderboard_dict, render_markdown
+    from scidocs_eval.leaderboard.ranking import leaderboard_dict, rank_files, render_markdown
     from scidocs_eval.leaderboard.runs import collect_results
 
-    files, _ = collect_results(args.results)
+    files, warnings = collect_results(args.results)
     outputs = {"--out": args.json, "--out-dir": args.html}
     claim_inputs_are_not_outputs([str(f) for f in files], outputs)
     if args.json:
         claim_output(args.json, "--out")
-    board, runs, warnings = build_leaderboard(args.results, args.resamples, args.seed, args.alpha,
-                                              progress=not args.quiet)
     for warning in warnings:
         print(f"scidocs-eval: warning: {warning}", file=sys.stderr)
+    board, runs = rank_files(files, args.resamples, args.seed, args.alpha, progress=not args.quiet)
     print(render_markdown(board), end="")
     if args.json:
         path = write_bytes_atomically(args.json, orjson.dumps(leaderboard_dict(board), option=orjson.OPT_INDENT_2),

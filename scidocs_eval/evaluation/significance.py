@@ -51,8 +51,17 @@ def _two_sided_p(null: np.ndarray, observed: float, exact: bool = False) -> floa
 
 def _coin_flips(rng: np.random.Generator, resamples: int, n: int) -> np.ndarray:
     """(resamples, n) float64 of 0/1, each entry independent with probability 1/2 (8 per random byte)."""
-    random_bytes = rng.integers(0, 256, size=(resamples, (n + 7) // 8), dtype=np.uint8)
-    return np.unpackbits(random_bytes, axis=1, count=n).astype(np.float64)
+    return _unpacked(_coin_bytes(rng, resamples, n), n)
+
+
+def _coin_bytes(rng: np.random.Generator, resamples: int, n: int) -> np.ndarray:
+    """(resamples, ⌈n/8⌉) uint8: the random bits of `_coin_flips`, packed (a caller unpacks them in chunks)."""
+    return rng.integers(0, 256, size=(resamples, (n + 7) // 8), dtype=np.uint8)
+
+
+def _unpacked(random_bytes: np.ndarray, n: int, dtype: type = np.float64) -> np.ndarray:
+    """(rows, n) of 0/1 from `_coin_bytes`'s rows."""
+    return np.unpackbits(random_bytes, axis=1, count=n).astype(dtype)
 
 
 def _sign_flips(rng: np.random.Generator, resamples: int, n: int) -> np.ndarray:
@@ -66,7 +75,8 @@ def _batches(resamples: int) -> list[int]:
 
 def _resampled_counts(rng: np.random.Generator, size: int, n: int) -> np.ndarray:
     """(size, n) float64: how often each of n items is drawn in each of `size` resamples of n."""
-    drawn = rng.integers(0, n, size=(size, n)) + (np.arange(size) * n)[:, None]
+    drawn = rng.integers(0, n, size=(size, n))
+    drawn += (np.arange(size) * n)[:, None]
     return np.bincount(drawn.ravel(), minlength=size * n).reshape(size, n).astype(np.float64)
 
 
@@ -484,12 +494,13 @@ def _pearsonr(gold: np.ndarray, predicted: np.ndarray, counts: np.ndarray) -> np
 
 
 _PAIRWISE_KENDALL_ITEMS = 2000
-"""Up to this many items, Kendall's τ of a batch of resamples is one pass over the (n, n) pair signs."""
+"""Up to this many items, Kendall's τ of a batch of resamples is one pass over the (n, n) pair signs (one row, the
+metric itself: scipy's O(n log n) τ-b)."""
 
 
 def _kendalltau(gold: np.ndarray, predicted: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """Kendall's τ-b (scipy's) of each resample, the items repeated as often as drawn (0 where undefined)."""
-    if len(gold) <= _PAIRWISE_KENDALL_ITEMS and (predicted == predicted[:1]).all():
+    if len(counts) > 1 and len(gold) <= _PAIRWISE_KENDALL_ITEMS and (predicted == predicted[:1]).all():
         return _kendalltau_pairwise(gold, predicted[0], counts)
     values = []
     for predicted_row, count in zip(predicted, counts):
