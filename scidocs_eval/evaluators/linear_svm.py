@@ -49,6 +49,8 @@ _SINGLE_CONDITION = 1e6
 """Factorise the Newton systems in float32 while 2C·λ_max(XᵀX) (a bound on their condition number, whatever
 the active set) is at most this: float32's 6e-8 rounding then leaves the direction a few digits, and Newton
 converges as fast; a float32 factorisation that fails (not positive definite) is redone in float64."""
+_RESCALE = 1.5
+"""A warm start w is replaced by t·w (t minimising f(t·w)) when t is at least this: see `_scaled_start`."""
 _MAX_NEWTON_STEPS = 500
 _MAX_CG_STEPS = 5000
 _MAX_LINE_SEARCH_STEPS = 100
@@ -90,10 +92,11 @@ class _SquaredHingePath:
         weights[:, scale == 0] = 0.0
         running = np.flatnonzero(scale > 0)  # a converged class's gradient no longer changes: drop it
         margins = weights[:, running].T @ x.T
+        weights[:, running], margins = self._scaled_start(c, weights[:, running], margins, running)
         for _ in range(_MAX_NEWTON_STEPS):
             targets = self.class_targets[running]
             active = targets * margins < 1
-            gradient = weights[:, running] + 2.0 * c * (((margins - targets) * active) @ x).T
+            gradient = self._gradient(c, weights[:, running], margins, targets)
             gradient_norm = np.linalg.norm(gradient, axis=0)
             relative_gradient = gradient_norm / scale[running]
             going = (gradient_norm > _WEIGHT_TOLERANCE * np.linalg.norm(weights[:, running], axis=0)) & (
@@ -112,12 +115,36 @@ class _SquaredHingePath:
             log.warning("linear SVM: Newton did not converge at C=%g in %d steps", c, _MAX_NEWTON_STEPS)
         return weights
 
+    def _gradient(self, c: float, weights: np.ndarray, margins: np.ndarray, targets: np.ndarray) -> np.ndarray:
+        """∇f (dim, classes) at `weights` (dim, classes), whose margins (X·w)ᵀ are `margins` (classes, n)."""
+        return weights + 2.0 * c * (((margins - targets) * (targets * margins < 1)) @ self.x).T
+
+    def _scaled_start(self, c: float, weights: np.ndarray, margins: np.ndarray, classes: np.ndarray
+                      ) -> tuple[np.ndarray, np.ndarray]:
+        """Each class's start w, or t·w where the t minimising f_k(t·w) is at least `_RESCALE`.
+
+        Along the C grid the solution grows about in proportion to C while C is small, and the previous C's
+        solution is then a start whose active set Newton has to change almost entirely (measured on MAG, 10x
+        C: 4 Gram rebuilds a class, against 3 from the rescaled start). Near t = 1 (larger C) the unscaled start
+        is the better one: scaling by t moves every point on the margin across it.
+        """
+        weights, margins = weights.copy(), margins.copy()
+        nonzero = np.flatnonzero(np.any(weights, axis=0))
+        if not nonzero.size:
+            return weights, margins
+        ray, ray_margins, targets = weights[:, nonzero], margins[nonzero], self.class_targets[classes[nonzero]]
+        scale = self._line_search(c, np.zeros_like(ray), ray, np.zeros_like(ray_margins), ray_margins, targets)
+        grown = scale >= _RESCALE
+        weights[:, nonzero[grown]] = scale[grown] * ray[:, grown]
+        margins[nonzero[grown]] = scale[grown, None] * ray_margins[grown]
+        return weights, margins
+
     def _newton_direction(self, c: float, gradient: np.ndarray, active: np.ndarray, classes: np.ndarray,
                           forcing: np.ndarray) -> np.ndarray:
         """Solve (I + 2C·X_AᵀX_A) d = −g for each of `classes` (A: that class's margin violators, a row of
         `active`, (classes, n))."""
         if self.systems is None or 2.0 * c * self._largest_eigenvalue <= _CG_CONDITION:
-            return self._conjugate_gradients(c, -gradient, active.T, forcing)
+            return self._conjugate_gradients(c, -gradient, active, forcing)
         arithmetic = self._single if 2.0 * c * self._largest_eigenvalue <= _SINGLE_CONDITION else self.double
         direction = np.empty_like(gradient)
         for column, k in enumerate(classes):
@@ -151,14 +178,15 @@ class _SquaredHingePath:
 
     def _conjugate_gradients(self, c: float, rhs: np.ndarray, active: np.ndarray,
                              forcing: np.ndarray) -> np.ndarray:
-        """Batched preconditioned CG on (I + 2C·X_AᵀX_A) d = rhs, to ‖residual‖ ≤ forcing·‖rhs‖ per column.
+        """Batched preconditioned CG on (I + 2C·X_AᵀX_A) d = rhs, to ‖residual‖ ≤ forcing·‖rhs‖ per column
+        (`active`: (columns, n)).
 
         Runs in float32 in the eigenbasis of XᵀX (a Newton direction needs no more; the gradient test in
         `solve` stays float64) and drops each column once it has converged.
         """
         basis, rotated, squared = self._eigenbasis
         mask = active.astype(np.float32)
-        preconditioner = (1.0 + 2.0 * c * (squared.T @ active)).astype(np.float32)
+        preconditioner = 1.0 + np.float32(2.0 * c) * (mask @ squared).T
         solution = np.zeros(rhs.shape, dtype=np.float32)
         residual = (basis.T @ rhs).astype(np.float32)
         target = np.maximum(forcing, _CG_FLOOR) * np.linalg.norm(rhs, axis=0)
@@ -167,7 +195,7 @@ class _SquaredHingePath:
         rho = np.sum(residual * preconditioned, axis=0)
         running = np.arange(rhs.shape[1])
         for _ in range(_MAX_CG_STEPS):
-            product = search + np.float32(2.0 * c) * (rotated.T @ ((rotated @ search) * mask[:, running]))
+            product = search + np.float32(2.0 * c) * (((search.T @ rotated.T) * mask[running]) @ rotated).T
             step = rho / np.sum(search * product, axis=0)
             solution[:, running] += step * search
             residual[:, running] -= step * product
@@ -242,11 +270,11 @@ class _GramSystem:
             arithmetic = self.double
         if arithmetic is not self.arithmetic:
             self._start(arithmetic)
-        rhs = rhs.astype(self.x.dtype)
+        rounded = rhs.astype(self.x.dtype)
         if self.factor is not None and weight == self.factor_weight:
             entered, left = active & ~self.factor_rows, self.factor_rows & ~active
             if entered.sum() + left.sum() <= self.x.shape[1] // 8:
-                return self._woodbury(entered, left, weight, rhs)
+                return self._woodbury(entered, left, weight, rounded)
         self._track(active)
         hessian = weight * self.gram  # column-major like the Gram matrix, as LAPACK wants it: no copy
         hessian[np.diag_indices_from(hessian)] += 1.0
@@ -257,7 +285,7 @@ class _GramSystem:
         if info:
             raise np.linalg.LinAlgError(f"linear SVM: Newton system not positive definite (potrf info {info})")
         self.factor, self.factor_rows, self.factor_weight = factor, active.copy(), weight
-        return self._factor_solve(rhs)
+        return self._factor_solve(rounded)
 
     def _factor_solve(self, rhs: np.ndarray) -> np.ndarray:
         return self._triangular_solve(self._triangular_solve(rhs), transposed=True)
