@@ -13,10 +13,11 @@ fit_intercept=False)` solves too; any solver that converges reaches the same mod
   system; a next system with a few rows in or out of A is solved exactly through the Woodbury identity, and
   only larger changes (or a new C) are factorised afresh; well-conditioned systems (small C) go to batched CG;
 - where the Newton system is well conditioned for every A (moderate C), those Gram matrices and factors are
-  float32: half the work of the Gram updates and factorisations, and a direction accurate to a few digits,
-  which is all Newton's method needs, because the gradient test that stops it and the line search stay float64
-  (so the solution does not change; at most a step or two more);
-- each fold walks the C grid upwards, starting from the previous C's solution (warm starts).
+  float32: half the work of the Gram updates and factorisations, and a direction accurate to a few percent or
+  better, which is all Newton's method needs, because the gradient test that stops it and the line search stay
+  float64 (so the solution does not change; at most a few steps more);
+- each fold walks the C grid upwards, starting from the previous C's solution (warm starts), rescaled along
+  its ray where the solution grows with C (small C).
 """
 
 from __future__ import annotations
@@ -47,8 +48,10 @@ _CG_FLOOR = 1e-4
 """Conjugate gradients (float32) never aim below this relative residual."""
 _SINGLE_CONDITION = 1e6
 """Factorise the Newton systems in float32 while 2C·λ_max(XᵀX) (a bound on their condition number, whatever
-the active set) is at most this: float32's 6e-8 rounding then leaves the direction a few digits, and Newton
-converges as fast; a float32 factorisation that fails (not positive definite) is redone in float64."""
+the active set) is at most this: float32's 6e-8 rounding then leaves the direction accurate to a few percent
+at worst, and Newton with the float64 gradient test and line search reaches the same solution (measured on
+MAG at 15,000 × 768: at most 4 more Newton steps per C over 3 folds; at a bound of 1e8, C = 100, 10 more).
+A float32 factorisation that fails (not positive definite) is redone in float64, and that class stays float64."""
 _RESCALE = 1.5
 """A warm start w is replaced by t·w (t minimising f(t·w)) when t is at least this: see `_scaled_start`."""
 _MAX_NEWTON_STEPS = 500
