@@ -12,6 +12,7 @@ from scidocs_eval.evaluators.linear_svm import (
     _one_vs_rest_targets,
     _regularization_path,
     _SquaredHingePath,
+    fit_linear_svm,
 )
 from scidocs_eval.tasks.classification import OFFICIAL_C_GRID
 
@@ -77,3 +78,14 @@ def test_a_float32_factorisation_that_fails_is_redone_in_float64() -> None:
     # backward error of a float64 Cholesky solve; a float32 one is about 1e-7
     assert np.linalg.norm(hessian @ solution - rhs) <= 1e-13 * np.linalg.norm(hessian) * np.linalg.norm(solution)
     assert system.solve(active, 1e6, rhs, path._single).dtype == np.float64
+
+
+def test_features_beyond_float32s_range_are_solved_in_float64() -> None:
+    """f(w; s·x, C) = f(s·w; x, C·s²)/s² up to the factor, so the solution for features ×10²⁰ at C·10⁻⁴⁰ is the
+    unscaled one ÷10²⁰; at that C both the CG and the float32 factors would be chosen, and float32 overflows."""
+    x, y = blobs(300, 16, 3, spread=1.0, seed=2)
+    for c in (1e-4, 1e-2):
+        classes, weights = fit_linear_svm(x, y, c)
+        _, scaled = fit_linear_svm(x.astype(np.float64) * 1e20, y, c * 1e-40)
+        assert np.all(np.isfinite(scaled))
+        np.testing.assert_allclose(scaled * 1e20, weights, rtol=0, atol=1e-8 * np.abs(weights).max())

@@ -112,6 +112,9 @@ class _SquaredHingePath:
             direction = self._newton_direction(c, gradient, active, running, forcing)
             change = direction.T @ x.T
             step = self._line_search(c, weights[:, running], direction, margins, change, targets)
+            if not np.all(np.isfinite(step)):  # never a NaN model that passes the gradient test by comparison
+                raise np.linalg.LinAlgError(f"linear SVM: Newton step not finite at C={c:g} (features beyond "
+                                            "float32's range?)")
             weights[:, running] += step * direction
             margins += step[:, None] * change
         else:
@@ -146,9 +149,10 @@ class _SquaredHingePath:
                           forcing: np.ndarray) -> np.ndarray:
         """Solve (I + 2C·X_AᵀX_A) d = −g for each of `classes` (A: that class's margin violators, a row of
         `active`, (classes, n))."""
-        if self.systems is None or 2.0 * c * self._largest_eigenvalue <= _CG_CONDITION:
+        if self.systems is None or (2.0 * c * self._largest_eigenvalue <= _CG_CONDITION and self._single_fits):
             return self._conjugate_gradients(c, -gradient, active, forcing)
-        arithmetic = self._single if 2.0 * c * self._largest_eigenvalue <= _SINGLE_CONDITION else self.double
+        single = 2.0 * c * self._largest_eigenvalue <= _SINGLE_CONDITION and self._single_fits
+        arithmetic = self._single if single else self.double
         direction = np.empty_like(gradient)
         for column, k in enumerate(classes):
             direction[:, column] = self.systems[k].solve(active[column], 2.0 * c, -gradient[:, column], arithmetic)
@@ -166,6 +170,11 @@ class _SquaredHingePath:
     @cached_property
     def _full_gram_single(self) -> np.ndarray:
         return self._full_gram.astype(np.float32, order="F")
+
+    @cached_property
+    def _single_fits(self) -> bool:
+        """Whether XᵀX fits float32 with room to spare: then so do the data and every X_AᵀX_A (|G_ij| ≤ max G_ii)."""
+        return bool(np.abs(self._full_gram).max(initial=0.0) <= np.finfo(np.float32).max / 2**20)
 
     @cached_property
     def _largest_eigenvalue(self) -> float:
