@@ -5,7 +5,9 @@ with 1K queries x 30 candidates) and 768-d embeddings of the papers the six task
 ranking papers: about 170K papers in all, close to SciDocs' 190K), made from the TF-IDF of the text, randomly
 projected, plus noise, then runs the six non-recommendation tasks in a
 fresh process with an empty cache (parsing included) and again with the parse cache warm. `--format` picks the
-embeddings file's kind: JSON lines (the default, as the official code reads them), `.npz` or Parquet.
+embeddings file's kind: JSON lines (the default, as the official code reads them), `.npz` or Parquet. Each run
+prints its wall time and its CPU time (user + sys of the process and its workers: the figure that a shared
+machine disturbs least) with the load average before and after it.
 
     python bench/bench_run.py [--dim 768] [--seed 0] [--format npz]
 """
@@ -15,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -51,15 +54,22 @@ def build(dim: int, seed: int, kind: str = "jsonl") -> tuple[Suite, Path]:
     return suite, embeddings
 
 
-def timed_run(suite: Suite, embeddings: Path, cache: str) -> tuple[float, dict]:
+def children_cpu() -> float:
+    """User + sys seconds of the finished child processes (and their waited-for children) so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed_run(suite: Suite, embeddings: Path, cache: str) -> tuple[float, float, dict]:
+    """(wall seconds, CPU seconds, results) of one `scidocs-eval run`."""
     env = {**os.environ, "SCIDOCS_EVAL_CACHE": cache, "SCIDOCS_EVAL_QUIET": "1"}
     with tempfile.TemporaryDirectory() as scratch:  # a new results file each run: `run` never replaces a file
         result_file = Path(scratch) / "results.json"
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), children_cpu()
         subprocess.run([sys.executable, "-m", "scidocs_eval.cli", "run", "--embeddings", str(embeddings), "--data",
                         str(suite.root), "--tasks", TASKS, "--output", str(result_file)], env=env, check=True,
                        stdout=subprocess.DEVNULL)
-        return time.perf_counter() - start, json.loads(result_file.read_text())
+        return time.perf_counter() - start, children_cpu() - cpu, json.loads(result_file.read_text())
 
 
 def main() -> None:
@@ -73,14 +83,17 @@ def main() -> None:
     suite, embeddings = build(args.dim, args.seed, args.format)
     size_mb = embeddings.stat().st_size / 1e6
     print(f"suite: {suite.root}\nembeddings: {embeddings} ({size_mb:.0f} MB, {args.dim}-d)")
-    load = os.getloadavg()[0]
+    loads = [os.getloadavg()[0]]
     with tempfile.TemporaryDirectory() as cache:
-        cold, result = timed_run(suite, embeddings, cache)
-        warm, _ = timed_run(suite, embeddings, cache)
+        cold, cold_cpu, result = timed_run(suite, embeddings, cache)
+        loads.append(os.getloadavg()[0])
+        warm, warm_cpu, _ = timed_run(suite, embeddings, cache)
+        loads.append(os.getloadavg()[0])
     print(f"cpu cores: {os.cpu_count()}")
-    print(f"load average before the runs: {load:.1f}")
-    print(f"cold run (parse + six tasks): {cold:.1f} s")
-    print(f"warm run (parse cache hit):   {warm:.1f} s")
+    print(f"load average (1 min) before the cold run, between the runs, after: {loads[0]:.1f}, {loads[1]:.1f}, "
+          f"{loads[2]:.1f}")
+    print(f"cold run (parse + six tasks): {cold:.1f} s wall, {cold_cpu:.1f} s CPU (user + sys)")
+    print(f"warm run (parse cache hit):   {warm:.1f} s wall, {warm_cpu:.1f} s CPU (user + sys)")
     print("time per step (cold run): " + ", ".join(f"{k} {v:.1f} s" for k, v in result["timings"].items()))
     print("metrics: " + ", ".join(f"{t}: {m}" for t, m in ((t, r["metrics"]) for t, r in result["tasks"].items())))
 
