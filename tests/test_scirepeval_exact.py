@@ -115,7 +115,7 @@ def test_columns_are_independent_problems_and_rows_left_out_do_not_count() -> No
         np.testing.assert_allclose(batch[1][:, column], alone.solve(10.0).weights[:, 0], atol=1e-9)
 
 
-def test_warm_started_path_equals_cold_solves() -> None:
+def test_the_grid_in_one_batch_equals_each_c_alone() -> None:
     x, _, targets = _data(seed=11, n=50)
     grid = list(models.REGRESSION_GRID)
     columns = absolute_error_columns(targets, np.ones((50, 1), bool))
@@ -231,7 +231,7 @@ def test_a_solve_without_certificate_is_counted_never_passed_off(monkeypatch: py
     import scidocs_eval.evaluators.exact_svm as exact_svm
 
     monkeypatch.setattr(exact_svm, "GAP_TOLERANCE", -1.0)
-    monkeypatch.setattr(exact_svm, "_SMALLEST_BAND", 0.5)
+    monkeypatch.setattr(exact_svm, "_SMALLEST_BARRIER", 1e-6)
     x, _, targets = _data(seed=2, n=30)
     fit = models.regression(x, targets, x[:5], "lightning")
     assert fit.not_converged == len(models.REGRESSION_GRID) * models.FOLDS + 1

@@ -159,11 +159,6 @@ def _choose(scores: np.ndarray) -> int:
     return int(np.argmax([float(np.mean(row)) for row in scores]))
 
 
-def _ascending(c_grid: Sequence[float]) -> list[int]:
-    """Positions of the grid in ascending C, the order the solution path is walked in (warm starts)."""
-    return sorted(range(len(c_grid)), key=lambda i: c_grid[i])
-
-
 def multi_label(x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, environment: str,
                 c_grid: Sequence[float] = CLASSIFICATION_GRID, folds: int = FOLDS) -> Fit:
     """SciRepEval's OneVsRestClassifier(GridSearchCV(LinearSVC(loss="hinge"))): y_train (n, n_labels) of 0/1."""
@@ -176,8 +171,8 @@ def multi_label_draws(x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarr
     """`multi_label` trained on each draw of training rows (indices into x_train, in the order SciRepEval's
     GridSearchCV sees them): one Fit a draw.
 
-    Every (draw, label, fold) is one column of a batch of exact hinge problems over the training rows, walked up
-    the C grid with warm starts; the refits of every (draw, label) at its C are one more batch.
+    Every (draw, label, fold, C) is one column of a batch of exact hinge problems over the training rows; the
+    refits of every (draw, label) at its C are one more batch.
     """
     spec = environment_spec(environment)
     train, test = with_intercept(x_train, environment), with_intercept(x_test, environment)
@@ -215,10 +210,9 @@ def multi_label_draws(x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarr
         _, label, _ = fold_columns[single_class.index(True)]
         raise ScidocsEvalError(f"multi-label: label {label} has one class in the training part of a CV fold: "
                                "SciRepEval's LinearSVC fails to fit there (too few papers of one class)")
-    order = _ascending(c_grid)
-    path, uncertified = solve_path(train, *hinge_columns(labels, rows), [c_grid[i] for i in order])
+    path, uncertified = solve_path(train, *hinge_columns(labels, rows), list(c_grid))
     scores = np.zeros((len(c_grid), len(fold_columns)))
-    for position, weights in zip(order, path):
+    for position, weights in enumerate(path):
         decisions = np.einsum("nd,dn->n", train[np.concatenate(held_out)],
                               weights[:, np.repeat(np.arange(len(fold_columns)), [len(h) for h in held_out])])
         start = 0
@@ -230,18 +224,18 @@ def multi_label_draws(x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarr
                 predicted = (decisions[start:start + len(scored)] > 0).astype(int)
             start += len(scored)
             scores[position, column] = np.mean(predicted == y_train[scored, label])
-    chosen_c, starts, refit_rows = [], [], np.zeros((n, len(refit_columns)), dtype=bool)
+    chosen_c, refit_rows = [], np.zeros((n, len(refit_columns)), dtype=bool)
+    folds_of_model: dict[tuple[int, int], list[int]] = {}
+    for j, (number, label, _) in enumerate(fold_columns):
+        folds_of_model.setdefault((number, label), []).append(j)
     for column, (number, label) in enumerate(refit_columns):
-        own = [j for j, (other, other_label, _) in enumerate(fold_columns) if (other, other_label) == (number, label)]
+        own = folds_of_model[(number, label)]
         best = _choose(scores[:, own])
         chosen_c.append(float(c_grid[best]))
         fits[number][0].chosen_c[label] = chosen_c[-1]
-        # the optimum is unique, so any start reaches it; the folds' solutions at this C are a close one
-        starts.append(path[order.index(best)][:, own].mean(axis=1))
         refit_rows[draws[number], column] = True
     refit_labels = y_train[:, [label for _, label in refit_columns]]
-    refit, refit_uncertified = solve_path_at(train, *hinge_columns(refit_labels, refit_rows), np.array(chosen_c),
-                                             np.stack(starts, axis=1))
+    refit, refit_uncertified = solve_path_at(train, *hinge_columns(refit_labels, refit_rows), np.array(chosen_c))
     decisions = test @ refit
     for column, (number, label) in enumerate(refit_columns):
         fit, threshold = fits[number]
@@ -256,7 +250,7 @@ def multi_label_draws(x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarr
 def regression(x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, environment: str,
                c_grid: Sequence[float] = REGRESSION_GRID, folds: int = FOLDS) -> Fit:
     """SciRepEval's GridSearchCV(LinearSVR(), C grid, cv=3): KFold without shuffling, scored by R²; the folds are
-    the columns of one batch of exact ε-insensitive (ε = 0) problems, walked up the C grid with warm starts."""
+    with the C grid, the columns of one batch of exact ε-insensitive (ε = 0) problems."""
     spec = environment_spec(environment)
     train, test = with_intercept(x_train, environment), with_intercept(x_test, environment)
     y_train = np.asarray(y_train, dtype=np.float64)
@@ -264,18 +258,16 @@ def regression(x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, env
     rows = np.zeros((len(train), folds), dtype=bool)
     for fold, (fitted, _) in enumerate(splits):
         rows[fitted, fold] = True
-    order = _ascending(c_grid)
-    path, uncertified = solve_path(train, *absolute_error_columns(y_train, rows), [c_grid[i] for i in order])
+    path, uncertified = solve_path(train, *absolute_error_columns(y_train, rows), list(c_grid))
     uncertified = int(uncertified.sum())
     scores = np.zeros((len(c_grid), folds))
-    for position, weights in zip(order, path):
+    for position, weights in enumerate(path):
         for fold, (_, held_out) in enumerate(splits):
             scores[position, fold] = r2_score(y_train[held_out], train[held_out] @ weights[:, fold])
     best = _choose(scores)
-    start = path[order.index(best)].mean(axis=1, keepdims=True)
     refit, refit_uncertified = solve_path_at(train, *absolute_error_columns(y_train, np.ones((len(train), 1),
                                                                                              dtype=bool)),
-                                             np.array([c_grid[best]]), start)
+                                             np.array([c_grid[best]]))
     problem = (f"epsilon-insensitive (epsilon 0) linear SVR, C by {folds}-fold KFold (R²); "
                f"{'regularised intercept' if spec.intercept else 'no intercept'} ({spec.name})")
     return Fit(test @ refit[:, 0], [float(c_grid[best])], uncertified + int(refit_uncertified.sum()), problem)
