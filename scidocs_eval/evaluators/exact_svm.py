@@ -36,7 +36,7 @@ from threadpoolctl import threadpool_limits
 GAP_TOLERANCE = 1e-12
 """A solution is certified when its duality gap, less what rounding in the distances to the kinks can leave in it,
 is at most this times its objective (so its objective is within that relative distance of the optimum)."""
-_FIRST_FINISH = 1e-9
+_FIRST_FINISH = 1e-6
 """Barrier (mean complementarity, relative to C times the kinks' typical size) at which the finish is first tried;
 each later try waits for the barrier to fall by `_FINISH_STEP` more."""
 _FINISH_STEP = 1e-2
@@ -52,6 +52,8 @@ _RANK_TOLERANCE = 1e-13
 _ROUNDING = 64 * np.finfo(np.float64).eps
 """Relative error allowed in one distance to a kink when the gap is judged (rounding in x_i·w, with a margin)."""
 _ROWS_FACTOR = 2
+_ACTIVE_SET_PASSES = 3
+"""Passes of the active-set finish from the interior-point iterate's partition before the iterate goes on."""
 _CHUNK_FLOATS = 2**22
 """Floats of one chunk's gathered rows (columns × rows × dim): columns are solved in chunks of about this size."""
 
@@ -143,7 +145,11 @@ class _Batch:
         self.scale = c * np.where(typical > 0, typical, 1.0)
         dim = x.shape[1]
         self.by_rows = m <= _ROWS_FACTOR * dim
-        self.kernel = self.x @ self.x.transpose(0, 2, 1) if self.by_rows else None
+        if self.by_rows:  # K once for each distinct set of rows (the labels and values of C of a fold share one)
+            rows, self.kernel_of = np.unique(np.where(self.valid, index, -1), axis=0, return_inverse=True)
+            distinct = x[np.maximum(rows, 0)] * (rows >= 0)[:, :, None]
+            self.kernel = distinct @ distinct.transpose(0, 2, 1)
+            self.kernel_of = self.kernel_of.reshape(-1)
 
     def solve(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         batch, m = self.valid.shape
@@ -174,8 +180,7 @@ class _Batch:
             trying = relative <= next_finish[sub]
             if trying.any():
                 tried = sub[trying]
-                finished, finished_gap = self._finish(tried, beta[tried], s_low[trying] < zl[trying],
-                                                      s_up[trying] < zu[trying])
+                finished, finished_gap = self._finish(tried, s_low[trying] < zl[trying], s_up[trying] < zu[trying])
                 better = finished_gap < gap[tried]
                 gap[tried[better]], weights[tried[better]] = finished_gap[better], finished[better]
                 certified[tried] = finished_gap <= GAP_TOLERANCE
@@ -224,14 +229,14 @@ class _Batch:
     def _factor(self, columns: np.ndarray, diagonal: np.ndarray) -> tuple[np.ndarray, ...]:
         """What solving (K + diag(D)) v = r needs per column.
 
-        Over the rows: (K + D)⁻¹. Over the features: the `dim` rows of smallest D (S: where the kink rows are, whose D
+        Over the rows: K + D itself. Over the features: the `dim` rows of smallest D (S: where the kink rows are, whose D
         tends to 0) are kept as unknowns and the others (L) eliminated through N = I + X_Lᵀ D_L⁻¹ X_L, so no D⁻¹ of a
         vanishing D is ever formed: (D_S + X_S N⁻¹ X_Sᵀ) v_S = r_S − X_S N⁻¹ X_Lᵀ D_L⁻¹ r_L, then
         v_L = D_L⁻¹ (r_L − X_L N⁻¹ (X_Sᵀ v_S + X_Lᵀ D_L⁻¹ r_L))."""
         if self.by_rows:
-            matrix = self.kernel[columns].copy()
+            matrix = self.kernel[self.kernel_of[columns]]
             matrix[:, np.arange(diagonal.shape[1]), np.arange(diagonal.shape[1])] += diagonal
-            return (_inverse(matrix),)
+            return (matrix,)
         x = self.x[columns]
         dim = x.shape[2]
         small = np.argpartition(np.where(self.valid[columns], diagonal, np.inf), dim - 1, axis=1)[:, :dim]
@@ -249,7 +254,7 @@ class _Batch:
     def _apply(self, columns: np.ndarray, factor: tuple[np.ndarray, ...], diagonal: np.ndarray, rhs: np.ndarray
                ) -> np.ndarray:
         if self.by_rows:
-            return np.einsum("bij,bj->bi", factor[0], rhs)
+            return _solve(factor[0], rhs)
         inner, inverse, small, x_small, reduced = factor
         x = self.x[columns]
         take = np.arange(len(columns))[:, None]
@@ -261,13 +266,40 @@ class _Batch:
         step[take, small] = kept
         return step
 
-    def _finish(self, columns: np.ndarray, beta: np.ndarray, at_lower: np.ndarray, at_upper: np.ndarray
+    def _finish(self, columns: np.ndarray, at_lower: np.ndarray, at_upper: np.ndarray
                 ) -> tuple[np.ndarray, np.ndarray]:
-        """Per column the exact solution of the partition the iterate points to, and its relative duality gap.
+        """Per column the exact solution of the partition the iterate points to (or of a few active-set passes
+        from it), and its relative duality gap.
 
-        Rows at a bound keep β there; the rest (on the kink: x_i·w = k_i) get the least-norm β_M of
-        X_M X_Mᵀ β_M = k_M − X_M X_Bᵀ β_B (two rounds of refinement), then β is clipped to its box and judged by
-        the duality gap."""
+        Rows at a bound keep β there; the rest are taken to lie on the kink (`_kink_solution`). A primal-dual
+        active-set pass then moves each row to where β_i + C·(k_i − x_i·w) puts it (below the box: its lower
+        bound, above: its upper, inside: the kink), until the partition repeats or `_ACTIVE_SET_PASSES`; the β of
+        least duality gap, clipped to its box, is the answer."""
+        valid = self.valid[columns]
+        lower, upper, kinks, x = self.lower[columns], self.upper[columns], self.kinks[columns], self.x[columns]
+        c = self.c[columns][:, None]
+        best_w = np.zeros((len(columns), x.shape[2]))
+        best_gap = np.full(len(columns), np.inf)
+        open_ = np.arange(len(columns))
+        for _ in range(_ACTIVE_SET_PASSES):
+            beta, distance = self._kink_solution(columns[open_], at_lower[open_], at_upper[open_])
+            w, gap = self._judge(columns[open_], np.clip(beta, lower[open_], upper[open_]) * valid[open_])
+            better = gap < best_gap[open_]
+            best_gap[open_[better]], best_w[open_[better]] = gap[better], w[better]
+            moved = beta + c[open_] * distance
+            next_lower, next_upper = valid[open_] & (moved < lower[open_]), valid[open_] & (moved > upper[open_])
+            changed = np.any((next_lower != at_lower[open_]) | (next_upper != at_upper[open_]), axis=1)
+            going = changed & (gap > GAP_TOLERANCE)
+            at_lower[open_], at_upper[open_] = next_lower, next_upper
+            open_ = open_[going]
+            if not open_.size:
+                break
+        return best_w, best_gap
+
+    def _kink_solution(self, columns: np.ndarray, at_lower: np.ndarray, at_upper: np.ndarray
+                       ) -> tuple[np.ndarray, np.ndarray]:
+        """(β, k − x·w for w = Xᵀβ) per column: rows at a bound keep β there; the others (on the kink,
+        x_i·w = k_i) get the least-norm β_M of X_M X_Mᵀ β_M = k_M − X_M X_Bᵀ β_B (two rounds of refinement)."""
         valid = self.valid[columns]
         lower, upper, kinks, x = self.lower[columns], self.upper[columns], self.kinks[columns], self.x[columns]
         on_kink = valid & ~at_lower & ~at_upper
@@ -288,17 +320,23 @@ class _Batch:
             w = base + np.einsum("bmd,bm->bd", x_kink, beta_kink)
             residual = (kinks[take, index] - np.einsum("bmd,bd->bm", x_kink, w)) * present
             beta_kink += np.einsum("bij,bj->bi", vectors, pseudo * np.einsum("bji,bj->bi", vectors, residual))
-        exact = fixed.copy()
-        exact[take, index] = np.where(present, beta_kink, exact[take, index])
-        exact = np.clip(exact, lower, upper) * valid
-        w = np.einsum("bmd,bm->bd", x, exact)
+        beta = fixed.copy()
+        beta[take, index] = np.where(present, beta_kink, beta[take, index])
+        w = base + np.einsum("bmd,bm->bd", x_kink, beta_kink)
+        return beta, (kinks - np.einsum("bmd,bd->bm", x, w)) * valid
+
+    def _judge(self, columns: np.ndarray, beta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """w = Xᵀβ and its relative duality gap, less what rounding alone can leave in it, per column (β in its
+        box)."""
+        valid, kinks, x = self.valid[columns], self.kinks[columns], self.x[columns]
+        w = np.einsum("bmd,bm->bd", x, beta)
         distance = (kinks - np.einsum("bmd,bd->bm", x, w)) * valid
         left, right = self.left[columns], self.right[columns]
         c = self.c[columns][:, None]
         loss = left * np.maximum(distance, 0) + right * np.maximum(-distance, 0)
-        gap = np.sum(np.maximum(c * loss - exact * distance, 0), axis=1)
+        gap = np.sum(np.maximum(c * loss - beta * distance, 0), axis=1)
         objective = 0.5 * np.sum(w**2, axis=1) + c[:, 0] * loss.sum(axis=1)
-        # what rounding alone leaves in the gap: each distance k_i − x_i·w is known to ~eps·(|k_i| + |x_i|·|w|)
+        # each distance k_i − x_i·w is known to ~eps·(|k_i| + |x_i|·|w|)
         rounding = 2 * c[:, 0] * _ROUNDING * np.sum(valid * (np.abs(kinks) + np.einsum("bmd,bd->bm", np.abs(x),
                                                                                         np.abs(w))), axis=1)
         return w, np.maximum(gap - rounding, 0.0) / np.maximum(objective, np.finfo(float).tiny)
@@ -309,6 +347,14 @@ def _longest(value: np.ndarray, change: np.ndarray, valid: np.ndarray) -> np.nda
     shrinking = valid & (change < 0)
     ratio = np.where(shrinking, -value / np.where(shrinking, change, -1.0), np.inf)
     return np.minimum(1.0, ratio.min(axis=1))
+
+
+def _solve(matrix: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """matrix⁻¹ rhs per column (LU: two solves a step cost less than one inverse)."""
+    try:
+        return np.linalg.solve(matrix, rhs[:, :, None])[:, :, 0]
+    except np.linalg.LinAlgError:
+        return np.einsum("bij,bj->bi", _inverse(matrix), rhs)
 
 
 def _inverse(matrix: np.ndarray) -> np.ndarray:

@@ -205,25 +205,26 @@ def multi_label_draws(x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarr
     for column, (_, _, fitted) in enumerate(fold_columns):
         rows[fitted, column] = True
     labels = y_train[:, [label for _, label, _ in fold_columns]]
-    single_class = [len(np.unique(labels[fitted, j])) == 1 for j, (_, _, fitted) in enumerate(fold_columns)]
-    if spec.classifier_tags and any(single_class):
-        _, label, _ = fold_columns[single_class.index(True)]
+    positives, sizes = (labels * rows).sum(axis=0), rows.sum(axis=0)
+    single_class = (positives == 0) | (positives == sizes)
+    if spec.classifier_tags and single_class.any():
+        _, label, _ = fold_columns[int(np.argmax(single_class))]
         raise ScidocsEvalError(f"multi-label: label {label} has one class in the training part of a CV fold: "
                                "SciRepEval's LinearSVC fails to fit there (too few papers of one class)")
     path, uncertified = solve_path(train, *hinge_columns(labels, rows), list(c_grid))
+    # every column's held-out rows, one after another: each C's accuracies are sums over these stretches
+    lengths = np.array([len(h) for h in held_out])
+    owner = np.repeat(np.arange(len(fold_columns)), lengths)
+    held_rows = np.concatenate(held_out)
+    held_labels = labels[held_rows, owner]
+    # lightning predicts the one class it saw; otherwise GridSearchCV scores the SVM's own predict (decision > 0)
+    only_class = (positives == sizes).astype(int)
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
     scores = np.zeros((len(c_grid), len(fold_columns)))
     for position, weights in enumerate(path):
-        decisions = np.einsum("nd,dn->n", train[np.concatenate(held_out)],
-                              weights[:, np.repeat(np.arange(len(fold_columns)), [len(h) for h in held_out])])
-        start = 0
-        for column, (_, label, fitted) in enumerate(fold_columns):
-            scored = held_out[column]
-            if single_class[column]:  # lightning predicts the one class it saw
-                predicted = np.full(len(scored), y_train[fitted[0], label])
-            else:  # GridSearchCV scores with the SVM's own predict: decision value > 0
-                predicted = (decisions[start:start + len(scored)] > 0).astype(int)
-            start += len(scored)
-            scores[position, column] = np.mean(predicted == y_train[scored, label])
+        decisions = np.einsum("nd,dn->n", train[held_rows], weights[:, owner])
+        predicted = np.where(single_class[owner], only_class[owner], (decisions > 0).astype(int))
+        scores[position] = np.add.reduceat((predicted == held_labels).astype(np.float64), starts) / lengths
     chosen_c, refit_rows = [], np.zeros((n, len(refit_columns)), dtype=bool)
     folds_of_model: dict[tuple[int, int], list[int]] = {}
     for j, (number, label, _) in enumerate(fold_columns):
