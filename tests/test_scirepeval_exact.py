@@ -235,3 +235,26 @@ def test_a_solve_without_certificate_is_counted_never_passed_off(monkeypatch: py
     x, _, targets = _data(seed=2, n=30)
     fit = models.regression(x, targets, x[:5], "lightning")
     assert fit.not_converged == len(models.REGRESSION_GRID) * models.FOLDS + 1
+
+
+def test_f1_without_scikit_learns_checks_is_scikit_learns_f1_bit_for_bit() -> None:
+    """classification_metric's direct F1 of 0/1 indicators equals f1_score exactly, and hands every case it does
+    not cover (zero division, other labels) to f1_score."""
+    from sklearn.metrics import f1_score
+
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        n, labels = int(rng.integers(1, 40)), int(rng.integers(1, 7))
+        rate = rng.random()
+        gold = (rng.random((n, labels)) < rate).astype(int)
+        predicted = (rng.random((n, labels)) < rng.random()).astype(int)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            macro = f1_score(gold, predicted, average="macro")
+            binary = f1_score(gold[:, 0], predicted[:, 0], average="binary")
+            assert models.classification_metric(gold, predicted, "f1_macro") == models.rounded(macro)
+            assert models.classification_metric(gold[:, 0], predicted[:, 0], "f1") == models.rounded(binary)
+        direct = models._f1_of_indicators(gold, predicted, "macro")
+        assert direct is None or direct == macro  # bit for bit, not only after rounding
+    classes = np.array([0, 1, 2, 2, 1])
+    assert models._f1_of_indicators(classes, classes, "binary") is None

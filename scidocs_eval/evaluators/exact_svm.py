@@ -229,9 +229,9 @@ class _Batch:
     def _factor(self, columns: np.ndarray, diagonal: np.ndarray) -> tuple[np.ndarray, ...]:
         """What solving (K + diag(D)) v = r needs per column.
 
-        Over the rows: K + D itself. Over the features: the `dim` rows of smallest D (S: where the kink rows are, whose D
-        tends to 0) are kept as unknowns and the others (L) eliminated through N = I + X_Lᵀ D_L⁻¹ X_L, so no D⁻¹ of a
-        vanishing D is ever formed: (D_S + X_S N⁻¹ X_Sᵀ) v_S = r_S − X_S N⁻¹ X_Lᵀ D_L⁻¹ r_L, then
+        Over the rows: K + D itself. Over the features: the `dim` rows of smallest D (S: where the kink rows are,
+        whose D tends to 0) are kept as unknowns and the others (L) eliminated through N = I + X_Lᵀ D_L⁻¹ X_L, so no
+        D⁻¹ of a vanishing D is ever formed: (D_S + X_S N⁻¹ X_Sᵀ) v_S = r_S − X_S N⁻¹ X_Lᵀ D_L⁻¹ r_L, then
         v_L = D_L⁻¹ (r_L − X_L N⁻¹ (X_Sᵀ v_S + X_Lᵀ D_L⁻¹ r_L))."""
         if self.by_rows:
             matrix = self.kernel[self.kernel_of[columns]]
@@ -276,7 +276,7 @@ class _Batch:
         bound, above: its upper, inside: the kink), until the partition repeats or `_ACTIVE_SET_PASSES`; the β of
         least duality gap, clipped to its box, is the answer."""
         valid = self.valid[columns]
-        lower, upper, kinks, x = self.lower[columns], self.upper[columns], self.kinks[columns], self.x[columns]
+        lower, upper, x = self.lower[columns], self.upper[columns], self.x[columns]
         c = self.c[columns][:, None]
         best_w = np.zeros((len(columns), x.shape[2]))
         best_gap = np.full(len(columns), np.inf)

@@ -313,7 +313,27 @@ def rounded(value: float) -> float:
 def classification_metric(gold: np.ndarray, predicted: np.ndarray, metric: str) -> float:
     """SciRepEval's "f1" (binary, positive class 1) or "f1_macro" (multi-label: macro over labels), ×100."""
     average = {"f1": "binary", "f1_macro": "macro"}[metric]
-    return rounded(f1_score(gold, predicted, average=average))
+    direct = _f1_of_indicators(np.asarray(gold), np.asarray(predicted), average)
+    return rounded(f1_score(gold, predicted, average=average) if direct is None else direct)
+
+
+def _f1_of_indicators(gold: np.ndarray, predicted: np.ndarray, average: str) -> float | None:
+    """scikit-learn's F1 of 0/1 indicators (binary: one column; macro: the mean over the columns of a multi-label
+    matrix of at least two columns) in its own arithmetic, 2·tp / (true + predicted) per column then numpy's
+    nanmean, without its input checks (most of the few-shot tasks' time); None where scikit-learn must decide
+    (other labels, or a column with neither true nor predicted positives, its zero-division case)."""
+    if (gold.ndim, average) not in ((1, "binary"), (2, "macro")) or gold.shape != predicted.shape or not gold.size:
+        return None
+    if gold.ndim == 2 and gold.shape[1] < 2:  # scikit-learn reads one column as a vector of classes
+        return None
+    if not (np.isin(gold, (0, 1)).all() and np.isin(predicted, (0, 1)).all()):
+        return None
+    gold, predicted = gold.reshape(len(gold), -1).astype(bool), predicted.reshape(len(predicted), -1).astype(bool)
+    true_positives = np.sum(gold & predicted, axis=0).astype(np.float64)
+    denominator = 1.0 * gold.sum(axis=0).astype(np.float64) + predicted.sum(axis=0).astype(np.float64)
+    if not denominator.all():
+        return None
+    return float(np.nanmean((1 + 1.0) * true_positives / denominator))
 
 
 def regression_metrics(gold: np.ndarray, predicted: np.ndarray) -> dict[str, float]:
