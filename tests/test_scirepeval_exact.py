@@ -258,3 +258,36 @@ def test_f1_without_scikit_learns_checks_is_scikit_learns_f1_bit_for_bit() -> No
         assert direct is None or direct == macro  # bit for bit, not only after rounding
     classes = np.array([0, 1, 2, 2, 1])
     assert models._f1_of_indicators(classes, classes, "binary") is None
+
+
+@pytest.mark.parametrize("loss", ["hinge", "absolute"])
+def test_newton_systems_over_rows_and_over_features_reach_the_same_certified_optimum(
+        loss: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The interior-point method's two ways of solving its Newton systems (K + D over a column's rows, or over the
+    features with the rows nearest their kinks kept apart) end at the same optimum, each certified."""
+    import scidocs_eval.evaluators.exact_svm as exact_svm
+
+    x, labels, targets = _data(seed=8, n=90, dim=6)
+    rows = np.random.default_rng(1).random((90, 3)) < 0.8
+    columns = hinge_columns(np.stack([labels] * 3, axis=1), rows) if loss == "hinge" else \
+        absolute_error_columns(targets, rows)
+    solutions = []
+    for factor in (0.0, 1e9):  # every batch over the features; every batch over the rows
+        monkeypatch.setattr(exact_svm, "_ROWS_FACTOR", factor)
+        solution = PiecewiseLinearSVM(x, *columns).solve(np.array([0.01, 1.0, 100.0]))
+        assert solution.certified.all() and (solution.gap <= GAP_TOLERANCE).all()
+        solutions.append(solution.weights)
+    np.testing.assert_allclose(solutions[0], solutions[1], atol=1e-9)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("environment", ["lightning", "sklearn"])
+def test_every_solve_of_a_multi_label_fit_at_scirepevals_scale_is_certified(environment: str) -> None:
+    """SciRepEval's size (1,200 training papers, 96-d float16 vectors, 20 labels: 300 CV solves and 20 refits):
+    no solve is left without its optimality certificate (one was, before the interior-point method)."""
+    rng = np.random.default_rng(0)
+    topics = rng.integers(20, size=1400)
+    x = (0.4 * rng.normal(size=(20, 96))[topics] + rng.normal(size=(1400, 96))).astype(np.float16).astype(float)
+    y = np.stack([(topics == label) | (rng.random(1400) < 0.1) for label in range(20)], axis=1).astype(int)
+    fit = models.multi_label(x[:1200], y[:1200], x[1200:], environment)
+    assert fit.not_converged == 0
