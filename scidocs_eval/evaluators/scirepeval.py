@@ -38,10 +38,15 @@ import numpy as np
 from scipy.stats import kendalltau, pearsonr
 from sklearn.metrics import f1_score, mean_squared_error, pairwise, r2_score
 from sklearn.model_selection import KFold, StratifiedKFold
-from threadpoolctl import threadpool_limits
 
 from scidocs_eval.errors import ScidocsEvalError
-from scidocs_eval.evaluators.exact_svm import absolute_error_columns, hinge_columns, solve_path, solve_path_at
+from scidocs_eval.evaluators.exact_svm import (
+    absolute_error_columns,
+    hinge_columns,
+    one_blas_thread,
+    solve_path,
+    solve_path_at,
+)
 from scidocs_eval.evaluators.linear_svm import LinearSVMGrid, fit_linear_svm, predict_linear_svm
 
 
@@ -107,7 +112,7 @@ def single_label(x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, e
     train, test = with_intercept(x_train, environment), with_intercept(x_test, environment)
     problem = f"squared hinge, one-vs-rest; {spec.description}"
     # one BLAS thread: these systems are small, and threads waiting on each other cost more than they gain
-    with threadpool_limits(limits=1, user_api="blas"):
+    with one_blas_thread():
         if not spec.classifier_tags:
             return _single_label_kfold(train, y_train, test, c_grid, folds, problem)
         if n_jobs is None:
@@ -136,7 +141,7 @@ def _single_label_kfold(train: np.ndarray, y: np.ndarray, test: np.ndarray, c_gr
 def single_label_fixed_c(x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, environment: str,
                          c: float = 1.0) -> np.ndarray:
     """One fit at `c`, no CV (SciRepEval's few-shot single-label fits: LinearSVC's default C=1)."""
-    with threadpool_limits(limits=1, user_api="blas"):
+    with one_blas_thread():
         classes, weights = fit_linear_svm(with_intercept(x_train, environment), y_train, c)
     return predict_linear_svm(with_intercept(x_test, environment), classes, weights)
 
