@@ -186,10 +186,8 @@ class _Batch:
         next_finish = np.full(batch, _FIRST_FINISH)
         iterations = np.zeros(batch, dtype=int)
         running = np.arange(batch)
-        if guess is not None:  # rows off their kink by more than rounding are at the bound of their side
-            distance = self.kinks - np.einsum("bmd,bd->bm", self.x, guess)
-            rounding = 1e-9 * (np.abs(self.kinks) + np.einsum("bmd,bd->bm", np.abs(self.x), np.abs(guess)))
-            weights, gap = self._finish(running, valid & (distance < -rounding), valid & (distance > rounding))
+        if guess is not None:
+            weights, gap = self._finish(running, *self._sides(running, guess))
             certified = gap <= GAP_TOLERANCE
             running = running[~certified]
         while running.size:
@@ -204,6 +202,26 @@ class _Batch:
             if trying.any():
                 tried = sub[trying]
                 finished, finished_gap = self._finish(tried, s_low[trying] < zl[trying], s_up[trying] < zu[trying])
+                # where the multipliers do not tell the sides apart yet (rows whose distance to the kink is
+                # small beside their slack), the signs of the iterate's distances k − x·w may
+                failed = finished_gap > GAP_TOLERANCE
+                if failed.any():
+                    weights_now = np.einsum("bmd,bm->bd", self.x[tried[failed]], beta[tried[failed]])
+                    again, again_gap = self._finish(tried[failed], *self._sides(tried[failed], weights_now))
+                    improved = again_gap < finished_gap[failed]
+                    finished[np.flatnonzero(failed)[improved]] = again[improved]
+                    finished_gap[np.flatnonzero(failed)[improved]] = again_gap[improved]
+                # and the iterate itself, a point of the box: where more rows sit on their kinks than X has rank
+                # (a degenerate optimum, e.g. w = intercept only at a small C), no partition's least-norm β need
+                # lie in the box, but the iterate's gap goes to 0 with the barrier
+                failed = finished_gap > GAP_TOLERANCE
+                if failed.any():
+                    inside = tried[failed]
+                    itself, itself_gap = self._judge(inside, np.clip(beta[inside], self.lower[inside],
+                                                                     self.upper[inside]) * valid[inside])
+                    improved = itself_gap < finished_gap[failed]
+                    finished[np.flatnonzero(failed)[improved]] = itself[improved]
+                    finished_gap[np.flatnonzero(failed)[improved]] = itself_gap[improved]
                 better = finished_gap < gap[tried]
                 gap[tried[better]], weights[tried[better]] = finished_gap[better], finished[better]
                 certified[tried] = finished_gap <= GAP_TOLERANCE
@@ -243,6 +261,14 @@ class _Batch:
             z_up[sub] = np.where(ok, zu + a * dzu, 0.0)
             iterations[sub] += 1
         return weights.T, gap, certified
+
+    def _sides(self, columns: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(at lower, at upper) per row for weights (B, dim): a row off its kink by more than rounding is at the
+        bound of its side (k − x·w > 0: upper), the others on the kink."""
+        valid, kinks, x = self.valid[columns], self.kinks[columns], self.x[columns]
+        distance = kinks - np.einsum("bmd,bd->bm", x, weights)
+        rounding = 1e-9 * (np.abs(kinks) + np.einsum("bmd,bd->bm", np.abs(x), np.abs(weights)))
+        return valid & (distance < -rounding), valid & (distance > rounding)
 
     def _kernel_times(self, columns: np.ndarray, beta: np.ndarray) -> np.ndarray:
         """K β per column (K = X Xᵀ over its rows)."""
