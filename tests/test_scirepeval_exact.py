@@ -291,3 +291,23 @@ def test_every_solve_of_a_multi_label_fit_at_scirepevals_scale_is_certified(envi
     y = np.stack([(topics == label) | (rng.random(1400) < 0.1) for label in range(20)], axis=1).astype(int)
     fit = models.multi_label(x[:1200], y[:1200], x[1200:], environment)
     assert fit.not_converged == 0
+
+
+def test_stratified_folds_are_scikit_learns() -> None:
+    """The multi-label CV's stratified folds, assigned without asking scikit-learn each time, are StratifiedKFold's
+    own, and every case they do not cover (a class below the folds, other labels) is left to StratifiedKFold."""
+    from sklearn.model_selection import StratifiedKFold
+
+    rng = np.random.default_rng(3)
+    for _ in range(400):
+        n = int(rng.integers(6, 60))
+        labels = (rng.random(n) < rng.uniform(0.05, 0.95)).astype(int)
+        ours = models._fold_splits(n, labels, 3)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            theirs = list(StratifiedKFold(n_splits=3).split(np.zeros((n, 1)), labels))
+        assert len(ours) == len(theirs)
+        for (train, test), (their_train, their_test) in zip(ours, theirs):
+            assert np.array_equal(train, their_train) and np.array_equal(test, their_test)
+    assert models._stratified_test_folds(np.array([0, 1, 1, 1, 1, 0]), 3) is None  # class 0 below 3 rows
+    assert models._stratified_test_folds(np.array([0, 2, 1, 2, 1, 0]), 2) is None
