@@ -20,10 +20,12 @@ column has few rows, over the features where it has many (d × d systems, with t
 apart so that no vanishing D is ever inverted: `_Batch._factor`). Once the barrier is small
 the exact finish: the rows whose β is strictly inside its box are taken to lie on the kink (x_i·w = k_i), the others
 keep β at their bound, which leaves a linear system for the kink rows' β (least norm); that β, clipped to its box,
-is accepted when its duality gap passes. Otherwise the interior-point method goes on (the barrier shrinks further,
-so the partition it points to becomes the optimum's) and the finish is tried again. No iteration count ends a solve
-with an uncertified answer silently: a column still uncertified when its barrier reaches the floor of what float64
-can tell apart is reported (`Solution.certified`), never passed off as the optimum.
+is accepted when its duality gap passes (so is the iterate itself, a point of the box, where the optimum is
+degenerate: more rows on their kinks than X has rank). Otherwise the interior-point method goes on (the barrier
+shrinks further, so the partition it points to becomes the optimum's) and the finish is tried again. A `guess` (a
+neighbouring C's solution) lets the finish be tried on its partition first. No iteration count ends a solve with an
+uncertified answer silently: a column still uncertified when its barrier reaches its floor (or after
+`_MOST_ITERATIONS`) is reported (`Solution.certified`), never passed off as the optimum.
 """
 
 from __future__ import annotations
