@@ -11,9 +11,13 @@
    PyPI and its classifier library (lightning) does not build for this Python, so it cannot run here: its time
    is the recorded one (31 min 46 s on this machine, from JSON lines, issue #37), labelled as such; ours is run
    now, cold, from JSON lines (what the official code reads) and from `.npz`.
+3. SciRepEval's own evaluator against `scidocs-eval` on SciRepEval's synthetic copy (bench/scirepeval_agreement.py,
+   given `--scirepeval-checkout`): both CPU times, both wall times and their ratios, in the environment SciRepEval
+   runs in here (lightning when a build is on PYTHONPATH, else sklearn).
 
-    python bench/side_by_side.py                      # both
+    python bench/side_by_side.py                      # all
     python bench/side_by_side.py --only mteb --documents 5000
+    PYTHONPATH=LIGHTNING_BUILD python bench/side_by_side.py --only scirepeval --scirepeval-checkout SCIREPEVAL
 """
 
 from __future__ import annotations
@@ -162,9 +166,33 @@ def scidocs_side_by_side(args: argparse.Namespace) -> None:
               f"({metrics})")
 
 
+def scirepeval_side_by_side(args: argparse.Namespace) -> None:
+    """SciRepEval's own evaluator against ours on its synthetic copy, through bench/scirepeval_agreement.py (in a
+    child process, so that its environment, lightning or sklearn, is the one PYTHONPATH gives it)."""
+    if args.scirepeval_checkout is None:
+        print("SciRepEval: skipped (give --scirepeval-checkout, a checkout of allenai/scirepeval; a lightning build "
+              "on PYTHONPATH for its lightning environment)")
+        return
+    import json
+    import subprocess
+
+    with tempfile.TemporaryDirectory() as scratch:
+        out = Path(scratch) / "agreement.json"
+        subprocess.run([sys.executable, str(Path(__file__).resolve().parent / "scirepeval_agreement.py"),
+                        "--checkout", str(args.scirepeval_checkout), "--json", str(out)], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        agreement = json.loads(out.read_text())
+    wall, cpu = agreement["seconds"], agreement["cpu_seconds"]
+    print(f"SciRepEval, all 28 tasks on its synthetic copy, {agreement['environment']} environment (both sides):")
+    print(f"  CPU: SciRepEval's evaluator {cpu['scirepeval']:.1f} s, scidocs-eval {cpu['ours']:.1f} s: ratio "
+          f"{cpu['scirepeval'] / cpu['ours']:.1f}x; wall (fit and score): {wall['scirepeval']:.1f} s against "
+          f"{wall['ours']:.1f} s: {wall['scirepeval'] / wall['ours']:.1f}x; largest gap in a number "
+          f"{agreement['largest_gap']} (SciRepEval's own fits stop short of the optimum where they warn)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", choices=("mteb", "scidocs"), help="run one of the two comparisons")
+    parser.add_argument("--only", choices=("mteb", "scidocs", "scirepeval"), help="run one of the comparisons")
     parser.add_argument("--queries", type=int, default=1000)
     parser.add_argument("--documents", type=int, default=25657)
     parser.add_argument("--dim", type=int, default=768)
@@ -173,6 +201,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--kinds", default="jsonl,npz",
                         help="embeddings kinds of our SciDocs runs (default: %(default)s)")
+    parser.add_argument("--scirepeval-checkout", type=Path, help="allenai/scirepeval checkout (work tree or git dir)")
     args = parser.parse_args()
     print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}, "
           f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
@@ -180,6 +209,8 @@ def main() -> None:
         mteb_side_by_side(args)
     if args.only in (None, "scidocs"):
         scidocs_side_by_side(args)
+    if args.only in (None, "scirepeval"):
+        scirepeval_side_by_side(args)
 
 
 if __name__ == "__main__":

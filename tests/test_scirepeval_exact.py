@@ -115,7 +115,7 @@ def test_columns_are_independent_problems_and_rows_left_out_do_not_count() -> No
         np.testing.assert_allclose(batch[1][:, column], alone.solve(10.0).weights[:, 0], atol=1e-9)
 
 
-def test_warm_started_path_equals_cold_solves() -> None:
+def test_the_grid_in_one_batch_equals_each_c_alone() -> None:
     x, _, targets = _data(seed=11, n=50)
     grid = list(models.REGRESSION_GRID)
     columns = absolute_error_columns(targets, np.ones((50, 1), bool))
@@ -231,7 +231,83 @@ def test_a_solve_without_certificate_is_counted_never_passed_off(monkeypatch: py
     import scidocs_eval.evaluators.exact_svm as exact_svm
 
     monkeypatch.setattr(exact_svm, "GAP_TOLERANCE", -1.0)
-    monkeypatch.setattr(exact_svm, "_SMALLEST_BAND", 0.5)
+    monkeypatch.setattr(exact_svm, "_SMALLEST_BARRIER", 1e-6)
     x, _, targets = _data(seed=2, n=30)
     fit = models.regression(x, targets, x[:5], "lightning")
     assert fit.not_converged == len(models.REGRESSION_GRID) * models.FOLDS + 1
+
+
+def test_f1_without_scikit_learns_checks_is_scikit_learns_f1_bit_for_bit() -> None:
+    """classification_metric's direct F1 of 0/1 indicators equals f1_score exactly, and hands every case it does
+    not cover (zero division, other labels) to f1_score."""
+    from sklearn.metrics import f1_score
+
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        n, labels = int(rng.integers(1, 40)), int(rng.integers(1, 7))
+        rate = rng.random()
+        gold = (rng.random((n, labels)) < rate).astype(int)
+        predicted = (rng.random((n, labels)) < rng.random()).astype(int)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            macro = f1_score(gold, predicted, average="macro")
+            binary = f1_score(gold[:, 0], predicted[:, 0], average="binary")
+            assert models.classification_metric(gold, predicted, "f1_macro") == models.rounded(macro)
+            assert models.classification_metric(gold[:, 0], predicted[:, 0], "f1") == models.rounded(binary)
+        direct = models._f1_of_indicators(gold, predicted, "macro")
+        assert direct is None or direct == macro  # bit for bit, not only after rounding
+    classes = np.array([0, 1, 2, 2, 1])
+    assert models._f1_of_indicators(classes, classes, "binary") is None
+
+
+@pytest.mark.parametrize("loss", ["hinge", "absolute"])
+def test_newton_systems_over_rows_and_over_features_reach_the_same_certified_optimum(
+        loss: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The interior-point method's two ways of solving its Newton systems (K + D over a column's rows, or over the
+    features with the rows nearest their kinks kept apart) end at the same optimum, each certified."""
+    import scidocs_eval.evaluators.exact_svm as exact_svm
+
+    x, labels, targets = _data(seed=8, n=90, dim=6)
+    rows = np.random.default_rng(1).random((90, 3)) < 0.8
+    columns = hinge_columns(np.stack([labels] * 3, axis=1), rows) if loss == "hinge" else \
+        absolute_error_columns(targets, rows)
+    solutions = []
+    for factor in (0.0, 1e9):  # every batch over the features; every batch over the rows
+        monkeypatch.setattr(exact_svm, "_ROWS_FACTOR", factor)
+        solution = PiecewiseLinearSVM(x, *columns).solve(np.array([0.01, 1.0, 100.0]))
+        assert solution.certified.all() and (solution.gap <= GAP_TOLERANCE).all()
+        solutions.append(solution.weights)
+    np.testing.assert_allclose(solutions[0], solutions[1], atol=1e-9)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("environment", ["lightning", "sklearn"])
+def test_every_solve_of_a_multi_label_fit_at_scirepevals_scale_is_certified(environment: str) -> None:
+    """SciRepEval's size (1,200 training papers, 96-d float16 vectors, 20 labels: 300 CV solves and 20 refits):
+    no solve is left without its optimality certificate (one was, before the interior-point method)."""
+    rng = np.random.default_rng(0)
+    topics = rng.integers(20, size=1400)
+    x = (0.4 * rng.normal(size=(20, 96))[topics] + rng.normal(size=(1400, 96))).astype(np.float16).astype(float)
+    y = np.stack([(topics == label) | (rng.random(1400) < 0.1) for label in range(20)], axis=1).astype(int)
+    fit = models.multi_label(x[:1200], y[:1200], x[1200:], environment)
+    assert fit.not_converged == 0
+
+
+def test_stratified_folds_are_scikit_learns() -> None:
+    """The multi-label CV's stratified folds, assigned without asking scikit-learn each time, are StratifiedKFold's
+    own, and every case they do not cover (a class below the folds, other labels) is left to StratifiedKFold."""
+    from sklearn.model_selection import StratifiedKFold
+
+    rng = np.random.default_rng(3)
+    for _ in range(400):
+        n = int(rng.integers(6, 60))
+        labels = (rng.random(n) < rng.uniform(0.05, 0.95)).astype(int)
+        ours = models._fold_splits(n, labels, 3)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            theirs = list(StratifiedKFold(n_splits=3).split(np.zeros((n, 1)), labels))
+        assert len(ours) == len(theirs)
+        for (train, test), (their_train, their_test) in zip(ours, theirs):
+            assert np.array_equal(train, their_train) and np.array_equal(test, their_test)
+    assert models._stratified_test_folds(np.array([0, 1, 1, 1, 1, 0]), 3) is None  # class 0 below 3 rows
+    assert models._stratified_test_folds(np.array([0, 2, 1, 2, 1, 0]), 2) is None

@@ -7,49 +7,70 @@ Column l of a batch is the problem
 
 - hinge with label y = ±1: kink k = y, (a, b) = (1, 0) for y = +1 and (0, 1) for y = −1;
 - absolute error (ε-insensitive, ε = 0) with target y: k = y, (a, b) = (1, 1);
-- a = b = 0 leaves row i out of column l, so the folds of a cross-validation, the labels of a one-vs-rest model
-  and the draws of a few-shot run are columns of one batch over the same rows.
+- a = b = 0 leaves row i out of column l, so the folds of a cross-validation, the labels of a one-vs-rest model,
+  the draws of a few-shot run and the values of C are columns of one batch over the same rows.
 
 Its dual is max_β Σ_i β_i k_i − ½‖Xᵀβ‖² with −C·b_i ≤ β_i ≤ C·a_i, and w = Xᵀβ at the optimum. For any such
 β and w = Xᵀβ the duality gap is Σ_i [C·φ_i(x_i·w) − β_i·(k_i − x_i·w)], a sum of terms each ≥ 0, zero exactly at
 the optimum: the certificate a solution must pass here (relative to the objective, `GAP_TOLERANCE`).
 
-Method: Newton's method with an exact line search on the smoothed primal, each kink rounded to a parabola over a
-band of width δ (piecewise quadratic: Newton ends in finitely many steps); then the exact finish: the rows inside the
-band are taken to lie on the kink at the optimum (x_i·w = k_i) and the others get β_i at the bound of their side,
-which leaves a linear system for the band's β (solved by least squares); that β, clipped to its box, is accepted
-when its duality gap passes. Otherwise δ shrinks tenfold and Newton goes on from where it is. No iteration count
-ends a solve with an uncertified answer silently: a column that is still uncertified when δ reaches its floor is
-reported (`Solution.certified`), never passed off as the optimum.
+Method: a primal-dual interior-point method (Mehrotra's predictor-corrector) on the dual, a box-constrained QP over
+each column's own rows, all columns at once; its Newton systems are solved over the rows (K + D, m × m) where a
+column has few rows, over the features where it has many (d × d systems, with the d rows nearest their kinks kept
+apart so that no vanishing D is ever inverted: `_Batch._factor`). Once the barrier is small
+the exact finish: the rows whose β is strictly inside its box are taken to lie on the kink (x_i·w = k_i), the others
+keep β at their bound, which leaves a linear system for the kink rows' β (least norm); that β, clipped to its box,
+is accepted when its duality gap passes (so is the iterate itself, a point of the box, where the optimum is
+degenerate: more rows on their kinks than X has rank). Otherwise the interior-point method goes on (the barrier
+shrinks further, so the partition it points to becomes the optimum's) and the finish is tried again. A `guess` (a
+neighbouring C's solution) lets the finish be tried on its partition first. No iteration count ends a solve with an
+uncertified answer silently: a column still uncertified when its barrier reaches its floor (or after
+`_MOST_ITERATIONS`) is reported (`Solution.certified`), never passed off as the optimum.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 GAP_TOLERANCE = 1e-12
 """A solution is certified when its duality gap, less what rounding in the distances to the kinks can leave in it,
 is at most this times its objective (so its objective is within that relative distance of the optimum)."""
-_FIRST_BAND = 0.1
-"""δ of the first smoothing, as a fraction of the kinks' typical size (1 for the hinge)."""
-_SMALLEST_BAND = 1e-14
-"""δ floor, relative to the first: below it a column is given up as uncertified."""
-_STEPS_PER_BAND = 200
-"""Newton steps at one δ before it shrinks anyway. Rows enter a thin band a few per step, so at d ≈ 100 a band needs
-~d steps: a cap of 25 shrank δ too early and left solves uncertified (800 papers, 96-d, C = 100: 2 of 5)."""
-_LINE_SEARCH_STEPS = 60
+_FIRST_FINISH = 1e-6
+"""Barrier (mean complementarity, relative to C times the kinks' typical size) at which the finish is first tried;
+each later try waits for the barrier to fall by `_FINISH_STEP` more."""
+_FINISH_STEP = 1e-2
+_SMALLEST_BARRIER = 1e-30
+"""Relative barrier below which a column is given up as uncertified (reported, never passed off)."""
+_MOST_ITERATIONS = 500
+"""Interior-point iterations after which a column is given up as uncertified (reported): a safety net only, a
+column certifies in 10–40."""
+_TO_BOUNDARY = 0.995
+"""Fraction of the longest step to the boundary of the positive orthant that a step takes."""
 _RANK_TOLERANCE = 1e-13
-"""Eigenvalues of X_MᵀX_M below this times the largest are rounding: dropped (X_M's rank)."""
+"""Eigenvalues of X_M X_Mᵀ below this times the largest are rounding: dropped (X_M's rank)."""
 _ROUNDING = 64 * np.finfo(np.float64).eps
 """Relative error allowed in one distance to a kink when the gap is judged (rounding in x_i·w, with a margin)."""
+_ROWS_FACTOR = 2
 _ACTIVE_SET_PASSES = 3
-"""Passes of the active-set finish before it leaves a column to more Newton steps and tries again (measured on
-the few-shot Fields of study: 3 passes take 35% less time than 50, with the same solutions)."""
-_OUTER_BUDGET = 2**22
-"""Floats of the per-row outer products x_i x_iᵀ kept to form every column's Hessian in one product; above, a loop."""
+"""Passes of the active-set finish from the interior-point iterate's partition before the iterate goes on."""
+_CHUNK_FLOATS = 2**20
+"""Floats of one chunk's gathered rows (columns × rows × dim): columns are solved in chunks of about this size."""
+
+
+_CONTROLLER: list[ThreadpoolController] = []
+
+
+def one_blas_thread() -> Any:
+    """A context with BLAS limited to one thread. The controller is made once: threadpoolctl's `threadpool_limits`
+    looks through every loaded library on each call (6 ms in a process that has loaded torch and FAISS, more than
+    a small solve takes)."""
+    if not _CONTROLLER:
+        _CONTROLLER.append(ThreadpoolController())
+    return _CONTROLLER[0].limit(limits=1, user_api="blas")
 
 
 @dataclass
@@ -81,13 +102,7 @@ class PiecewiseLinearSVM:
 
     def __init__(self, x: np.ndarray, kinks: np.ndarray, left: np.ndarray, right: np.ndarray):
         self.x = np.asarray(x, dtype=np.float64)
-        self.kinks, self.left, self.right = kinks, left, right
-        used = (left + right) > 0
-        scale = np.median(np.abs(kinks[used])) if used.any() else 1.0
-        self.first_band = _FIRST_BAND * (scale if scale > 0 else 1.0)
-        n, dim = self.x.shape
-        self.outer = (self.x[:, :, None] * self.x[:, None, :]).reshape(n, dim * dim) if n * dim * dim <= \
-            _OUTER_BUDGET else None
+        self.kinks, self.left, self.right = (np.asarray(a, dtype=np.float64) for a in (kinks, left, right))
 
     def objective(self, c: np.ndarray, weights: np.ndarray) -> np.ndarray:
         """P_l(w_l) for each column: c (columns,), weights (dim, columns)."""
@@ -95,215 +110,337 @@ class PiecewiseLinearSVM:
         loss = self.left * np.maximum(t, 0) + self.right * np.maximum(-t, 0)
         return 0.5 * np.sum(weights**2, axis=0) + c * loss.sum(axis=0)
 
-    def solve(self, c: np.ndarray | float, start: np.ndarray | None = None) -> Solution:
-        """Each column's optimum at its C (c: scalar or (columns,)), from `start` (dim, columns; default 0)."""
-        # these products are small: BLAS threads cost more in synchronisation than they gain
-        with threadpool_limits(limits=1, user_api="blas"):
-            return self._solve(c, start)
-
-    def _solve(self, c: np.ndarray | float, start: np.ndarray | None) -> Solution:
+    def solve(self, c: np.ndarray | float, guess: np.ndarray | None = None) -> Solution:
+        """Each column's optimum at its C (c: scalar or (columns,)). `guess` (dim, columns): weights near the
+        optimum (a neighbouring C's, say): the finish is tried first on the partition they point to, and only the
+        columns it leaves uncertified go through the interior-point method. It changes the time, never the
+        answer."""
         n, dim = self.x.shape
         columns = self.kinks.shape[1]
-        c = np.broadcast_to(np.asarray(c, dtype=np.float64), (columns,)).copy()
-        weights = np.zeros((dim, columns)) if start is None else np.array(start, dtype=np.float64)
-        best = weights.copy()
-        gap = np.full(columns, np.inf)
-        certified = np.zeros(columns, dtype=bool)
-        band = np.full(columns, self.first_band)
-        steps = np.zeros(columns, dtype=int)
-        # the finish is tried at each new δ and whenever a column's rows in the band stop changing
-        fresh = np.ones(columns, dtype=bool)
-        last_inside = np.zeros((n, columns), dtype=bool)
-        running = np.arange(columns)
+        c = np.broadcast_to(np.asarray(c, dtype=np.float64), (columns,))
+        used = (self.left + self.right) > 0
+        counts = used.sum(axis=0)
+        weights, gap = np.zeros((dim, columns)), np.zeros(columns)
+        certified = np.ones(columns, dtype=bool)
+        # columns with similar row counts share a chunk, so little of a chunk is padding
+        order = np.argsort(counts, kind="stable")
+        # these products are small: BLAS threads cost more in synchronisation than they gain
+        with one_blas_thread():
+            start = 0
+            while start < columns:
+                end = start + 1  # ascending counts: the chunk's last column has the most rows
+                while end < columns and counts[order[end]] * (end + 1 - start) * dim <= _CHUNK_FLOATS:
+                    end += 1
+                size = end - start
+                chunk = order[start:start + size]
+                start += size
+                if not counts[chunk].max():  # no rows: w = 0 is the optimum
+                    continue
+                batch = _Batch(self.x, self.kinks[:, chunk], self.left[:, chunk], self.right[:, chunk],
+                               used[:, chunk], c[chunk])
+                weights[:, chunk], gap[chunk], certified[chunk] = batch.solve(
+                    None if guess is None else guess[:, chunk].T)
+        return Solution(weights, gap, certified)
+
+
+class _Batch:
+    """Columns gathered onto their own rows (padded to the longest): x (B, m, dim), and the dual's box per row."""
+
+    def __init__(self, x: np.ndarray, kinks: np.ndarray, left: np.ndarray, right: np.ndarray, used: np.ndarray,
+                 c: np.ndarray):
+        counts = used.sum(axis=0)
+        m = int(counts.max())
+        # each column's rows first, in order, then padding (row 0, masked out)
+        index = np.argsort(~used, axis=0, kind="stable")[:m].T
+        self.valid = np.arange(m)[None, :] < counts[:, None]
+        index = np.where(self.valid, index, 0)
+        take = np.arange(index.shape[0])[:, None]
+        self.x = x[index] * self.valid[:, :, None]
+        self.kinks = kinks.T[take, index] * self.valid
+        self.left, self.right = left.T[take, index] * self.valid, right.T[take, index] * self.valid
+        self.c = c
+        self.upper, self.lower = c[:, None] * self.left, -c[:, None] * self.right
+        typical = np.nanmedian(np.where(self.valid, np.abs(self.kinks), np.nan), axis=1)
+        self.scale = c * np.where(typical > 0, typical, 1.0)
+        dim = x.shape[1]
+        self.by_rows = m <= _ROWS_FACTOR * dim
+        if self.by_rows:  # K once for each distinct set of rows (the labels and values of C of a fold share one)
+            rows, self.kernel_of = np.unique(np.where(self.valid, index, -1), axis=0, return_inverse=True)
+            distinct = x[np.maximum(rows, 0)] * (rows >= 0)[:, :, None]
+            self.kernel = distinct @ distinct.transpose(0, 2, 1)
+            self.kernel_of = self.kernel_of.reshape(-1)
+
+    def solve(self, guess: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        batch, m = self.valid.shape
+        valid = self.valid
+        beta = np.where(valid, 0.5 * (self.lower + self.upper), 0.0)
+        # the slacks β − lower and upper − β are kept apart from β: near a bound, upper − β would lose its digits
+        slack_low = np.where(valid, beta - self.lower, 1.0)
+        slack_up = np.where(valid, self.upper - beta, 1.0)
+        gradient = self._kernel_times(np.arange(batch), beta) - self.kinks
+        # dual feasible start: gradient − z_l + z_u = 0
+        z_low = np.where(valid, np.maximum(gradient, 0) + self.scale[:, None] / np.maximum(self.c[:, None], 1e-300),
+                         0.0)
+        z_up = np.where(valid, z_low - gradient, 0.0)
+        weights = np.zeros((batch, self.x.shape[2]))
+        gap = np.full(batch, np.inf)
+        certified = np.zeros(batch, dtype=bool)
+        next_finish = np.full(batch, _FIRST_FINISH)
+        iterations = np.zeros(batch, dtype=int)
+        running = np.arange(batch)
+        if guess is not None:
+            weights, gap = self._finish(running, *self._sides(running, guess))
+            certified = gap <= GAP_TOLERANCE
+            running = running[~certified]
         while running.size:
-            t = self.kinks[:, running] - self.x @ weights[:, running]
-            inside = self._inside(running, t, band[running])
-            trying = np.flatnonzero(fresh[running] | np.all(inside == last_inside[:, running], axis=0))
-            for chunk in np.array_split(trying, -(-trying.size * n * dim // _OUTER_BUDGET)) if trying.size else ():
-                tried = running[chunk]
-                finished, relative_gap = self._finish(tried, c[tried], t[:, chunk].copy(), band[tried])
-                better = relative_gap < gap[tried]
-                gap[tried[better]], best[:, tried[better]] = relative_gap[better], finished[:, better]
-                certified[tried] = relative_gap <= GAP_TOLERANCE
-            last_inside[:, running] = inside
-            fresh[running] = False
-            going = ~certified[running]
-            running, t, inside = running[going], t[:, going], inside[:, going]
+            sub = running
+            ok = valid[sub]
+            s_low, s_up = slack_low[sub], slack_up[sub]
+            zl, zu = z_low[sub], z_up[sub]
+            counts = ok.sum(axis=1)
+            mu = (np.sum(s_low * zl + s_up * zu, axis=1)) / (2 * counts)
+            relative = mu / self.scale[sub]
+            trying = relative <= next_finish[sub]
+            if trying.any():
+                tried = sub[trying]
+                finished, finished_gap = self._finish(tried, s_low[trying] < zl[trying], s_up[trying] < zu[trying])
+                # where the multipliers do not tell the sides apart yet (rows whose distance to the kink is
+                # small beside their slack), the signs of the iterate's distances k − x·w may
+                failed = finished_gap > GAP_TOLERANCE
+                if failed.any():
+                    weights_now = np.einsum("bmd,bm->bd", self.x[tried[failed]], beta[tried[failed]])
+                    again, again_gap = self._finish(tried[failed], *self._sides(tried[failed], weights_now))
+                    improved = again_gap < finished_gap[failed]
+                    finished[np.flatnonzero(failed)[improved]] = again[improved]
+                    finished_gap[np.flatnonzero(failed)[improved]] = again_gap[improved]
+                # and the iterate itself, a point of the box: where more rows sit on their kinks than X has rank
+                # (a degenerate optimum, e.g. w = intercept only at a small C), no partition's least-norm β need
+                # lie in the box, but the iterate's gap goes to 0 with the barrier
+                failed = finished_gap > GAP_TOLERANCE
+                if failed.any():
+                    inside = tried[failed]
+                    itself, itself_gap = self._judge(inside, np.clip(beta[inside], self.lower[inside],
+                                                                     self.upper[inside]) * valid[inside])
+                    improved = itself_gap < finished_gap[failed]
+                    finished[np.flatnonzero(failed)[improved]] = itself[improved]
+                    finished_gap[np.flatnonzero(failed)[improved]] = itself_gap[improved]
+                better = finished_gap < gap[tried]
+                gap[tried[better]], weights[tried[better]] = finished_gap[better], finished[better]
+                certified[tried] = finished_gap <= GAP_TOLERANCE
+                next_finish[tried] = relative[trying] * _FINISH_STEP
+            given_up = (relative < _SMALLEST_BARRIER) | (iterations[sub] >= _MOST_ITERATIONS)
+            going = ~certified[sub] & ~given_up
+            running = sub[going]
             if not running.size:
                 break
-            direction, converged = self._newton_direction(running, c[running], weights[:, running], t, inside,
-                                                          band[running])
-            shrink = converged | (steps[running] >= _STEPS_PER_BAND)
-            shrunk = running[shrink]
-            if shrink.any():
-                # the smoothed optimum moves linearly in δ while its band rows stay: go to where it is at δ/10
-                exact = self._kink_solution(shrunk, c[shrunk], inside[:, shrink], t[:, shrink])[1]
-                weights[:, shrunk] = exact + 0.1 * (weights[:, shrunk] - exact)
-            band[shrunk] *= 0.1
-            steps[shrunk] = 0
-            fresh[shrunk] = True
-            if (~shrink).any():
-                moving = running[~shrink]
-                step = self._line_search(moving, c[moving], weights[:, moving], direction[:, ~shrink],
-                                         t[:, ~shrink], band[moving])
-                weights[:, moving] += step * direction[:, ~shrink]
-                steps[moving] += 1
-            running = running[band[running] >= self.first_band * _SMALLEST_BAND]
-        return Solution(best, gap, certified)
+            sub, ok = running, ok[going]
+            s_low, s_up, zl, zu, mu = s_low[going], s_up[going], zl[going], zu[going], mu[going]
+            residual = np.where(ok, self._kernel_times(sub, beta[sub]) - self.kinks[sub] - zl + zu, 0.0)
+            diagonal = np.where(ok, zl / s_low + zu / s_up, 1.0)
+            factor = self._factor(sub, diagonal)
+            # predictor (affine scaling), then Mehrotra's corrector with centring σ = (μ_aff / μ)³
+            step = self._apply(sub, factor, diagonal, np.where(ok, -residual - zl + zu, 0.0))
+            dzl, dzu = -zl - zl * step / s_low, -zu + zu * step / s_up
+            alpha = np.minimum(_longest(s_low, step, ok), _longest(s_up, -step, ok))
+            alpha = np.minimum(alpha, np.minimum(_longest(zl, dzl, ok), _longest(zu, dzu, ok)))
+            a = alpha[:, None]
+            mu_affine = np.sum(np.where(ok, (s_low + a * step) * (zl + a * dzl) + (s_up - a * step) * (zu + a * dzu),
+                                        0.0), axis=1) / (2 * ok.sum(axis=1))
+            target = ((mu_affine / mu) ** 3 * mu)[:, None]
+            cross_low, cross_up = step * dzl, -step * dzu
+            rhs = -residual + (target - cross_low) / s_low - zl - (target - cross_up) / s_up + zu
+            step = self._apply(sub, factor, diagonal, np.where(ok, rhs, 0.0))
+            dzl = (target - cross_low - s_low * zl - zl * step) / s_low
+            dzu = (target - cross_up - s_up * zu + zu * step) / s_up
+            alpha = np.minimum(_longest(s_low, step, ok), _longest(s_up, -step, ok))
+            alpha = _TO_BOUNDARY * np.minimum(alpha, np.minimum(_longest(zl, dzl, ok), _longest(zu, dzu, ok)))
+            a = alpha[:, None]
+            slack_low[sub] = np.where(ok, s_low + a * step, 1.0)
+            slack_up[sub] = np.where(ok, s_up - a * step, 1.0)
+            beta[sub] = np.where(ok, np.where(slack_low[sub] < slack_up[sub], self.lower[sub] + slack_low[sub],
+                                              self.upper[sub] - slack_up[sub]), 0.0)
+            z_low[sub] = np.where(ok, zl + a * dzl, 0.0)
+            z_up[sub] = np.where(ok, zu + a * dzu, 0.0)
+            iterations[sub] += 1
+        return weights.T, gap, certified
 
-    def _inside(self, columns: np.ndarray, t: np.ndarray, band: np.ndarray) -> np.ndarray:
-        """Rows in each column's smoothing band: on the side of the kink where the loss grows, within δ."""
-        return ((self.left[:, columns] > 0) & (t > 0) & (t < band)) | (
-            (self.right[:, columns] > 0) & (t < 0) & (-t < band))
+    def _sides(self, columns: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(at lower, at upper) per row for weights (B, dim): a row off its kink by more than rounding is at the
+        bound of its side (k − x·w > 0: upper), the others on the kink."""
+        valid, kinks, x = self.valid[columns], self.kinks[columns], self.x[columns]
+        distance = kinks - np.einsum("bmd,bd->bm", x, weights)
+        rounding = 1e-9 * (np.abs(kinks) + np.einsum("bmd,bd->bm", np.abs(x), np.abs(weights)))
+        return valid & (distance < -rounding), valid & (distance > rounding)
 
-    def _slopes(self, columns: np.ndarray, t: np.ndarray, band: np.ndarray) -> np.ndarray:
-        """dφ_δ/du of the smoothed loss at u = k − t."""
-        return self.right[:, columns] * np.clip(-t / band, 0, 1) - self.left[:, columns] * np.clip(t / band, 0, 1)
+    def _kernel_times(self, columns: np.ndarray, beta: np.ndarray) -> np.ndarray:
+        """K β per column (K = X Xᵀ over its rows)."""
+        x = self.x[columns]
+        return np.einsum("bmd,bd->bm", x, np.einsum("bmd,bm->bd", x, beta))
 
-    def _grams(self, rows: np.ndarray) -> np.ndarray:
-        """(columns, dim, dim): X_RᵀX_R for the rows R of each column (rows: (n, columns) bool)."""
-        dim = self.x.shape[1]
-        if self.outer is not None:
-            return (rows.T.astype(np.float64) @ self.outer).reshape(-1, dim, dim)
-        return np.stack([self.x[rows[:, j]].T @ self.x[rows[:, j]] for j in range(rows.shape[1])]) if \
-            rows.shape[1] else np.zeros((0, dim, dim))
+    def _factor(self, columns: np.ndarray, diagonal: np.ndarray) -> tuple[np.ndarray, ...]:
+        """What solving (K + diag(D)) v = r needs per column.
 
-    def _newton_direction(self, columns: np.ndarray, c: np.ndarray, weights: np.ndarray, t: np.ndarray,
-                          inside: np.ndarray, band: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The Newton direction of the smoothed objective per column, and whether that column is already at the
-        smoothed optimum (its gradient vanishes to rounding)."""
-        gradient = weights + c * (self.x.T @ self._slopes(columns, t, band))
-        reference = np.linalg.norm(weights, axis=0) + c * np.linalg.norm(
-            self.x.T @ (self.left[:, columns] + self.right[:, columns]), axis=0)
-        converged = np.linalg.norm(gradient, axis=0) <= 1e-13 * np.maximum(reference, np.finfo(float).tiny)
-        dim = self.x.shape[1]
-        weight = c / band
-        hessians = self._grams(inside) * weight[:, None, None]
-        hessians[:, np.arange(dim), np.arange(dim)] += 1.0
-        try:
-            direction = -np.linalg.solve(hessians, gradient.T[:, :, None])[:, :, 0].T
-        except np.linalg.LinAlgError:  # at a tiny δ the identity can vanish in rounding: least squares then
-            direction = -np.stack([np.linalg.lstsq(h, g, rcond=None)[0] for h, g in zip(hessians, gradient.T)],
-                                  axis=1)
-        return direction, converged
+        Over the rows: K + D itself. Over the features: the `dim` rows of smallest D (S: where the kink rows are,
+        whose D tends to 0) are kept as unknowns and the others (L) eliminated through N = I + X_Lᵀ D_L⁻¹ X_L, so no
+        D⁻¹ of a vanishing D is ever formed: (D_S + X_S N⁻¹ X_Sᵀ) v_S = r_S − X_S N⁻¹ X_Lᵀ D_L⁻¹ r_L, then
+        v_L = D_L⁻¹ (r_L − X_L N⁻¹ (X_Sᵀ v_S + X_Lᵀ D_L⁻¹ r_L))."""
+        if self.by_rows:
+            matrix = self.kernel[self.kernel_of[columns]]
+            matrix[:, np.arange(diagonal.shape[1]), np.arange(diagonal.shape[1])] += diagonal
+            return (matrix,)
+        x = self.x[columns]
+        dim = x.shape[2]
+        small = np.argpartition(np.where(self.valid[columns], diagonal, np.inf), dim - 1, axis=1)[:, :dim]
+        take = np.arange(len(columns))[:, None]
+        inverse = 1.0 / diagonal
+        inverse[take, small] = 0.0
+        inner = (x * inverse[:, :, None]).transpose(0, 2, 1) @ x
+        inner[:, np.arange(dim), np.arange(dim)] += 1.0
+        inner = _inverse(inner)
+        x_small = x[take, small]
+        reduced = x_small @ inner @ x_small.transpose(0, 2, 1)
+        reduced[:, np.arange(dim), np.arange(dim)] += diagonal[take, small]
+        return inner, inverse, small, x_small, _inverse(reduced)
 
-    def _line_search(self, columns: np.ndarray, c: np.ndarray, weights: np.ndarray, direction: np.ndarray,
-                     t: np.ndarray, band: np.ndarray) -> np.ndarray:
-        """Per column a step s > 0 along `direction` where the smoothed objective's derivative (piecewise linear
-        and increasing in s) is within 1e-9 of its size at s = 0: Newton on the derivative from s = 1 (exact once
-        no row changes piece), kept inside a bracket by bisection."""
-        change = self.x @ direction
-        along, length = np.sum(weights * direction, axis=0), np.sum(direction * direction, axis=0)
-        low, high = np.zeros(columns.size), np.full(columns.size, np.inf)
-        step = np.ones(columns.size)
-        target = 1e-9 * np.abs(along + c * np.sum(self._slopes(columns, t, band) * change, axis=0))
-        open_ = np.arange(columns.size)
-        for _ in range(_LINE_SEARCH_STEPS):
-            at = step[open_]
-            moved = t[:, open_] - at * change[:, open_]
-            sub = columns[open_]
-            slope = along[open_] + at * length[open_] + c[open_] * np.sum(
-                self._slopes(sub, moved, band[open_]) * change[:, open_], axis=0)
-            curvature = length[open_] + (c[open_] / band[open_]) * np.sum(
-                change[:, open_] ** 2 * self._inside(sub, moved, band[open_]), axis=0)
-            done = np.abs(slope) <= target[open_]
-            low[open_] = np.where(slope < 0, at, low[open_])
-            high[open_] = np.where(slope > 0, at, high[open_])
-            proposal = at - slope / curvature
-            outside = ~((proposal > low[open_]) & (proposal < high[open_]))
-            bisected = np.where(np.isinf(high[open_]), 2 * at, 0.5 * (low[open_] + high[open_]))
-            step[open_] = np.where(done, at, np.where(outside, bisected, proposal))
-            open_ = open_[~done & (step[open_] != at)]
-            if not open_.size:
-                break
+    def _apply(self, columns: np.ndarray, factor: tuple[np.ndarray, ...], diagonal: np.ndarray, rhs: np.ndarray
+               ) -> np.ndarray:
+        if self.by_rows:
+            return _solve(factor[0], rhs)
+        inner, inverse, small, x_small, reduced = factor
+        x = self.x[columns]
+        take = np.arange(len(columns))[:, None]
+        projected = np.einsum("bmd,bm->bd", x, inverse * rhs)
+        kept = np.einsum("bij,bj->bi", reduced, rhs[take, small] - np.einsum(
+            "bsd,bd->bs", x_small, np.einsum("bij,bj->bi", inner, projected)))
+        change = np.einsum("bij,bj->bi", inner, np.einsum("bsd,bs->bd", x_small, kept) + projected)
+        step = inverse * (rhs - np.einsum("bmd,bd->bm", x, change))
+        step[take, small] = kept
         return step
 
-    def _kink_solution(self, columns: np.ndarray, c: np.ndarray, on_kink: np.ndarray, side: np.ndarray
-                       ) -> tuple[np.ndarray, np.ndarray]:
-        """(β, w = Xᵀβ) per column: the rows off the kink at the bound of their side of it (side > 0: C·a, else
-        −C·b), the kink rows' β solving x_i·w = k_i there (least norm, least squares where inconsistent)."""
-        beta = np.where(side > 0, c * self.left[:, columns], -c * self.right[:, columns])
-        beta[on_kink] = 0.0
-        fixed = self.x.T @ beta
-        # per column with G = X_MᵀX_M = V Λ Vᵀ: the least-norm z = X_Mᵀβ_M with X_M z = r is G⁺X_Mᵀr, and
-        # β_M = X_M G⁺ z (Λ's rounding-level values dropped, as least squares does); two rounds of refinement
-        grams = self._grams(on_kink)
-        values, vectors = np.linalg.eigh(grams)
-        kept = values > values[:, -1:] * _RANK_TOLERANCE
-        inverse = np.where(kept, 1.0 / np.where(kept, values, 1.0), 0.0)
-        weights = fixed
-        kinks = self.kinks[:, columns]
-        for _ in range(3):
-            residual = (kinks - self.x @ weights) * on_kink
-            shift = _apply(vectors, inverse, self.x.T @ residual)
-            beta += (self.x @ _apply(vectors, inverse, shift)) * on_kink
-            weights = fixed + self.x.T @ (beta * on_kink)
-        return beta, weights
-
-    def _finish(self, columns: np.ndarray, c: np.ndarray, t: np.ndarray, band: np.ndarray
+    def _finish(self, columns: np.ndarray, at_lower: np.ndarray, at_upper: np.ndarray
                 ) -> tuple[np.ndarray, np.ndarray]:
-        """Per column, the exact solution found from the iterate's distances to the kinks `t`, and its relative
-        duality gap.
+        """Per column the exact solution of the partition the iterate points to (or of a few active-set passes
+        from it), and its relative duality gap.
 
-        A primal-dual active-set method on the KKT conditions β_i = clip(β_i + C·t_i, −C·b_i, C·a_i): the rows in
-        the smoothing band (or on a kink to rounding) start on the kink, the others at the bound of their side;
-        each pass solves x_i·w = k_i on the kink rows for their β and moves every row to where β_i + C·t_i puts
-        it, until the partition repeats (or `_ACTIVE_SET_PASSES`). Its β, clipped to the box, is then certified
-        or not by the duality gap.
-        """
-        left, right, kinks = self.left[:, columns], self.right[:, columns], self.kinks[:, columns]
-        used = (left + right) > 0
-        upper, lower = c * left, -c * right
-        near = np.abs(t) <= 1e-9 * self.first_band / _FIRST_BAND
-        on_kink = used & (self._inside(columns, t, band) | near)
-        side = t
-        beta = np.zeros_like(t)
-        open_ = np.arange(columns.size)
+        Rows at a bound keep β there; the rest are taken to lie on the kink (`_kink_solution`). A primal-dual
+        active-set pass then moves each row to where β_i + C·(k_i − x_i·w) puts it (below the box: its lower
+        bound, above: its upper, inside: the kink), until the partition repeats or `_ACTIVE_SET_PASSES`; the β of
+        least duality gap, clipped to its box, is the answer."""
+        valid = self.valid[columns]
+        lower, upper, x = self.lower[columns], self.upper[columns], self.x[columns]
+        c = self.c[columns][:, None]
+        best_w = np.zeros((len(columns), x.shape[2]))
+        best_gap = np.full(len(columns), np.inf)
+        open_ = np.arange(len(columns))
         for _ in range(_ACTIVE_SET_PASSES):
-            beta_open, weights = self._kink_solution(columns[open_], c[open_], on_kink[:, open_], side[:, open_])
-            beta[:, open_] = beta_open
-            moved = beta_open + c[open_] * (kinks[:, open_] - self.x @ weights)
-            next_on_kink = used[:, open_] & (moved <= upper[:, open_]) & (moved >= lower[:, open_])
-            side[:, open_] = np.where(moved > upper[:, open_], 1.0, -1.0)
-            changed = np.any(next_on_kink != on_kink[:, open_], axis=0)
-            on_kink[:, open_] = next_on_kink
-            open_ = open_[changed]
+            beta, distance = self._kink_solution(columns[open_], at_lower[open_], at_upper[open_])
+            w, gap = self._judge(columns[open_], np.clip(beta, lower[open_], upper[open_]) * valid[open_])
+            better = gap < best_gap[open_]
+            best_gap[open_[better]], best_w[open_[better]] = gap[better], w[better]
+            moved = beta + c[open_] * distance
+            next_lower, next_upper = valid[open_] & (moved < lower[open_]), valid[open_] & (moved > upper[open_])
+            changed = np.any((next_lower != at_lower[open_]) | (next_upper != at_upper[open_]), axis=1)
+            going = changed & (gap > GAP_TOLERANCE)
+            at_lower[open_], at_upper[open_] = next_lower, next_upper
+            open_ = open_[going]
             if not open_.size:
                 break
-        beta = np.clip(beta, lower, upper)
-        weights = self.x.T @ beta
-        distance = kinks - self.x @ weights
+        return best_w, best_gap
+
+    def _kink_solution(self, columns: np.ndarray, at_lower: np.ndarray, at_upper: np.ndarray
+                       ) -> tuple[np.ndarray, np.ndarray]:
+        """(β, k − x·w for w = Xᵀβ) per column: rows at a bound keep β there; the others (on the kink,
+        x_i·w = k_i) get the least-norm β_M of X_M X_Mᵀ β_M = k_M − X_M X_Bᵀ β_B (two rounds of refinement)."""
+        valid = self.valid[columns]
+        lower, upper, kinks, x = self.lower[columns], self.upper[columns], self.kinks[columns], self.x[columns]
+        on_kink = valid & ~at_lower & ~at_upper
+        fixed = np.where(at_lower, lower, np.where(at_upper, upper, 0.0)) * valid
+        # gather the kink rows (padded): their Gram matrix, eigendecomposed once
+        counts = on_kink.sum(axis=1)
+        width = max(int(counts.max()), 1)
+        index = np.argsort(~on_kink, axis=1, kind="stable")[:, :width]
+        present = np.arange(width)[None, :] < counts[:, None]
+        take = np.arange(len(columns))[:, None]
+        x_kink = x[take, index] * present[:, :, None]
+        values, vectors = np.linalg.eigh(x_kink @ x_kink.transpose(0, 2, 1))
+        kept = values > np.maximum(values[:, -1:], 0) * _RANK_TOLERANCE
+        pseudo = np.where(kept, 1.0 / np.where(kept, values, 1.0), 0.0)
+        base = np.einsum("bmd,bm->bd", x, fixed)
+        beta_kink = np.zeros((len(columns), width))
+        for _ in range(3):
+            w = base + np.einsum("bmd,bm->bd", x_kink, beta_kink)
+            residual = (kinks[take, index] - np.einsum("bmd,bd->bm", x_kink, w)) * present
+            beta_kink += np.einsum("bij,bj->bi", vectors, pseudo * np.einsum("bji,bj->bi", vectors, residual))
+        beta = fixed.copy()
+        beta[take, index] = np.where(present, beta_kink, beta[take, index])
+        w = base + np.einsum("bmd,bm->bd", x_kink, beta_kink)
+        return beta, (kinks - np.einsum("bmd,bd->bm", x, w)) * valid
+
+    def _judge(self, columns: np.ndarray, beta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """w = Xᵀβ and its relative duality gap, less what rounding alone can leave in it, per column (β in its
+        box)."""
+        valid, kinks, x = self.valid[columns], self.kinks[columns], self.x[columns]
+        w = np.einsum("bmd,bm->bd", x, beta)
+        distance = (kinks - np.einsum("bmd,bd->bm", x, w)) * valid
+        left, right = self.left[columns], self.right[columns]
+        c = self.c[columns][:, None]
         loss = left * np.maximum(distance, 0) + right * np.maximum(-distance, 0)
-        gap = np.sum(np.maximum(c * loss - beta * distance, 0), axis=0)
-        objective = 0.5 * np.sum(weights**2, axis=0) + c * loss.sum(axis=0)
-        # what rounding alone leaves in the gap: each distance k_i − x_i·w is known to ~eps·(|k_i| + |x_i|·|w|)
-        rounding = 2 * c * _ROUNDING * np.sum(used * (np.abs(kinks) + np.abs(self.x) @ np.abs(weights)), axis=0)
-        return weights, np.maximum(gap - rounding, 0.0) / np.maximum(objective, np.finfo(float).tiny)
+        gap = np.sum(np.maximum(c * loss - beta * distance, 0), axis=1)
+        objective = 0.5 * np.sum(w**2, axis=1) + c[:, 0] * loss.sum(axis=1)
+        # each distance k_i − x_i·w is known to ~eps·(|k_i| + |x_i|·|w|)
+        rounding = 2 * c[:, 0] * _ROUNDING * np.sum(valid * (np.abs(kinks) + np.einsum("bmd,bd->bm", np.abs(x),
+                                                                                        np.abs(w))), axis=1)
+        return w, np.maximum(gap - rounding, 0.0) / np.maximum(objective, np.finfo(float).tiny)
+
+
+def _longest(value: np.ndarray, change: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """Per column the longest step ≤ 1 along `change` that keeps every valid `value` ≥ 0."""
+    shrinking = valid & (change < 0)
+    ratio = np.where(shrinking, -value / np.where(shrinking, change, -1.0), np.inf)
+    return np.minimum(1.0, ratio.min(axis=1))
+
+
+def _solve(matrix: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """matrix⁻¹ rhs per column (LU: two solves a step cost less than one inverse)."""
+    try:
+        return np.linalg.solve(matrix, rhs[:, :, None])[:, :, 0]
+    except np.linalg.LinAlgError:
+        return np.einsum("bij,bj->bi", _inverse(matrix), rhs)
+
+
+def _inverse(matrix: np.ndarray) -> np.ndarray:
+    """Batched inverses of symmetric positive definite matrices (one inverse, then two products a step, costs less
+    than two solves); where rounding leaves one singular (near the optimum, when more rows sit on their kinks than
+    X has rank), a jitter of 1e-14 of its largest diagonal entry: these are only search directions, the finish is
+    exact."""
+    try:
+        return np.linalg.inv(matrix)
+    except np.linalg.LinAlgError:
+        size = matrix.shape[1]
+        jitter = 1e-14 * np.abs(matrix[:, np.arange(size), np.arange(size)]).max(axis=1)
+        matrix = matrix.copy()
+        matrix[:, np.arange(size), np.arange(size)] += jitter[:, None]
+        return np.linalg.inv(matrix)
 
 
 def solve_path(x: np.ndarray, kinks: np.ndarray, left: np.ndarray, right: np.ndarray, c_values: list[float]
                ) -> tuple[list[np.ndarray], np.ndarray]:
-    """Every column's weights at each C of `c_values` (ascending), each warm-started from the last; and per column
-    the number of its solves left uncertified."""
+    """Every column's weights at each C of `c_values`, walked in ascending C with each C's solutions the guess for
+    the next (`PiecewiseLinearSVM.solve`); and per column the number of its solves left uncertified."""
     problem = PiecewiseLinearSVM(x, kinks, left, right)
-    weights = np.zeros((problem.x.shape[1], kinks.shape[1]))
-    path, uncertified = [], np.zeros(kinks.shape[1], dtype=int)
-    for c in c_values:
-        solution = problem.solve(c, weights)
-        weights = solution.weights
+    path: list[np.ndarray] = [np.empty(0)] * len(c_values)
+    uncertified = np.zeros(kinks.shape[1], dtype=int)
+    guess = None
+    for position in sorted(range(len(c_values)), key=lambda i: c_values[i]):
+        solution = problem.solve(c_values[position], guess)
+        path[position] = guess = solution.weights
         uncertified += ~solution.certified
-        path.append(weights)
     return path, uncertified
 
 
 def solve_path_at(x: np.ndarray, kinks: np.ndarray, left: np.ndarray, right: np.ndarray, c: np.ndarray,
-                  start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Every column's weights at its own C (c: (columns,)) from `start`; and which are left uncertified."""
-    solution = PiecewiseLinearSVM(x, kinks, left, right).solve(c, start)
+                  guess: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Every column's weights at its own C (c: (columns,)), from a `guess` if given; and which are left
+    uncertified."""
+    solution = PiecewiseLinearSVM(x, kinks, left, right).solve(c, guess)
     return solution.weights, (~solution.certified).astype(int)
-
-
-def _apply(vectors: np.ndarray, inverse: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-    """V diag(inverse) Vᵀ rhs for each column: vectors (columns, dim, dim), inverse (columns, dim), rhs (dim,
-    columns)."""
-    return np.einsum("lij,lj->il", vectors, inverse * np.einsum("lji,jl->li", vectors, rhs))

@@ -38,10 +38,15 @@ import numpy as np
 from scipy.stats import kendalltau, pearsonr
 from sklearn.metrics import f1_score, mean_squared_error, pairwise, r2_score
 from sklearn.model_selection import KFold, StratifiedKFold
-from threadpoolctl import threadpool_limits
 
 from scidocs_eval.errors import ScidocsEvalError
-from scidocs_eval.evaluators.exact_svm import absolute_error_columns, hinge_columns, solve_path, solve_path_at
+from scidocs_eval.evaluators.exact_svm import (
+    absolute_error_columns,
+    hinge_columns,
+    one_blas_thread,
+    solve_path,
+    solve_path_at,
+)
 from scidocs_eval.evaluators.linear_svm import LinearSVMGrid, fit_linear_svm, predict_linear_svm
 
 
@@ -107,7 +112,7 @@ def single_label(x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, e
     train, test = with_intercept(x_train, environment), with_intercept(x_test, environment)
     problem = f"squared hinge, one-vs-rest; {spec.description}"
     # one BLAS thread: these systems are small, and threads waiting on each other cost more than they gain
-    with threadpool_limits(limits=1, user_api="blas"):
+    with one_blas_thread():
         if not spec.classifier_tags:
             return _single_label_kfold(train, y_train, test, c_grid, folds, problem)
         if n_jobs is None:
@@ -136,7 +141,7 @@ def _single_label_kfold(train: np.ndarray, y: np.ndarray, test: np.ndarray, c_gr
 def single_label_fixed_c(x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, environment: str,
                          c: float = 1.0) -> np.ndarray:
     """One fit at `c`, no CV (SciRepEval's few-shot single-label fits: LinearSVC's default C=1)."""
-    with threadpool_limits(limits=1, user_api="blas"):
+    with one_blas_thread():
         classes, weights = fit_linear_svm(with_intercept(x_train, environment), y_train, c)
     return predict_linear_svm(with_intercept(x_test, environment), classes, weights)
 
@@ -151,17 +156,37 @@ def _fold_splits(n: int, labels: np.ndarray | None, folds: int) -> list[tuple[np
     """GridSearchCV's folds: StratifiedKFold by `labels` when given, else KFold; neither shuffles."""
     if labels is None:
         return list(KFold(n_splits=folds).split(np.zeros((n, 1))))
-    return list(StratifiedKFold(n_splits=folds).split(np.zeros((n, 1)), labels))
+    test_folds = _stratified_test_folds(np.asarray(labels), folds)
+    if test_folds is None:
+        return list(StratifiedKFold(n_splits=folds).split(np.zeros((n, 1)), labels))
+    return [(np.flatnonzero(test_folds != fold), np.flatnonzero(test_folds == fold)) for fold in range(folds)]
+
+
+def _stratified_test_folds(labels: np.ndarray, folds: int) -> np.ndarray | None:
+    """The test fold of each row as scikit-learn's StratifiedKFold (no shuffle) assigns it, for 0/1 labels with at
+    least `folds` rows of each class: the classes in order of first appearance, the rows sorted by class dealt to
+    the folds in turn (that many of each class a fold), each class's rows then filling its folds in order. None
+    where scikit-learn must decide (other labels, a class below `folds` rows: its warning or error); a test checks
+    the folds against StratifiedKFold's. Asking scikit-learn each time was most of a few-shot multi-label task's
+    time (its input checks, 2 ms a split)."""
+    if labels.ndim != 1 or not np.isin(labels, (0, 1)).all():
+        return None
+    counts = np.bincount(labels, minlength=2)
+    if counts.min() < folds:
+        return None
+    first = int(labels[0])  # the class seen first is class 0 of the encoding
+    encoded = (labels != first).astype(np.int64)
+    ordered = np.sort(encoded)
+    test_folds = np.empty(len(labels), dtype=np.int64)
+    for klass in (0, 1):
+        per_fold = [int(np.count_nonzero(ordered[fold::folds] == klass)) for fold in range(folds)]
+        test_folds[encoded == klass] = np.repeat(np.arange(folds), per_fold)
+    return test_folds
 
 
 def _choose(scores: np.ndarray) -> int:
     """GridSearchCV's choice from (C, fold) scores: the best mean fold score, the first in grid order on ties."""
     return int(np.argmax([float(np.mean(row)) for row in scores]))
-
-
-def _ascending(c_grid: Sequence[float]) -> list[int]:
-    """Positions of the grid in ascending C, the order the solution path is walked in (warm starts)."""
-    return sorted(range(len(c_grid)), key=lambda i: c_grid[i])
 
 
 def multi_label(x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, environment: str,
@@ -176,8 +201,8 @@ def multi_label_draws(x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarr
     """`multi_label` trained on each draw of training rows (indices into x_train, in the order SciRepEval's
     GridSearchCV sees them): one Fit a draw.
 
-    Every (draw, label, fold) is one column of a batch of exact hinge problems over the training rows, walked up
-    the C grid with warm starts; the refits of every (draw, label) at its C are one more batch.
+    Every (draw, label, fold, C) is one column of a batch of exact hinge problems over the training rows; the
+    refits of every (draw, label) at its C are one more batch.
     """
     spec = environment_spec(environment)
     train, test = with_intercept(x_train, environment), with_intercept(x_test, environment)
@@ -210,38 +235,38 @@ def multi_label_draws(x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarr
     for column, (_, _, fitted) in enumerate(fold_columns):
         rows[fitted, column] = True
     labels = y_train[:, [label for _, label, _ in fold_columns]]
-    single_class = [len(np.unique(labels[fitted, j])) == 1 for j, (_, _, fitted) in enumerate(fold_columns)]
-    if spec.classifier_tags and any(single_class):
-        _, label, _ = fold_columns[single_class.index(True)]
+    positives, sizes = (labels * rows).sum(axis=0), rows.sum(axis=0)
+    single_class = (positives == 0) | (positives == sizes)
+    if spec.classifier_tags and single_class.any():
+        _, label, _ = fold_columns[int(np.argmax(single_class))]
         raise ScidocsEvalError(f"multi-label: label {label} has one class in the training part of a CV fold: "
                                "SciRepEval's LinearSVC fails to fit there (too few papers of one class)")
-    order = _ascending(c_grid)
-    path, uncertified = solve_path(train, *hinge_columns(labels, rows), [c_grid[i] for i in order])
+    path, uncertified = solve_path(train, *hinge_columns(labels, rows), list(c_grid))
+    # every column's held-out rows, one after another: each C's accuracies are sums over these stretches
+    lengths = np.array([len(h) for h in held_out])
+    owner = np.repeat(np.arange(len(fold_columns)), lengths)
+    held_rows = np.concatenate(held_out)
+    held_labels = labels[held_rows, owner]
+    # lightning predicts the one class it saw; otherwise GridSearchCV scores the SVM's own predict (decision > 0)
+    only_class = (positives == sizes).astype(int)
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
     scores = np.zeros((len(c_grid), len(fold_columns)))
-    for position, weights in zip(order, path):
-        decisions = np.einsum("nd,dn->n", train[np.concatenate(held_out)],
-                              weights[:, np.repeat(np.arange(len(fold_columns)), [len(h) for h in held_out])])
-        start = 0
-        for column, (_, label, fitted) in enumerate(fold_columns):
-            scored = held_out[column]
-            if single_class[column]:  # lightning predicts the one class it saw
-                predicted = np.full(len(scored), y_train[fitted[0], label])
-            else:  # GridSearchCV scores with the SVM's own predict: decision value > 0
-                predicted = (decisions[start:start + len(scored)] > 0).astype(int)
-            start += len(scored)
-            scores[position, column] = np.mean(predicted == y_train[scored, label])
-    chosen_c, starts, refit_rows = [], [], np.zeros((n, len(refit_columns)), dtype=bool)
+    for position, weights in enumerate(path):
+        decisions = np.einsum("nd,dn->n", train[held_rows], weights[:, owner])
+        predicted = np.where(single_class[owner], only_class[owner], (decisions > 0).astype(int))
+        scores[position] = np.add.reduceat((predicted == held_labels).astype(np.float64), starts) / lengths
+    chosen_c, refit_rows = [], np.zeros((n, len(refit_columns)), dtype=bool)
+    folds_of_model: dict[tuple[int, int], list[int]] = {}
+    for j, (number, label, _) in enumerate(fold_columns):
+        folds_of_model.setdefault((number, label), []).append(j)
     for column, (number, label) in enumerate(refit_columns):
-        own = [j for j, (other, other_label, _) in enumerate(fold_columns) if (other, other_label) == (number, label)]
+        own = folds_of_model[(number, label)]
         best = _choose(scores[:, own])
         chosen_c.append(float(c_grid[best]))
         fits[number][0].chosen_c[label] = chosen_c[-1]
-        # the optimum is unique, so any start reaches it; the folds' solutions at this C are a close one
-        starts.append(path[order.index(best)][:, own].mean(axis=1))
         refit_rows[draws[number], column] = True
     refit_labels = y_train[:, [label for _, label in refit_columns]]
-    refit, refit_uncertified = solve_path_at(train, *hinge_columns(refit_labels, refit_rows), np.array(chosen_c),
-                                             np.stack(starts, axis=1))
+    refit, refit_uncertified = solve_path_at(train, *hinge_columns(refit_labels, refit_rows), np.array(chosen_c))
     decisions = test @ refit
     for column, (number, label) in enumerate(refit_columns):
         fit, threshold = fits[number]
@@ -256,7 +281,7 @@ def multi_label_draws(x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarr
 def regression(x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, environment: str,
                c_grid: Sequence[float] = REGRESSION_GRID, folds: int = FOLDS) -> Fit:
     """SciRepEval's GridSearchCV(LinearSVR(), C grid, cv=3): KFold without shuffling, scored by R²; the folds are
-    the columns of one batch of exact ε-insensitive (ε = 0) problems, walked up the C grid with warm starts."""
+    with the C grid, the columns of one batch of exact ε-insensitive (ε = 0) problems."""
     spec = environment_spec(environment)
     train, test = with_intercept(x_train, environment), with_intercept(x_test, environment)
     y_train = np.asarray(y_train, dtype=np.float64)
@@ -264,18 +289,16 @@ def regression(x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, env
     rows = np.zeros((len(train), folds), dtype=bool)
     for fold, (fitted, _) in enumerate(splits):
         rows[fitted, fold] = True
-    order = _ascending(c_grid)
-    path, uncertified = solve_path(train, *absolute_error_columns(y_train, rows), [c_grid[i] for i in order])
+    path, uncertified = solve_path(train, *absolute_error_columns(y_train, rows), list(c_grid))
     uncertified = int(uncertified.sum())
     scores = np.zeros((len(c_grid), folds))
-    for position, weights in zip(order, path):
+    for position, weights in enumerate(path):
         for fold, (_, held_out) in enumerate(splits):
             scores[position, fold] = r2_score(y_train[held_out], train[held_out] @ weights[:, fold])
     best = _choose(scores)
-    start = path[order.index(best)].mean(axis=1, keepdims=True)
     refit, refit_uncertified = solve_path_at(train, *absolute_error_columns(y_train, np.ones((len(train), 1),
                                                                                              dtype=bool)),
-                                             np.array([c_grid[best]]), start)
+                                             np.array([c_grid[best]]))
     problem = (f"epsilon-insensitive (epsilon 0) linear SVR, C by {folds}-fold KFold (R²); "
                f"{'regularised intercept' if spec.intercept else 'no intercept'} ({spec.name})")
     return Fit(test @ refit[:, 0], [float(c_grid[best])], uncertified + int(refit_uncertified.sum()), problem)
@@ -320,7 +343,27 @@ def rounded(value: float) -> float:
 def classification_metric(gold: np.ndarray, predicted: np.ndarray, metric: str) -> float:
     """SciRepEval's "f1" (binary, positive class 1) or "f1_macro" (multi-label: macro over labels), ×100."""
     average = {"f1": "binary", "f1_macro": "macro"}[metric]
-    return rounded(f1_score(gold, predicted, average=average))
+    direct = _f1_of_indicators(np.asarray(gold), np.asarray(predicted), average)
+    return rounded(f1_score(gold, predicted, average=average) if direct is None else direct)
+
+
+def _f1_of_indicators(gold: np.ndarray, predicted: np.ndarray, average: str) -> float | None:
+    """scikit-learn's F1 of 0/1 indicators (binary: one column; macro: the mean over the columns of a multi-label
+    matrix of at least two columns) in its own arithmetic, 2·tp / (true + predicted) per column then numpy's
+    nanmean, without its input checks (most of the few-shot tasks' time); None where scikit-learn must decide
+    (other labels, or a column with neither true nor predicted positives, its zero-division case)."""
+    if (gold.ndim, average) not in ((1, "binary"), (2, "macro")) or gold.shape != predicted.shape or not gold.size:
+        return None
+    if gold.ndim == 2 and gold.shape[1] < 2:  # scikit-learn reads one column as a vector of classes
+        return None
+    if not (np.isin(gold, (0, 1)).all() and np.isin(predicted, (0, 1)).all()):
+        return None
+    gold, predicted = gold.reshape(len(gold), -1).astype(bool), predicted.reshape(len(predicted), -1).astype(bool)
+    true_positives = np.sum(gold & predicted, axis=0).astype(np.float64)
+    denominator = 1.0 * gold.sum(axis=0).astype(np.float64) + predicted.sum(axis=0).astype(np.float64)
+    if not denominator.all():
+        return None
+    return float(np.nanmean((1 + 1.0) * true_positives / denominator))
 
 
 def regression_metrics(gold: np.ndarray, predicted: np.ndarray) -> dict[str, float]:
