@@ -59,6 +59,7 @@ class SgcAdapter(SifWeightedAdapter):
     name = "sgc"
     paper_row = "SGC"
     transductive = True
+    transform_params = frozenset({"k", "row_norm"})
     parameter_constraints = {**SifWeightedAdapter.parameter_constraints, "k": [Interval(int, 0, None)],
                              "citations": [str, None], "row_norm": [Options(ROW_NORMS)]}
 

@@ -204,7 +204,7 @@ def test_adapter_fit_takes_its_corpus_and_only_what_the_pipeline_gives_it(name: 
     takes_citations = adapter.citation_files() is not None
     assert list(inspect.signature(cls.fit).parameters) == ["self", "papers", *(["citations"] * takes_citations)]
     assert list(inspect.signature(cls.learn).parameters) == ["self", "papers"]
-    assert "tune" not in constructor_parameters(cls)
+    assert "tune" not in constructor_parameters(cls) and cls.transform_params <= set(constructor_parameters(cls))
     grid = adapter.tuning_grid([Paper("p", "a title", "an abstract")])
     assert grid is None or (grid and all(set(setting) <= set(constructor_parameters(cls)) for setting in grid))
 

@@ -87,6 +87,9 @@ class Adapter(ABC):
     """True for an adapter whose vector of a paper may depend on its id, not only on its text (random vectors per
     id, doc2vec's trained paper vectors): a run then embeds each (id, text) once; False lets papers of equal text
     share one vector, across groups and benchmarks (`input_key`)."""
+    transform_params: ClassVar[frozenset[str]] = frozenset()
+    """Parameters that only `transform` reads (SGC's propagation steps `k`): `--tune` fits once for settings
+    that differ only in them (`TunedAdapter`)."""
     weights_outside_params: ClassVar[bool] = False
     """True for an adapter that embeds with weights its parameters only name (a checkpoint): its vectors are
     cached only when `weights_identity` can tell those weights apart."""

@@ -17,6 +17,7 @@ adapter embeds every paper of the suite with them, as it would in a run); test d
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -168,33 +169,49 @@ class TunedAdapter(Adapter):
         grid = [dict(s) for s in (self.grid if self.grid is not None else self.adapter.tuning_grid(papers) or [])]
         if not grid:
             raise ScidocsEvalError(f"--tune: adapter {self.name!r} has no settings to tune")
+        for setting in grid:  # every setting's parameters checked before any fit
+            self.candidate(setting)
         inputs = {} if citations is None else {"citations": citations}
         desc = f"tuning {self.name}"
         self.scores_: list[dict[str, Any]] = []
         self.best_adapter_: Adapter | None = None
         unusable: list[UnusableSetting] = []
+        fitted: tuple[dict[str, Any], Adapter] | None = None  # the last fit, reused where only transform changes
         with progress_bar(total=len(grid), unit="setting", desc=desc) as bar:
             for setting in grid:
+                if fitted is not None and self._same_fit(fitted[0], setting):
+                    candidate = copy.copy(fitted[1])  # its fitted state shared, its transform's parameters set
+                    vars(candidate).update({k: v for k, v in setting.items() if k in candidate.transform_params})
+                    self._score(candidate, setting, scorer, desc)
+                elif not any(_holds(setting, error.params) for error in unusable):
+                    candidate = self.candidate(setting)
+                    try:
+                        candidate.fit(papers, **inputs)
+                    except UnusableSetting as error:
+                        log.warning("%s: %s skipped (%s)", desc, setting, error)
+                        unusable.append(error)
+                    else:
+                        fitted = setting, candidate
+                        self._score(candidate, setting, scorer, desc)
                 bar.update()
-                if any(_holds(setting, error.params) for error in unusable):
-                    continue
-                candidate = self.candidate(setting)
-                try:
-                    candidate.fit(papers, **inputs)
-                except UnusableSetting as error:
-                    log.warning("%s: %s skipped (%s)", desc, setting, error)
-                    unusable.append(error)
-                    continue
-                score = scorer.score_adapter(candidate)
-                log.info("%s: %s -> mean val MAP %.2f", desc, setting, score)
-                self.scores_.append({"params": setting, "score": score})
-                if self.best_adapter_ is None or score > self.best_score_:
-                    self.best_adapter_, self.best_params_, self.best_score_ = candidate, setting, score
         if self.best_adapter_ is None:
             raise ScidocsEvalError(f"{desc}: no setting of the grid could be fitted ({unusable[-1]})")
         log.info("%s: best %s (mean val MAP %.2f)", desc, self.best_params_, self.best_score_)
         self.fitted_ = True
         return self
+
+    def _same_fit(self, fitted: Mapping[str, Any], setting: Mapping[str, Any]) -> bool:
+        """Whether `setting` differs from the `fitted` one only in parameters `transform` alone reads."""
+        free = self.adapter.transform_params
+        return {k: v for k, v in fitted.items() if k not in free} == {k: v for k, v in setting.items() if k not in free}
+
+    def _score(self, candidate: Adapter, setting: dict[str, Any], scorer: ValScorer, desc: str) -> None:
+        """Score a fitted candidate; it becomes the best if it beats every earlier one (only the best is kept)."""
+        score = scorer.score_adapter(candidate)
+        log.info("%s: %s -> mean val MAP %.2f", desc, setting, score)
+        self.scores_.append({"params": setting, "score": score})
+        if self.best_adapter_ is None or score > self.best_score_:
+            self.best_adapter_, self.best_params_, self.best_score_ = candidate, setting, score
 
     def candidate(self, setting: Mapping[str, Any]) -> Adapter:
         """A new, unfitted adapter of the wrapped one's class with its parameters and `setting` (sklearn's
