@@ -29,6 +29,8 @@ class FasttextSumAdapter(WordVectorAdapter):
 
     name = "fasttext-sum"
     paper_row = "Fasttext-sum"
+    transform_params = frozenset(TFIDF_SWITCHES)
+    """The switches weigh the corpus counts `fit` keeps (their idf is a pass over them): `--tune` counts once."""
     parameter_constraints = {**WordVectorAdapter.parameter_constraints, "sublinear_tf": [bool], "binary": [bool],
                              "use_idf": [bool], "smooth_idf": [bool]}
 
@@ -46,8 +48,7 @@ class FasttextSumAdapter(WordVectorAdapter):
         self.counter_ = count_vectorizer(len(papers))
         corpus_counts = self.counter_.fit_transform([paper_text(p) for p in papers])
         self.word_matrix_ = word_vectors.lookup(self.counter_.get_feature_names_out())
-        self.weighting_ = TfidfWeighting(*(getattr(self, switch) for switch in TFIDF_SWITCHES))
-        self.transformer_ = self.weighting_.fit(corpus_counts)
+        self.corpus_counts_ = corpus_counts
 
     def own_grid(self) -> list[dict[str, Any]]:
         """Every combination of the TF-IDF switches but those with neither `use_idf` nor `smooth_idf` (which
@@ -57,5 +58,6 @@ class FasttextSumAdapter(WordVectorAdapter):
 
     def transform(self, papers: Sequence[Paper]) -> np.ndarray:
         counts = self.counter_.transform([paper_text(p) for p in papers])
-        weights = self.weighting_.weigh(self.transformer_, counts)
+        weighting = TfidfWeighting(*(getattr(self, switch) for switch in TFIDF_SWITCHES))
+        weights = weighting.weigh(weighting.fit(self.corpus_counts_), counts)
         return np.asarray(weights @ self.word_matrix_, dtype=np.float32)
