@@ -7,6 +7,7 @@ The word vectors (trained on the fit corpus, or loaded with `vectors`) come from
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import product
 from typing import Any
 
 import numpy as np
@@ -30,7 +31,8 @@ class FasttextSumAdapter(WordVectorAdapter):
     name = "fasttext-sum"
     paper_row = "Fasttext-sum"
     transform_params = frozenset(TFIDF_SWITCHES)
-    """The switches weigh the corpus counts `fit` keeps (their idf is a pass over them): `--tune` counts once."""
+    """`fit` weighs the corpus counts for every combination of the switches (a pass over the counts each, kept:
+    one idf vector each), so `--tune` counts the corpus once for all of them."""
     parameter_constraints = {**WordVectorAdapter.parameter_constraints, "sublinear_tf": [bool], "binary": [bool],
                              "use_idf": [bool], "smooth_idf": [bool]}
 
@@ -48,7 +50,8 @@ class FasttextSumAdapter(WordVectorAdapter):
         self.counter_ = count_vectorizer(len(papers))
         corpus_counts = self.counter_.fit_transform([paper_text(p) for p in papers])
         self.word_matrix_ = word_vectors.lookup(self.counter_.get_feature_names_out())
-        self.corpus_counts_ = corpus_counts
+        self.weightings_ = {switches: TfidfWeighting(*switches).fit(corpus_counts)
+                            for switches in product((False, True), repeat=len(TFIDF_SWITCHES))}
 
     def own_grid(self) -> list[dict[str, Any]]:
         """Every combination of the TF-IDF switches but those with neither `use_idf` nor `smooth_idf` (which
@@ -58,6 +61,6 @@ class FasttextSumAdapter(WordVectorAdapter):
 
     def transform(self, papers: Sequence[Paper]) -> np.ndarray:
         counts = self.counter_.transform([paper_text(p) for p in papers])
-        weighting = TfidfWeighting(*(getattr(self, switch) for switch in TFIDF_SWITCHES))
-        weights = weighting.weigh(weighting.fit(self.corpus_counts_), counts)
+        switches = tuple(getattr(self, switch) for switch in TFIDF_SWITCHES)
+        weights = TfidfWeighting(*switches).weigh(self.weightings_[switches], counts)
         return np.asarray(weights @ self.word_matrix_, dtype=np.float32)
