@@ -90,6 +90,9 @@ class SgcAdapter(SifWeightedAdapter):
 
     def fit_vectors(self, papers: Sequence[Paper], word_vectors: WordVectors) -> None:
         self.fit_sif(papers, word_vectors)
+        self.features_: dict[tuple[bytes, ...], np.ndarray] = {}
+        """The SIF matrix of the last papers embedded, by their inputs: shared by the copies `--tune` makes of this
+        fit for each k, which embed the same papers (counting their words is most of the cost)."""
 
     def own_grid(self) -> list[dict[str, Any]]:
         return parameter_grid(k=K_GRID)
@@ -97,7 +100,11 @@ class SgcAdapter(SifWeightedAdapter):
     def propagate_steps(self, papers: Sequence[Paper], k: int) -> list[np.ndarray]:
         """[X, S X, S² X, …, S^k X] for `papers`, each (n, dim) float64, rows rescaled as `row_norm` says."""
         propagation = propagation_matrix([p.paper_id for p in papers], self.edges_)
-        steps = [self.sif_vectors(papers).astype(np.float32).astype(np.float64)]  # SIF's float32 output, as sif's
+        key = tuple(map(self.input_key, papers))
+        if key not in self.features_:
+            self.features_.clear()
+            self.features_[key] = self.sif_vectors(papers).astype(np.float32)  # SIF's float32 output, as sif's
+        steps = [self.features_[key].astype(np.float64)]
         for _ in range(k):
             steps.append(propagation @ steps[-1])
         if self.row_norm == "none":
