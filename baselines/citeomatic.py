@@ -15,7 +15,7 @@ import numpy as np
 
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.extras import require
-from scidocs_eval.formats.suite import Paper, Suite
+from scidocs_eval.formats.suite import Paper
 from scidocs_eval.models.adapter import Adapter, register_adapter
 from scidocs_eval.params import AT_LEAST_ONE, POSITIVE, SEED
 
@@ -60,7 +60,7 @@ class CiteomaticAdapter(Adapter):
             raise ScidocsEvalError("citeomatic is trained on citation triplets: give the SPECTER training "
                                    "files with -p training_data=DIR (data.json, metadata.json, train.txt)")
 
-    def learn(self, papers: Sequence[Paper], suite: Suite | None) -> None:
+    def learn(self, papers: Sequence[Paper]) -> None:
         torch = require("torch", NEEDED_BY)
         from sklearn.feature_extraction.text import CountVectorizer
 

@@ -3,7 +3,7 @@
 300-d, min_count 3, alpha 0.025, min_alpha 1e-4, negative 5. Default: window 5, sample 0 (no down-sampling), 10
 epochs, pure PV-DBOW (`dbow_words=False`), one worker, so the command finishes in minutes and the same seed gives
 the same vectors; on corpora over 12M tokens the default epochs are lowered so that tokens × epochs stays within
-`max_trained_tokens` (120M: SciDocs' 26.5M tokens get 4 epochs, about 7 minutes on one core). `tune` trains the
+`max_trained_tokens` (120M: SciDocs' 26.5M tokens get 4 epochs, about 7 minutes on one core). `--tune` trains the
 paper's grid sample {0, 1e-6, 1e-5} × epochs {50, 100, 200}, and window {5, 10, 15} too when `dbow_words=True`
 (pure PV-DBOW never reads the window, so searching it would train identical models), keeping the setting with the
 best mean val MAP. A paper of the fit corpus gets its trained vector; any other paper gets `infer_vector` (with the
@@ -20,12 +20,12 @@ import numpy as np
 
 from scidocs_eval.extras import require
 from scidocs_eval.formats.corpus import paper_text
-from scidocs_eval.formats.suite import Paper, Suite
+from scidocs_eval.formats.suite import Paper
 from scidocs_eval.models.adapter import Adapter, register_adapter
 from scidocs_eval.models.gensim_training import EpochSchedule, scheduled_epochs, train_with_progress
 from scidocs_eval.models.model_cache import cached_model, corpus_fingerprint
 from scidocs_eval.models.text import analyzer, tokenize_papers
-from scidocs_eval.models.tuning import ValScorer, parameter_grid
+from scidocs_eval.models.tuning import parameter_grid
 from scidocs_eval.params import AT_LEAST_ONE, FRACTION, SEED, Interval
 
 NEEDED_BY = "the doc2vec adapter"
@@ -44,25 +44,24 @@ class Doc2VecAdapter(Adapter):
 
     Args:
         seed: gensim's seed (with `workers=1` training is deterministic).
-        tune: search the paper's grid on val (see the module docstring).
         dim, window, sample, epochs: the model (window only matters with `dbow_words`).
         dbow_words: also train skip-gram word vectors (much slower; what makes `window` matter).
         workers: gensim threads; more than 1 is faster but not reproducible.
-        max_trained_tokens: cap on corpus tokens × epochs for the default setting (None or 0: no cap); the
-            tuning grid always trains its own epochs.
+        max_trained_tokens: cap on corpus tokens × epochs (None or 0: no cap); the `--tune` grid sets it to None,
+            so each of its settings trains its own epochs.
     """
 
     name = "doc2vec"
     paper_row = "Doc2vec"
     requires_fit = True
-    parameter_constraints = {"seed": [SEED], "tune": [bool], "dim": [AT_LEAST_ONE], "window": [AT_LEAST_ONE],
+    parameter_constraints = {"seed": [SEED], "dim": [AT_LEAST_ONE], "window": [AT_LEAST_ONE],
                              "sample": [FRACTION], "epochs": [AT_LEAST_ONE, None], "dbow_words": [bool],
                              "workers": [AT_LEAST_ONE], "max_trained_tokens": [Interval(int, 0, None), None]}
 
-    def __init__(self, seed: int = 0, tune: bool = False, dim: int = 300, window: int = 5, sample: float = 0.0,
+    def __init__(self, seed: int = 0, dim: int = 300, window: int = 5, sample: float = 0.0,
                  epochs: int | None = None, dbow_words: bool = False, workers: int = 1,
                  max_trained_tokens: int | None = MAX_TRAINED_TOKENS):
-        self.seed, self.tune, self.dim = seed, tune, dim
+        self.seed, self.dim = seed, dim
         self.window, self.sample, self.epochs = window, sample, epochs
         self.dbow_words, self.workers, self.max_trained_tokens = dbow_words, workers, max_trained_tokens
 
@@ -90,19 +89,18 @@ class Doc2VecAdapter(Adapter):
             key["schedule"] = asdict(SCHEDULE)
         return cached_model("doc2vec", self.fingerprint_, key, train)
 
-    def learn(self, papers: Sequence[Paper], suite: Suite | None) -> None:
+    def learn(self, papers: Sequence[Paper]) -> None:
         self.fingerprint_ = corpus_fingerprint(papers)
         self.rows_ = {p.paper_id: row for row, p in enumerate(papers)}
         self.texts_ = [paper_text(p) for p in papers]
-        if self.tune:
-            scorer = ValScorer(suite)
-            axes = dict(PAPER_GRID) if self.dbow_words else {k: v for k, v in PAPER_GRID.items() if k != "window"}
-            best = scorer.search(parameter_grid(**axes),
-                                 lambda setting: self._embed(self._train(papers, setting), scorer.papers),
-                                 desc="tuning doc2vec").best
-            self.best_params_.update(best)
-        setting = {key: self.setting(key) for key in ("window", "sample", "epochs")}
-        self.model_ = self._train(papers, setting, None if self.tune else self.max_trained_tokens)
+        setting = {"window": self.window, "sample": self.sample, "epochs": self.epochs}
+        self.model_ = self._train(papers, setting, self.max_trained_tokens)
+
+    def tuning_grid(self, papers: Sequence[Paper]) -> list[dict[str, Any]]:
+        """The paper's grid (`PAPER_GRID`; window only with `dbow_words`), each setting trained for its own
+        epochs (`max_trained_tokens` None)."""
+        axes = dict(PAPER_GRID) if self.dbow_words else {k: v for k, v in PAPER_GRID.items() if k != "window"}
+        return [{**setting, "max_trained_tokens": None} for setting in parameter_grid(**axes)]
 
     def _embed(self, model: Any, papers: Sequence[Paper]) -> np.ndarray:
         """Trained vectors for fit-corpus papers (same id and text), inferred ones for the rest."""

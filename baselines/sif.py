@@ -4,24 +4,29 @@ projection on the first principal component of the corpus matrix (`scidocs_eval.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
-from scidocs_eval.formats.suite import Paper, Suite
+from scidocs_eval.formats.suite import Paper
 from scidocs_eval.models.adapter import register_adapter
-from scidocs_eval.models.sif_weighting import SifWeightedAdapter
+from scidocs_eval.models.sif_weighting import A_GRID, SifWeightedAdapter
+from scidocs_eval.models.tuning import parameter_grid
 from scidocs_eval.models.word_vectors import WordVectors
 
 
 @register_adapter
 class SifAdapter(SifWeightedAdapter):
-    """SIF embeddings, (n, dim) float32; with `tune`, `a` is picked on val (see `SifWeightedAdapter`)."""
+    """SIF embeddings, (n, dim) float32; `--tune` picks `a` on val (`A_GRID`, see `SifWeightedAdapter`)."""
 
     name = "sif"
     paper_row = "SIF"
 
-    def fit_vectors(self, papers: Sequence[Paper], suite: Suite | None, word_vectors: WordVectors) -> float | None:
-        return self.fit_sif(papers, suite, word_vectors, tune_a=self.tune)
+    def fit_vectors(self, papers: Sequence[Paper], word_vectors: WordVectors) -> None:
+        self.fit_sif(papers, word_vectors)
+
+    def own_grid(self) -> list[dict[str, Any]]:
+        return parameter_grid(a=A_GRID)
 
     def transform(self, papers: Sequence[Paper]) -> np.ndarray:
         return self.sif_vectors(papers).astype(np.float32)

@@ -17,7 +17,7 @@ from sklearn.preprocessing import normalize
 
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.formats.corpus import paper_text
-from scidocs_eval.formats.suite import Paper, Suite
+from scidocs_eval.formats.suite import Paper
 from scidocs_eval.models.adapter import Adapter, register_adapter
 from scidocs_eval.models.text import TOKENIZER_SETTINGS
 from scidocs_eval.params import AT_LEAST_ONE, SEED, Interval
@@ -44,7 +44,7 @@ class TfidfLsaAdapter(Adapter):
                  seed: int = 0):
         self.dim, self.min_df, self.max_df, self.sublinear_tf, self.seed = dim, min_df, max_df, sublinear_tf, seed
 
-    def learn(self, papers: Sequence[Paper], suite: Suite | None) -> None:
+    def learn(self, papers: Sequence[Paper]) -> None:
         texts = [paper_text(p) for p in papers]
         self.vectorizer_ = TfidfVectorizer(**TOKENIZER_SETTINGS, stop_words="english", sublinear_tf=self.sublinear_tf,
                                            min_df=min(self.min_df, len(texts)), max_df=self.max_df)

@@ -27,7 +27,7 @@ from scidocs_eval.formats.corpus import read_papers
 papers = read_papers(sys.argv[1])
 adapter = get_adapter(sys.argv[2], **json.loads(sys.argv[3]))
 start = time.perf_counter()
-adapter.fit(papers, None)
+adapter.fit(papers)
 fitted = time.perf_counter()
 matrix = adapter.transform(papers)
 print(json.dumps({"fit_s": fitted - start, "embed_s": time.perf_counter() - fitted, "dim": matrix.shape[1],

@@ -19,9 +19,10 @@ from scidocs_eval.leaderboard import render_table1
 from scidocs_eval.models import word_vectors
 from scidocs_eval.models.adapter import get_adapter
 from scidocs_eval.models.baseline import run_baseline
+from scidocs_eval.models.fit_inputs import fit_adapter
 from scidocs_eval.models.gensim_training import EpochSchedule, epochs_within_budget, mean_pair_cosine
 from scidocs_eval.models.text import tokenize_papers
-from scidocs_eval.models.tuning import within_budget
+from scidocs_eval.models.tuning import TunedAdapter, ValScorer, within_budget
 from scidocs_eval.models.word_vectors import COLLAPSE_COSINE, FasttextSettings, corpus_word_vectors
 
 SCIDOCS_TOKENS = 26_500_000
@@ -68,16 +69,16 @@ def test_tune_searches_fasttext_epochs_and_learning_rate_within_the_budget(
         demo_suite: Suite, caplog: pytest.LogCaptureFixture) -> None:
     papers = demo_suite.papers()
     tokens = sum(map(len, tokenize_papers(papers, progress=False)))
-    adapter = get_adapter("sif", dim=10, min_count=1, bucket=10_000, epochs=2, tune=True,
-                          tune_max_tokens=int(tokens * 5.5))
+    adapter = TunedAdapter(get_adapter("sif", dim=10, min_count=1, bucket=10_000, epochs=2,
+                                       tune_max_tokens=int(tokens * 5.5)))
     with caplog.at_level(logging.INFO, logger="scidocs_eval"):
-        adapter.fit(papers, demo_suite)
-    tried = {(int(line.split("'epochs': ")[1].split(",")[0]), float(line.split("'lr': ")[1].split("}")[0]))
-             for line in caplog.text.splitlines() if "tuning sif: fastText {" in line}
+        adapter.fit(papers, val=ValScorer(demo_suite))
+    tried = {(score["params"]["epochs"], score["params"]["lr"]) for score in adapter.scores_}
     assert tried == {(1, 0.025), (1, 0.05), (1, 0.1), (2, 0.025)}  # 1+1+1+2 epochs within 5.5 corpus passes
-    best = adapter.best_params_  # the tuned values; the constructor's stay as given (the estimator contract)
-    assert (best["epochs"], best["lr"]) in tried and (adapter.epochs, adapter.lr) == (2, 0.05)
-    assert "best fastText setting" in caplog.text and caplog.text.count("tuning sif epochs x lr: skipping") == 5
+    assert len(adapter.scores_) == 4 * 5  # each fastText setting with each of SIF's `a`
+    best = adapter.best_params_  # the tuned values; the wrapped adapter's stay as given (the estimator contract)
+    assert (best["epochs"], best["lr"]) in tried and (adapter.adapter.epochs, adapter.adapter.lr) == (2, 0.05)
+    assert "tuning sif: best" in caplog.text and caplog.text.count("tuning sif epochs x lr: skipping") == 5
     assert best["a"] in (1e-5, 3e-5, 1e-4, 3e-4, 1e-3)
     assert adapter.transform(papers[:3]).shape == (3, 10)
 
@@ -125,9 +126,10 @@ def test_sgc_row_norm_rescales_propagated_rows(demo_suite: Suite, row_norm: str,
     rng = np.random.default_rng(0)
     vectors.write_text(f"{len(words)} 8\n" + "".join(f"{w} " + " ".join(f"{x:.4f}" for x in rng.standard_normal(8))
                                                       + "\n" for w in words), encoding="utf-8")
-    sif = get_adapter("sif", vectors=str(vectors)).fit(papers, demo_suite).transform(recomm)
-    plain = get_adapter("sgc", vectors=str(vectors), k=2).fit(papers, demo_suite).transform(recomm)
-    scaled = get_adapter("sgc", vectors=str(vectors), k=2, row_norm=row_norm).fit(papers, demo_suite).transform(recomm)
+    sif = get_adapter("sif", vectors=str(vectors)).fit(papers).transform(recomm)
+    plain = fit_adapter(get_adapter("sgc", vectors=str(vectors), k=2), papers, demo_suite).transform(recomm)
+    scaled = fit_adapter(get_adapter("sgc", vectors=str(vectors), k=2, row_norm=row_norm), papers,
+                         demo_suite).transform(recomm)
     expected = np.linalg.norm(sif, axis=1) if row_norm == "sif" else np.ones(len(recomm))
     np.testing.assert_allclose(np.linalg.norm(scaled, axis=1), expected, rtol=1e-4)
     unit = plain / np.linalg.norm(plain, axis=1, keepdims=True)

@@ -4,6 +4,7 @@ writing tests for it."""
 
 from __future__ import annotations
 
+import inspect
 import subprocess
 import sys
 from pathlib import Path
@@ -21,7 +22,9 @@ from scidocs_eval.formats.embeddings import EmbeddingStore
 from scidocs_eval.formats.suite import Paper, Suite
 from scidocs_eval.leaderboard import COLUMNS
 from scidocs_eval.models.adapter import ADAPTERS, Adapter, NotFittedError, get_adapter
+from scidocs_eval.models.sif_weighting import A_GRID
 from scidocs_eval.models.text import analyzer
+from scidocs_eval.models.tuning import TunedAdapter, ValScorer
 from scidocs_eval.registry import Registry, constructor_parameters
 from tests.builders import build_retrieval_dataset
 
@@ -128,7 +131,7 @@ def test_adapter_transform_gives_float32_rows(name: str, demo_suite: Suite) -> N
     if name == "sent-bert":
         pytest.importorskip("transformers")
     papers = [p for p in demo_suite.papers() if p.has_text][:300]
-    adapter = get_adapter(name, **OFFLINE_ADAPTERS[name]).fit(papers, None)
+    adapter = get_adapter(name, **OFFLINE_ADAPTERS[name]).fit(papers)
     vectors = adapter.transform(papers[:7])
     assert vectors.dtype == np.float32 and vectors.ndim == 2 and vectors.shape[0] == 7 and vectors.shape[1] > 0
     assert np.isfinite(vectors).all()
@@ -188,7 +191,22 @@ def test_adapter_fit_validates_its_declared_parameters_before_any_work(name: str
     for key in cls.parameter_constraints:
         adapter = cls(**{**REQUIRED_PARAMS.get(name, {}), key: _Unvalidated()})
         with pytest.raises(ScidocsEvalError, match=key):
-            adapter.fit([], None)
+            adapter.fit([])
+
+
+@pytest.mark.parametrize("name", sorted(ADAPTERS.names()))
+def test_adapter_fit_takes_its_corpus_and_only_what_the_pipeline_gives_it(name: str) -> None:
+    """No adapter's `fit` or `learn` receives the suite (whose test judgements it must not see): `fit` takes the
+    corpus and, for an adapter that says it propagates over citations (`citation_files`), the guarded edges
+    (`models.fit_inputs`); `--tune` is a wrapper, so no adapter takes a `tune` parameter."""
+    cls = ADAPTERS[name]
+    adapter = get_adapter(name, **REQUIRED_PARAMS.get(name, {}))
+    takes_citations = adapter.citation_files() is not None
+    assert list(inspect.signature(cls.fit).parameters) == ["self", "papers", *(["citations"] * takes_citations)]
+    assert list(inspect.signature(cls.learn).parameters) == ["self", "papers"]
+    assert "tune" not in constructor_parameters(cls) and cls.transform_params <= set(constructor_parameters(cls))
+    grid = adapter.tuning_grid([Paper("p", "a title", "an abstract")])
+    assert grid is None or (grid and all(set(setting) <= set(constructor_parameters(cls)) for setting in grid))
 
 
 @pytest.mark.parametrize("name", sorted(ADAPTERS.names()))
@@ -225,11 +243,12 @@ def test_tuned_values_go_to_best_params_and_a_second_fit_searches_the_same_grid(
     vectors = tmp_path / "v.vec"
     vectors.write_text(f"{len(words)} 8\n" + "".join(f"{w} {' '.join(f'{x:.4f}' for x in rng.standard_normal(8))}\n"
                                                      for w in words), encoding="utf-8")
-    adapter = get_adapter("sif", vectors=str(vectors), tune=True)
-    given = adapter.get_params()
-    first = dict(adapter.fit(demo_suite.papers(), demo_suite).best_params_)
-    assert set(first) == {"a"} and adapter.get_params() == given  # the constructor's `a` is untouched
-    assert adapter.fit(demo_suite.papers(), demo_suite).best_params_ == first
+    adapter = TunedAdapter(get_adapter("sif", vectors=str(vectors)))
+    given = adapter.adapter.get_params()
+    first = dict(adapter.fit(demo_suite.papers(), val=ValScorer(demo_suite)).best_params_)
+    assert set(first) == {"a"} and adapter.adapter.get_params() == given  # the constructor's `a` is untouched
+    assert adapter.fit(demo_suite.papers(), val=ValScorer(demo_suite)).best_params_ == first
+    assert [score["params"] for score in adapter.scores_] == [{"a": a} for a in A_GRID]
 
 
 def test_a_renamed_adapter_parameter_keeps_its_old_spelling_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
@@ -247,7 +266,7 @@ def test_an_adapter_that_does_not_read_ids_gives_equal_texts_equal_vectors(name:
     if name == "sent-bert":
         pytest.importorskip("transformers")
     papers = [p for p in demo_suite.papers() if p.has_text][:300]
-    adapter = get_adapter(name, **OFFLINE_ADAPTERS[name]).fit(papers, None)
+    adapter = get_adapter(name, **OFFLINE_ADAPTERS[name]).fit(papers)
     twin = Paper("twin-of-" + papers[0].paper_id, papers[0].title, papers[0].abstract)
     if adapter.reads_ids or adapter.transductive:
         assert adapter.input_key(twin) != adapter.input_key(papers[0])

@@ -11,6 +11,7 @@ import pytest
 from scidocs_eval.cli.main import main
 from scidocs_eval.formats.suite import Suite
 from scidocs_eval.models.adapter import get_adapter
+from scidocs_eval.models.fit_inputs import fit_adapter
 
 
 def test_baseline_output_guides(demo_suite: Suite, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -45,7 +46,7 @@ def test_run_without_output_file_says_how_to_keep_it(demo_suite: Suite, tmp_path
 def test_sgc_says_where_it_equals_sif(demo_suite: Suite, demo_vectors: Path, caplog: pytest.LogCaptureFixture) -> None:
     """The demo's ranking and classification papers have no citations; its recomm papers do."""
     with caplog.at_level(logging.WARNING):
-        get_adapter("sgc", vectors=str(demo_vectors), k=2).fit(demo_suite.papers(), demo_suite)
+        fit_adapter(get_adapter("sgc", vectors=str(demo_vectors), k=2), demo_suite.papers(), demo_suite)
     warning = next(r.getMessage() for r in caplog.records if r.getMessage().startswith("sgc: no citation edge"))
     assert "mag, mesh, coview, coread, cite, cocite (" in warning and "sgc scores what sif scores" in warning
     assert "recomm" not in warning.split("(")[0]

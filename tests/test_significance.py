@@ -44,7 +44,7 @@ def _ids(n: int) -> list[str]:
 @pytest.fixture(scope="module")
 def random_embeddings(demo_suite: Suite, tmp_path_factory: pytest.TempPathFactory) -> Path:
     papers = demo_suite.papers()
-    adapter = get_adapter("random").fit(papers, demo_suite)
+    adapter = get_adapter("random").fit(papers)
     return write_embeddings(adapter, papers, tmp_path_factory.mktemp("random") / "random.jsonl", progress=False)
 
 

@@ -10,22 +10,37 @@ import numpy as np
 import pytest
 from sklearn.feature_extraction.text import TfidfVectorizer
 
-from scidocs_eval.baselines.sgc import guard_edges
 from scidocs_eval.errors import InputError, ScidocsEvalError
 from scidocs_eval.evaluation.task import task_names
 from scidocs_eval.formats.corpus import read_citations
 from scidocs_eval.formats.suite import Paper, Suite
 from scidocs_eval.models.adapter import get_adapter
 from scidocs_eval.models.baseline import run_baseline
+from scidocs_eval.models.fit_inputs import fit_adapter, guard_edges
 from scidocs_eval.models.gensim_training import epochs_within_budget
 from scidocs_eval.models.model_cache import cached_model
 from scidocs_eval.models.text import TFIDF_SETTINGS, TfidfWeighting, analyzer, count_vectorizer, tokenize_papers
-from scidocs_eval.models.tuning import ValScorer
+from scidocs_eval.models.tuning import TunedAdapter, ValScorer
 from scidocs_eval.models.word_vectors import FasttextSettings, check_converged, load_word_vectors, train_fasttext
 
 FAST_FASTTEXT = {"dim": 50, "epochs": 20, "min_count": 5, "architecture": "cbow"}
 """Small fastText settings so the tests train in seconds (the defaults are the paper's 300-d)."""
 TINY_FASTTEXT = FasttextSettings(dim=10, min_count=1, epochs=2, bucket=10_000)
+BEFORE_THE_WRAPPER = {
+    "sif": ({"a": 1e-5}, [43.8675, 43.8025, 43.195, 41.3675, 40.7325]),
+    "fasttext-sum": ({"binary": False, "smooth_idf": False, "sublinear_tf": True, "use_idf": True},
+                     [42.815, 43.5125, 37.0175, 42.805, 40.37, 43.47, 41.9325, 41.9325, 39.31, 41.93, 39.31, 41.93]),
+    "sgc": ({"k": 1}, [40.7325] * 8),
+}
+"""What `--tune` picked and each setting's mean val MAP with `demo_vectors` on `demo_suite`, from the code before
+`TunedAdapter` (commit 57c8621, where each adapter searched its own grid): the wrapper gives the same, in the same
+order, ties to the earlier setting (sgc: the demo's ranking papers have no citation edges, so every k ties)."""
+
+
+def assert_as_before_the_wrapper(name: str, tuned: TunedAdapter) -> None:
+    best, scores = BEFORE_THE_WRAPPER[name]
+    assert tuned.best_params_ == best
+    assert [setting["score"] for setting in tuned.scores_] == pytest.approx(scores, abs=1e-9)
 
 
 def ranking_maps(name: str, suite: Suite, out_dir: Path, **params: object) -> dict[str, float]:
@@ -162,16 +177,21 @@ def test_doc2vec_trains_fewer_epochs_when_the_corpus_exceeds_the_budget(caplog: 
 
 def test_sif_tunes_a_on_val_and_removes_the_first_component(demo_suite: Suite, demo_vectors: Path) -> None:
     papers = demo_suite.papers()
-    sif = get_adapter("sif", vectors=str(demo_vectors), tune=True).fit(papers, demo_suite)
-    assert sif.a == 1e-3 and sif.best_params_["a"] in (1e-5, 3e-5, 1e-4, 3e-4, 1e-3)  # tuned, not overwritten
-    embedded = sif.transform(papers[:200]).astype(np.float64)
+    tuned = TunedAdapter(get_adapter("sif", vectors=str(demo_vectors))).fit(papers, val=ValScorer(demo_suite))
+    sif = tuned.best_adapter_
+    assert tuned.adapter.a == 1e-3 and sif.a == tuned.best_params_["a"]  # the wrapped adapter's `a` untouched
+    assert_as_before_the_wrapper("sif", tuned)
+    embedded = tuned.transform(papers[:200]).astype(np.float64)
     assert embedded.shape == (200, 20)
     np.testing.assert_allclose(embedded @ sif.component_, 0, atol=1e-4)
 
 
 def test_fasttext_sum_tunes_tfidf_switches(demo_suite: Suite, demo_vectors: Path) -> None:
-    adapter = get_adapter("fasttext-sum", vectors=str(demo_vectors), tune=True).fit(demo_suite.papers(), demo_suite)
-    assert adapter.use_idf or adapter.smooth_idf
+    adapter = TunedAdapter(get_adapter("fasttext-sum", vectors=str(demo_vectors)))
+    adapter.fit(demo_suite.papers(), val=ValScorer(demo_suite))
+    assert len(adapter.scores_) == 12 and all(s["params"]["use_idf"] or s["params"]["smooth_idf"]
+                                               for s in adapter.scores_)
+    assert_as_before_the_wrapper("fasttext-sum", adapter)
     assert adapter.transform(demo_suite.papers()[:5]).shape == (5, 20)
 
 
@@ -179,17 +199,18 @@ def test_sgc_without_edges_is_sif(demo_suite: Suite, demo_vectors: Path) -> None
     """The demo's ranking papers have no citations: SGC leaves isolated papers at their SIF vectors."""
     papers = demo_suite.papers()
     ranking_papers = [p for p in papers if p.paper_id in set(demo_suite.metadata("view_cite_read"))][:300]
-    sif = get_adapter("sif", vectors=str(demo_vectors)).fit(papers, demo_suite)
-    sgc = get_adapter("sgc", vectors=str(demo_vectors), k=3).fit(papers, demo_suite)
+    sif = get_adapter("sif", vectors=str(demo_vectors)).fit(papers)
+    sgc = fit_adapter(get_adapter("sgc", vectors=str(demo_vectors), k=3), papers, demo_suite)
     np.testing.assert_allclose(sgc.transform(ranking_papers), sif.transform(ranking_papers), atol=1e-5)
 
 
 def test_sgc_tunes_k_and_propagates_over_recomm_citations(demo_suite: Suite, demo_vectors: Path) -> None:
     papers = demo_suite.papers()
-    sgc = get_adapter("sgc", vectors=str(demo_vectors), tune=True).fit(papers, demo_suite)
-    assert 1 <= sgc.k <= 8
+    sgc = fit_adapter(TunedAdapter(get_adapter("sgc", vectors=str(demo_vectors))), papers, demo_suite)
+    assert_as_before_the_wrapper("sgc", sgc)
+    assert sgc.adapter.k == 2
     recomm = [p for p in papers if p.paper_id in set(demo_suite.metadata("recomm"))]
-    sif = get_adapter("sif", vectors=str(demo_vectors)).fit(papers, demo_suite)
+    sif = get_adapter("sif", vectors=str(demo_vectors)).fit(papers)
     assert not np.allclose(sgc.transform(recomm), sif.transform(recomm), atol=1e-3)
 
 
@@ -205,7 +226,7 @@ def test_sgc_leakage_guard_keeps_evaluated_edges_out_of_the_features(demo_suite:
         path = tmp_path / f"edges{len(edges)}.tsv"
         path.write_text("".join(f"{a}\t{b}\n" for a, b in edges), encoding="utf-8")
         adapter = get_adapter("sgc", vectors=str(demo_vectors), k=2, citations=str(path))
-        return adapter.fit(papers, demo_suite).transform(embedded)
+        return fit_adapter(adapter, papers, demo_suite).transform(embedded)
 
     no_edges = sgc_vectors([])
     leaking = [(query, c) for c in candidates] + [(c, query) for c in candidates] + [(outsider, query)]

@@ -6,7 +6,7 @@ import logging
 import math
 import os
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -252,6 +252,7 @@ class ModelInfo:
         paper_row: the paper's Table 1 row this adapter reproduces, if any.
         params: the adapter's constructor parameters (`best_params`: values tuning picked).
         best_params: the values `fit` picked on val (`--tune`), which the embeddings were made with.
+        tuning: every setting `--tune` scored, {"params": setting, "score": mean val MAP ×100}, in grid order.
         train_corpus: the corpus it was fitted on, when not the suite's papers.
         groups: {embeddings group: what embedded it} where each group had a model of its own (SPECTER2).
         row_detail: what Table 1 adds to the row's label (a checkpoint's name), if anything.
@@ -263,6 +264,7 @@ class ModelInfo:
     paper_row: str | None = None
     params: Mapping[str, Any] = field(default_factory=dict)
     best_params: Mapping[str, Any] = field(default_factory=dict)
+    tuning: Sequence[Mapping[str, Any]] = field(default_factory=list)
     train_corpus: str | None = None
     groups: Mapping[str, str] = field(default_factory=dict)
     row_detail: str | None = None

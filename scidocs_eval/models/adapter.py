@@ -5,9 +5,12 @@ An adapter is one small class with its parameters in `__init__`, registered by n
 
 - `__init__` stores each parameter as given and does nothing else; `fit` validates them (`parameter_constraints`,
   `scidocs_eval.params`, plus `check_params` for rules between parameters) before any work.
-- `fit(papers, suite)` learns from a corpus; an adapter that learns nothing says so with `requires_fit = False`
-  (its `fit` only validates). Values `fit` picks itself (`--tune`) go to `best_params_`, never into the
-  constructor's parameters, so a second `fit` searches the same grid again.
+- `fit(papers)` learns from a corpus and nothing else (never the suite: its test judgements stay out of reach);
+  an adapter that learns nothing says so with `requires_fit = False` (its `fit` only validates). An adapter
+  that propagates over citations (SGC) says so with `citation_files`, and `fit` is given the edges it may use
+  (`scidocs_eval.models.fit_inputs`). `--tune` wraps an adapter that declares a `tuning_grid` in
+  `scidocs_eval.models.tuning.TunedAdapter`; the values it picks go to the wrapper's `best_params_`, never into
+  the constructor's parameters, so a second `fit` searches the same grid again.
 - `transform` returns a (n_papers, dim) float32 matrix; adapters that stream (transformers) override
   `transform_batches` so each batch is written as it is produced. Either, called on an adapter that
   `requires_fit` before `fit`, raises `NotFittedError` naming the adapter and the command that fits it.
@@ -31,7 +34,7 @@ import numpy as np
 import orjson
 
 from scidocs_eval.errors import ScidocsEvalError
-from scidocs_eval.formats.suite import Paper, Suite
+from scidocs_eval.formats.suite import Paper
 from scidocs_eval.params import Constraints, validate_params
 from scidocs_eval.registry import ENTRY_POINT_GROUPS, Registry, check_params
 
@@ -39,6 +42,9 @@ if TYPE_CHECKING:
     from scidocs_eval.evaluation.papers import EmbeddingRole
 
 log = logging.getLogger("scidocs_eval")
+
+Edge = tuple[str, str]
+"""A citation: (citing paper id, cited paper id)."""
 
 
 class NotFittedError(ScidocsEvalError):
@@ -81,6 +87,9 @@ class Adapter(ABC):
     """True for an adapter whose vector of a paper may depend on its id, not only on its text (random vectors per
     id, doc2vec's trained paper vectors): a run then embeds each (id, text) once; False lets papers of equal text
     share one vector, across groups and benchmarks (`input_key`)."""
+    transform_params: ClassVar[frozenset[str]] = frozenset()
+    """Parameters that only `transform` reads (SGC's propagation steps `k`): `--tune` fits once for settings
+    that differ only in them (`TunedAdapter`)."""
     weights_outside_params: ClassVar[bool] = False
     """True for an adapter that embeds with weights its parameters only name (a checkpoint): its vectors are
     cached only when `weights_identity` can tell those weights apart."""
@@ -92,12 +101,10 @@ class Adapter(ABC):
             if own is not None and not getattr(own, "fitted_only", False):
                 setattr(cls, method, _fitted_only(own))
 
-    def fit(self, papers: Sequence[Paper], suite: Suite | None = None) -> Adapter:
-        """Validate the parameters, then learn from `papers` (the suite's metadata or a separate corpus; `suite`
-        is there for tuning on val). Values picked by tuning are in `best_params_` afterwards."""
+    def fit(self, papers: Sequence[Paper]) -> Adapter:
+        """Validate the parameters, then learn from `papers` (the suite's metadata or a separate corpus)."""
         self.validate()
-        self.best_params_: dict[str, Any] = {}
-        self.learn(papers, suite)
+        self.learn(papers)
         self.fitted_ = True
         return self
 
@@ -110,13 +117,20 @@ class Adapter(ABC):
         """Rules between parameters, or checks a constraint cannot declare (a folder that must exist)."""
         return None
 
-    def learn(self, papers: Sequence[Paper], suite: Suite | None) -> None:
+    def learn(self, papers: Sequence[Paper]) -> None:
         """What `fit` does after validating: an adapter with `requires_fit` learns here."""
         return None
 
-    def setting(self, name: str) -> Any:
-        """The value in use for parameter `name`: the one `fit` picked (`best_params_`), else the constructor's."""
-        return getattr(self, "best_params_", {}).get(name, getattr(self, name))
+    def tuning_grid(self, papers: Sequence[Paper]) -> list[dict[str, Any]] | None:
+        """The settings `--tune` tries for a fit on `papers`, each {constructor parameter: value}, in the order
+        that breaks ties (`scidocs_eval.models.tuning.TunedAdapter`); None (the default): nothing to tune."""
+        return None
+
+    def citation_files(self) -> list[str] | None:
+        """For an adapter whose `fit` takes `citations` (the edges it may propagate over): the files of edges its
+        parameters name, which the pipeline reads and guards with the suite's own (`models.fit_inputs`); None
+        (the default): its `fit` takes no citations."""
+        return None
 
     def check_fitted(self) -> None:
         """`NotFittedError` if this adapter must be fitted and was not."""

@@ -16,9 +16,10 @@ from scidocs_eval.formats.corpus import read_papers
 from scidocs_eval.formats.provenance import settings_file
 from scidocs_eval.formats.safe_output import claim_inputs_are_not_outputs, claim_output
 from scidocs_eval.formats.suite import Suite
-from scidocs_eval.models.adapter import Adapter, get_adapter
+from scidocs_eval.models.adapter import Adapter
 from scidocs_eval.models.distributed import is_main_process
 from scidocs_eval.models.pipeline import embed_and_score
+from scidocs_eval.models.tuning import baseline_adapter
 
 OUT_DIR_OPTION = "--out-dir"
 EMBEDDINGS_FORMATS = ("jsonl", "parquet")
@@ -102,7 +103,7 @@ def run_baseline(
                                f"config's output out, not {str(config.output)!r}")
     if embeddings_format not in EMBEDDINGS_FORMATS:
         raise ScidocsEvalError(f"embeddings_format must be one of {EMBEDDINGS_FORMATS}, not {embeddings_format!r}")
-    adapter = get_adapter(name, **(params or {}))
+    adapter = baseline_adapter(name, params)
     out_dir = Path(out_dir)
     claim_baseline_outputs(name, adapter, out_dir,
                            [train_corpus, config.exclude,

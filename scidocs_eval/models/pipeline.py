@@ -48,6 +48,7 @@ from scidocs_eval.models.embedding_plan import (
     plan_embedding,
     plan_file_lines,
 )
+from scidocs_eval.models.fit_inputs import fit_adapter
 from scidocs_eval.models.sharded_embedding import process_count
 from scidocs_eval.progress import silenced
 
@@ -68,7 +69,7 @@ def model_info(model: Model, train_corpus: str | os.PathLike[str] | None = None,
     assert isinstance(first, Adapter)
     groups = {group: str(getattr(adapter, "task_adapter", adapter.name)) for group, adapter in adapters.items()}
     return ModelInfo(name=first.name, paper_row=None if adapters else first.paper_row, params=first.get_params(),
-                     best_params=dict(getattr(first, "best_params_", {})),
+                     best_params=dict(getattr(first, "best_params_", {})), tuning=list(getattr(first, "scores_", [])),
                      train_corpus=str(train_corpus) if train_corpus else None, groups=groups,
                      row_detail=first.row_detail(), row_note=first.row_note(), call=dict(call or {}))
 
@@ -115,7 +116,7 @@ def embed_and_score(
         if adapter.requires_fit:
             log.info("fitting %s on %d papers", adapter.name, len(corpus))
         with silenced(not progress):  # an adapter's own bars (its --tune grid) follow `progress` too
-            adapter.fit(corpus, suite)
+            fit_adapter(adapter, corpus, suite)
     fitted = time.perf_counter()
     settings = fitted_settings(corpus, train_corpus_path)
     plan = plan_embedding(suite, names, needs, (lambda group: adapters[group]) if adapters is not None

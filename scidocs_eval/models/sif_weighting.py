@@ -3,7 +3,7 @@
 Per paper: v = (1/n) Σ_tokens a/(a + p(w)) · vec(w), over its n tokens that are in the corpus vocabulary
 (shared tokeniser, stop words kept); p(w) is the word's unigram frequency in the fit corpus. The first
 singular vector u of the corpus's matrix (uncentred, as in the SIF reference code) is fit once, and every
-embedded paper becomes v − (v·u)u. With `tune`, `a` is picked on val from the log grid 1e-5 … 1e-3.
+embedded paper becomes v − (v·u)u. `sif --tune` picks `a` on val from the log grid 1e-5 … 1e-3 (`A_GRID`).
 """
 
 from __future__ import annotations
@@ -16,14 +16,13 @@ from sklearn.decomposition import TruncatedSVD
 from sklearn.feature_extraction.text import CountVectorizer
 
 from scidocs_eval.formats.corpus import paper_text
-from scidocs_eval.formats.suite import Paper, Suite
+from scidocs_eval.formats.suite import Paper
 from scidocs_eval.models.text import analyzer
-from scidocs_eval.models.tuning import ValScorer, parameter_grid
 from scidocs_eval.models.word_vectors import MAX_TRAINED_TOKENS, TUNE_MAX_TOKENS, WordVectorAdapter, WordVectors
 from scidocs_eval.params import POSITIVE
 
 A_GRID = (1e-5, 3e-5, 1e-4, 3e-4, 1e-3)
-"""The log grid of `a` searched with `tune` (the paper: a log grid in [1e-5, 1e-3])."""
+"""The log grid of `a` `sif --tune` searches (the paper: a log grid in [1e-5, 1e-3])."""
 
 
 def first_component(matrix: np.ndarray, seed: int = 0) -> np.ndarray:
@@ -40,42 +39,28 @@ class SifWeightedAdapter(WordVectorAdapter):
     """SIF embeddings, (n, dim) float32: the base of the `sif` and `sgc` adapters.
 
     Args: those of `WordVectorAdapter` (corpus fastText by default; `vectors="glove"` for GloVe 50-d), plus
-    a: the SIF smoothing constant (used unless `tune`).
+    a: the SIF smoothing constant.
     """
 
     parameter_constraints = {**WordVectorAdapter.parameter_constraints, "a": [POSITIVE]}
 
-    def __init__(self, seed: int = 0, tune: bool = False, vectors: str | None = None, dim: int = 300,
-                 min_count: int = 25, epochs: int | None = None, architecture: str = "cbow", bucket: int = 200_000,
-                 threads: int = 1, lr: float = 0.05, max_trained_tokens: int | None = MAX_TRAINED_TOKENS,
+    def __init__(self, seed: int = 0, vectors: str | None = None, dim: int = 300, min_count: int = 25,
+                 epochs: int | None = None, architecture: str = "cbow", bucket: int = 200_000, threads: int = 1,
+                 lr: float = 0.05, max_trained_tokens: int | None = MAX_TRAINED_TOKENS,
                  tune_max_tokens: int = TUNE_MAX_TOKENS, a: float = 1e-3):
-        super().__init__(seed=seed, tune=tune, vectors=vectors, dim=dim, min_count=min_count, epochs=epochs,
+        super().__init__(seed=seed, vectors=vectors, dim=dim, min_count=min_count, epochs=epochs,
                          architecture=architecture, bucket=bucket, threads=threads, lr=lr,
                          max_trained_tokens=max_trained_tokens, tune_max_tokens=tune_max_tokens)
         self.a = a
 
-    def fit_sif(self, papers: Sequence[Paper], suite: Suite | None, word_vectors: WordVectors,
-                tune_a: bool) -> float | None:
-        """Word frequencies and the principal component; `a` tuned on val if `tune_a` (into `best_params_`;
-        then its best mean val MAP is returned, else None)."""
-        score = None
+    def fit_sif(self, papers: Sequence[Paper], word_vectors: WordVectors) -> None:
+        """Word frequencies and the first principal component of the corpus's weighted averages."""
         self.counter_ = CountVectorizer(analyzer=analyzer())
         corpus_counts = self.counter_.fit_transform([paper_text(p) for p in papers])
         totals = np.asarray(corpus_counts.sum(axis=0)).ravel()
         self.word_probability_ = totals / max(totals.sum(), 1)
         self.word_matrix_ = word_vectors.lookup(self.counter_.get_feature_names_out())
-        if tune_a:
-            scorer = ValScorer(suite)
-            val_counts = self.counter_.transform([paper_text(p) for p in scorer.papers])
-
-            def embed(setting: dict) -> np.ndarray:
-                component = first_component(self._average(corpus_counts, setting["a"]), self.seed)
-                return remove_component(self._average(val_counts, setting["a"]), component)
-
-            search = scorer.search(parameter_grid(a=A_GRID), embed, desc=f"tuning {self.name} a")
-            self.best_params_["a"], score = search.best["a"], search.best_score
-        self.component_ = first_component(self._average(corpus_counts, self.setting("a")), self.seed)
-        return score
+        self.component_ = first_component(self._average(corpus_counts, self.a), self.seed)
 
     def _average(self, counts: sparse.csr_matrix, a: float) -> np.ndarray:
         """(n, dim) float64: per paper, the mean over its tokens of a/(a + p(w)) · vec(w)."""
@@ -87,4 +72,4 @@ class SifWeightedAdapter(WordVectorAdapter):
     def sif_vectors(self, papers: Sequence[Paper]) -> np.ndarray:
         """(n, dim) float64 SIF vectors of `papers`."""
         counts = self.counter_.transform([paper_text(p) for p in papers])
-        return remove_component(self._average(counts, self.setting("a")), self.component_)
+        return remove_component(self._average(counts, self.a), self.component_)

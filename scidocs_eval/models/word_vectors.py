@@ -23,12 +23,13 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from scidocs_eval.errors import InputError, ScidocsEvalError
 from scidocs_eval.extras import require
-from scidocs_eval.formats.suite import Paper, Suite
+from scidocs_eval.formats.suite import Paper
 from scidocs_eval.models.adapter import Adapter
 from scidocs_eval.models.gensim_training import (
     EpochSchedule,
@@ -38,7 +39,7 @@ from scidocs_eval.models.gensim_training import (
 )
 from scidocs_eval.models.model_cache import cached_model, corpus_fingerprint
 from scidocs_eval.models.text import tokenize_papers
-from scidocs_eval.models.tuning import parameter_grid, within_budget
+from scidocs_eval.models.tuning import UnusableSetting, parameter_grid, within_budget
 from scidocs_eval.params import AT_LEAST_ONE, POSITIVE, SEED, Interval, Options
 
 NEEDED_BY = "fastText word vectors (fasttext-sum, sif, sgc)"
@@ -141,8 +142,9 @@ def train_fasttext(tokens: Sequence[Sequence[str]], settings: FasttextSettings, 
     return WordVectors(words, matrix.astype(np.float32), epochs)
 
 
-class TrainingDiverged(ScidocsEvalError):
-    """fastText's SGD blew up (vector entries over `_DIVERGED` or not finite)."""
+class TrainingDiverged(UnusableSetting):
+    """fastText's SGD blew up (vector entries over `_DIVERGED` or not finite); `params`: its epochs and lr, which
+    `--tune` then skips with every setting of the adapter's own."""
 
 
 def check_converged(matrix: np.ndarray, settings: FasttextSettings) -> None:
@@ -150,7 +152,8 @@ def check_converged(matrix: np.ndarray, settings: FasttextSettings) -> None:
     largest = float(np.abs(matrix).max(initial=0.0))
     if not np.isfinite(largest) or largest > _DIVERGED:
         raise TrainingDiverged(f"fastText training diverged at lr={settings.lr:g} (a word vector entry of "
-                               f"{largest:.3g}); train again with a lower learning rate (-p lr=...)")
+                               f"{largest:.3g}); train again with a lower learning rate (-p lr=...)",
+                               {"epochs": settings.epochs, "lr": settings.lr})
 
 
 def load_word_vectors(source: str | os.PathLike[str]) -> WordVectors:
@@ -207,28 +210,29 @@ class WordVectorAdapter(Adapter):
 
     Args:
         seed: fastText's seed (with `threads=1` the same seed gives the same vectors).
-        tune: pick the adapter's own settings on val (mean val MAP over the ranking tasks) and, for trained
-            vectors, fastText's epochs × learning rate (`EPOCH_FACTORS` × `LR_GRID`) with them.
         vectors: word vectors to load instead of training ("glove", a fastText .bin, a .vec text file).
         dim, min_count, epochs, bucket, threads, lr, max_trained_tokens: fastText training settings
             (`FasttextSettings`).
         architecture: fastText's "cbow" or "skipgram" (`FasttextSettings.model`; `-p model=` is its deprecated
             spelling: "model" means a checkpoint everywhere else).
-        tune_max_tokens: the tuning budget: corpus tokens × epochs summed over the fastText models it trains;
-            grid points beyond it are skipped, cheapest first kept, each skip logged.
+        tune_max_tokens: the `--tune` budget: corpus tokens × epochs summed over the fastText models its grid
+            trains; settings beyond it are left out, cheapest first kept, each one left out logged.
+
+    `--tune` searches the adapter's own settings (`own_grid`) and, for trained vectors, fastText's epochs ×
+    learning rate (`EPOCH_FACTORS` × `LR_GRID`) with them.
     """
 
-    def __init__(self, seed: int = 0, tune: bool = False, vectors: str | None = None, dim: int = 300,
-                 min_count: int = 25, epochs: int | None = None, architecture: str = "cbow", bucket: int = 200_000,
-                 threads: int = 1, lr: float = 0.05, max_trained_tokens: int | None = MAX_TRAINED_TOKENS,
+    def __init__(self, seed: int = 0, vectors: str | None = None, dim: int = 300, min_count: int = 25,
+                 epochs: int | None = None, architecture: str = "cbow", bucket: int = 200_000, threads: int = 1,
+                 lr: float = 0.05, max_trained_tokens: int | None = MAX_TRAINED_TOKENS,
                  tune_max_tokens: int = TUNE_MAX_TOKENS):
-        self.seed, self.tune, self.vectors = seed, tune, vectors
+        self.seed, self.vectors = seed, vectors
         self.dim, self.min_count, self.epochs, self.architecture, self.bucket, self.threads, self.lr = \
             dim, min_count, epochs, architecture, bucket, threads, lr
         self.max_trained_tokens, self.tune_max_tokens = max_trained_tokens, tune_max_tokens
 
     parameter_constraints = {
-        "seed": [SEED], "tune": [bool], "vectors": [str, None], "dim": [AT_LEAST_ONE], "min_count": [AT_LEAST_ONE],
+        "seed": [SEED], "vectors": [str, None], "dim": [AT_LEAST_ONE], "min_count": [AT_LEAST_ONE],
         "epochs": [AT_LEAST_ONE, None], "architecture": [Options(("cbow", "skipgram"))], "bucket": [AT_LEAST_ONE],
         "threads": [AT_LEAST_ONE], "lr": [POSITIVE], "max_trained_tokens": [Interval(int, 0, None), None],
         "tune_max_tokens": [AT_LEAST_ONE],
@@ -238,46 +242,33 @@ class WordVectorAdapter(Adapter):
     renamed_params = {"model": "architecture"}
 
     def word_vectors(self, papers: Sequence[Paper]) -> WordVectors:
-        """The loaded `vectors`, or fastText trained on `papers` (cached) with the epochs and learning rate in use
-        (`setting`: tuned ones while and after tuning)."""
-        settings = FasttextSettings(dim=self.dim, min_count=self.min_count, epochs=self.setting("epochs"),
+        """The loaded `vectors`, or fastText trained on `papers` (cached)."""
+        settings = FasttextSettings(dim=self.dim, min_count=self.min_count, epochs=self.epochs,
                                     model=self.architecture, bucket=self.bucket, threads=self.threads,
-                                    lr=self.setting("lr"), seed=self.seed, max_trained_tokens=self.max_trained_tokens)
+                                    lr=self.lr, seed=self.seed, max_trained_tokens=self.max_trained_tokens)
         return corpus_word_vectors(papers, self.vectors, settings)
 
-    def learn(self, papers: Sequence[Paper], suite: Suite | None) -> None:
-        if self.tune and not self.vectors:
-            self.tune_training(papers, suite)
-        self.fit_vectors(papers, suite, self.word_vectors(papers))
+    def learn(self, papers: Sequence[Paper]) -> None:
+        self.fit_vectors(papers, self.word_vectors(papers))
 
-    def fit_vectors(self, papers: Sequence[Paper], suite: Suite | None, word_vectors: WordVectors) -> float | None:
-        """Fit the adapter on `papers` with `word_vectors`; with `tune`, search its own settings on val (the
-        winners into `best_params_`) and return the best mean val MAP (×100), else None."""
+    def fit_vectors(self, papers: Sequence[Paper], word_vectors: WordVectors) -> None:
+        """Fit the adapter on `papers` with `word_vectors`."""
         raise NotImplementedError
 
-    def tune_training(self, papers: Sequence[Paper], suite: Suite | None) -> None:
-        """Put into `best_params_` the fastText `epochs` and `lr` whose vectors, with the adapter's own settings
-        tuned on val, give the best mean val MAP. Epochs: `EPOCH_FACTORS` × the default (schedule) epochs, each
-        within `max_trained_tokens`; learning rates: `LR_GRID`; at most `tune_max_tokens` trained in all.
-        A learning rate at which fastText diverges is skipped with a warning."""
+    def own_grid(self) -> list[dict[str, Any]]:
+        """The adapter's own settings `--tune` tries (SIF's `a`, SGC's `k`, fasttext-sum's TF-IDF switches)."""
+        raise NotImplementedError
+
+    def tuning_grid(self, papers: Sequence[Paper]) -> list[dict[str, Any]]:
+        """`own_grid`, and for trained vectors each of its settings with each fastText epochs × lr: epochs
+        `EPOCH_FACTORS` × the default (schedule) epochs, each within `max_trained_tokens`, learning rates
+        `LR_GRID`, at most `tune_max_tokens` trained in all (cheapest first; fastText settings outer)."""
+        if self.vectors:
+            return self.own_grid()
         tokens = sum(map(len, tokenize_papers(papers, progress=False)))
         base = self.epochs or SCHEDULE.epochs(tokens)
         most = self.max_trained_tokens // max(tokens, 1) if self.max_trained_tokens else base * max(EPOCH_FACTORS)
         epochs = sorted({max(1, min(round(base * factor), most)) for factor in EPOCH_FACTORS})
-        grid = within_budget(parameter_grid(epochs=epochs, lr=LR_GRID), lambda s: tokens * s["epochs"],
-                             self.tune_max_tokens, f"tuning {self.name} epochs x lr")
-        scores = []
-        for setting in grid:
-            self.best_params_.update(epochs=setting["epochs"], lr=setting["lr"])
-            try:
-                score = self.fit_vectors(papers, suite, self.word_vectors(papers))
-            except TrainingDiverged as error:
-                log.warning("tuning %s: %s skipped (%s)", self.name, setting, error)
-                continue
-            log.info("tuning %s: fastText %s -> mean val MAP %.2f", self.name, setting, score)
-            scores.append((setting, score))
-        if not scores:
-            raise ScidocsEvalError(f"tuning {self.name}: fastText diverged at every learning rate of {LR_GRID}")
-        best, score = max(scores, key=lambda pair: pair[1])
-        log.info("tuning %s: best fastText setting %s (mean val MAP %.2f)", self.name, best, score)
-        self.best_params_.update(epochs=best["epochs"], lr=best["lr"])
+        training = within_budget(parameter_grid(epochs=epochs, lr=LR_GRID), lambda s: tokens * s["epochs"],
+                                 self.tune_max_tokens, f"tuning {self.name} epochs x lr")
+        return [{**trained, **own} for trained in training for own in self.own_grid()]

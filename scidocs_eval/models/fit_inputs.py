@@ -1,0 +1,96 @@
+"""What an adapter's `fit` is given besides its corpus, worked out from the suite by the pipeline, never by the
+adapter: an adapter never holds the suite, so no test judgement can reach what it learns.
+
+- `citations`, for an adapter whose `fit` takes them (`Adapter.citation_files` not None: SGC): the `references`
+  and `cited_by` of the suite's recomm metadata plus the files its parameters name, after the leakage guard
+  (`guard_edges`, as in the paper): every edge between an evaluated query and one of its candidates (the qrels of
+  every ranking task, val and test; recomm impressions, every split) and every incoming citation of a val/test
+  query are removed before the adapter sees them.
+- `val`, for `TunedAdapter` (`--tune`): a `ValScorer`, which reads the val split alone.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+
+from scidocs_eval.evaluation.task import TASKS, task_names
+from scidocs_eval.formats.corpus import read_citations
+from scidocs_eval.formats.suite import METADATA_FILES, Paper, Suite
+from scidocs_eval.models.adapter import Adapter, Edge
+from scidocs_eval.models.tuning import TunedAdapter, ValScorer
+
+log = logging.getLogger("scidocs_eval")
+
+EVALUATED_SPLITS = ("val", "test")
+
+
+def fit_adapter(adapter: Adapter, corpus: Sequence[Paper], suite: Suite) -> Adapter:
+    """`adapter.fit(corpus)`, with the `citations` it may use (guarded) and, tuned, the `val` split's scorer."""
+    inputs: dict[str, object] = {}
+    if adapter.citation_files() is not None:
+        inputs["citations"] = fit_citations(adapter, suite, corpus)
+    if isinstance(adapter, TunedAdapter) and adapter.scorer is None:
+        inputs["val"] = ValScorer(suite)
+    return adapter.fit(corpus, **inputs)  # type: ignore[call-arg]
+
+
+def fit_citations(adapter: Adapter, suite: Suite, corpus: Sequence[Paper]) -> list[Edge]:
+    """The citation edges `adapter` may propagate over: the suite's metadata citations and those of the files
+    its parameters name (`Adapter.citation_files`), after `guard_edges`. A warning names the tasks whose papers
+    no surviving edge touches (there the adapter embeds as without a graph)."""
+    known = {paper.paper_id for paper in corpus}
+    edges = [(citing, cited) for file in adapter.citation_files() or ()
+             for _, citing, cited in read_citations(file, known)]
+    edges += metadata_citations(suite)
+    kept = guard_edges(edges, suite)
+    _warn_where_unlinked(adapter.name, kept, known, suite, len(edges))
+    return kept
+
+
+def metadata_citations(suite: Suite) -> list[Edge]:
+    """Edges from the recomm metadata's `references` and `cited_by` lists (none if the file is absent)."""
+    if not suite.has(METADATA_FILES["recomm"]):
+        return []
+    edges = []
+    for paper_id, record in suite.metadata("recomm").items():
+        edges += [(paper_id, str(cited)) for cited in record.get("references") or ()]
+        edges += [(str(citing), paper_id) for citing in record.get("cited_by") or ()]
+    return edges
+
+
+def guard_edges(edges: Iterable[Edge], suite: Suite) -> list[Edge]:
+    """`edges` without query–candidate edges (either direction) and without citations of val/test queries."""
+    pairs: set[frozenset[str]] = set()
+    queries: set[str] = set()
+    for task in task_names(paper_pairs=True):
+        for split in EVALUATED_SPLITS:
+            if suite.has(f"{task}/{split}.qrel"):
+                for query, candidates in suite.qrels(task, split).candidates.items():
+                    queries.add(query)
+                    pairs.update(frozenset((query, c)) for c in candidates)
+    for split in ("train", *EVALUATED_SPLITS):
+        if suite.has(f"recomm/{split}.csv"):
+            for impression in suite.impressions(split):
+                if split in EVALUATED_SPLITS:
+                    queries.add(impression.query_id)
+                pairs.update(frozenset((impression.query_id, shown)) for shown in impression.shown)
+    return [(citing, cited) for citing, cited in edges
+            if cited not in queries and frozenset((citing, cited)) not in pairs]
+
+
+def _warn_where_unlinked(name: str, edges: Sequence[Edge], known: set[str], suite: Suite, read: int) -> None:
+    """A warning naming the tasks whose papers no surviving edge touches: there SGC (the adapter that takes
+    citations) scores what SIF scores."""
+    linked = {paper for citing, cited in edges if citing != cited and citing in known and cited in known
+              for paper in (citing, cited)}
+    by_file: dict[str, list[str]] = {}
+    for task in task_names():
+        by_file.setdefault(TASKS[task].spec.metadata_file, []).append(task)
+    unlinked = [task for file, tasks in by_file.items() if suite.has(file)
+                and linked.isdisjoint(suite.metadata(file)) for task in tasks]
+    if unlinked:
+        log.warning("%s: no citation edge survives the leakage guard among the papers of %s (%d edges read, %d "
+                    "papers linked): each keeps its SIF vector, so %s scores what sif scores there. Give a citation "
+                    "graph with --citations FILE (TSV citing<TAB>cited).", name, ", ".join(unlinked), read,
+                    len(linked), name)
