@@ -28,7 +28,7 @@ from sklearn.model_selection import ParameterGrid
 
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluation.runner import score_tasks
-from scidocs_eval.evaluation.task import TASKS, embedding_groups, task_names
+from scidocs_eval.evaluation.task import TASKS, embedding_groups, get_task, task_names
 from scidocs_eval.formats.embeddings import EmbeddingStore
 from scidocs_eval.formats.suite import Paper, Suite
 from scidocs_eval.models.adapter import ADAPTERS, Adapter, Edge, get_adapter
@@ -74,10 +74,12 @@ class ValScorer:
             raise ScidocsEvalError("--tune needs a suite with a val split to tune on")
         self.suite = suite
         ranking = task_names(paper_pairs=True)
-        self.tasks = [task for task in ranking if suite.has(f"{task}/val.qrel")]
+        val_files = {task: get_task(task).input_files(suite, "val") for task in ranking}
+        self.tasks = [task for task in ranking if all(suite.has(file) for file in val_files[task])]
         if not self.tasks:
-            raise ScidocsEvalError(f"--tune needs the val split of a ranking task ({', '.join(ranking)}/"
-                                   f"val.qrel) and {suite.root} has none")
+            raise ScidocsEvalError(f"--tune needs the val split of a ranking task "
+                                   f"({', '.join(f for files in val_files.values() for f in files)}) and "
+                                   f"{suite.root} has none")
         wanted: dict[str, None] = {}
         for task in self.tasks:
             for query, candidates in suite.qrels(task, "val").candidates.items():
