@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 from scipy import stats
+from threadpoolctl import threadpool_limits
 
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluation.comparison import ALPHA, MIN_SHARED, UNIT_NAMES, checked_estimators
@@ -807,8 +808,9 @@ def rank_cohort(results: Sequence[RunResult], labels: Sequence[str], averages: M
                 kept[(task, metric)] = null
         return kept
 
+    # the tasks already share the cores: BLAS threads on top of them only wait for each other
     with progress_bar(enabled=progress, total=total, desc="leaderboard", unit="resample") as bar, \
-            ThreadPoolExecutor(min(THREADS, len(aligned) or 1)) as pool:
+            ThreadPoolExecutor(min(THREADS, len(aligned) or 1)) as pool, threadpool_limits(1, user_api="blas"):
         for start in range(0, total, BATCH):
             size = min(BATCH, total - start)
             draws: dict[Component, np.ndarray] = {}
