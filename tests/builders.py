@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -191,3 +192,28 @@ def write_mteb_copies(root: str | os.PathLike[str], benchmarks: tuple[str, ...] 
             write_clustering_copy(root, name, 2200 if TASKS[name].hierarchical_sample else 800, seed + offset)
         elif spec.family == "mteb-classification":
             write_classification_copy(root, name, seed=seed + offset)
+
+
+def build_every_format_suite(base: str | os.PathLike[str], scirepeval_folders: tuple[str, ...] | None = None) -> Path:
+    """A small suite under `base`/world holding data of every format a registered task reads: the demo suite's
+    layout, SciRepEval's (its folders `scirepeval_folders`, default all) and MTEB's scientific sets."""
+    from scidocs_eval.data.demo import DemoConfig, build_demo_suite
+    from scidocs_eval.data.scirepeval import write_synthetic_scirepeval
+
+    base = Path(base)
+    root = build_demo_suite(base / "world", DemoConfig(
+        mag_papers=250, mesh_papers=120, ranking_queries=4, positives=2, negatives=6, recomm_impressions=(40, 10, 10),
+        recomm_papers=80, topics=5)).root
+    write_synthetic_scirepeval(base / "scirepeval", seed=3)
+    for folder in (base / "scirepeval").iterdir():
+        if folder.is_dir() and (scirepeval_folders is None or folder.name in scirepeval_folders):
+            shutil.copytree(folder, root / folder.name)
+    write_mteb_copies(root, ("mteb-sci",))
+    return root
+
+
+def write_one_vector(folder: str | os.PathLike[str]) -> Path:
+    """An embeddings file of one paper no suite holds: enough for a command to reach its data checks."""
+    path = Path(folder) / "one.jsonl"
+    path.write_text('{"paper_id": "nobody", "embedding": [0.5, 1.0]}\n', encoding="utf-8")
+    return path

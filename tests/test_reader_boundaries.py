@@ -16,11 +16,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from builders import write_mteb_copies
+from builders import build_every_format_suite, write_one_vector
 
 from scidocs_eval.cli.main import main
-from scidocs_eval.data.demo import DemoConfig, build_demo_suite
-from scidocs_eval.data.scirepeval import write_synthetic_scirepeval
 from scidocs_eval.evaluation.task import get_task
 from scidocs_eval.formats.suite import Suite
 
@@ -62,21 +60,12 @@ TEXT_FORMATS = [
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    base = tmp_path_factory.mktemp("boundaries")
-    root = build_demo_suite(base / "world", DemoConfig(
-        mag_papers=250, mesh_papers=120, ranking_queries=4, positives=2, negatives=6, recomm_impressions=(40, 10, 10),
-        recomm_papers=80, topics=5)).root
-    write_synthetic_scirepeval(base / "scirepeval", seed=3)
-    shutil.copytree(base / "scirepeval" / "scirepeval_test", root / "scirepeval_test")
-    write_mteb_copies(root, ("mteb-sci",))
-    return root
+    return build_every_format_suite(tmp_path_factory.mktemp("boundaries"), scirepeval_folders=("scirepeval_test",))
 
 
 @pytest.fixture(scope="module")
 def embeddings(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("vectors") / "one.jsonl"
-    path.write_text('{"paper_id": "nobody", "embedding": [0.5, 1.0]}\n', encoding="utf-8")
-    return path
+    return write_one_vector(tmp_path_factory.mktemp("vectors"))
 
 
 def _hostile_lines(fmt: TextFormat, lines: list[str], hostile: str) -> bytes:

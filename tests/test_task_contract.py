@@ -12,10 +12,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from builders import build_retrieval_dataset, write_mteb_copies
+from builders import build_every_format_suite, build_retrieval_dataset, write_one_vector
 
 from scidocs_eval.cli.main import main
-from scidocs_eval.data.demo import DemoConfig, build_demo_suite
 from scidocs_eval.data.scirepeval import write_synthetic_scirepeval
 from scidocs_eval.evaluation.integrity import (
     ClusteredSplit,
@@ -78,24 +77,14 @@ def _beir_datasets(root: Path) -> None:
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One folder with data of every format a registered task declares: the suite layout, SciRepEval's, BEIR."""
-    base = tmp_path_factory.mktemp("contract")
-    root = build_demo_suite(base / "world", DemoConfig(
-        mag_papers=250, mesh_papers=120, ranking_queries=4, positives=2, negatives=6, recomm_impressions=(40, 10, 10),
-        recomm_papers=80, topics=5)).root
-    write_synthetic_scirepeval(base / "scirepeval", seed=3)
-    for folder in (base / "scirepeval").iterdir():
-        if folder.is_dir():
-            shutil.copytree(folder, root / folder.name)
-    write_mteb_copies(root, ("mteb-sci",))  # the hub rows layouts (clustering, classification) and retrieval sets
+    root = build_every_format_suite(tmp_path_factory.mktemp("contract"))
     _beir_datasets(root)
     return root
 
 
 @pytest.fixture(scope="module")
 def embeddings(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("vectors") / "one.jsonl"
-    path.write_text('{"paper_id": "nobody", "embedding": [0.5, 1.0]}\n', encoding="utf-8")
-    return path
+    return write_one_vector(tmp_path_factory.mktemp("vectors"))
 
 
 def _one_line_error(capsys: pytest.CaptureFixture[str]) -> str:
