@@ -209,8 +209,9 @@ def family_branches(name: str, path: Path) -> list[str]:
 LAYOUT_WORDS = (".qrel", "/top_ranked/", "qrels/", "recomm/", "scirepeval_test", "train.csv")
 """Pieces of a task family's file layout: a command that spells one rebuilds a task's paths instead of reading
 `Task.input_files`."""
-COMMAND_LAYERS = ("scidocs_eval.evaluation", "scidocs_eval.cli", "scidocs_eval.leaderboard")
-"""Where commands live: they read a task's files, papers and rules from its declarations alone."""
+COMMAND_LAYERS = ("scidocs_eval.evaluation", "scidocs_eval.cli", "scidocs_eval.leaderboard", "scidocs_eval.models")
+"""Where commands live (and the pipeline `baseline` runs: what a fit is given, `--tune`'s val split): they read a
+task's files, papers and rules from its declarations alone."""
 
 
 def task_only_members() -> set[str]:

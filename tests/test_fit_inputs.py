@@ -145,3 +145,20 @@ def test_settings_that_differ_only_in_what_transform_reads_share_one_fit(demo_su
     fresh = fit_adapter(get_adapter("sgc", vectors=str(demo_vectors), k=3), papers, demo_suite)
     np.testing.assert_array_equal(shared.transform(recomm), fresh.transform(recomm))
     assert not np.allclose(shared.transform(recomm), tuned.transform(recomm), atol=1e-3)
+
+
+def test_held_out_pairs_come_from_each_data_shape() -> None:
+    """The guard reads every task's judged queries and shown pairs from its data shapes, so a task registered later
+    (a reranking set with its own candidate lists, impressions of any split) is guarded with no other change."""
+    from scidocs_eval.evaluation.integrity import ImpressionsSplit, JudgedSplit, LabelledSplit
+    from scidocs_eval.formats.suite import Impression
+
+    judged = JudgedSplit("t", "t/test.qrel", {"q1": {"a": 1, "b": 0}}, candidate_lists={"q1": ["a", "c"]})
+    assert judged.held_out() == ({"q1"}, {frozenset(("q1", p)) for p in "abc"})
+    impressions = [Impression("q2", "x", ("x", "y"), 2)]
+    train = ImpressionsSplit("r", "r/train.csv", impressions, "p.json", 5, role="train")
+    scored = ImpressionsSplit("r", "r/test.csv", impressions, "p.json", 5)
+    assert train.held_out() == (set(), {frozenset(("q2", "x")), frozenset(("q2", "y"))})
+    assert scored.held_out()[0] == {"q2"}
+    labelled = LabelledSplit("c", "c/train.csv", "c/test.csv", ["p"], np.array([0]), ["q"], np.array([1]))
+    assert labelled.held_out() == (set(), set())

@@ -96,6 +96,11 @@ class DataShape:
         """file -> the paper ids it names (`data verify` looks them up in the task's metadata file)."""
         return {}
 
+    def held_out(self) -> tuple[set[str], set[frozenset[str]]]:
+        """The queries it judges (tunes on or scores) and its query-candidate pairs: what a model that learns from
+        citations must not be shown (`models.fit_inputs.guard_edges`); none for a shape without queries."""
+        return set(), set()
+
 
 LabelKind = Literal["classes", "label-sets", "values"]
 
@@ -233,6 +238,11 @@ class JudgedSplit(DataShape):
             candidates |= {c for q in self.judgements for c in self.candidate_lists.get(q, ())}
         relevant = [(q, q, c) for q, grades in self.judgements.items() for c, grade in grades.items() if grade > 0]
         return EvaluationItems("query", {q: q for q in self.judgements}, candidates, relevant)
+
+    def held_out(self) -> tuple[set[str], set[frozenset[str]]]:
+        lists = self.candidate_lists or {}
+        return set(self.judgements), {frozenset((q, c)) for q, grades in self.judgements.items()
+                                      for c in (*grades, *lists.get(q, ()))}
 
     def papers(self) -> dict[str, list[str]]:
         """Its queries, and its candidates unless they are documents of a `corpus` of their own (reviewers, a
@@ -387,6 +397,11 @@ class ImpressionsSplit(DataShape):
 
     def papers(self) -> dict[str, list[str]]:
         return {self.file: [p for i in self.impressions for p in (i.query_id, *i.shown)]}
+
+    def held_out(self) -> tuple[set[str], set[frozenset[str]]]:
+        """Every split's shown pairs; the queries of the splits judged (tuned on or scored), not of train."""
+        queries = set() if self.role == "train" else {i.query_id for i in self.impressions}
+        return queries, {frozenset((i.query_id, shown)) for i in self.impressions for shown in i.shown}
 
     def counts(self) -> dict[str, int]:
         prefix = "" if self.role == "scored" else f"{self.role}_"

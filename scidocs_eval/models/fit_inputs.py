@@ -3,9 +3,10 @@ adapter: an adapter never holds the suite, so no test judgement can reach what i
 
 - `citations`, for an adapter whose `fit` takes them (`Adapter.citation_files` not None: SGC): the `references`
   and `cited_by` of the suite's recomm metadata plus the files its parameters name, after the leakage guard
-  (`guard_edges`, as in the paper): every edge between an evaluated query and one of its candidates (the qrels of
-  every ranking task, val and test; recomm impressions, every split) and every incoming citation of a val/test
-  query are removed before the adapter sees them.
+  (`guard_edges`, as in the paper): every edge between a judged query and one of its candidates (of every task
+  whose val or test files the suite holds, from the task's declared data shapes: the ranking tasks' qrels, the
+  recomm impressions of every split, ...) and every incoming citation of a val/test query are removed before the
+  adapter sees them.
 - `val`, for `TunedAdapter` (`--tune`): a `ValScorer`, which reads the val split alone.
 """
 
@@ -14,7 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Sequence
 
-from scidocs_eval.evaluation.task import TASKS, task_names
+from scidocs_eval.evaluation.task import TASKS, get_task, task_names
 from scidocs_eval.formats.corpus import read_citations
 from scidocs_eval.formats.suite import METADATA_FILES, Paper, Suite
 from scidocs_eval.models.adapter import Adapter, Edge
@@ -60,21 +61,19 @@ def metadata_citations(suite: Suite) -> list[Edge]:
 
 
 def guard_edges(edges: Iterable[Edge], suite: Suite) -> list[Edge]:
-    """`edges` without query–candidate edges (either direction) and without citations of val/test queries."""
+    """`edges` without query-candidate edges (either direction) and without citations of val/test queries: the
+    held-out queries and pairs of every registered task's data shapes for the val and test splits the suite holds
+    (`DataShape.held_out`)."""
     pairs: set[frozenset[str]] = set()
     queries: set[str] = set()
-    for task in task_names(paper_pairs=True):
+    for name in task_names():
+        task = get_task(name)
         for split in EVALUATED_SPLITS:
-            if suite.has(f"{task}/{split}.qrel"):
-                for query, candidates in suite.qrels(task, split).candidates.items():
-                    queries.add(query)
-                    pairs.update(frozenset((query, c)) for c in candidates)
-    for split in ("train", *EVALUATED_SPLITS):
-        if suite.has(f"recomm/{split}.csv"):
-            for impression in suite.impressions(split):
-                if split in EVALUATED_SPLITS:
-                    queries.add(impression.query_id)
-                pairs.update(frozenset((impression.query_id, shown)) for shown in impression.shown)
+            if all(suite.has(file) for file in task.input_files(suite, split)):
+                for shape in task.data_shapes(suite, split):
+                    judged, shown = shape.held_out()
+                    queries |= judged
+                    pairs |= shown
     return [(citing, cited) for citing, cited in edges
             if cited not in queries and frozenset((citing, cited)) not in pairs]
 
