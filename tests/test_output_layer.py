@@ -126,6 +126,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     yield World(suite, embeddings, results, papers, citations, root / "built" / "specter", bert, run_dir,
                 f"http://127.0.0.1:{server.server_address[1]}", mteb_results)
     server.shutdown()
+    server.server_close()
 
 
 FIGURE2 = ["--task", "mag", "--sample", "40", "--perplexity", "5", "--min-samples", "3"]

@@ -2,15 +2,17 @@
 wrong type, NaN, 1e20, a duplicated id or pair, an empty file, a truncated file, bytes that are not UTF-8) fed to
 each reader through the command that reads it (`run` for a task's data, `convert` for embeddings) end as one line
 naming the file, the line or row and the field, or, where the format allows the input, as a named warning or an
-exact read; never a traceback."""
+exact read; never a traceback. And every reader closes the files it opened, on its error paths too."""
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import math
 import shutil
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,6 +58,18 @@ TEXT_FORMATS = [
     TextFormat("HF rows JSON lines", "arxiv-classification", "arxiv-classification/test.jsonl", "label",
                accepts=(("duplicate", "repeated-paper"),)),
 ]
+
+
+@pytest.fixture(autouse=True)
+def no_file_left_open() -> Iterator[None]:
+    """Each case fails on a file or socket its command left open (a ResourceWarning when it is collected)."""
+    gc.collect()  # what earlier tests left behind is not this case's
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        yield
+        gc.collect()
+    leaks = [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)]
+    assert not leaks, leaks
 
 
 @pytest.fixture(scope="module")
@@ -288,6 +302,34 @@ def test_an_embeddings_reader_at_its_boundaries(kind: str, hostile: str, tmp_pat
     assert path.name in errors[0], (kind, hostile, errors[0])
     if hostile in ("nan", "wrong-type") and kind != "safetensors":
         assert ("e.jsonl:" if kind == "jsonl" else ": row ") in errors[0], (kind, hostile, errors[0])
+
+
+NOT_EMBEDDINGS = {
+    "pretty-printed JSON": b'{\n  "paper_id": "a",\n  "embedding": [1.0, 2.0]\n}\n',
+    "JSON array": b'[{"paper_id": "a", "embedding": [1.0, 2.0]}]\n',
+    "pickle": b"\x80\x04\x95\x00",
+    "HDF5": b"\x89HDF\r\n\x1a\n",
+    "damaged npz": b"PK\x03\x04" + b"\x00" * 40,
+    "damaged Parquet": b"PAR1" + b"\x00" * 40,
+    "damaged Arrow file": b"ARROW1" + b"\x00" * 40,
+    "damaged npy": b"\x93NUMPY" + b"\x00" * 40,
+}
+
+
+@pytest.mark.parametrize("command", ["convert", "run"])
+@pytest.mark.parametrize("what", list(NOT_EMBEDDINGS))
+def test_a_file_that_is_not_embeddings_is_one_line(what: str, command: str, world: Path, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str],
+                                                   caplog: pytest.LogCaptureFixture) -> None:
+    """What the reader sniffs and refuses (another format, or a damaged file of one it reads), under each command
+    that reads embeddings: one line naming the file, and the file closed."""
+    path = tmp_path / "vectors.jsonl"
+    path.write_bytes(NOT_EMBEDDINGS[what])
+    argv = {"convert": ["convert", str(path), str(tmp_path / "out.jsonl")],
+            "run": ["run", "--embeddings", str(path), "--data", str(world), "--tasks", "cite", "--quiet"]}[command]
+    code = main(argv)
+    errors, _ = _outcome(capsys, caplog)
+    assert code == 2 and len(errors) == 1 and path.name in errors[0], (what, command, errors)
 
 
 @pytest.mark.parametrize(("hostile", "content"), [

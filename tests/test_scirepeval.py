@@ -168,7 +168,8 @@ def test_run_end_to_end_on_a_generated_copy(copy: tuple[Path, Path], tmp_path: P
 
 def test_evaluate_model_embeds_each_config_once_and_compare_works(copy: tuple[Path, Path]) -> None:
     data, embeddings = copy
-    vectors = {json.loads(line)["doc_id"]: json.loads(line)["embedding"] for line in embeddings.open()}
+    records = [json.loads(line) for line in embeddings.read_text().splitlines()]
+    vectors = {record["doc_id"]: record["embedding"] for record in records}
     texts_seen: list[str] = []
 
     def model(texts: list[str]) -> np.ndarray:
@@ -191,7 +192,7 @@ def test_compare_covers_every_scirepeval_metric_kind(copy: tuple[Path, Path], tm
     rng = np.random.default_rng(0)
     noisy = tmp_path / "noisy.jsonl"
     with noisy.open("w") as handle:
-        for line in embeddings.open():
+        for line in embeddings.read_text().splitlines():
             record = json.loads(line)
             vector = np.asarray(record["embedding"]) + rng.normal(scale=1.5, size=len(record["embedding"]))
             vector = vector.astype(np.float16).tolist()
@@ -350,8 +351,8 @@ def test_download_writes_the_hub_configs_in_the_local_layout(copy: tuple[Path, P
                                             "scidocs_mag", "scidocs_mesh")
                              for p in (data / top / config).glob("*.jsonl"))
     for relative in written:
-        assert [json.loads(line) for line in (target / relative).open()] == \
-            [json.loads(line) for line in (data / relative).open()]
+        assert [json.loads(line) for line in (target / relative).read_text().splitlines()] == \
+            [json.loads(line) for line in (data / relative).read_text().splitlines()]
     with pytest.raises(ScidocsEvalError, match="not an empty folder"):
         download_scirepeval(target, titles)
 

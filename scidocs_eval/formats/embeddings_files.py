@@ -92,10 +92,13 @@ class EmbeddingsInput:
             self.regular = stat.S_ISREG(os.fstat(self.handle.fileno()).st_mode)
         try:
             self.head = self.handle.read(_PEEK_BYTES)
+            self.kind = _file_kind(self.name, self.head)
         except OSError as error:
             self.close()
             raise InputError(self.name, f"cannot be read ({error.strerror or error})") from None
-        self.kind = _file_kind(self.name, self.head)
+        except InputError:
+            self.close()
+            raise
 
     def __enter__(self) -> EmbeddingsInput:
         return self

@@ -9,6 +9,7 @@ Parquet file and the same vectors as JSON lines give the same store or the same 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
@@ -17,7 +18,7 @@ import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -255,11 +256,11 @@ def _array_ids(name: str, ids: np.ndarray) -> list[Any]:
     return ids.tolist()
 
 
-def _load_npy(name: str, data: bytes | Path, what: str) -> Any:
+def _load_npy(name: str, data: bytes | Path | BinaryIO, what: str) -> Any:
     try:
         if isinstance(data, Path):
             return np.load(data, allow_pickle=False, mmap_mode="r" if what.endswith(".npy array") else None)
-        return np.load(io.BytesIO(data), allow_pickle=False)
+        return np.load(io.BytesIO(data) if isinstance(data, bytes) else data, allow_pickle=False)
     except _UNREADABLE as error:
         raise InputError(name, f"cannot be read as {what} ({error})") from None
 
@@ -276,7 +277,10 @@ def _npy(name: str, data: bytes | Path, options: ReadOptions) -> MatrixWithIds:
 
 
 def _npz(name: str, data: bytes | Path, options: ReadOptions) -> MatrixWithIds:
-    with _load_npy(name, data, "a NumPy .npz archive") as archive:
+    # the file is opened here, not by np.load, which leaves its own handle open when the archive is damaged
+    with contextlib.ExitStack() as files:
+        source: bytes | BinaryIO = data if isinstance(data, bytes) else _open_binary(name, data, files)
+        archive = files.enter_context(_load_npy(name, source, "a NumPy .npz archive"))
         keys = list(archive.keys())
         matrix_key = next((k for k in EMBEDDING_COLUMNS if k in keys), None)
         ids_key = next((k for k in ID_ARRAYS if k in keys), None)
@@ -287,6 +291,13 @@ def _npz(name: str, data: bytes | Path, options: ReadOptions) -> MatrixWithIds:
             return _array_ids(name, archive[ids_key]), archive[matrix_key], empty
         except _UNREADABLE as error:  # a damaged member, or an object array (which needs pickle)
             raise InputError(name, f"cannot be read as a NumPy .npz archive ({error})") from None
+
+
+def _open_binary(name: str, path: Path, files: contextlib.ExitStack) -> BinaryIO:
+    try:
+        return files.enter_context(path.open("rb"))
+    except OSError as error:
+        raise InputError(name, f"cannot be read ({error.strerror or error})") from None
 
 
 def _has_bfloat16(header: Any) -> bool:
