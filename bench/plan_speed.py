@@ -1,6 +1,7 @@
 """Time and peak memory of `evaluate_model`, first and second run, with the packaged MiniLM and with a random model.
 
-    python bench/plan_speed.py [--scale small|scidocs] [--models minilm,random] [--code DIR] [--repeats N]
+    python bench/plan_speed.py [--scale small|scidocs] [--models minilm,random] [--tasks T1,T2] [--code DIR]
+                               [--repeats N]
 
 Each case runs in a fresh process (peak RSS is the process's), with its own empty cache folder, twice in a row:
 the second run is what a researcher's rerun costs. `--code DIR` runs another checkout's scidocs_eval (for the
@@ -62,13 +63,13 @@ def suite_for(scale: str) -> Path:
     return root
 
 
-def run_case(model: str, suite: Path, code: Path | None) -> dict:
+def run_case(model: str, suite: Path, code: Path | None, tasks: str) -> dict:
     env = dict(os.environ)
     if code is not None:
         env["PYTHONPATH"] = str(code)
     with tempfile.TemporaryDirectory(prefix="bench-cache-") as cache:
         env["SCIDOCS_EVAL_CACHE"] = cache
-        out = subprocess.run([sys.executable, "-c", CASE, model, str(suite), TASKS], env=env, check=True,
+        out = subprocess.run([sys.executable, "-c", CASE, model, str(suite), tasks], env=env, check=True,
                              capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 
@@ -79,15 +80,18 @@ def main() -> None:
     parser.add_argument("--models", default="random,minilm")
     parser.add_argument("--code", type=Path, help="a checkout whose scidocs_eval to time (default: this one)")
     parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--tasks", default=TASKS, help=f"the tasks scored (default {TASKS}); fewer papers for "
+                        "MiniLM, which encodes about 15 papers a second on two cores")
     args = parser.parse_args()
     suite = suite_for(args.scale)
     label = str(args.code) if args.code else "this checkout"
     for model in args.models.split(","):
-        cases = [run_case(model, suite, args.code) for _ in range(args.repeats)]
+        cases = [run_case(model, suite, args.code, args.tasks) for _ in range(args.repeats)]
         first = {key: statistics.median(c["runs"][0][key] for c in cases) for key in ("total", "embed", "loading")}
         second = {key: statistics.median(c["runs"][1][key] for c in cases) for key in ("total", "embed", "loading")}
         peak = statistics.median(c["peak_mib"] for c in cases)
-        print(f"{label} | {args.scale} | {model:<6} | first run {first['total']:.1f} s (embed {first['embed']:.1f} s, "
+        print(f"{label} | {args.scale} | {args.tasks} | {model:<6} | first run {first['total']:.1f} s "
+              f"(embed {first['embed']:.1f} s, "
               f"loading {first['loading']:.1f} s) | second run {second['total']:.1f} s (embed {second['embed']:.1f} "
               f"s, loading {second['loading']:.1f} s) | peak RSS {peak:.0f} MiB", flush=True)
 
