@@ -112,17 +112,21 @@ class VectorCache:
             return
         vectors = np.ascontiguousarray(vectors)
         digests = b"".join(key_digest(key) for key in keys)
-        payload = digests + vectors.tobytes()
+        payload = (digests, memoryview(vectors).cast("B"))  # written and hashed in place: no copy of the vectors
+        digest = hashlib.sha256()
+        for part in payload:
+            digest.update(part)
         header = orjson.dumps({"fingerprint": fingerprint, "view": view, "dtype": vectors.dtype.str,
-                               "dim": int(vectors.shape[1]), "count": len(keys),
-                               "sha256": hashlib.sha256(payload).hexdigest()})
+                               "dim": int(vectors.shape[1]), "count": len(keys), "sha256": digest.hexdigest()})
         folder = self._folder(fingerprint, view)
         folder.mkdir(parents=True, exist_ok=True)
         name = f"{time.time_ns()}-{uuid.uuid4().hex[:8]}"
         temporary = folder / f".{name}.tmp"
         with FileLock(folder / LOCK):
             with open(temporary, "wb") as handle:
-                handle.write(MAGIC + len(header).to_bytes(8, "little") + header + payload)
+                handle.write(MAGIC + len(header).to_bytes(8, "little") + header)
+                for part in payload:
+                    handle.write(part)
             os.replace(temporary, folder / f"{name}{SUFFIX}")
 
     def info(self) -> CacheInfo:

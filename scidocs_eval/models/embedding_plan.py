@@ -181,7 +181,10 @@ def _encode_job(job: Job, cache: VectorCache | None, progress: bool) -> np.ndarr
                 bar.update(len(batch))
     finally:  # what was computed is kept, also when a later batch fails
         if cache is not None and fingerprint is not None and done and vectors is not None:
-            cache.put(fingerprint, job.view, [job.keys[row] for row in done], vectors[done])
+            if len(done) == len(job.papers):  # every row computed here: the matrix as it is, not a copy
+                cache.put(fingerprint, job.view, job.keys, vectors)
+            else:
+                cache.put(fingerprint, job.view, [job.keys[row] for row in done], vectors[done])
     assert vectors is not None
     return vectors
 
@@ -195,8 +198,13 @@ def group_stores(plan: EmbeddingPlan, vectors: Sequence[np.ndarray],
         index = np.asarray(rows.rows, dtype=np.int64)
         empty = index == NO_TEXT
         dim = job_vectors.shape[1] if job_vectors.size else 0
-        matrix = np.zeros((len(index), dim), dtype=dtype)
-        matrix[~empty] = job_vectors[index[~empty]]
+        if job_vectors.dtype == np.dtype(dtype) and len(job_vectors):  # one gather into place, no copies between
+            matrix = np.empty((len(index), dim), dtype=dtype)
+            np.take(job_vectors, np.where(empty, 0, index), axis=0, out=matrix)
+            matrix[empty] = 0
+        else:
+            matrix = np.zeros((len(index), dim), dtype=dtype)
+            matrix[~empty] = job_vectors[index[~empty]]
         stores[group] = EmbeddingStore(rows.ids, matrix, empty)
     return stores
 

@@ -111,8 +111,11 @@ def embed_and_score(
     needs = embedding_needs(suite, names, config.split)
     if adapters is not None and (absent := sorted(set(needs) - set(adapters))):
         raise ScidocsEvalError(f"no adapter given for the {', '.join(absent)} embeddings group(s) the tasks need")
-    corpus = list(train_corpus) if train_corpus is not None else _fit_corpus(suite, names, needs)
-    for adapter in {id(a): a for a in (adapters.values() if adapters else [model])}.values():  # type: ignore[union-attr]
+    models = list({id(a): a for a in (adapters.values() if adapters else [model])}.values())  # type: ignore[union-attr]
+    # the fit corpus is read only where something uses it: a fit, or the files' settings (which record its digest)
+    wanted = embeddings_path is not None or any(a.requires_fit or a.citation_files() is not None for a in models)
+    corpus = list(train_corpus) if train_corpus is not None else _fit_corpus(suite, names, needs) if wanted else []
+    for adapter in models:
         if adapter.requires_fit:
             log.info("fitting %s on %d papers", adapter.name, len(corpus))
         with silenced(not progress):  # an adapter's own bars (its --tune grid) follow `progress` too
