@@ -197,3 +197,20 @@ def test_baseline_runs_several_benchmarks_with_one_plan_and_its_rerun_reads_the_
             "random.jsonl", "random-corpus.jsonl", "random-queries.jsonl"}
     for name in ("random.jsonl", "random-corpus.jsonl", "random-queries.jsonl"):
         assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_a_group_store_gathers_its_rows_zeroes_papers_without_text_and_casts(dtype: type) -> None:
+    from scidocs_eval.formats.suite import Paper
+    from scidocs_eval.models.embedding_plan import NO_TEXT, EmbeddingPlan, GroupRows, group_stores
+
+    papers = [Paper("a", "title a", ""), Paper("b", "", ""), Paper("c", "title c", "")]
+    plan = EmbeddingPlan([], {"g": GroupRows(0, papers, [1, NO_TEXT, 0], None),
+                              "none": GroupRows(1, papers[1:2], [NO_TEXT], None)})
+    job_vectors = np.array([[1.0, 2.0], [3.0, 4.0]])
+    stores = group_stores(plan, [job_vectors, np.zeros((0, 0), dtype=np.float32)], dtype)
+    assert stores["g"].ids == ["a", "b", "c"] and stores["g"].matrix.dtype == dtype
+    np.testing.assert_array_equal(stores["g"].matrix, [[3.0, 4.0], [0.0, 0.0], [1.0, 2.0]])
+    assert stores["g"].empty.tolist() == [False, True, False]
+    assert stores["none"].matrix.shape == (1, 0) and stores["none"].empty.tolist() == [True]
+    np.testing.assert_array_equal(job_vectors, [[1.0, 2.0], [3.0, 4.0]])  # the job's vectors are not written to

@@ -198,13 +198,11 @@ def group_stores(plan: EmbeddingPlan, vectors: Sequence[np.ndarray],
         index = np.asarray(rows.rows, dtype=np.int64)
         empty = index == NO_TEXT
         dim = job_vectors.shape[1] if job_vectors.size else 0
-        if job_vectors.dtype == np.dtype(dtype) and len(job_vectors):  # one gather into place, no copies between
-            matrix = np.empty((len(index), dim), dtype=dtype)
-            np.take(job_vectors, np.where(empty, 0, index), axis=0, out=matrix)
+        if len(job_vectors):  # one gather (row 0 stands in for an empty paper's, then zeroed), cast only if asked
+            matrix = job_vectors.take(np.where(empty, 0, index), axis=0).astype(dtype, copy=False)
             matrix[empty] = 0
         else:
             matrix = np.zeros((len(index), dim), dtype=dtype)
-            matrix[~empty] = job_vectors[index[~empty]]
         stores[group] = EmbeddingStore(rows.ids, matrix, empty)
     return stores
 
