@@ -20,10 +20,10 @@ from scidocs_eval.formats.suite import Paper
 from scidocs_eval.models.adapter import Adapter, register_adapter
 from scidocs_eval.models.encoder import model_source
 from scidocs_eval.models.format_prompts import FORMAT_PROMPTS, FormatPrompts
-from scidocs_eval.models.model_object import EncoderAdapter
 from scidocs_eval.models.sentence_models import WHAT, load_sentence_transformer
 from scidocs_eval.models.weights import checkpoint_identity
 from scidocs_eval.params import AT_LEAST_ONE
+from scidocs_eval.run.model_object import EncoderAdapter
 
 if TYPE_CHECKING:
     from scidocs_eval.evaluation.papers import EmbeddingRole

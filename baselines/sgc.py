@@ -6,7 +6,7 @@ the symmetric-normalised adjacency with self-loops of the undirected citation gr
 
 Graph: the edges `fit` is given (`citations`). `baseline sgc` gives the `references`/`cited_by` of the suite's
 recomm metadata plus the `citations` file (TSV citing<TAB>cited), after the leakage guard of
-`scidocs_eval.models.fit_inputs` (as in the paper: every edge between an evaluated query and one of its candidates
+`scidocs_eval.run.fit_inputs` (as in the paper: every edge between an evaluated query and one of its candidates
 is removed, and every incoming citation of a val/test query): the adapter never reads the suite, so no test
 judgement reaches it. `--tune` picks k on val in 1..8 (SIF's `a` stays as given).
 
@@ -78,7 +78,7 @@ class SgcAdapter(SifWeightedAdapter):
 
     def fit(self, papers: Sequence[Paper], citations: Sequence[Edge] | None = None) -> SgcAdapter:
         """Fit on `papers`, propagating over `citations`: the edges it may use, which `baseline` gives (the
-        suite's metadata citations and the `citations` file, after the leakage guard: `models.fit_inputs`).
+        suite's metadata citations and the `citations` file, after the leakage guard: `run.fit_inputs`).
         None: the `citations` file's edges alone, unguarded (there is no suite to guard them against)."""
         if citations is None:
             self.validate()

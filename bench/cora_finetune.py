@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from scidocs_eval.data.build import build_suite
-from scidocs_eval.models.baseline import run_baseline
+from scidocs_eval.run.baseline import run_baseline
 from scidocs_eval.training.specter import train_specter
 
 REPO = Path(__file__).resolve().parents[1]

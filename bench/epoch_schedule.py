@@ -18,10 +18,10 @@ import time
 from pathlib import Path
 
 from scidocs_eval.formats.suite import Suite
-from scidocs_eval.models.baseline import run_baseline
 from scidocs_eval.models.gensim_training import mean_pair_cosine
 from scidocs_eval.models.text import tokenize_papers
 from scidocs_eval.models.word_vectors import FasttextSettings, corpus_word_vectors
+from scidocs_eval.run.baseline import run_baseline
 
 TASKS = ["cite", "cocite"]
 

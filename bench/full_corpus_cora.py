@@ -19,7 +19,7 @@ from scidocs_eval.data.build import build_suite
 from scidocs_eval.data.full_corpus import build_full_corpus
 from scidocs_eval.evaluation.task import task_names
 from scidocs_eval.formats.suite import Suite
-from scidocs_eval.models.baseline import run_baseline
+from scidocs_eval.run.baseline import run_baseline
 
 SHARED = Path(os.environ.get("SCIDOCS_EVAL_SHARED_DATA", Path(__file__).resolve().parents[1] / ".." / "shared"
                              / "data"))

@@ -21,7 +21,7 @@ from pathlib import Path
 from scidocs_eval.cli import main
 from scidocs_eval.data.build import build_suite
 from scidocs_eval.errors import ScidocsEvalError
-from scidocs_eval.models.baseline import run_baseline
+from scidocs_eval.run.baseline import run_baseline
 
 REPO = Path(__file__).resolve().parents[1]
 DOC = REPO / "docs" / "leaderboard.md"

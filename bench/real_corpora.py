@@ -30,7 +30,7 @@ from scidocs_eval.data.build import build_suite
 from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.leaderboard import table1_row
 from scidocs_eval.models.adapter import ADAPTERS, adapter_names
-from scidocs_eval.models.baseline import run_baseline
+from scidocs_eval.run.baseline import run_baseline
 
 REPO = Path(__file__).resolve().parents[1]
 TASKS = ["mag", "cite", "cocite"]

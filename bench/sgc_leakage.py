@@ -22,8 +22,8 @@ from real_corpora import TASKS, training_citations
 from scidocs_eval.evaluation.task import task_names
 from scidocs_eval.formats.corpus import read_citations
 from scidocs_eval.formats.suite import Suite
-from scidocs_eval.models.baseline import run_baseline
-from scidocs_eval.models.fit_inputs import guard_edges, metadata_citations
+from scidocs_eval.run.baseline import run_baseline
+from scidocs_eval.run.fit_inputs import guard_edges, metadata_citations
 
 VARIANTS = (("sif", "sif", {}), ("sif, rows L2-normalised", "sgc", {"row_norm": "l2"}),
             ("sgc (row_norm=none)", "sgc", {"row_norm": "none", "graph": True}),

@@ -22,8 +22,8 @@ import numpy as np
 from scidocs_eval.data.build import build_suite
 from scidocs_eval.data.demo import DemoConfig, build_demo_suite
 from scidocs_eval.formats.suite import Suite
-from scidocs_eval.models.baseline import run_baseline
 from scidocs_eval.models.text import analyzer
+from scidocs_eval.run.baseline import run_baseline
 
 CORA = Path("/work/shared/data/cora")
 ADAPTERS = ("sif", "fasttext-sum", "sgc")

@@ -13,9 +13,9 @@ from scidocs_eval.formats.embeddings_tables import ReadOptions
 from scidocs_eval.formats.embeddings_writers import convert_embeddings
 from scidocs_eval.formats.suite import Paper, Suite
 from scidocs_eval.models.adapter import Adapter, get_adapter, register_adapter
-from scidocs_eval.models.baseline import run_baseline
-from scidocs_eval.models.embedding import write_embeddings
-from scidocs_eval.models.model_object import evaluate_model
+from scidocs_eval.run.baseline import run_baseline
+from scidocs_eval.run.embedding import write_embeddings
+from scidocs_eval.run.model_object import evaluate_model
 from scidocs_eval.training.specter import train_specter
 
 __version__ = metadata.version("scidocs-eval")

@@ -17,8 +17,8 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 
 from scidocs_eval.data.demo import DemoConfig, build_demo_suite
 from scidocs_eval.formats.suite import Suite
-from scidocs_eval.models.baseline import run_baseline
 from scidocs_eval.models.text import analyzer
+from scidocs_eval.run.baseline import run_baseline
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("SCIDOCS_EVAL_SHARED_DATA", REPO.parent / "shared" / "data"))

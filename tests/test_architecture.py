@@ -21,7 +21,7 @@ LAYERS: dict[str, int] = {
     "scidocs_eval.data": 2,
     "scidocs_eval.evaluation": 3,
     "scidocs_eval.evaluators": 4, "scidocs_eval.models": 4,
-    "scidocs_eval.training": 5,
+    "scidocs_eval.run": 5, "scidocs_eval.training": 5,
     "scidocs_eval.tasks": 6, "scidocs_eval.baselines": 6,
     "scidocs_eval.leaderboard": 7,
     "scidocs_eval.cli": 8,
@@ -29,7 +29,8 @@ LAYERS: dict[str, int] = {
 }
 """Module prefix -> layer (the longest matching prefix wins); `scidocs_eval` itself is the public API on top, with
 the one re-export kept for a documented import path that moved (`scidocs_eval.specter_training`)."""
-SIBLINGS = [("scidocs_eval.evaluators", "scidocs_eval.models"), ("scidocs_eval.tasks", "scidocs_eval.baselines")]
+SIBLINGS = [("scidocs_eval.evaluators", "scidocs_eval.models"), ("scidocs_eval.tasks", "scidocs_eval.baselines"),
+            ("scidocs_eval.run", "scidocs_eval.training")]
 MAX_TOP_LEVEL_MODULES = 12
 
 

@@ -18,12 +18,12 @@ from scidocs_eval.formats.suite import Paper, Suite
 from scidocs_eval.leaderboard import render_table1
 from scidocs_eval.models import word_vectors
 from scidocs_eval.models.adapter import get_adapter
-from scidocs_eval.models.baseline import run_baseline
-from scidocs_eval.models.fit_inputs import fit_adapter
 from scidocs_eval.models.gensim_training import EpochSchedule, epochs_within_budget, mean_pair_cosine
 from scidocs_eval.models.text import tokenize_papers
 from scidocs_eval.models.tuning import TunedAdapter, ValScorer, within_budget
 from scidocs_eval.models.word_vectors import COLLAPSE_COSINE, FasttextSettings, corpus_word_vectors
+from scidocs_eval.run.baseline import run_baseline
+from scidocs_eval.run.fit_inputs import fit_adapter
 
 SCIDOCS_TOKENS = 26_500_000
 """Corpus tokens of the SciDocs-scale benchmark corpus (bench/bench_baselines.py)."""

@@ -198,7 +198,7 @@ def test_adapter_fit_validates_its_declared_parameters_before_any_work(name: str
 def test_adapter_fit_takes_its_corpus_and_only_what_the_pipeline_gives_it(name: str) -> None:
     """No adapter's `fit` or `learn` receives the suite (whose test judgements it must not see): `fit` takes the
     corpus and, for an adapter that says it propagates over citations (`citation_files`), the guarded edges
-    (`models.fit_inputs`); `--tune` is a wrapper, so no adapter takes a `tune` parameter."""
+    (`run.fit_inputs`); `--tune` is a wrapper, so no adapter takes a `tune` parameter."""
     cls = ADAPTERS[name]
     adapter = get_adapter(name, **REQUIRED_PARAMS.get(name, {}))
     takes_citations = adapter.citation_files() is not None

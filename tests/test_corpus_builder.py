@@ -19,7 +19,7 @@ from scidocs_eval.evaluation.verify import verify_suite
 from scidocs_eval.formats.embeddings import EmbeddingStore
 from scidocs_eval.formats.safe_output import MANIFEST, output_session
 from scidocs_eval.formats.suite import Suite
-from scidocs_eval.models.baseline import run_baseline
+from scidocs_eval.run.baseline import run_baseline
 
 CORA_LABELS = ["Case_Based", "Genetic_Algorithms", "Neural_Networks", "Probabilistic_Methods",
                "Reinforcement_Learning", "Rule_Learning", "Theory"]

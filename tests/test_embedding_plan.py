@@ -21,7 +21,7 @@ from scidocs_eval.formats.corpus import paper_text
 from scidocs_eval.formats.retrieval import Document, write_beir
 from scidocs_eval.formats.suite import Suite
 from scidocs_eval.formats.vector_cache import SUFFIX, VectorCache
-from scidocs_eval.models.model_object import EncoderAdapter, evaluate_model
+from scidocs_eval.run.model_object import EncoderAdapter, evaluate_model
 
 TASKS = ["mag", "cite", "scidocs-retrieval", "scirepeval-scidocs-cite"]
 BENCHMARKS = ["scidocs", "mteb-scidocs", "scirepeval"]
@@ -202,7 +202,7 @@ def test_baseline_runs_several_benchmarks_with_one_plan_and_its_rerun_reads_the_
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 def test_a_group_store_gathers_its_rows_zeroes_papers_without_text_and_casts(dtype: type) -> None:
     from scidocs_eval.formats.suite import Paper
-    from scidocs_eval.models.embedding_plan import NO_TEXT, EmbeddingPlan, GroupRows, group_stores
+    from scidocs_eval.run.embedding_plan import NO_TEXT, EmbeddingPlan, GroupRows, group_stores
 
     papers = [Paper("a", "title a", ""), Paper("b", "", ""), Paper("c", "title c", "")]
     plan = EmbeddingPlan([], {"g": GroupRows(0, papers, [1, NO_TEXT, 0], None),

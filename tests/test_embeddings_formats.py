@@ -315,7 +315,7 @@ def test_convert_streams_json_lines_a_chunk_at_a_time(tmp_path: Path, monkeypatc
 
 def test_evaluate_model_saves_parquet_when_asked(tiny_suite: Suite, tmp_path: Path) -> None:
     from scidocs_eval.evaluation.papers import papers_to_embed
-    from scidocs_eval.models.model_object import evaluate_model
+    from scidocs_eval.run.model_object import evaluate_model
 
     def model(texts: list[str]) -> np.ndarray:
         return np.array([[len(t), t.count("a") + 1.0, 1.0] for t in texts], dtype=np.float32)

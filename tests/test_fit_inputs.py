@@ -1,4 +1,4 @@
-"""What a fit is given (`models/fit_inputs.py`) and `--tune` as a wrapper (`TunedAdapter`): an adapter that takes
+"""What a fit is given (`run/fit_inputs.py`) and `--tune` as a wrapper (`TunedAdapter`): an adapter that takes
 citations never sees an edge of the judgements it is scored on, tuned or not; the wrapper scores its grid in order,
 ties to the earlier setting, skips what cannot be fitted, and the results record every setting."""
 
@@ -16,10 +16,10 @@ from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.task import task_names
 from scidocs_eval.formats.suite import Paper, Suite
 from scidocs_eval.models.adapter import ADAPTERS, Adapter, Edge, get_adapter
-from scidocs_eval.models.baseline import run_baseline
-from scidocs_eval.models.fit_inputs import fit_adapter
 from scidocs_eval.models.sif_weighting import A_GRID
 from scidocs_eval.models.tuning import TunedAdapter, UnusableSetting, ValScorer
+from scidocs_eval.run.baseline import run_baseline
+from scidocs_eval.run.fit_inputs import fit_adapter
 
 CITATION_ADAPTERS = sorted(name for name in ADAPTERS.names() if get_adapter(name).citation_files() is not None)
 """Every registered adapter whose fit takes citations (SGC today)."""

@@ -11,7 +11,7 @@ import pytest
 from scidocs_eval.cli.main import main
 from scidocs_eval.formats.suite import Suite
 from scidocs_eval.models.adapter import get_adapter
-from scidocs_eval.models.fit_inputs import fit_adapter
+from scidocs_eval.run.fit_inputs import fit_adapter
 
 
 def test_baseline_output_guides(demo_suite: Suite, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -23,9 +23,9 @@ from scidocs_eval.formats.corpus import paper_text
 from scidocs_eval.formats.provenance import read_settings
 from scidocs_eval.formats.scirepeval import meta_file, read_meta
 from scidocs_eval.formats.suite import Paper, Suite, paper_of_record
-from scidocs_eval.models.embedding_plan import plan_embedding
 from scidocs_eval.models.encoder import TransformerEncoder
-from scidocs_eval.models.model_object import EncoderAdapter, evaluate_model
+from scidocs_eval.run.embedding_plan import plan_embedding
+from scidocs_eval.run.model_object import EncoderAdapter, evaluate_model
 
 pytest.importorskip("transformers")
 

@@ -136,7 +136,7 @@ def test_an_mteb_encoder_scores_what_the_sentence_transformer_scores(tmp_path: P
 
     from scidocs_eval import evaluate_model
     from scidocs_eval.models.encoder import resolve_model
-    from scidocs_eval.models.model_object import speaks_mteb_protocol
+    from scidocs_eval.run.model_object import speaks_mteb_protocol
 
     build_retrieval_dataset(tmp_path / "scidocs-rr", documents=120, queries=12, candidates=10)
     model = SentenceTransformer(resolve_model("all-MiniLM-L6-v2"), device="cpu")

@@ -19,8 +19,8 @@ from scidocs_eval.evaluation.task import TASKS, register_task
 from scidocs_eval.evaluation.verify import verify_suite
 from scidocs_eval.formats.embeddings import format_embedding_line
 from scidocs_eval.formats.suite import Suite
-from scidocs_eval.models.fit_inputs import guard_edges
 from scidocs_eval.models.tuning import ValScorer
+from scidocs_eval.run.fit_inputs import guard_edges
 from scidocs_eval.tasks.ranking import RankingTask, ranking_spec
 
 

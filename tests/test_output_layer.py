@@ -35,7 +35,7 @@ from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.runner import evaluate
 from scidocs_eval.formats.safe_output import MANIFEST, is_ours
 from scidocs_eval.models.adapter import get_adapter
-from scidocs_eval.models.embedding import write_embeddings
+from scidocs_eval.run.embedding import write_embeddings
 
 REPO = Path(__file__).resolve().parent.parent
 TINY = DemoConfig(mag_papers=40, mesh_papers=30, ranking_queries=3, recomm_impressions=(10, 5, 5), recomm_papers=40,

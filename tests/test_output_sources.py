@@ -28,7 +28,7 @@ ALLOWED = {
     "scidocs_eval/models/model_cache.py": (2, "the fitted-model cache (per user cache dir)"),
     "scidocs_eval/formats/vector_cache.py": (5, "the embedding cache across runs (per user cache dir): segments "
                                                 "renamed into place under a lock; prune and clear remove its own"),
-    "scidocs_eval/models/sharded_embedding.py": (6, "the parts folder of a sharded run (refused unless its own "
+    "scidocs_eval/run/sharded_embedding.py": (6, "the parts folder of a sharded run (refused unless its own "
                                                     "manifest is in it); the merged file goes through atomic_write"),
     "scidocs_eval/models/word_vectors.py": (1, "a temporary folder of its own"),
     "scidocs_eval/models/weights.py": (3, "the weight-digest memo (per user cache dir)"),

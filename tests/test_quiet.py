@@ -72,8 +72,8 @@ def test_every_command_takes_quiet() -> None:
 
 def test_progress_false_silences_an_adapters_own_bars(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
     """`run_baseline(..., progress=False)` from Python: the --tune grid's bar (the adapter's own) stays off too."""
-    from scidocs_eval.models.baseline import run_baseline
     from scidocs_eval.progress import progress_bar, silenced
+    from scidocs_eval.run.baseline import run_baseline
 
     suite = build_demo_suite(tmp_path / "suite", DemoConfig(mag_papers=60, mesh_papers=40, ranking_queries=4,
                                                             recomm_impressions=(40, 10, 10), recomm_papers=80))

@@ -14,7 +14,7 @@ from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.formats.safe_output import growing_file, output_session
 from scidocs_eval.formats.suite import Paper, Suite
 from scidocs_eval.models.adapter import get_adapter
-from scidocs_eval.models.embedding import write_embeddings
+from scidocs_eval.run.embedding import write_embeddings
 
 
 def papers(count: int = 40) -> list[Paper]:

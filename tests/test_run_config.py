@@ -22,8 +22,8 @@ from scidocs_eval.evaluation.runner import evaluate
 from scidocs_eval.evaluation.task import TaskResult
 from scidocs_eval.formats.embeddings import format_embedding_line
 from scidocs_eval.formats.suite import Suite
-from scidocs_eval.models.baseline import run_baseline
 from scidocs_eval.params import ParameterError
+from scidocs_eval.run.baseline import run_baseline
 
 BAD_VALUES: dict[str, Any] = {
     "data": 3, "tasks": [], "benchmarks": [1], "split": "train", "missing": "ignore", "task_params": {"mag": 3},

@@ -26,7 +26,7 @@ from scidocs_eval.evaluation.task import BENCHMARKS, TASKS, get_task, group_inpu
 from scidocs_eval.evaluators import scirepeval as models
 from scidocs_eval.formats.embeddings import EmbeddingStore
 from scidocs_eval.formats.scirepeval import TASK_TABLE, read_labels
-from scidocs_eval.models.model_object import evaluate_model
+from scidocs_eval.run.model_object import evaluate_model
 from scidocs_eval.tasks.scirepeval import task_name
 
 REPO = Path(__file__).resolve().parents[1]

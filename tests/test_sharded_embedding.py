@@ -16,7 +16,7 @@ import pytest
 from scidocs_eval.evaluation.papers import papers_to_embed
 from scidocs_eval.formats.corpus import read_papers
 from scidocs_eval.formats.suite import Suite
-from scidocs_eval.models.sharded_embedding import balance
+from scidocs_eval.run.sharded_embedding import balance
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")

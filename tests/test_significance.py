@@ -31,8 +31,8 @@ from scidocs_eval.evaluation.task import task_names
 from scidocs_eval.formats.suite import Suite
 from scidocs_eval.leaderboard.compare_table import format_comparison
 from scidocs_eval.models.adapter import get_adapter
-from scidocs_eval.models.baseline import run_baseline
-from scidocs_eval.models.embedding import write_embeddings
+from scidocs_eval.run.baseline import run_baseline
+from scidocs_eval.run.embedding import write_embeddings
 
 FAST_RECOMM = {"seeds": 2, "ranker_params": {"max_epochs": 3, "dropout_grid": [0.0]}}
 

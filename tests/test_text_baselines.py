@@ -15,13 +15,13 @@ from scidocs_eval.evaluation.task import task_names
 from scidocs_eval.formats.corpus import read_citations
 from scidocs_eval.formats.suite import Paper, Suite
 from scidocs_eval.models.adapter import get_adapter
-from scidocs_eval.models.baseline import run_baseline
-from scidocs_eval.models.fit_inputs import fit_adapter, guard_edges
 from scidocs_eval.models.gensim_training import epochs_within_budget
 from scidocs_eval.models.model_cache import cached_model
 from scidocs_eval.models.text import TFIDF_SETTINGS, TfidfWeighting, analyzer, count_vectorizer, tokenize_papers
 from scidocs_eval.models.tuning import TunedAdapter, ValScorer
 from scidocs_eval.models.word_vectors import FasttextSettings, check_converged, load_word_vectors, train_fasttext
+from scidocs_eval.run.baseline import run_baseline
+from scidocs_eval.run.fit_inputs import fit_adapter, guard_edges
 
 FAST_FASTTEXT = {"dim": 50, "epochs": 20, "min_count": 5, "architecture": "cbow"}
 """Small fastText settings so the tests train in seconds (the defaults are the paper's 300-d)."""

@@ -42,8 +42,8 @@ from scidocs_eval.leaderboard.run_table import format_run
 from scidocs_eval.leaderboard.runs import results_paths
 from scidocs_eval.leaderboard.sci_table import render_sci_table
 from scidocs_eval.models.adapter import adapter_names
-from scidocs_eval.models.baseline import EMBEDDINGS_FORMATS, run_baseline
 from scidocs_eval.params import FRACTION, argument_type
+from scidocs_eval.run.baseline import EMBEDDINGS_FORMATS, run_baseline
 
 DEFAULT_RESULTS_DIR = "scidocs-results"
 

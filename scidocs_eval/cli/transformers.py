@@ -18,8 +18,8 @@ from scidocs_eval.cli.options import (
 from scidocs_eval.evaluation.task import INPUT_FORMATS
 from scidocs_eval.models.adapter import adapter_names
 from scidocs_eval.models.distributed import is_main_process
-from scidocs_eval.models.pipeline import embed_metadata
 from scidocs_eval.params import FRACTION, POSITIVE, Interval, argument_type
+from scidocs_eval.run.pipeline import embed_metadata
 
 
 def _embed(args: argparse.Namespace) -> int:

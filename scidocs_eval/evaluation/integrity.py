@@ -98,7 +98,7 @@ class DataShape:
 
     def held_out(self) -> tuple[set[str], set[frozenset[str]]]:
         """The queries it judges (tunes on or scores) and its query-candidate pairs: what a model that learns from
-        citations must not be shown (`models.fit_inputs.guard_edges`); none for a shape without queries."""
+        citations must not be shown (`run.fit_inputs.guard_edges`); none for a shape without queries."""
         return set(), set()
 
 

@@ -7,7 +7,7 @@ recommendation the queries and shown papers of the impressions it trains and sco
 `Task.paper_ids`; a task that does not gets every paper of its metadata file. A task whose queries or documents
 are texts of its own (retrieval, the queries of a search: `Task.role_papers`) gives them as a group of their own.
 Each group is embedded in its role (`group_role`): what for (its input format) and, for a retrieval side, MTEB's
-prompt type and task. `embedding_needs` is the one reading of all that, what `models/embedding_plan.py` plans
+prompt type and task. `embedding_needs` is the one reading of all that, what `run/embedding_plan.py` plans
 from.
 
 `tasks` is None for the default benchmark's tasks (`selected_tasks`).

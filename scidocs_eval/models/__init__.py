@@ -1,3 +1,3 @@
-"""Turning papers into vectors: the Adapter interface and its registry, running an adapter over a suite,
-the transformer encoder, text tools, word-vector training, model cache and `--tune`.
+"""Turning papers into vectors: the Adapter interface and its registry, the transformer encoder, text tools,
+word-vector training, model cache, weights' identity and `--tune`.
 """

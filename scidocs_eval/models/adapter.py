@@ -8,7 +8,7 @@ An adapter is one small class with its parameters in `__init__`, registered by n
 - `fit(papers)` learns from a corpus and nothing else (never the suite: its test judgements stay out of reach);
   an adapter that learns nothing says so with `requires_fit = False` (its `fit` only validates). An adapter
   that propagates over citations (SGC) says so with `citation_files`, and `fit` is given the edges it may use
-  (`scidocs_eval.models.fit_inputs`). `--tune` wraps an adapter that declares a `tuning_grid` in
+  (`scidocs_eval.run.fit_inputs`). `--tune` wraps an adapter that declares a `tuning_grid` in
   `scidocs_eval.models.tuning.TunedAdapter`; the values it picks go to the wrapper's `best_params_`, never into
   the constructor's parameters, so a second `fit` searches the same grid again.
 - `transform` returns a (n_papers, dim) float32 matrix; adapters that stream (transformers) override
@@ -128,7 +128,7 @@ class Adapter(ABC):
 
     def citation_files(self) -> list[str] | None:
         """For an adapter whose `fit` takes `citations` (the edges it may propagate over): the files of edges its
-        parameters name, which the pipeline reads and guards with the suite's own (`models.fit_inputs`); None
+        parameters name, which the pipeline reads and guards with the suite's own (`run.fit_inputs`); None
         (the default): its `fit` takes no citations."""
         return None
 

@@ -24,8 +24,8 @@ from scidocs_eval.formats.provenance import check_dimension, read_settings, sett
 from scidocs_eval.formats.safe_output import claim_output, discard, growing_file
 from scidocs_eval.formats.suite import Paper
 from scidocs_eval.models.adapter import Adapter
-from scidocs_eval.models.sharded_embedding import embed_sharded, process_count
 from scidocs_eval.progress import announce, progress_bar
+from scidocs_eval.run.sharded_embedding import embed_sharded, process_count
 
 
 def write_embeddings(adapter: Adapter, papers: Sequence[Paper], path: str | os.PathLike[str],
@@ -39,7 +39,7 @@ def write_embeddings(adapter: Adapter, papers: Sequence[Paper], path: str | os.P
     (e.g. the corpus it was fitted on). With `resume`, papers already in the file are not embedded again,
     provided the file was written with the same settings and dimension (else an error naming what differs;
     `scidocs_eval.formats.provenance`). Under torchrun every process calls this and embeds a share
-    (`scidocs_eval.models.sharded_embedding`); the file is complete when it returns.
+    (`scidocs_eval.run.sharded_embedding`); the file is complete when it returns.
     """
     record = output_settings(adapter, settings)
     if output_kind(path) != "jsonl":

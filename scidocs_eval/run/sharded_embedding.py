@@ -199,7 +199,7 @@ def embed_sharded(adapter: Adapter, papers: Sequence[Paper], out: str | os.PathL
                   progress: bool, record: dict, option: str = "--out") -> Path:
     """Embed `papers` into `out` (official format) with every torchrun process; see the module docstring.
 
-    Every process calls this (through `scidocs_eval.models.embedding.write_embeddings`); `out` is complete when
+    Every process calls this (through `scidocs_eval.run.embedding.write_embeddings`); `out` is complete when
     it returns (rank 0 wrote it). `adapter` must be a transformer adapter ("transformer", "specter", "scibert",
     ...): its tokenizer gives the token counts. A paper with neither title nor abstract gets ``"embedding": []``.
     Rank 0 writes `record` (what produced the file) next to `out`, so a later resume of `out` is checked alike.

@@ -3,11 +3,11 @@
 `embed_and_score` is what `baseline`, `evaluate_model` and SPECTER2's per-group adapters run. It takes an adapter,
 or {embeddings group: adapter} when each group has a model of its own; it fits each adapter on every paper of the
 metadata files the tasks read (or a separate corpus), plans the embedding of every task of every chosen benchmark
-(`scidocs_eval.models.embedding_plan`: each distinct (text, role as the model sees it) once, the embedding cache
+(`scidocs_eval.run.embedding_plan`: each distinct (text, role as the model sees it) once, the embedding cache
 first), scores the vectors in memory with `evaluate` and records what embedded them as the result's `ModelInfo`.
 Embeddings files are written only when asked (`embeddings_path`), every paper's line in input order. A resumed run
 (`resume`) and a run under torchrun (every process embeds a share, rank 0 scores) go through the files
-(`models.embedding.write_embeddings`), which then are the checkpoint.
+(`run.embedding.write_embeddings`), which then are the checkpoint.
 """
 
 from __future__ import annotations
@@ -39,8 +39,9 @@ from scidocs_eval.formats.suite import Paper, Suite
 from scidocs_eval.formats.vector_cache import VectorCache
 from scidocs_eval.models.adapter import Adapter, get_adapter
 from scidocs_eval.models.distributed import is_main_process
-from scidocs_eval.models.embedding import fitted_settings, output_settings, write_embeddings
-from scidocs_eval.models.embedding_plan import (
+from scidocs_eval.progress import silenced
+from scidocs_eval.run.embedding import fitted_settings, output_settings, write_embeddings
+from scidocs_eval.run.embedding_plan import (
     EmbeddingPlan,
     encode_plan,
     file_papers,
@@ -48,9 +49,8 @@ from scidocs_eval.models.embedding_plan import (
     plan_embedding,
     plan_file_lines,
 )
-from scidocs_eval.models.fit_inputs import fit_adapter
-from scidocs_eval.models.sharded_embedding import process_count
-from scidocs_eval.progress import silenced
+from scidocs_eval.run.fit_inputs import fit_adapter
+from scidocs_eval.run.sharded_embedding import process_count
 
 log = logging.getLogger("scidocs_eval")
 

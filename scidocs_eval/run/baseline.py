@@ -18,8 +18,8 @@ from scidocs_eval.formats.safe_output import claim_inputs_are_not_outputs, claim
 from scidocs_eval.formats.suite import Suite
 from scidocs_eval.models.adapter import Adapter
 from scidocs_eval.models.distributed import is_main_process
-from scidocs_eval.models.pipeline import embed_and_score
 from scidocs_eval.models.tuning import baseline_adapter
+from scidocs_eval.run.pipeline import embed_and_score
 
 OUT_DIR_OPTION = "--out-dir"
 EMBEDDINGS_FORMATS = ("jsonl", "parquet")

@@ -37,9 +37,9 @@ from scidocs_eval.formats.safe_output import claim_output
 from scidocs_eval.formats.suite import Paper, Suite
 from scidocs_eval.models.adapter import Adapter
 from scidocs_eval.models.format_prompts import FORMAT_PROMPTS, FormatPrompts
-from scidocs_eval.models.pipeline import embed_and_score
 from scidocs_eval.models.weights import object_fingerprint
 from scidocs_eval.params import check_value
+from scidocs_eval.run.pipeline import embed_and_score
 
 NEEDED_BY = "reading torch tensors from a model object"
 
