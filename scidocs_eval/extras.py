@@ -38,6 +38,9 @@ EXTRA_OF: dict[str, str] = {
     "faiss": "retrieval",
     "mteb": "mteb",
     "datasketch": "audit",
+    "duckdb": "graph",
+    "sqlglot": "graph",
+    "pyspark": "spark",
 }
 """Top-level module of every optional package -> the extra that installs it (torch comes with two extras,
 `recomm` and `transformers`; a caller needing it for recommendation names `extra="recomm"`)."""

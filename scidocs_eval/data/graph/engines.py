@@ -1,0 +1,167 @@
+"""The engines that run the recipe's queries: DuckDB (embedded, out of core with a memory limit and a spill
+folder) and Spark (`local[*]` or a cluster). The recipe's SQL is written once, in DuckDB's dialect; the Spark
+engine runs SQLGlot's translation of it. Each engine reads a dataset's gzip JSON lines parts with the dataset's
+one schema (`scidocs_eval.data.graph.snapshot`); a malformed line becomes a row of nulls (counted and named by
+the recipe, never dropped unseen)."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from scidocs_eval.data.graph.snapshot import Dataset
+from scidocs_eval.extras import require
+from scidocs_eval.progress import announce
+
+ENGINES = ("duckdb", "spark")
+FILE_COLUMN = "_file"
+"""The column every dataset table adds: the part a row was read from."""
+
+
+class Engine(Protocol):
+    """What the recipe needs of an engine: tables from datasets, from queries and from Python rows; query rows."""
+
+    name: str
+
+    def read(self, dataset: Dataset, table: str) -> None: ...
+
+    def create(self, table: str, sql: str) -> None: ...
+
+    def put(self, table: str, columns: Sequence[tuple[str, str]], rows: Sequence[tuple]) -> None: ...
+
+    def rows(self, sql: str) -> list[tuple]: ...
+
+    def close(self) -> None: ...
+
+
+class _Timed:
+    """One progress line per stage (a table created), with its time."""
+
+    def __init__(self, progress: bool):
+        self.progress = progress
+
+    def _stage(self, table: str, started: float) -> None:
+        announce(f"  {self.name}: {table} ({time.perf_counter() - started:.1f} s)", enabled=self.progress)
+
+
+class DuckDBEngine(_Timed):
+    """DuckDB in this process. `memory_limit` ("4GB") caps its memory; beyond it, work spills to
+    `temp_directory`; `threads` (default: every core)."""
+
+    name = "duckdb"
+
+    def __init__(self, *, memory_limit: str | None = None, temp_directory: str | os.PathLike[str] | None = None,
+                 threads: int | None = None, progress: bool = True):
+        super().__init__(progress)
+        duckdb = require("duckdb", "data build --engine duckdb", extra="graph")
+        config: dict[str, Any] = {"preserve_insertion_order": False}
+        if memory_limit:
+            config["memory_limit"] = memory_limit
+        if temp_directory:
+            config["temp_directory"] = str(temp_directory)
+        if threads:
+            config["threads"] = threads
+        self.connection = duckdb.connect(config=config)
+
+    def read(self, dataset: Dataset, table: str) -> None:
+        files = "[" + ", ".join(_quote(str(p)) for p in dataset.parts) + "]"
+        columns = "{" + ", ".join(f"{_quote(k)}: {_quote(v)}" for k, v in dataset.duckdb_columns().items()) + "}"
+        self.connection.execute(
+            f"CREATE OR REPLACE VIEW {table} AS SELECT * EXCLUDE (filename), filename AS {FILE_COLUMN} "
+            f"FROM read_json({files}, format='newline_delimited', compression='gzip', columns={columns}, "
+            "ignore_errors=true, filename=true, maximum_object_size=268435456)")
+
+    def create(self, table: str, sql: str) -> None:
+        started = time.perf_counter()
+        self.connection.execute(f"CREATE OR REPLACE TABLE {table} AS {sql}")
+        self._stage(table, started)
+
+    def put(self, table: str, columns: Sequence[tuple[str, str]], rows: Sequence[tuple]) -> None:
+        import pandas as pd
+
+        frame = pd.DataFrame(list(rows), columns=[name for name, _ in columns])
+        self.connection.register("_put", frame)
+        casts = ", ".join(f"CAST({name} AS {kind}) AS {name}" for name, kind in columns)
+        self.connection.execute(f"CREATE OR REPLACE TABLE {table} AS SELECT {casts} FROM _put")
+        self.connection.unregister("_put")
+
+    def rows(self, sql: str) -> list[tuple]:
+        return self.connection.execute(sql).fetchall()
+
+    def close(self) -> None:
+        self.connection.close()
+
+
+class SparkEngine(_Timed):
+    """A Spark session (`master`: "local[*]", "spark://host:7077", ...) running SQLGlot's Spark translation of
+    the recipe's queries; `temp_directory` is its spark.local.dir (shuffle spill)."""
+
+    name = "spark"
+
+    def __init__(self, *, master: str = "local[*]", memory: str | None = None,
+                 temp_directory: str | os.PathLike[str] | None = None, progress: bool = True):
+        super().__init__(progress)
+        sql = require("pyspark.sql", "data build --engine spark", extra="spark")
+        builder = (sql.SparkSession.builder.master(master).appName("scidocs-eval data build")
+                   .config("spark.ui.enabled", "false").config("spark.sql.ansi.enabled", "false")
+                   .config("spark.sql.session.timeZone", "UTC").config("spark.sql.shuffle.partitions", "16")
+                   .config("spark.sql.caseSensitive", "true"))
+        if memory:
+            builder = builder.config("spark.driver.memory", memory)
+        if temp_directory:
+            builder = builder.config("spark.local.dir", str(temp_directory))
+        self.session = builder.getOrCreate()
+        self.session.sparkContext.setLogLevel("ERROR")
+        self.functions = require("pyspark.sql.functions", "data build --engine spark", extra="spark")
+        self._cached: dict[str, Any] = {}
+
+    @staticmethod
+    def translate(sql: str) -> str:
+        import sqlglot
+
+        return sqlglot.transpile(sql, read="duckdb", write="spark")[0]
+
+    def read(self, dataset: Dataset, table: str) -> None:
+        frame = (self.session.read.schema(dataset.spark_schema()).option("mode", "PERMISSIVE")
+                 .json([str(p) for p in dataset.parts]))
+        frame.withColumn(FILE_COLUMN, self.functions.input_file_name()).createOrReplaceTempView(table)
+
+    def create(self, table: str, sql: str) -> None:
+        started = time.perf_counter()
+        frame = self.session.sql(self.translate(sql)).persist()
+        frame.count()
+        if table in self._cached:
+            self._cached[table].unpersist()
+        self._cached[table] = frame
+        frame.createOrReplaceTempView(table)
+        self._stage(table, started)
+
+    def put(self, table: str, columns: Sequence[tuple[str, str]], rows: Sequence[tuple]) -> None:
+        schema = ", ".join(f"{name} {'STRING' if kind == 'VARCHAR' else kind}" for name, kind in columns)
+        self.session.createDataFrame(list(rows), schema=schema).createOrReplaceTempView(table)
+
+    def rows(self, sql: str) -> list[tuple]:
+        return [tuple(row) for row in self.session.sql(self.translate(sql)).collect()]
+
+    def close(self) -> None:
+        for frame in self._cached.values():
+            frame.unpersist()
+        self.session.stop()
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def open_engine(name: str, *, master: str = "local[*]", memory_limit: str | None = None,
+                temp_directory: str | os.PathLike[str] | None = None, threads: int | None = None,
+                progress: bool = True) -> Engine:
+    """The engine `name` ("duckdb" or "spark"), configured."""
+    if name == "duckdb":
+        return DuckDBEngine(memory_limit=memory_limit, temp_directory=temp_directory, threads=threads,
+                            progress=progress)
+    if name == "spark":
+        return SparkEngine(master=master, memory=memory_limit, temp_directory=temp_directory, progress=progress)
+    raise ValueError(f"unknown engine {name!r}; choose one of {', '.join(ENGINES)}")
