@@ -16,6 +16,7 @@ from scidocs_eval.cli.options import (
     task_list,
 )
 from scidocs_eval.data.download import DEFAULT_PREFIX, ENDPOINT_ENV
+from scidocs_eval.data.graph.engines import ENGINES
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.formats.corpus import Published, parse_published
 from scidocs_eval.params import POSITIVE, Interval, argument_type
@@ -79,6 +80,8 @@ def _verify(args: argparse.Namespace) -> int:
 def _build(args: argparse.Namespace) -> int:
     from scidocs_eval.data.build import build_suite
 
+    if args.snapshot is not None:
+        return _build_from_snapshot(args)
     if args.format == "beir":
         return _build_full_corpus(args)
     if args.data is not None:
@@ -91,6 +94,48 @@ def _build(args: argparse.Namespace) -> int:
     print(report.format())
     print_next(hint("baseline", "random", "--data", args.out, gives="a first score of it"))
     return 0
+
+
+def _build_from_snapshot(args: argparse.Namespace) -> int:
+    from scidocs_eval.data.graph.recipe import Filters, Recipe, build_graph_suite
+    from scidocs_eval.data.graph.snapshot import SOURCES
+
+    source, folder = args.snapshot
+    if source not in SOURCES:
+        raise ScidocsEvalError(f"--from: the source must be one of {', '.join(SOURCES)}, got {source!r}")
+    given = [option for option, value in (("--papers", args.papers), ("--citations", args.citations),
+                                          ("--data", args.data)) if value]
+    if given or args.format != "suite":
+        raise ScidocsEvalError(f"--from {source} builds the suite (and its BEIR layout) from the snapshot; "
+                               f"{', '.join(given) or '--format beir'} is for the other ways of `data build`")
+    first, last = args.years or (None, None)
+    filters = Filters(first, last, _names(args.languages), _names(args.types), _names(args.fields),
+                      args.require_abstract)
+    recipe = Recipe(queries_per_split=args.queries_per_split, papers_per_class=args.papers_per_class,
+                    train_queries=args.train_queries, labels=args.labels)
+    report = build_graph_suite(source, folder, args.out, engine=args.engine, seed=args.seed,
+                               test_after=args.test_after, filters=filters, recipe=recipe,
+                               max_bad_rows=args.max_bad_rows, master=args.master, memory_limit=args.memory_limit,
+                               temp_directory=args.temp_dir, threads=args.threads)
+    print(report.format())
+    print_next(hint("baseline", "random", "--data", args.out, gives="a first score of it"))
+    return 0
+
+
+def _names(text: str | None) -> tuple[str, ...]:
+    return tuple(name.strip() for name in text.split(",") if name.strip()) if text else ()
+
+
+def _years(text: str) -> tuple[int | None, int | None]:
+    first, _, last = text.partition("-") if "-" in text else (text, "", text)
+    try:
+        bounds = (int(first) if first else None, int(last) if last else None)
+    except ValueError:
+        raise ScidocsEvalError(f"--years: expected FIRST-LAST (2015-2020, 2015-, -2020) or one year, got {text!r}") \
+            from None
+    if None not in bounds and bounds[0] > bounds[1]:
+        raise ScidocsEvalError(f"--years: {text!r} ends before it starts")
+    return bounds
 
 
 def _cutoff(text: str) -> Published:
@@ -176,6 +221,36 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
                        help="evaluation queries and classification test papers only from papers published after "
                        "this year (2019) or date (2019-06-30), training files only from papers at or before it "
                        "(the papers need a year or date field)")
+    snapshot = build.add_argument_group("from a snapshot of the scholarly graph (docs/data.md)")
+    snapshot.add_argument("--from", nargs=2, dest="snapshot", metavar=("SOURCE", "DIR"),
+                          help="build from a snapshot: openalex DIR (the works snapshot, data/works/updated_date=*/"
+                          "part_*.gz) or s2 DIR (Semantic Scholar's papers/, abstracts/, citations/ datasets)")
+    snapshot.add_argument("--engine", choices=ENGINES, default="duckdb",
+                          help="duckdb: embedded, out of core (default); spark: a Spark session (--master)")
+    snapshot.add_argument("--master", default="local[*]", help="the Spark master (default: %(default)s)")
+    snapshot.add_argument("--memory-limit", help="the engine's memory cap, e.g. 4GB (DuckDB's memory_limit; Spark's "
+                          "driver memory); beyond it DuckDB spills to --temp-dir")
+    snapshot.add_argument("--temp-dir", help="where the engine's spill folder is made (and removed after); default: "
+                          "beside --out-dir")
+    snapshot.add_argument("--threads", type=count_type("--threads"), help="DuckDB's threads (default: every core)")
+    snapshot.add_argument("--years", type=_years, metavar="FIRST-LAST",
+                          help="keep works published in these years (2015-2024, 2015-, -2024)")
+    snapshot.add_argument("--languages", help="keep works in these languages (comma-separated, OpenAlex: en,de)")
+    snapshot.add_argument("--types", help="keep works of these types (comma-separated: article,preprint; "
+                          "Semantic Scholar: the first publication type)")
+    snapshot.add_argument("--fields", help="keep works of these top-level fields (comma-separated names)")
+    snapshot.add_argument("--require-abstract", action="store_true", help="keep only works with an abstract")
+    snapshot.add_argument("--labels", choices=("topics", "concepts"), default="topics",
+                          help="OpenAlex's top-level field for mag: primary_topic's field (default) or the first "
+                          "level-0 concept (MAG's 19 fields, as SciDocs)")
+    snapshot.add_argument("--papers-per-class", type=argument_type([Interval(int, 5, None)], "--papers-per-class"),
+                          default=1300, help="most papers of each class drawn for mag and mesh (default: "
+                          "%(default)s; SciDocs: about 25K papers in 19 classes)")
+    snapshot.add_argument("--train-queries", type=count_type("--train-queries"), default=150000,
+                          help="most SPECTER training queries drawn (default: %(default)s)")
+    snapshot.add_argument("--max-bad-rows", type=argument_type([Interval(int, 0, None)], "--max-bad-rows"),
+                          default=0, help="bad rows (malformed lines, records without an id) tolerated, each "
+                          "named in build.json; more stop the build (default: %(default)s)")
     build.set_defaults(func=_build)
 
 

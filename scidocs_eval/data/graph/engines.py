@@ -106,8 +106,10 @@ class SparkEngine(_Timed):
         sql = require("pyspark.sql", "data build --engine spark", extra="spark")
         builder = (sql.SparkSession.builder.master(master).appName("scidocs-eval data build")
                    .config("spark.ui.enabled", "false").config("spark.sql.ansi.enabled", "false")
-                   .config("spark.sql.session.timeZone", "UTC").config("spark.sql.shuffle.partitions", "16")
-                   .config("spark.sql.caseSensitive", "true"))
+                   .config("spark.sql.session.timeZone", "UTC").config("spark.sql.caseSensitive", "true")
+                   .config("spark.ui.showConsoleProgress", "false"))
+        if master.startswith("local"):  # Spark's 200 shuffle partitions are for clusters: one per core here
+            builder = builder.config("spark.sql.shuffle.partitions", str(os.cpu_count() or 1))
         if memory:
             builder = builder.config("spark.driver.memory", memory)
         if temp_directory:

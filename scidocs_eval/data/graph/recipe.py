@@ -21,9 +21,12 @@ from __future__ import annotations
 
 import math
 import os
+import shutil
+import tempfile
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,7 +40,7 @@ from scidocs_eval.data.graph.snapshot import OPENALEX_PREFIX, Snapshot, abstract
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.formats.corpus import Published
 from scidocs_eval.formats.retrieval import Document, write_beir
-from scidocs_eval.formats.safe_output import owned_folder
+from scidocs_eval.formats.safe_output import disk_errors, owned_folder
 from scidocs_eval.formats.suite import CLASS_NAMES_FILE, METADATA_FILES, SPLITS
 from scidocs_eval.formats.writers import write_csv, write_json, write_lines
 from scidocs_eval.progress import announce
@@ -581,17 +584,32 @@ def build_graph_suite(
     started = time.perf_counter()
     with owned_folder(out_dir, "scidocs-eval data build", option="--out-dir") as out:
         announce(f"data build --from {source}: {len(snapshot.parts())} parts, engine {engine}", enabled=progress)
-        runner = open_engine(engine, master=master, memory_limit=memory_limit, temp_directory=temp_directory,
-                             threads=threads, progress=progress)
-        try:
-            build = _Build(runner, snapshot, report, recipe, seed, test_after, progress)
-            build.read(filters, max_bad_rows)
-            _write_tasks(build, out)
-        finally:
-            runner.close()
+        with _spill_folder(temp_directory, Path(out_dir)) as spill:
+            runner = open_engine(engine, master=master, memory_limit=memory_limit, temp_directory=spill,
+                                 threads=threads, progress=progress)
+            try:
+                build = _Build(runner, snapshot, report, recipe, seed, test_after, progress)
+                build.read(filters, max_bad_rows)
+                _write_tasks(build, out)
+            finally:
+                runner.close()
         write_json(out / BUILD_FILE, asdict(report))
     announce(f"data build --from {source}: done in {time.perf_counter() - started:.1f} s", enabled=progress)
     return report
+
+
+@contextmanager
+def _spill_folder(under: str | os.PathLike[str] | None, out_dir: Path) -> Iterator[Path]:
+    """A new folder for the engine's spill files (in `under`, else beside the output), removed afterwards: the
+    engine writes nowhere else (DuckDB's default is `.tmp` in the current folder)."""
+    parent = Path(under) if under is not None else out_dir.absolute().parent
+    with disk_errors(parent, "--temp-dir"):
+        parent.mkdir(parents=True, exist_ok=True)
+        folder = Path(tempfile.mkdtemp(prefix=".scidocs-eval-spill-", dir=parent))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _write_tasks(build: _Build, out: Path) -> None:
