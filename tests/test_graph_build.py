@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import gzip
 import hashlib
+import sys
 from pathlib import Path
 
 import orjson
@@ -278,3 +279,16 @@ def test_a_folder_of_the_users_is_refused_and_no_spill_is_left(openalex: Path, t
     assert "not empty and was not written by" in capsys.readouterr().err
     assert (out / "notes.txt").read_text() == "mine"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mine"]
+
+
+@pytest.mark.parametrize(("module", "engine", "extra"), [("duckdb", "duckdb", "graph"), ("pyspark", "spark", "spark")])
+def test_a_missing_engine_names_its_extra(openalex: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                          capsys: pytest.CaptureFixture, module: str, engine: str, extra: str) -> None:
+    for name in [m for m in sys.modules if m == module or m.startswith(f"{module}.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, module, None)
+    assert main(["data", "build", "--from", "openalex", str(openalex), "--engine", engine, "--out-dir",
+                 str(tmp_path / "suite"), "--quiet"]) == 2
+    error = capsys.readouterr().err.strip()
+    assert f"(the [{extra}] extra)" in error and len(error.splitlines()) == 1, error
+    assert not (tmp_path / "suite").exists()

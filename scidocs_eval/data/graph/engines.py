@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, Protocol
 
 from scidocs_eval.data.graph.snapshot import Dataset
@@ -103,7 +105,8 @@ class SparkEngine(_Timed):
     def __init__(self, *, master: str = "local[*]", memory: str | None = None,
                  temp_directory: str | os.PathLike[str] | None = None, progress: bool = True):
         super().__init__(progress)
-        sql = require("pyspark.sql", "data build --engine spark", extra="spark")
+        with _pandas_version_warning_ignored():
+            sql = require("pyspark.sql", "data build --engine spark", extra="spark")
         builder = (sql.SparkSession.builder.master(master).appName("scidocs-eval data build")
                    .config("spark.ui.enabled", "false").config("spark.sql.ansi.enabled", "false")
                    .config("spark.sql.session.timeZone", "UTC").config("spark.sql.caseSensitive", "true")
@@ -121,8 +124,8 @@ class SparkEngine(_Timed):
 
     @staticmethod
     def translate(sql: str) -> str:
-        import sqlglot
-
+        """The recipe's query (DuckDB's dialect) in Spark's."""
+        sqlglot = require("sqlglot", "data build --engine spark", extra="spark")
         return sqlglot.transpile(sql, read="duckdb", write="spark")[0]
 
     def read(self, dataset: Dataset, table: str) -> None:
@@ -142,7 +145,8 @@ class SparkEngine(_Timed):
 
     def put(self, table: str, columns: Sequence[tuple[str, str]], rows: Sequence[tuple]) -> None:
         schema = ", ".join(f"{name} {'STRING' if kind == 'VARCHAR' else kind}" for name, kind in columns)
-        self.session.createDataFrame(list(rows), schema=schema).createOrReplaceTempView(table)
+        with _pandas_version_warning_ignored():
+            self.session.createDataFrame(list(rows), schema=schema).createOrReplaceTempView(table)
 
     def rows(self, sql: str) -> list[tuple]:
         return [tuple(row) for row in self.session.sql(self.translate(sql)).collect()]
@@ -151,6 +155,14 @@ class SparkEngine(_Timed):
         for frame in self._cached.values():
             frame.unpersist()
         self.session.stop()
+
+
+@contextmanager
+def _pandas_version_warning_ignored() -> Iterator[None]:
+    """PySpark warns that it does not support pandas 3 yet: the engine passes it plain rows, never a frame."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas", category=FutureWarning)
+        yield
 
 
 def _quote(text: str) -> str:

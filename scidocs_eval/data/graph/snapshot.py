@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.extras import require
 
 SOURCES = ("openalex", "s2")
 OPENALEX_PREFIX = "https://openalex.org/"
@@ -38,8 +39,7 @@ class Dataset:
         return ", ".join(f"`{name}` {kind}" for name, kind in self.fields)
 
     def duckdb_columns(self) -> dict[str, str]:
-        from sqlglot import exp
-
+        exp = require("sqlglot.exp", "data build --engine duckdb", extra="graph")
         return {name: "JSON" if name in self.raw_json else exp.DataType.build(kind, dialect="spark").sql("duckdb")
                 for name, kind in self.fields}
 
