@@ -39,7 +39,7 @@ class Dataset:
         return ", ".join(f"`{name}` {kind}" for name, kind in self.fields)
 
     def duckdb_columns(self) -> dict[str, str]:
-        exp = require("sqlglot.exp", "data build --engine duckdb", extra="graph")
+        exp = require("sqlglot.expressions", "data build --engine duckdb", extra="graph")
         return {name: "JSON" if name in self.raw_json else exp.DataType.build(kind, dialect="spark").sql("duckdb")
                 for name, kind in self.fields}
 

@@ -1,0 +1,187 @@
+"""`data build --from openalex` at growing sizes: build time, peak memory and spill of the DuckDB engine, the gzip
+JSON read rate per core, and today's in-memory `data build` on the same graphs where it can.
+
+    python bench/graph_build.py [--sizes 20000,100000] [--memory-limit 4GB] [--threads 2] [--work DIR]
+                                [--in-memory-limit 8GB] [--in-memory-max 200000] [--spark]
+
+For each size N it writes (once; kept in WORK) a synthetic OpenAlex snapshot of N works, about 20 references each
+(`scidocs_eval.data.graph.synthetic`), then runs in a child process, one at a time:
+- `data build --from openalex` on DuckDB with --memory-limit and --threads, the spill folder in WORK: wall time,
+  the read stage's time (the gzip parts parsed into the works table), peak RSS (the child's ru_maxrss) and peak
+  spill (the spill folder's size, polled every 0.2 s);
+- with --spark, the same on Spark local[THREADS];
+- today's in-memory `data build --papers --citations` on the same graph (converted to JSON lines and TSV, not
+  timed), with its address space capped at --in-memory-limit: time and peak RSS, or where it runs out.
+The read rate is the parts' compressed and decompressed bytes over the read stage's time, per thread. Last, the
+full OpenAlex works snapshot's build time on C cores is projected from the decompressed rate per core (the read
+dominates; the snapshot's size is the one developers.openalex.org/download gives: about 1.6 TB decompressed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import gzip
+import json
+import os
+import re
+import resource
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+FULL_SNAPSHOT_DECOMPRESSED_TB = 1.6
+CUTOFF = "2020"
+
+
+def decompressed_size(part: Path) -> int:
+    """A gzip part's decompressed size from its trailer (ISIZE: exact below 4 GiB)."""
+    with open(part, "rb") as handle:
+        handle.seek(-4, os.SEEK_END)
+        return struct.unpack("<I", handle.read(4))[0]
+
+
+def folder_size(folder: Path) -> int:
+    total = 0
+    for base, _, names in os.walk(folder):
+        for name in names:
+            with contextlib.suppress(OSError):  # a spill file removed while walking
+                total += os.path.getsize(os.path.join(base, name))
+    return total
+
+
+def child(argv: list[str], limit_bytes: int | None = None, poll: Path | None = None) -> dict:
+    """Run `argv`; its wall time, peak RSS (MiB), exit status, stderr, and the peak size of `poll` (MiB)."""
+    peak = [0]
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.wait(0.2):
+            peak[0] = max(peak[0], folder_size(poll))
+
+    def cap() -> None:
+        if limit_bytes:
+            resource.setrlimit(resource.RLIMIT_AS, (limit_bytes, limit_bytes))
+
+    watcher = threading.Thread(target=watch, daemon=True) if poll is not None else None
+    if watcher:
+        watcher.start()
+    started = time.perf_counter()
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=cap, text=True)
+    _, _, usage = os.wait4(process.pid, 0)
+    seconds = time.perf_counter() - started
+    stderr = process.stderr.read()
+    process.stdout.read()
+    done.set()
+    return {"seconds": seconds, "peak_rss_mib": usage.ru_maxrss / 1024, "rc": process.returncode,
+            "stderr": stderr, "spill_mib": peak[0] / 2**20}
+
+
+def snapshot_of(size: int, work: Path) -> Path:
+    from scidocs_eval.data.graph.synthetic import write_synthetic_snapshot
+
+    folder = work / f"openalex-{size}"
+    if not (folder / "data/works/manifest").exists():
+        started = time.perf_counter()
+        write_synthetic_snapshot(folder, size, seed=0, works_per_part=50000)
+        print(f"  wrote {folder} in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+    return folder
+
+
+def corpus_files(snapshot: Path) -> tuple[Path, Path]:
+    """The snapshot as today's `data build` input: papers JSON lines (latest version, text, label, date) and TSV."""
+    papers, edges = snapshot / "papers.jsonl", snapshot / "edges.tsv"
+    if papers.exists():
+        return papers, edges
+    from scidocs_eval.data.graph.snapshot import abstract_from_inverted_index
+
+    works: dict[str, dict] = {}
+    for part in sorted(snapshot.rglob("*.gz")):
+        with gzip.open(part) as handle:
+            for line in handle:
+                work = json.loads(line)
+                key = work["id"].rsplit("/", 1)[1]
+                if key not in works or work["updated_date"] > works[key]["updated_date"]:
+                    works[key] = work
+    kept = {k: w for k, w in works.items() if not w["is_retracted"] and not w["is_paratext"]}
+    with open(papers, "w") as out:
+        for key, w in kept.items():
+            out.write(json.dumps({"paper_id": key, "title": w["title"], "publication_date": w["publication_date"],
+                                  "abstract": abstract_from_inverted_index(w["abstract_inverted_index"]),
+                                  "label": w["primary_topic"]["field"]["display_name"]}) + "\n")
+    with open(edges, "w") as out:
+        for key, w in kept.items():
+            out.writelines(f"{key}\t{r.rsplit('/', 1)[1]}\n" for r in w["referenced_works"])
+    return papers, edges
+
+
+def read_seconds(stderr: str, engine: str) -> float | None:
+    match = re.search(rf"{engine}: works_all \(([\d.]+) s\)", stderr)
+    return float(match.group(1)) if match else None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="20000,100000")
+    parser.add_argument("--memory-limit", default="4GB")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "graph-build-bench")
+    parser.add_argument("--in-memory-limit", default="8GB")
+    parser.add_argument("--in-memory-max", type=int, default=200000,
+                        help="largest size the in-memory build is tried at (it is quadratic in places)")
+    parser.add_argument("--spark", action="store_true")
+    args = parser.parse_args()
+    args.work.mkdir(parents=True, exist_ok=True)
+    limit = int(args.in_memory_limit.removesuffix("GB")) * 2**30
+    cli = [sys.executable, "-m", "scidocs_eval.cli"]
+    rows = []
+    for size in map(int, args.sizes.split(",")):
+        snapshot = snapshot_of(size, args.work)
+        parts = sorted(snapshot.rglob("*.gz"))
+        compressed = sum(p.stat().st_size for p in parts)
+        decompressed = sum(decompressed_size(p) for p in parts)
+        engines = ["duckdb", "spark"] if args.spark else ["duckdb"]
+        for engine in engines:
+            out, spill = args.work / f"suite-{engine}-{size}", args.work / "spill"
+            spill.mkdir(exist_ok=True)
+            result = child([*cli, "data", "build", "--from", "openalex", str(snapshot), "--out-dir", str(out),
+                            "--engine", engine, "--test-after", CUTOFF, "--memory-limit", args.memory_limit,
+                            "--threads", str(args.threads), "--temp-dir", str(spill), "--master",
+                            f"local[{args.threads}]", "--overwrite"], poll=spill)
+            if result["rc"]:
+                raise SystemExit(result["stderr"][-2000:])
+            read = read_seconds(result["stderr"], engine)
+            rows.append({"works": size, "build": f"{engine} ({args.memory_limit}, {args.threads} threads)",
+                         "seconds": round(result["seconds"], 1), "peak_rss_mib": round(result["peak_rss_mib"]),
+                         "spill_mib": round(result["spill_mib"]), "read_seconds": read,
+                         "compressed_mb": round(compressed / 1e6, 1), "decompressed_mb": round(decompressed / 1e6, 1),
+                         "mb_per_s_per_core": round(decompressed / 1e6 / read / args.threads, 1) if read else None,
+                         "compressed_mb_per_s_per_core":
+                             round(compressed / 1e6 / read / args.threads, 1) if read else None})
+            print(json.dumps(rows[-1]), flush=True)
+        if size <= args.in_memory_max:
+            papers, edges = corpus_files(snapshot)
+            result = child([*cli, "data", "build", "--papers", str(papers), "--citations", str(edges), "--out-dir",
+                            str(args.work / f"suite-memory-{size}"), "--test-after", CUTOFF, "--overwrite"],
+                           limit_bytes=limit)
+            failed = result["stderr"].strip().splitlines()[-1][:160] if result["rc"] else None
+            rows.append({"works": size, "build": f"in-memory data build (address space {args.in_memory_limit})",
+                         "seconds": round(result["seconds"], 1), "peak_rss_mib": round(result["peak_rss_mib"]),
+                         "failed": failed})
+            print(json.dumps(rows[-1]), flush=True)
+    duckdb_rates = [r["mb_per_s_per_core"] for r in rows if r.get("mb_per_s_per_core") and "duckdb" in r["build"]]
+    if duckdb_rates:
+        rate = max(duckdb_rates)
+        for cores in (2, 24, 64):
+            hours = FULL_SNAPSHOT_DECOMPRESSED_TB * 1e6 / (rate * cores) / 3600
+            print(f"projection: full OpenAlex snapshot ({FULL_SNAPSHOT_DECOMPRESSED_TB} TB decompressed) read at "
+                  f"{rate} MB/s per core on {cores} cores: {hours:.1f} h (published reduction: ~2 h on 24 workers)")
+
+
+if __name__ == "__main__":
+    main()
