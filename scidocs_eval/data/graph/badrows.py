@@ -46,14 +46,11 @@ def bad_lines(part: Path, key: str) -> Iterator[tuple[int, str]]:
 
 def check(bad_counts: Mapping[str, int], keys: Mapping[str, str], snapshot: Snapshot, max_bad_rows: int) -> list[str]:
     """"FILE:LINE: why" for the bad rows (at most SHOWN), or a ScidocsEvalError naming the first ones when there
-    are more than `max_bad_rows`."""
+    are more than `max_bad_rows`; `keys`: the field each dataset's records need."""
     total = sum(bad_counts.values())
     if not total:
         return []
-    key_of = {}
-    for name, dataset in snapshot.datasets.items():
-        for part in dataset.parts:
-            key_of[str(part)] = keys[f"{name}_raw"]
+    key_of = {str(part): keys[name] for name, dataset in snapshot.datasets.items() for part in dataset.parts}
     named = []
     for part in sorted(bad_counts):
         for line, why in bad_lines(Path(part), key_of.get(part, "id")):

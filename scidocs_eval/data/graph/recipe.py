@@ -196,8 +196,11 @@ SELECT CAST(p.corpusid AS VARCHAR) AS id,
        p.{FILE_COLUMN}
 FROM papers_raw AS p
 LEFT JOIN (SELECT DISTINCT corpusid FROM abstracts_raw WHERE length(abstract) > 0) AS a ON a.corpusid = p.corpusid"""
-_KEYS = {"works_raw": "id", "papers_raw": "corpusid", "abstracts_raw": "corpusid", "citations_raw": "citingcorpusid"}
-"""The field without which a row is bad (a malformed line reads as a row of nulls)."""
+_KEYS = {"works": ("works_all", "id", "id"), "papers": ("works_all", "id", "corpusid"),
+         "abstracts": ("abstracts_raw", "corpusid", "corpusid"),
+         "citations": ("citations_raw", "citingcorpusid", "citingcorpusid")}
+"""Per dataset: the table and column whose null marks a bad row (a malformed line reads as a row of nulls), and
+the record's field that column comes from. The works table holds every row read, so a dataset is scanned once."""
 
 
 def _period_sql(cutoff: Published | None) -> str:
@@ -236,16 +239,17 @@ class _Build:
         bad_counts: dict[str, int] = {}
         try:
             self.engine.create("works_all", works_sql)
-            for table, key in _KEYS.items():
-                if table.removesuffix("_raw") in self.snapshot.datasets:
-                    for part, bad in self.engine.rows(f"SELECT {FILE_COLUMN}, count(*) FROM {table} WHERE {key} IS "
-                                                      f"NULL GROUP BY {FILE_COLUMN} ORDER BY {FILE_COLUMN}"):
-                        bad_counts[badrows.local_path(part)] = int(bad)
+            for name in self.snapshot.datasets:
+                table, column, _ = _KEYS[name]
+                for part, bad in self.engine.rows(f"SELECT {FILE_COLUMN}, count(*) FROM {table} WHERE {column} IS "
+                                                  f"NULL GROUP BY {FILE_COLUMN} ORDER BY {FILE_COLUMN}"):
+                    bad_counts[badrows.local_path(part)] = int(bad)
         except ScidocsEvalError:
             raise
         except Exception as error:  # the engine's own error: a damaged part, named by a scan of the parts
             raise badrows.engine_failure(error, self.snapshot.parts()) from None
-        self.report.bad_rows = badrows.check(bad_counts, _KEYS, self.snapshot, max_bad_rows)
+        self.report.bad_rows = badrows.check(bad_counts, {name: key for name, (_, _, key) in _KEYS.items()},
+                                             self.snapshot, max_bad_rows)
         self.report.counts["bad_rows"] = sum(bad_counts.values())
 
         self.engine.create("latest", f"""
