@@ -6,6 +6,7 @@ the recipe, never dropped unseen)."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import time
 import warnings
@@ -34,6 +35,8 @@ class Engine(Protocol):
     def put(self, table: str, columns: Sequence[tuple[str, str]], rows: Sequence[tuple]) -> None: ...
 
     def rows(self, sql: str) -> list[tuple]: ...
+
+    def batches(self, sql: str, size: int = 100_000) -> Iterator[list[tuple]]: ...
 
     def close(self) -> None: ...
 
@@ -66,6 +69,7 @@ class DuckDBEngine(_Timed):
         if threads:
             config["threads"] = threads
         self.connection = duckdb.connect(config=config)
+        self.connection.execute("SET enable_progress_bar = false")  # one line per stage instead, --quiet hides it
 
     def read(self, dataset: Dataset, table: str) -> None:
         files = "[" + ", ".join(_quote(str(p)) for p in dataset.parts) + "]"
@@ -91,6 +95,11 @@ class DuckDBEngine(_Timed):
 
     def rows(self, sql: str) -> list[tuple]:
         return self.connection.execute(sql).fetchall()
+
+    def batches(self, sql: str, size: int = 100_000) -> Iterator[list[tuple]]:
+        cursor = self.connection.execute(sql)
+        while rows := cursor.fetchmany(size):
+            yield rows
 
     def close(self) -> None:
         self.connection.close()
@@ -150,6 +159,11 @@ class SparkEngine(_Timed):
 
     def rows(self, sql: str) -> list[tuple]:
         return [tuple(row) for row in self.session.sql(self.translate(sql)).collect()]
+
+    def batches(self, sql: str, size: int = 100_000) -> Iterator[list[tuple]]:
+        rows = (tuple(row) for row in self.session.sql(self.translate(sql)).toLocalIterator())
+        while batch := list(itertools.islice(rows, size)):
+            yield batch
 
     def close(self) -> None:
         for frame in self._cached.values():

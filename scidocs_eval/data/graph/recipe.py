@@ -19,6 +19,7 @@ files only works at or before it (a year-only work in a date cutoff's year is in
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import shutil
@@ -497,7 +498,7 @@ class _Build:
         self.ids_table("train_queries", queries)
         self.engine.create("direct", """
             SELECT q.id AS q, e.cited AS c FROM train_queries AS q JOIN train_edges AS e ON e.citing = q.id""")
-        rows = self.engine.rows(f"""
+        pairs = self.engine.batches(f"""
             SELECT q, c, {DIRECT_CITATION} AS n FROM direct
             UNION ALL
             SELECT DISTINCT d.q, e.cited, {CITATION_OF_CITATION} FROM direct AS d
@@ -505,20 +506,33 @@ class _Build:
             LEFT JOIN direct AS x ON x.q = d.q AND x.c = e.cited
             WHERE x.c IS NULL AND e.cited <> d.q
             ORDER BY 1, 3, 2""")
-        data: dict[str, dict[str, dict[str, int]]] = {}
-        for query, candidate, count in rows:
-            data.setdefault(query, {})[candidate] = {"count": int(count)}
         folder = out / "specter"
-        write_json(folder / "data.json", data)
+        folder.mkdir(parents=True, exist_ok=True)
+        papers: set[str] = set()
+        counts: Counter = Counter()
+        with open(folder / "data.json", "wb") as handle:  # streamed: the file of a large snapshot is GBs
+            handle.write(b"{")
+            current, candidates = None, {}
+            for query, candidate, count in itertools.chain.from_iterable(pairs):
+                if query != current:
+                    if current is not None:
+                        handle.write(orjson.dumps(current) + b":" + orjson.dumps(candidates) + b",")
+                    current, candidates = query, {}
+                    papers.add(query)
+                candidates[candidate] = {"count": int(count)}
+                papers.add(candidate)
+                counts[int(count)] += 1
+            if current is not None:
+                handle.write(orjson.dumps(current) + b":" + orjson.dumps(candidates))
+            handle.write(b"}")
         cut_train, cut_val = round(0.8 * len(queries)), round(0.9 * len(queries))
         for split, part in zip(SPLITS, (queries[:cut_train], queries[cut_train:cut_val], queries[cut_val:])):
             write_lines(folder / f"{split}.txt", part)
             self.report.specter[f"{split}_queries"] = len(part)
-        counts = Counter(int(count) for _, _, count in rows)
         self.report.specter.update(training_queries_eligible=n, direct_pairs=counts[DIRECT_CITATION],
                                    citation_of_citation_pairs=counts[CITATION_OF_CITATION],
                                    papers_held_out=len(held_out))
-        return sorted(set(data) | {c for candidates in data.values() for c in candidates})
+        return sorted(papers)
 
     # -- text ------------------------------------------------------------------------------------------------
 
