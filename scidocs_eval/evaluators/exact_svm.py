@@ -30,6 +30,7 @@ uncertified answer silently: a column still uncertified when its barrier reaches
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,6 +53,9 @@ _TO_BOUNDARY = 0.995
 """Fraction of the longest step to the boundary of the positive orthant that a step takes."""
 _RANK_TOLERANCE = 1e-13
 """Eigenvalues of X_M X_Mᵀ below this times the largest are rounding: dropped (X_M's rank)."""
+_PIVOT_TOLERANCE = 1e-10
+"""A kink rows' Gram matrix whose smallest Cholesky pivot is below this times its largest is solved through its
+eigendecomposition (least norm, rank-deficient or nearly so), the others directly (`_least_norm`)."""
 _ROUNDING = 64 * np.finfo(np.float64).eps
 """Relative error allowed in one distance to a kink when the gap is judged (rounding in x_i·w, with a margin)."""
 _ROWS_FACTOR = 2
@@ -165,10 +169,11 @@ class _Batch:
         dim = x.shape[1]
         self.by_rows = m <= _ROWS_FACTOR * dim
         if self.by_rows:  # K once for each distinct set of rows (the labels and values of C of a fold share one)
-            rows, self.kernel_of = np.unique(np.where(self.valid, index, -1), axis=0, return_inverse=True)
+            rows, kernel_of = np.unique(np.where(self.valid, index, -1), axis=0, return_inverse=True)
             distinct = x[np.maximum(rows, 0)] * (rows >= 0)[:, :, None]
-            self.kernel = distinct @ distinct.transpose(0, 2, 1)
-            self.kernel_of = self.kernel_of.reshape(-1)
+            kernel = distinct @ distinct.transpose(0, 2, 1)
+            self.kernel = kernel[kernel_of.reshape(-1)]
+        self.magnitude = np.abs(self.x)
 
     def solve(self, guess: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         batch, m = self.valid.shape
@@ -208,7 +213,7 @@ class _Batch:
                 # small beside their slack), the signs of the iterate's distances k − x·w may
                 failed = finished_gap > GAP_TOLERANCE
                 if failed.any():
-                    weights_now = np.einsum("bmd,bm->bd", self.x[tried[failed]], beta[tried[failed]])
+                    weights_now = _weights_of(self.x[tried[failed]], beta[tried[failed]])
                     again, again_gap = self._finish(tried[failed], *self._sides(tried[failed], weights_now))
                     improved = again_gap < finished_gap[failed]
                     finished[np.flatnonzero(failed)[improved]] = again[improved]
@@ -268,14 +273,16 @@ class _Batch:
         """(at lower, at upper) per row for weights (B, dim): a row off its kink by more than rounding is at the
         bound of its side (k − x·w > 0: upper), the others on the kink."""
         valid, kinks, x = self.valid[columns], self.kinks[columns], self.x[columns]
-        distance = kinks - np.einsum("bmd,bd->bm", x, weights)
-        rounding = 1e-9 * (np.abs(kinks) + np.einsum("bmd,bd->bm", np.abs(x), np.abs(weights)))
+        distance = kinks - _rows_times(x, weights)
+        rounding = 1e-9 * (np.abs(kinks) + _rows_times(self.magnitude[columns], np.abs(weights)))
         return valid & (distance < -rounding), valid & (distance > rounding)
 
     def _kernel_times(self, columns: np.ndarray, beta: np.ndarray) -> np.ndarray:
-        """K β per column (K = X Xᵀ over its rows)."""
+        """K β per column (K = X Xᵀ over its rows): over the rows from K itself, m² a column instead of 2·m·dim."""
+        if self.by_rows:
+            return np.matmul(self.kernel[columns], beta[:, :, None])[:, :, 0]
         x = self.x[columns]
-        return np.einsum("bmd,bd->bm", x, np.einsum("bmd,bm->bd", x, beta))
+        return _rows_times(x, _weights_of(x, beta))
 
     def _factor(self, columns: np.ndarray, diagonal: np.ndarray) -> tuple[np.ndarray, ...]:
         """What solving (K + diag(D)) v = r needs per column.
@@ -285,7 +292,7 @@ class _Batch:
         D⁻¹ of a vanishing D is ever formed: (D_S + X_S N⁻¹ X_Sᵀ) v_S = r_S − X_S N⁻¹ X_Lᵀ D_L⁻¹ r_L, then
         v_L = D_L⁻¹ (r_L − X_L N⁻¹ (X_Sᵀ v_S + X_Lᵀ D_L⁻¹ r_L))."""
         if self.by_rows:
-            matrix = self.kernel[self.kernel_of[columns]]
+            matrix = self.kernel[columns]
             matrix[:, np.arange(diagonal.shape[1]), np.arange(diagonal.shape[1])] += diagonal
             return (matrix,)
         x = self.x[columns]
@@ -309,11 +316,11 @@ class _Batch:
         inner, inverse, small, x_small, reduced = factor
         x = self.x[columns]
         take = np.arange(len(columns))[:, None]
-        projected = np.einsum("bmd,bm->bd", x, inverse * rhs)
+        projected = _weights_of(x, inverse * rhs)
         kept = np.einsum("bij,bj->bi", reduced, rhs[take, small] - np.einsum(
             "bsd,bd->bs", x_small, np.einsum("bij,bj->bi", inner, projected)))
         change = np.einsum("bij,bj->bi", inner, np.einsum("bsd,bs->bd", x_small, kept) + projected)
-        step = inverse * (rhs - np.einsum("bmd,bd->bm", x, change))
+        step = inverse * (rhs - _rows_times(x, change))
         step[take, small] = kept
         return step
 
@@ -350,47 +357,120 @@ class _Batch:
     def _kink_solution(self, columns: np.ndarray, at_lower: np.ndarray, at_upper: np.ndarray
                        ) -> tuple[np.ndarray, np.ndarray]:
         """(β, k − x·w for w = Xᵀβ) per column: rows at a bound keep β there; the others (on the kink,
-        x_i·w = k_i) get the least-norm β_M of X_M X_Mᵀ β_M = k_M − X_M X_Bᵀ β_B (two rounds of refinement)."""
+        x_i·w = k_i) get the least-norm β_M of X_M X_Mᵀ β_M = k_M − X_M X_Bᵀ β_B (`_least_norm`, two rounds of
+        refinement). Over the rows, X_M X_Mᵀ and X_M Xᵀ β are read from the column's K: no pass over the features
+        until w itself."""
         valid = self.valid[columns]
         lower, upper, kinks, x = self.lower[columns], self.upper[columns], self.kinks[columns], self.x[columns]
         on_kink = valid & ~at_lower & ~at_upper
-        fixed = np.where(at_lower, lower, np.where(at_upper, upper, 0.0)) * valid
-        # gather the kink rows (padded): their Gram matrix, eigendecomposed once
+        beta = np.where(at_lower, lower, np.where(at_upper, upper, 0.0)) * valid
+        # the kink rows first, in order, then padding
         counts = on_kink.sum(axis=1)
         width = max(int(counts.max()), 1)
         index = np.argsort(~on_kink, axis=1, kind="stable")[:, :width]
         present = np.arange(width)[None, :] < counts[:, None]
         take = np.arange(len(columns))[:, None]
-        x_kink = x[take, index] * present[:, :, None]
-        values, vectors = np.linalg.eigh(x_kink @ x_kink.transpose(0, 2, 1))
-        kept = values > np.maximum(values[:, -1:], 0) * _RANK_TOLERANCE
-        pseudo = np.where(kept, 1.0 / np.where(kept, values, 1.0), 0.0)
-        base = np.einsum("bmd,bm->bd", x, fixed)
-        beta_kink = np.zeros((len(columns), width))
+        if self.by_rows:
+            kink_rows = self.kernel[columns[:, None], index]  # X_M Xᵀ
+
+            def kink_times(beta: np.ndarray) -> np.ndarray:
+                return np.matmul(kink_rows, beta[:, :, None])[:, :, 0]
+
+            gram = kink_rows[take[:, :, None], np.arange(width)[None, :, None], index[:, None, :]]
+        else:
+            x_kink = x[take, index]
+
+            def kink_times(beta: np.ndarray) -> np.ndarray:
+                return _rows_times(x_kink, _weights_of(x, beta))
+
+            gram = x_kink @ x_kink.transpose(0, 2, 1)
+        solve = _least_norm(gram * (present[:, :, None] & present[:, None, :]), present)
         for _ in range(3):
-            w = base + np.einsum("bmd,bm->bd", x_kink, beta_kink)
-            residual = (kinks[take, index] - np.einsum("bmd,bd->bm", x_kink, w)) * present
-            beta_kink += np.einsum("bij,bj->bi", vectors, pseudo * np.einsum("bji,bj->bi", vectors, residual))
-        beta = fixed.copy()
-        beta[take, index] = np.where(present, beta_kink, beta[take, index])
-        w = base + np.einsum("bmd,bm->bd", x_kink, beta_kink)
-        return beta, (kinks - np.einsum("bmd,bd->bm", x, w)) * valid
+            residual = (kinks[take, index] - kink_times(beta)) * present
+            beta[take, index] += solve(residual)
+        w = _weights_of(x, beta)
+        return beta, (kinks - _rows_times(x, w)) * valid
 
     def _judge(self, columns: np.ndarray, beta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """w = Xᵀβ and its relative duality gap, less what rounding alone can leave in it, per column (β in its
         box)."""
         valid, kinks, x = self.valid[columns], self.kinks[columns], self.x[columns]
-        w = np.einsum("bmd,bm->bd", x, beta)
-        distance = (kinks - np.einsum("bmd,bd->bm", x, w)) * valid
+        w = _weights_of(x, beta)
+        distance = (kinks - _rows_times(x, w)) * valid
         left, right = self.left[columns], self.right[columns]
         c = self.c[columns][:, None]
         loss = left * np.maximum(distance, 0) + right * np.maximum(-distance, 0)
         gap = np.sum(np.maximum(c * loss - beta * distance, 0), axis=1)
         objective = 0.5 * np.sum(w**2, axis=1) + c[:, 0] * loss.sum(axis=1)
         # each distance k_i − x_i·w is known to ~eps·(|k_i| + |x_i|·|w|)
-        rounding = 2 * c[:, 0] * _ROUNDING * np.sum(valid * (np.abs(kinks) + np.einsum("bmd,bd->bm", np.abs(x),
+        rounding = 2 * c[:, 0] * _ROUNDING * np.sum(valid * (np.abs(kinks) + _rows_times(self.magnitude[columns],
                                                                                         np.abs(w))), axis=1)
         return w, np.maximum(gap - rounding, 0.0) / np.maximum(objective, np.finfo(float).tiny)
+
+
+def _rows_times(x: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """x_b v_b per column: x (B, m, dim), v (B, dim) -> (B, m) (a batched product: einsum does not call BLAS)."""
+    return np.matmul(x, v[:, :, None])[:, :, 0]
+
+
+def _weights_of(x: np.ndarray, beta: np.ndarray) -> np.ndarray:
+    """x_bᵀ β_b per column: x (B, m, dim), β (B, m) -> (B, dim)."""
+    return np.matmul(beta[:, None, :], x)[:, 0, :]
+
+
+def _least_norm(gram: np.ndarray, present: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+    """r -> the least-norm solution v of G v = r per column, for the Gram matrices G (B, w, w) of the `present`
+    rows (the others padding, zero in G, r and v).
+
+    Where G's Cholesky factorisation has no pivot below `_PIVOT_TOLERANCE` of its largest (full rank, well
+    conditioned: the least-norm solution is the solution), an LU solve (a fraction of an eigendecomposition's
+    cost); elsewhere the pseudo-inverse from G's eigendecomposition, eigenvalues below `_RANK_TOLERANCE` of the
+    largest dropped (X_M's rank)."""
+    size = gram.shape[1]
+    diagonal = gram[:, np.arange(size), np.arange(size)]
+    scale = np.where(diagonal.max(axis=1) > 0, diagonal.max(axis=1), 1.0)
+    padded = gram.copy()
+    padded[:, np.arange(size), np.arange(size)] += np.where(present, 0.0, scale[:, None])
+    direct = _well_conditioned(padded)
+    deficient = np.flatnonzero(~direct)
+    if deficient.size:
+        values, vectors = np.linalg.eigh(gram[deficient])
+        kept = values > np.maximum(values[:, -1:], 0) * _RANK_TOLERANCE
+        pseudo = np.where(kept, 1.0 / np.where(kept, values, 1.0), 0.0)
+    solved = np.flatnonzero(direct)
+    factors = padded[solved]
+
+    def solve(rhs: np.ndarray) -> np.ndarray:
+        out = np.zeros_like(rhs)
+        if solved.size:
+            out[solved] = np.linalg.solve(factors, rhs[solved][:, :, None])[:, :, 0]
+        if deficient.size:
+            rotated = np.matmul(rhs[deficient][:, None, :], vectors)[:, 0, :]
+            out[deficient] = np.matmul(vectors, (pseudo * rotated)[:, :, None])[:, :, 0]
+        return out * present
+
+    return solve
+
+
+def _well_conditioned(matrix: np.ndarray) -> np.ndarray:
+    """Per matrix of a batch of symmetric ones: whether its Cholesky factorisation succeeds with every pivot at
+    least `_PIVOT_TOLERANCE` of its largest."""
+    try:
+        factors = np.linalg.cholesky(matrix)
+    except np.linalg.LinAlgError:  # one of them is not positive definite: each on its own
+        return np.array([_well_conditioned(one[None])[0] if _positive_definite(one) else False for one in matrix],
+                        dtype=bool)
+    size = matrix.shape[1]
+    pivots = factors[:, np.arange(size), np.arange(size)] ** 2
+    return pivots.min(axis=1) >= _PIVOT_TOLERANCE * pivots.max(axis=1)
+
+
+def _positive_definite(matrix: np.ndarray) -> bool:
+    try:
+        np.linalg.cholesky(matrix)
+    except np.linalg.LinAlgError:
+        return False
+    return True
 
 
 def _longest(value: np.ndarray, change: np.ndarray, valid: np.ndarray) -> np.ndarray:
