@@ -174,8 +174,9 @@ class _SquaredHingePath:
 
     @cached_property
     def _single_fits(self) -> bool:
-        """Whether XᵀX fits float32 with room to spare: then so do the data and every X_AᵀX_A (|G_ij| ≤ max G_ii)."""
-        return bool(np.abs(self._full_gram).max(initial=0.0) <= np.finfo(np.float32).max / 2**20)
+        """Whether XᵀX fits float32 with room to spare: then so do the data and every X_AᵀX_A (|G_ij| ≤ max G_ii,
+        the largest squared column norm: XᵀX itself is not formed for it)."""
+        return bool(np.sum(self.x**2, axis=0).max(initial=0.0) <= np.finfo(np.float32).max / 2**20)
 
     @cached_property
     def _largest_eigenvalue(self) -> float:
@@ -273,10 +274,10 @@ class _GramSystem:
 
     def _start(self, arithmetic: _Arithmetic) -> None:
         self.arithmetic = arithmetic
-        self.x, dim = arithmetic.x, arithmetic.x.shape[1]
+        self.x = arithmetic.x
         self.potrf, self.trtrs = get_lapack_funcs(("potrf", "trtrs"), dtype=self.x.dtype)
         self.gram_rows = np.zeros(self.x.shape[0], dtype=bool)
-        self.gram = np.zeros((dim, dim), dtype=self.x.dtype, order="F")
+        self.gram: np.ndarray | None = None  # X_AᵀX_A, made when first needed (systems over A's rows never need it)
         self.factor: np.ndarray | None = None
         self.factor_rows = self.gram_rows
         self.factor_weight = 0.0
@@ -348,6 +349,9 @@ class _GramSystem:
         return self._triangular_solve(reduced, transposed=True)
 
     def _track(self, active: np.ndarray) -> None:
+        if self.gram is None:
+            dim = self.x.shape[1]
+            self.gram = np.zeros((dim, dim), dtype=self.x.dtype, order="F")
         entered, left = active & ~self.gram_rows, self.gram_rows & ~active
         changed, inside = int(entered.sum() + left.sum()), int(active.sum())
         if changed == 0:
