@@ -164,6 +164,8 @@ def main() -> None:
     parser.add_argument("--iterations", type=int, help="few-shot iterations on both sides (default: SciRepEval's)")
     parser.add_argument("--tasks", nargs="+", default=[row[0] for row in TASK_TABLE], help="SciRepEval task names")
     parser.add_argument("--json", type=Path, help="also write the comparison here")
+    parser.add_argument("--scirepeval-only", action="store_true", help="run SciRepEval's evaluator alone and write "
+                        "its numbers and times to --json (bench/side_by_side.py times our side as a whole `run`)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="scirepeval-agreement-") as scratch, checkout_tree(args.checkout) as tree:
         data, embeddings = args.data, args.embeddings
@@ -171,8 +173,14 @@ def main() -> None:
             data = Path(scratch) / "data"
             vectors = write_synthetic_scirepeval(data, seed=args.seed)
             embeddings = embeddings or write_embeddings_jsonl(Path(scratch) / "embeddings.jsonl", vectors)
+        cpu = time.process_time()
         theirs = scirepeval_results(tree, data, embeddings, args.iterations, args.tasks)
         environment = theirs.pop("_environment")["environment"]
+        if args.scirepeval_only:
+            if args.json:
+                args.json.write_text(json.dumps({"environment": environment, "results": theirs,
+                                                 "cpu_seconds": time.process_time() - cpu}, indent=1))
+            return
         ours = our_results(data, embeddings, environment, args.iterations, args.tasks)
     our_cpu = ours.pop("_cpu")["cpu_seconds"]
     rows, worst = [], 0.0

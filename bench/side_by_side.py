@@ -190,9 +190,86 @@ def scirepeval_side_by_side(args: argparse.Namespace) -> None:
           f"{agreement['largest_gap']} (SciRepEval's own fits stop short of the optimum where they warn)")
 
 
+def _child(command: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
+    """(wall, CPU user + sys) seconds of one child process run to completion."""
+    import resource
+    import subprocess
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    subprocess.run(command, check=True, env=env, stdout=subprocess.DEVNULL)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def scirepeval_run_side_by_side(args: argparse.Namespace) -> None:
+    """At each width of `--scirepeval-dims`: SciRepEval's own evaluator (every task, in the environment PYTHONPATH
+    gives it) and a whole `scidocs-eval run --benchmark scirepeval` (in that environment's problem), one after the
+    other as two child processes on the same SciRepEval-shaped synthetic copy; each one's wall and CPU time, the
+    ratios, and the largest gap between their numbers."""
+    if args.scirepeval_checkout is None:
+        print("SciRepEval `run` at model widths: skipped (give --scirepeval-checkout)")
+        return
+    import json
+
+    from scidocs_eval.data.scirepeval import write_embeddings_jsonl, write_synthetic_scirepeval
+
+    bench = Path(__file__).resolve().parent
+    for dim in (int(d) for d in args.scirepeval_dims.split(",")):
+        with tempfile.TemporaryDirectory() as scratch:
+            root = Path(scratch)
+            vectors = write_synthetic_scirepeval(root / "data", seed=args.seed, dim=dim, size=args.scirepeval_size)
+            embeddings = write_embeddings_jsonl(root / "embeddings.jsonl", vectors)
+            theirs_wall, theirs_cpu = _child([sys.executable, str(bench / "scirepeval_agreement.py"), "--checkout",
+                                              str(args.scirepeval_checkout), "--data", str(root / "data"),
+                                              "--embeddings", str(embeddings), "--scirepeval-only", "--json",
+                                              str(root / "theirs.json")])
+            theirs = json.loads((root / "theirs.json").read_text())
+            environment = theirs["environment"]
+            ours_wall, ours_cpu = _child([str(Path(sys.executable).parent / "scidocs-eval"), "run", "--benchmark",
+                                          "scirepeval", "--data", str(root / "data"), "--embeddings", str(embeddings),
+                                          "--no-cache", "--quiet", "-o", str(root / "ours.json"),
+                                          *[f"--task-param={task}.environment={environment}"
+                                            for task in _scirepeval_tasks_with_environment()]])
+            ours = json.loads((root / "ours.json").read_text())
+        gap = _largest_gap(theirs["results"], ours)
+        print(f"SciRepEval-shaped synthetic copy, {len(vectors)} papers, {dim}-d, {environment} environment "
+              f"(both sides), load average {os.getloadavg()[0]:.1f}:")
+        print(f"  SciRepEval's evaluator (every task, one process): {theirs_wall:.1f} s wall, {theirs_cpu:.1f} s CPU; "
+              f"`scidocs-eval run --benchmark scirepeval`: {ours_wall:.1f} s wall, {ours_cpu:.1f} s CPU; ratio "
+              f"{theirs_wall / ours_wall:.1f}x wall, {theirs_cpu / ours_cpu:.1f}x CPU; largest gap in a number "
+              f"{gap} (SciRepEval's lightning fits stop short of the optimum)")
+
+
+def _scirepeval_tasks_with_environment() -> list[str]:
+    from scidocs_eval.evaluation.task import TASKS, task_names
+
+    return [name for name in task_names(benchmark="scirepeval") if "environment" in TASKS[name].parameter_constraints]
+
+
+def _largest_gap(theirs: dict[str, dict[str, Any]], ours: dict[str, Any]) -> float:
+    """The largest |ours − theirs| over the metrics both report (SciRepEval's titles matched to our task names)."""
+    from scidocs_eval.tasks.scirepeval import task_name
+
+    worst = 0.0
+    for title, values in theirs.items():
+        if title.endswith(" shot"):
+            head, _, size = title[: -len(" shot")].rpartition(" ")
+            name = f"{task_name(head)}-{size}-shot"
+        else:
+            name = task_name(title)
+        metrics = ours["tasks"].get(name, {}).get("metrics", {})
+        for metric, value in values.items():
+            if metric in metrics and isinstance(value, float):
+                worst = max(worst, abs(metrics[metric] - value))
+    return round(worst, 4)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", choices=("mteb", "scidocs", "scirepeval"), help="run one of the comparisons")
+    parser.add_argument("--only", choices=("mteb", "scidocs", "scirepeval", "scirepeval-run"),
+                        help="run one of the comparisons")
     parser.add_argument("--queries", type=int, default=1000)
     parser.add_argument("--documents", type=int, default=25657)
     parser.add_argument("--dim", type=int, default=768)
@@ -202,6 +279,9 @@ def main() -> None:
     parser.add_argument("--kinds", default="jsonl,npz",
                         help="embeddings kinds of our SciDocs runs (default: %(default)s)")
     parser.add_argument("--scirepeval-checkout", type=Path, help="allenai/scirepeval checkout (work tree or git dir)")
+    parser.add_argument("--scirepeval-dims", default="96,768", help="widths of the SciRepEval-shaped copies of "
+                        "`--only scirepeval-run` (default: %(default)s)")
+    parser.add_argument("--scirepeval-size", type=int, default=1, help="scale of those copies (1: about 2,000 papers)")
     args = parser.parse_args()
     print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}, "
           f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
@@ -211,6 +291,8 @@ def main() -> None:
         scidocs_side_by_side(args)
     if args.only in (None, "scirepeval"):
         scirepeval_side_by_side(args)
+    if args.only in (None, "scirepeval-run"):
+        scirepeval_run_side_by_side(args)
 
 
 if __name__ == "__main__":

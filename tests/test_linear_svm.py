@@ -69,7 +69,7 @@ def test_a_float32_factorisation_that_fails_is_redone_in_float64() -> None:
     x = rng.standard_normal((300, 40))
     path = _SquaredHingePath(x, np.ones((300, 1)))
     active = np.zeros(300, dtype=bool)
-    active[:10] = True
+    active[:30] = True  # more than half the features: the system over the features, not over A's rows
     rhs = rng.standard_normal(40)
     system = _GramSystem(path.double)
     solution = system.solve(active, 1e6, rhs, path._single)
@@ -78,6 +78,25 @@ def test_a_float32_factorisation_that_fails_is_redone_in_float64() -> None:
     # backward error of a float64 Cholesky solve; a float32 one is about 1e-7
     assert np.linalg.norm(hessian @ solution - rhs) <= 1e-13 * np.linalg.norm(hessian) * np.linalg.norm(solution)
     assert system.solve(active, 1e6, rhs, path._single).dtype == np.float64
+
+
+@pytest.mark.parametrize("rows", [1, 10, 20])
+def test_a_system_with_few_active_rows_is_solved_over_them(rows: int) -> None:
+    """Where A has at most half as many rows as there are features, (I + w·X_AᵀX_A) d = r is solved through the
+    |A| × |A| system (float64 whatever the arithmetic asked): the same solution as the system over the features,
+    to a float64 solve's backward error, and the kept factor untouched."""
+    rng = np.random.default_rng(rows)
+    x = rng.standard_normal((300, 40))
+    path = _SquaredHingePath(x, np.ones((300, 1)))
+    active = np.zeros(300, dtype=bool)
+    active[rng.choice(300, rows, replace=False)] = True
+    rhs = rng.standard_normal(40)
+    for weight, arithmetic in ((1e-2, path.double), (1e6, path.double), (1.0, path._single)):
+        system = _GramSystem(path.double)
+        solution = system.solve(active, weight, rhs, arithmetic)
+        hessian = np.eye(40) + weight * x[active].T @ x[active]
+        assert solution.dtype == np.float64 and system.factor is None
+        assert np.linalg.norm(hessian @ solution - rhs) <= 1e-13 * np.linalg.norm(hessian) * np.linalg.norm(solution)
 
 
 def test_features_beyond_float32s_range_are_solved_in_float64() -> None:

@@ -311,3 +311,57 @@ def test_stratified_folds_are_scikit_learns() -> None:
             assert np.array_equal(train, their_train) and np.array_equal(test, their_test)
     assert models._stratified_test_folds(np.array([0, 1, 1, 1, 1, 0]), 3) is None  # class 0 below 3 rows
     assert models._stratified_test_folds(np.array([0, 2, 1, 2, 1, 0]), 2) is None
+
+
+@pytest.mark.parametrize("loss", ["hinge", "absolute"])
+def test_solutions_at_a_models_width_are_optimal_against_an_independent_qp(loss: str) -> None:
+    """256-d, fewer rows than features (the few-shot and CV shape of real encoders, solved over the rows from
+    each column's K): every column of a batch (three row sets, three values of C) certified, never worse than
+    the independent QP, within its strong-convexity bound of it, and satisfying the KKT conditions."""
+    rng = np.random.default_rng(256)
+    x = np.round(rng.normal(size=(70, 256)), 2)
+    labels = (x[:, :8].sum(axis=1) + rng.normal(size=70) > 0).astype(int)
+    targets = x[:, :8] @ rng.normal(size=8) + 0.3 * rng.normal(size=70)
+    rows = np.repeat(rng.random((70, 3)) < 0.7, 3, axis=1)
+    c = np.tile([0.01, 1.0, 100.0], 3)
+    columns = hinge_columns(np.stack([labels] * 9, axis=1), rows) if loss == "hinge" else \
+        absolute_error_columns(targets, rows)
+    problem = PiecewiseLinearSVM(x, *columns)
+    solution = problem.solve(c)
+    assert solution.certified.all() and (solution.gap <= GAP_TOLERANCE).all()
+    kinks, left, right = columns
+    for column in range(9):
+        used = rows[:, column]
+        w = solution.weights[:, column]
+        reference = _dual_reference(x[used], kinks[used, column], -c[column] * right[used, column],
+                                    c[column] * left[used, column])
+        ours, theirs = problem.objective(c, np.stack([w] * 9, axis=1))[column], problem.objective(
+            c, np.stack([reference] * 9, axis=1))[column]
+        assert ours <= theirs * (1 + 1e-12)
+        assert np.linalg.norm(w - reference) <= np.sqrt(2 * max(theirs - ours, 0.0)) + 1e-9
+        assert _kkt_violation(x[used], w, c[column], kinks[used, column], left[used, column],
+                              right[used, column]) <= 1e-9
+
+
+def test_kink_systems_are_solved_for_their_least_norm_solution_full_rank_or_not() -> None:
+    """The finish's kink systems G v = r: full-rank ones solved directly, rank-deficient ones (duplicate rows, as
+    float16 vectors give) through the pseudo-inverse; either way the least-norm solution (numpy's lstsq), zero on
+    the padding."""
+    from scidocs_eval.evaluators.exact_svm import _least_norm
+
+    rng = np.random.default_rng(0)
+    rows = rng.normal(size=(4, 6, 10))
+    rows[1, 3] = rows[1, 0]  # a duplicate row: singular
+    rows[2, :, 4:] = 0.0
+    rows[2, :, :3] = rows[2, :, 3:4]  # rank 1
+    present = np.ones((4, 6), dtype=bool)
+    present[3, 4:] = False  # padding
+    rows[3, 4:] = 0.0
+    gram = rows @ rows.transpose(0, 2, 1)
+    rhs = rng.normal(size=(4, 6)) * present
+    solved = _least_norm(gram, present)(rhs)
+    for column in range(4):
+        kept = present[column]
+        expected = np.linalg.lstsq(gram[column][np.ix_(kept, kept)], rhs[column, kept], rcond=None)[0]
+        np.testing.assert_allclose(solved[column, kept], expected, rtol=1e-8, atol=1e-10)
+        assert not solved[column, ~kept].any()

@@ -30,6 +30,7 @@ uncertified answer silently: a column still uncertified when its barrier reaches
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,6 +53,9 @@ _TO_BOUNDARY = 0.995
 """Fraction of the longest step to the boundary of the positive orthant that a step takes."""
 _RANK_TOLERANCE = 1e-13
 """Eigenvalues of X_M X_Mᵀ below this times the largest are rounding: dropped (X_M's rank)."""
+_PIVOT_TOLERANCE = 1e-10
+"""A kink rows' Gram matrix whose smallest Cholesky pivot is below this times its largest is solved through its
+eigendecomposition (least norm, rank-deficient or nearly so), the others directly (`_least_norm`)."""
 _ROUNDING = 64 * np.finfo(np.float64).eps
 """Relative error allowed in one distance to a kink when the gap is judged (rounding in x_i·w, with a margin)."""
 _ROWS_FACTOR = 2
@@ -115,39 +119,41 @@ class PiecewiseLinearSVM:
         optimum (a neighbouring C's, say): the finish is tried first on the partition they point to, and only the
         columns it leaves uncertified go through the interior-point method. It changes the time, never the
         answer."""
-        n, dim = self.x.shape
         columns = self.kinks.shape[1]
         c = np.broadcast_to(np.asarray(c, dtype=np.float64), (columns,))
-        used = (self.left + self.right) > 0
-        counts = used.sum(axis=0)
-        weights, gap = np.zeros((dim, columns)), np.zeros(columns)
+        weights, gap = np.zeros((self.x.shape[1], columns)), np.zeros(columns)
         certified = np.ones(columns, dtype=bool)
-        # columns with similar row counts share a chunk, so little of a chunk is padding
-        order = np.argsort(counts, kind="stable")
         # these products are small: BLAS threads cost more in synchronisation than they gain
         with one_blas_thread():
-            start = 0
-            while start < columns:
-                end = start + 1  # ascending counts: the chunk's last column has the most rows
-                while end < columns and counts[order[end]] * (end + 1 - start) * dim <= _CHUNK_FLOATS:
-                    end += 1
-                size = end - start
-                chunk = order[start:start + size]
-                start += size
-                if not counts[chunk].max():  # no rows: w = 0 is the optimum
-                    continue
-                batch = _Batch(self.x, self.kinks[:, chunk], self.left[:, chunk], self.right[:, chunk],
-                               used[:, chunk], c[chunk])
-                weights[:, chunk], gap[chunk], certified[chunk] = batch.solve(
-                    None if guess is None else guess[:, chunk].T)
+            for chunk, batch in self.batches():
+                weights[:, chunk], gap[chunk], certified[chunk], _ = batch.solve(
+                    c[chunk], guess_weights=None if guess is None else guess[:, chunk].T)
         return Solution(weights, gap, certified)
+
+    def batches(self) -> Iterator[tuple[np.ndarray, _Batch]]:
+        """(columns, their `_Batch`) in chunks of about `_CHUNK_FLOATS` gathered floats, one made at a time;
+        columns without rows (w = 0 is their optimum) are in none."""
+        columns, dim = self.kinks.shape[1], self.x.shape[1]
+        used = (self.left + self.right) > 0
+        counts = used.sum(axis=0)
+        # columns with similar row counts share a chunk, so little of a chunk is padding
+        order = np.argsort(counts, kind="stable")
+        start = 0
+        while start < columns:
+            end = start + 1  # ascending counts: the chunk's last column has the most rows
+            while end < columns and counts[order[end]] * (end + 1 - start) * dim <= _CHUNK_FLOATS:
+                end += 1
+            chunk = order[start:end]
+            start = end
+            if counts[chunk].max():
+                yield chunk, _Batch(self.x, self.kinks[:, chunk], self.left[:, chunk], self.right[:, chunk],
+                                    used[:, chunk])
 
 
 class _Batch:
     """Columns gathered onto their own rows (padded to the longest): x (B, m, dim), and the dual's box per row."""
 
-    def __init__(self, x: np.ndarray, kinks: np.ndarray, left: np.ndarray, right: np.ndarray, used: np.ndarray,
-                 c: np.ndarray):
+    def __init__(self, x: np.ndarray, kinks: np.ndarray, left: np.ndarray, right: np.ndarray, used: np.ndarray):
         counts = used.sum(axis=0)
         m = int(counts.max())
         # each column's rows first, in order, then padding (row 0, masked out)
@@ -155,22 +161,29 @@ class _Batch:
         self.valid = np.arange(m)[None, :] < counts[:, None]
         index = np.where(self.valid, index, 0)
         take = np.arange(index.shape[0])[:, None]
-        self.x = x[index] * self.valid[:, :, None]
+        self.x = x[index]
+        self.x[~self.valid] = 0.0
         self.kinks = kinks.T[take, index] * self.valid
         self.left, self.right = left.T[take, index] * self.valid, right.T[take, index] * self.valid
-        self.c = c
-        self.upper, self.lower = c[:, None] * self.left, -c[:, None] * self.right
-        typical = np.nanmedian(np.where(self.valid, np.abs(self.kinks), np.nan), axis=1)
-        self.scale = c * np.where(typical > 0, typical, 1.0)
+        typical = _median(np.abs(self.kinks), counts)
+        self.typical = np.where(typical > 0, typical, 1.0)
         dim = x.shape[1]
         self.by_rows = m <= _ROWS_FACTOR * dim
         if self.by_rows:  # K once for each distinct set of rows (the labels and values of C of a fold share one)
-            rows, self.kernel_of = np.unique(np.where(self.valid, index, -1), axis=0, return_inverse=True)
+            rows, kernel_of = np.unique(np.where(self.valid, index, -1), axis=0, return_inverse=True)
             distinct = x[np.maximum(rows, 0)] * (rows >= 0)[:, :, None]
-            self.kernel = distinct @ distinct.transpose(0, 2, 1)
-            self.kernel_of = self.kernel_of.reshape(-1)
+            kernel = distinct @ distinct.transpose(0, 2, 1)
+            self.kernel = kernel[kernel_of.reshape(-1)]
+            self.kernel_magnitude = np.abs(self.kernel)
 
-    def solve(self, guess: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def solve(self, c: np.ndarray, guess_weights: np.ndarray | None = None, guess_beta: np.ndarray | None = None
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(weights (dim, B), gap, certified, β (B, m)) of each column at its C (c: (B,)), the finish tried first on
+        the partition a guess points to: weights (B, dim) or a β of these rows (B, m), whose distances come from
+        K (a neighbouring C's answer on the same batch)."""
+        self.c = c
+        self.upper, self.lower = c[:, None] * self.left, -c[:, None] * self.right
+        self.scale = c * self.typical
         batch, m = self.valid.shape
         valid = self.valid
         beta = np.where(valid, 0.5 * (self.lower + self.upper), 0.0)
@@ -183,13 +196,17 @@ class _Batch:
                          0.0)
         z_up = np.where(valid, z_low - gradient, 0.0)
         weights = np.zeros((batch, self.x.shape[2]))
+        answer = np.zeros((batch, m))
         gap = np.full(batch, np.inf)
         certified = np.zeros(batch, dtype=bool)
         next_finish = np.full(batch, _FIRST_FINISH)
         iterations = np.zeros(batch, dtype=int)
         running = np.arange(batch)
-        if guess is not None:
-            weights, gap = self._finish(running, *self._sides(running, guess))
+        if guess_weights is not None or guess_beta is not None:
+            sides = _sides(valid, self._weights_distances(running, guess_weights),
+                           self._weights_sizes(running, guess_weights)) if guess_beta is None else \
+                _sides(valid, self._distances(running, guess_beta), self._sizes(running, guess_beta))
+            weights, gap, answer = self._finish(running, *sides)
             certified = gap <= GAP_TOLERANCE
             running = running[~certified]
         while running.size:
@@ -203,29 +220,34 @@ class _Batch:
             trying = relative <= next_finish[sub]
             if trying.any():
                 tried = sub[trying]
-                finished, finished_gap = self._finish(tried, s_low[trying] < zl[trying], s_up[trying] < zu[trying])
+                finished, finished_gap, finished_beta = self._finish(tried, s_low[trying] < zl[trying],
+                                                                     s_up[trying] < zu[trying])
                 # where the multipliers do not tell the sides apart yet (rows whose distance to the kink is
                 # small beside their slack), the signs of the iterate's distances k − x·w may
                 failed = finished_gap > GAP_TOLERANCE
                 if failed.any():
-                    weights_now = np.einsum("bmd,bm->bd", self.x[tried[failed]], beta[tried[failed]])
-                    again, again_gap = self._finish(tried[failed], *self._sides(tried[failed], weights_now))
-                    improved = again_gap < finished_gap[failed]
-                    finished[np.flatnonzero(failed)[improved]] = again[improved]
-                    finished_gap[np.flatnonzero(failed)[improved]] = again_gap[improved]
+                    columns, now = tried[failed], beta[tried[failed]]
+                    again, again_gap, again_beta = self._finish(columns, *_sides(
+                        valid[columns], self._distances(columns, now), self._sizes(columns, now)))
+                    improved = np.flatnonzero(failed)[again_gap < finished_gap[failed]]
+                    chosen = again_gap < finished_gap[failed]
+                    finished[improved], finished_gap[improved] = again[chosen], again_gap[chosen]
+                    finished_beta[improved] = again_beta[chosen]
                 # and the iterate itself, a point of the box: where more rows sit on their kinks than X has rank
                 # (a degenerate optimum, e.g. w = intercept only at a small C), no partition's least-norm β need
                 # lie in the box, but the iterate's gap goes to 0 with the barrier
                 failed = finished_gap > GAP_TOLERANCE
                 if failed.any():
                     inside = tried[failed]
-                    itself, itself_gap = self._judge(inside, np.clip(beta[inside], self.lower[inside],
-                                                                     self.upper[inside]) * valid[inside])
-                    improved = itself_gap < finished_gap[failed]
-                    finished[np.flatnonzero(failed)[improved]] = itself[improved]
-                    finished_gap[np.flatnonzero(failed)[improved]] = itself_gap[improved]
+                    itself_beta = np.clip(beta[inside], self.lower[inside], self.upper[inside]) * valid[inside]
+                    itself, itself_gap = self._judge(inside, itself_beta)
+                    improved = np.flatnonzero(failed)[itself_gap < finished_gap[failed]]
+                    chosen = itself_gap < finished_gap[failed]
+                    finished[improved], finished_gap[improved] = itself[chosen], itself_gap[chosen]
+                    finished_beta[improved] = itself_beta[chosen]
                 better = finished_gap < gap[tried]
                 gap[tried[better]], weights[tried[better]] = finished_gap[better], finished[better]
+                answer[tried[better]] = finished_beta[better]
                 certified[tried] = finished_gap <= GAP_TOLERANCE
                 next_finish[tried] = relative[trying] * _FINISH_STEP
             given_up = (relative < _SMALLEST_BARRIER) | (iterations[sub] >= _MOST_ITERATIONS)
@@ -262,20 +284,35 @@ class _Batch:
             z_low[sub] = np.where(ok, zl + a * dzl, 0.0)
             z_up[sub] = np.where(ok, zu + a * dzu, 0.0)
             iterations[sub] += 1
-        return weights.T, gap, certified
+        return weights.T, gap, certified, answer
 
-    def _sides(self, columns: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(at lower, at upper) per row for weights (B, dim): a row off its kink by more than rounding is at the
-        bound of its side (k − x·w > 0: upper), the others on the kink."""
-        valid, kinks, x = self.valid[columns], self.kinks[columns], self.x[columns]
-        distance = kinks - np.einsum("bmd,bd->bm", x, weights)
-        rounding = 1e-9 * (np.abs(kinks) + np.einsum("bmd,bd->bm", np.abs(x), np.abs(weights)))
-        return valid & (distance < -rounding), valid & (distance > rounding)
+    def _weights_distances(self, columns: np.ndarray, weights: np.ndarray) -> np.ndarray:
+        """k − x·w per row, for weights (B, dim)."""
+        return self.kinks[columns] - _rows_times(self.x[columns], weights)
+
+    def _weights_sizes(self, columns: np.ndarray, weights: np.ndarray) -> np.ndarray:
+        """|k| + |x|·|w| per row: the size of the terms of k − x·w, which its rounding scales with."""
+        return np.abs(self.kinks[columns]) + _rows_times(np.abs(self.x[columns]), np.abs(weights))
+
+    def _distances(self, columns: np.ndarray, beta: np.ndarray) -> np.ndarray:
+        """k − x·w per row for w = Xᵀβ: over the rows from K (K β), no pass over the features."""
+        if not self.by_rows:
+            return self._weights_distances(columns, _weights_of(self.x[columns], beta))
+        return self.kinks[columns] - np.matmul(self.kernel[columns], beta[:, :, None])[:, :, 0]
+
+    def _sizes(self, columns: np.ndarray, beta: np.ndarray) -> np.ndarray:
+        """The size of the terms of `_distances`: |k| + |K|·|β| over the rows, |k| + |x|·|w| over the features."""
+        if not self.by_rows:
+            return self._weights_sizes(columns, _weights_of(self.x[columns], beta))
+        magnitude = self.kernel_magnitude[columns]
+        return np.abs(self.kinks[columns]) + np.matmul(magnitude, np.abs(beta)[:, :, None])[:, :, 0]
 
     def _kernel_times(self, columns: np.ndarray, beta: np.ndarray) -> np.ndarray:
-        """K β per column (K = X Xᵀ over its rows)."""
+        """K β per column (K = X Xᵀ over its rows): over the rows from K itself, m² a column instead of 2·m·dim."""
+        if self.by_rows:
+            return np.matmul(self.kernel[columns], beta[:, :, None])[:, :, 0]
         x = self.x[columns]
-        return np.einsum("bmd,bd->bm", x, np.einsum("bmd,bm->bd", x, beta))
+        return _rows_times(x, _weights_of(x, beta))
 
     def _factor(self, columns: np.ndarray, diagonal: np.ndarray) -> tuple[np.ndarray, ...]:
         """What solving (K + diag(D)) v = r needs per column.
@@ -285,7 +322,7 @@ class _Batch:
         D⁻¹ of a vanishing D is ever formed: (D_S + X_S N⁻¹ X_Sᵀ) v_S = r_S − X_S N⁻¹ X_Lᵀ D_L⁻¹ r_L, then
         v_L = D_L⁻¹ (r_L − X_L N⁻¹ (X_Sᵀ v_S + X_Lᵀ D_L⁻¹ r_L))."""
         if self.by_rows:
-            matrix = self.kernel[self.kernel_of[columns]]
+            matrix = self.kernel[columns]
             matrix[:, np.arange(diagonal.shape[1]), np.arange(diagonal.shape[1])] += diagonal
             return (matrix,)
         x = self.x[columns]
@@ -309,34 +346,36 @@ class _Batch:
         inner, inverse, small, x_small, reduced = factor
         x = self.x[columns]
         take = np.arange(len(columns))[:, None]
-        projected = np.einsum("bmd,bm->bd", x, inverse * rhs)
+        projected = _weights_of(x, inverse * rhs)
         kept = np.einsum("bij,bj->bi", reduced, rhs[take, small] - np.einsum(
             "bsd,bd->bs", x_small, np.einsum("bij,bj->bi", inner, projected)))
         change = np.einsum("bij,bj->bi", inner, np.einsum("bsd,bs->bd", x_small, kept) + projected)
-        step = inverse * (rhs - np.einsum("bmd,bd->bm", x, change))
+        step = inverse * (rhs - _rows_times(x, change))
         step[take, small] = kept
         return step
 
     def _finish(self, columns: np.ndarray, at_lower: np.ndarray, at_upper: np.ndarray
-                ) -> tuple[np.ndarray, np.ndarray]:
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per column the exact solution of the partition the iterate points to (or of a few active-set passes
-        from it), and its relative duality gap.
+        from it): its weights, relative duality gap and β.
 
         Rows at a bound keep β there; the rest are taken to lie on the kink (`_kink_solution`). A primal-dual
         active-set pass then moves each row to where β_i + C·(k_i − x_i·w) puts it (below the box: its lower
         bound, above: its upper, inside: the kink), until the partition repeats or `_ACTIVE_SET_PASSES`; the β of
-        least duality gap, clipped to its box, is the answer."""
+        least duality gap (`_gap`, from K over the rows), clipped to its box, is the answer, certified by its gap
+        computed from w = Xᵀβ itself (`_judge`)."""
         valid = self.valid[columns]
-        lower, upper, x = self.lower[columns], self.upper[columns], self.x[columns]
+        lower, upper = self.lower[columns], self.upper[columns]
         c = self.c[columns][:, None]
-        best_w = np.zeros((len(columns), x.shape[2]))
+        best_beta = np.zeros(valid.shape)
         best_gap = np.full(len(columns), np.inf)
         open_ = np.arange(len(columns))
         for _ in range(_ACTIVE_SET_PASSES):
             beta, distance = self._kink_solution(columns[open_], at_lower[open_], at_upper[open_])
-            w, gap = self._judge(columns[open_], np.clip(beta, lower[open_], upper[open_]) * valid[open_])
+            clipped = np.clip(beta, lower[open_], upper[open_]) * valid[open_]
+            gap = self._gap(columns[open_], clipped, self._distances(columns[open_], clipped), self._sizes, clipped)
             better = gap < best_gap[open_]
-            best_gap[open_[better]], best_w[open_[better]] = gap[better], w[better]
+            best_gap[open_[better]], best_beta[open_[better]] = gap[better], clipped[better]
             moved = beta + c[open_] * distance
             next_lower, next_upper = valid[open_] & (moved < lower[open_]), valid[open_] & (moved > upper[open_])
             changed = np.any((next_lower != at_lower[open_]) | (next_upper != at_upper[open_]), axis=1)
@@ -345,52 +384,158 @@ class _Batch:
             open_ = open_[going]
             if not open_.size:
                 break
-        return best_w, best_gap
+        return *self._judge(columns, best_beta), best_beta
 
     def _kink_solution(self, columns: np.ndarray, at_lower: np.ndarray, at_upper: np.ndarray
                        ) -> tuple[np.ndarray, np.ndarray]:
         """(β, k − x·w for w = Xᵀβ) per column: rows at a bound keep β there; the others (on the kink,
-        x_i·w = k_i) get the least-norm β_M of X_M X_Mᵀ β_M = k_M − X_M X_Bᵀ β_B (two rounds of refinement)."""
+        x_i·w = k_i) get the least-norm β_M of X_M X_Mᵀ β_M = k_M − X_M X_Bᵀ β_B (`_least_norm`, two rounds of
+        refinement). Over the rows, X_M X_Mᵀ and X_M Xᵀ β are read from the column's K: no pass over the features
+        until w itself."""
         valid = self.valid[columns]
         lower, upper, kinks, x = self.lower[columns], self.upper[columns], self.kinks[columns], self.x[columns]
         on_kink = valid & ~at_lower & ~at_upper
-        fixed = np.where(at_lower, lower, np.where(at_upper, upper, 0.0)) * valid
-        # gather the kink rows (padded): their Gram matrix, eigendecomposed once
+        beta = np.where(at_lower, lower, np.where(at_upper, upper, 0.0)) * valid
+        # the kink rows first, in order, then padding
         counts = on_kink.sum(axis=1)
         width = max(int(counts.max()), 1)
         index = np.argsort(~on_kink, axis=1, kind="stable")[:, :width]
         present = np.arange(width)[None, :] < counts[:, None]
         take = np.arange(len(columns))[:, None]
-        x_kink = x[take, index] * present[:, :, None]
-        values, vectors = np.linalg.eigh(x_kink @ x_kink.transpose(0, 2, 1))
-        kept = values > np.maximum(values[:, -1:], 0) * _RANK_TOLERANCE
-        pseudo = np.where(kept, 1.0 / np.where(kept, values, 1.0), 0.0)
-        base = np.einsum("bmd,bm->bd", x, fixed)
-        beta_kink = np.zeros((len(columns), width))
+        if self.by_rows:
+            kink_rows = self.kernel[columns[:, None], index]  # X_M Xᵀ
+
+            def kink_times(beta: np.ndarray) -> np.ndarray:
+                return np.matmul(kink_rows, beta[:, :, None])[:, :, 0]
+
+            gram = kink_rows[take[:, :, None], np.arange(width)[None, :, None], index[:, None, :]]
+        else:
+            x_kink = x[take, index]
+
+            def kink_times(beta: np.ndarray) -> np.ndarray:
+                return _rows_times(x_kink, _weights_of(x, beta))
+
+            gram = x_kink @ x_kink.transpose(0, 2, 1)
+        solve = _least_norm(gram * (present[:, :, None] & present[:, None, :]), present)
         for _ in range(3):
-            w = base + np.einsum("bmd,bm->bd", x_kink, beta_kink)
-            residual = (kinks[take, index] - np.einsum("bmd,bd->bm", x_kink, w)) * present
-            beta_kink += np.einsum("bij,bj->bi", vectors, pseudo * np.einsum("bji,bj->bi", vectors, residual))
-        beta = fixed.copy()
-        beta[take, index] = np.where(present, beta_kink, beta[take, index])
-        w = base + np.einsum("bmd,bm->bd", x_kink, beta_kink)
-        return beta, (kinks - np.einsum("bmd,bd->bm", x, w)) * valid
+            residual = (kinks[take, index] - kink_times(beta)) * present
+            beta[take, index] += solve(residual)
+        return beta, self._distances(columns, beta) * valid
 
     def _judge(self, columns: np.ndarray, beta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """w = Xᵀβ and its relative duality gap, less what rounding alone can leave in it, per column (β in its
-        box)."""
-        valid, kinks, x = self.valid[columns], self.kinks[columns], self.x[columns]
-        w = np.einsum("bmd,bm->bd", x, beta)
-        distance = (kinks - np.einsum("bmd,bd->bm", x, w)) * valid
+        """w = Xᵀβ and its relative duality gap (`_gap`) computed from w itself, per column (β in its box): the
+        certificate."""
+        w = _weights_of(self.x[columns], beta)
+        return w, self._gap(columns, beta, self._weights_distances(columns, w), self._weights_sizes, w,
+                            np.sum(w**2, axis=1))
+
+    def _gap(self, columns: np.ndarray, beta: np.ndarray, distance: np.ndarray,
+             sizes: Callable[[np.ndarray, np.ndarray], np.ndarray], of: np.ndarray,
+             squared_norm: np.ndarray | None = None) -> np.ndarray:
+        """The relative duality gap of β (in its box) per column, from each row's distance k_i − x_i·w; where it
+        exceeds `GAP_TOLERANCE`, less what rounding alone can leave in it (from the size of each distance's terms,
+        `sizes(columns, of)` with `of` the β or w they came from, asked only there). ‖w‖² is βᵀ(k − distance)
+        unless given."""
+        valid, kinks = self.valid[columns], self.kinks[columns]
+        distance = distance * valid
         left, right = self.left[columns], self.right[columns]
         c = self.c[columns][:, None]
         loss = left * np.maximum(distance, 0) + right * np.maximum(-distance, 0)
         gap = np.sum(np.maximum(c * loss - beta * distance, 0), axis=1)
-        objective = 0.5 * np.sum(w**2, axis=1) + c[:, 0] * loss.sum(axis=1)
-        # each distance k_i − x_i·w is known to ~eps·(|k_i| + |x_i|·|w|)
-        rounding = 2 * c[:, 0] * _ROUNDING * np.sum(valid * (np.abs(kinks) + np.einsum("bmd,bd->bm", np.abs(x),
-                                                                                        np.abs(w))), axis=1)
-        return w, np.maximum(gap - rounding, 0.0) / np.maximum(objective, np.finfo(float).tiny)
+        if squared_norm is None:
+            squared_norm = np.sum(beta * (kinks - distance), axis=1)
+        objective = np.maximum(0.5 * squared_norm + c[:, 0] * loss.sum(axis=1), np.finfo(float).tiny)
+        relative = gap / objective
+        doubtful = np.flatnonzero(relative > GAP_TOLERANCE)
+        if doubtful.size:
+            # each distance k_i − x_i·w is known to ~eps·(|k_i| + |x_i|·|w|)
+            rounding = 2 * c[doubtful, 0] * _ROUNDING * np.sum(valid[doubtful] * sizes(columns[doubtful], of[doubtful]),
+                                                                 axis=1)
+            relative[doubtful] = np.maximum(gap[doubtful] - rounding, 0.0) / objective[doubtful]
+        return relative
+
+
+def _sides(valid: np.ndarray, distance: np.ndarray, size: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(at lower, at upper) per row: a row off its kink by more than rounding (1e-9 of the size of its terms) is at
+    the bound of its side (k − x·w > 0: upper), the others on the kink."""
+    rounding = 1e-9 * size
+    return valid & (distance < -rounding), valid & (distance > rounding)
+
+
+def _median(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Per row the median of its first `counts` values, as numpy's median takes it (the mean of the two middle
+    ones for an even count); NaN for none (nanmedian over a masked array costs more than a small solve)."""
+    ordered = np.sort(np.where(np.arange(values.shape[1])[None, :] < counts[:, None], values, np.inf), axis=1)
+    rows = np.arange(len(values))
+    low, high = np.maximum((counts - 1) // 2, 0), np.maximum(counts // 2, 0)
+    middle = np.mean(np.stack([ordered[rows, np.minimum(low, values.shape[1] - 1)],
+                               ordered[rows, np.minimum(high, values.shape[1] - 1)]]), axis=0)
+    return np.where(counts > 0, middle, np.nan)
+
+
+def _rows_times(x: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """x_b v_b per column: x (B, m, dim), v (B, dim) -> (B, m) (a batched product: einsum does not call BLAS)."""
+    return np.matmul(x, v[:, :, None])[:, :, 0]
+
+
+def _weights_of(x: np.ndarray, beta: np.ndarray) -> np.ndarray:
+    """x_bᵀ β_b per column: x (B, m, dim), β (B, m) -> (B, dim)."""
+    return np.matmul(beta[:, None, :], x)[:, 0, :]
+
+
+def _least_norm(gram: np.ndarray, present: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+    """r -> the least-norm solution v of G v = r per column, for the Gram matrices G (B, w, w) of the `present`
+    rows (the others padding, zero in G, r and v).
+
+    Where G's Cholesky factorisation has no pivot below `_PIVOT_TOLERANCE` of its largest (full rank, well
+    conditioned: the least-norm solution is the solution), an LU solve (a fraction of an eigendecomposition's
+    cost); elsewhere the pseudo-inverse from G's eigendecomposition, eigenvalues below `_RANK_TOLERANCE` of the
+    largest dropped (X_M's rank)."""
+    size = gram.shape[1]
+    diagonal = gram[:, np.arange(size), np.arange(size)]
+    scale = np.where(diagonal.max(axis=1) > 0, diagonal.max(axis=1), 1.0)
+    padded = gram.copy()
+    padded[:, np.arange(size), np.arange(size)] += np.where(present, 0.0, scale[:, None])
+    direct = _well_conditioned(padded)
+    deficient = np.flatnonzero(~direct)
+    if deficient.size:
+        values, vectors = np.linalg.eigh(gram[deficient])
+        kept = values > np.maximum(values[:, -1:], 0) * _RANK_TOLERANCE
+        pseudo = np.where(kept, 1.0 / np.where(kept, values, 1.0), 0.0)
+    solved = np.flatnonzero(direct)
+    factors = padded[solved]
+
+    def solve(rhs: np.ndarray) -> np.ndarray:
+        out = np.zeros_like(rhs)
+        if solved.size:
+            out[solved] = np.linalg.solve(factors, rhs[solved][:, :, None])[:, :, 0]
+        if deficient.size:
+            rotated = np.matmul(rhs[deficient][:, None, :], vectors)[:, 0, :]
+            out[deficient] = np.matmul(vectors, (pseudo * rotated)[:, :, None])[:, :, 0]
+        return out * present
+
+    return solve
+
+
+def _well_conditioned(matrix: np.ndarray) -> np.ndarray:
+    """Per matrix of a batch of symmetric ones: whether its Cholesky factorisation succeeds with every pivot at
+    least `_PIVOT_TOLERANCE` of its largest."""
+    try:
+        factors = np.linalg.cholesky(matrix)
+    except np.linalg.LinAlgError:  # one of them is not positive definite: each on its own
+        return np.array([_well_conditioned(one[None])[0] if _positive_definite(one) else False for one in matrix],
+                        dtype=bool)
+    size = matrix.shape[1]
+    pivots = factors[:, np.arange(size), np.arange(size)] ** 2
+    return pivots.min(axis=1) >= _PIVOT_TOLERANCE * pivots.max(axis=1)
+
+
+def _positive_definite(matrix: np.ndarray) -> bool:
+    try:
+        np.linalg.cholesky(matrix)
+    except np.linalg.LinAlgError:
+        return False
+    return True
 
 
 def _longest(value: np.ndarray, change: np.ndarray, valid: np.ndarray) -> np.ndarray:
@@ -428,13 +573,15 @@ def solve_path(x: np.ndarray, kinks: np.ndarray, left: np.ndarray, right: np.nda
     """Every column's weights at each C of `c_values`, walked in ascending C with each C's solutions the guess for
     the next (`PiecewiseLinearSVM.solve`); and per column the number of its solves left uncertified."""
     problem = PiecewiseLinearSVM(x, kinks, left, right)
-    path: list[np.ndarray] = [np.empty(0)] * len(c_values)
+    path = [np.zeros((x.shape[1], kinks.shape[1])) for _ in c_values]
     uncertified = np.zeros(kinks.shape[1], dtype=int)
-    guess = None
-    for position in sorted(range(len(c_values)), key=lambda i: c_values[i]):
-        solution = problem.solve(c_values[position], guess)
-        path[position] = guess = solution.weights
-        uncertified += ~solution.certified
+    with one_blas_thread():
+        for chunk, batch in problem.batches():  # each batch (its rows gathered, its K) serves every C
+            guess = None
+            for position in sorted(range(len(c_values)), key=lambda i: c_values[i]):
+                path[position][:, chunk], _, certified, guess = batch.solve(
+                    np.full(len(chunk), float(c_values[position])), guess_beta=guess)
+                uncertified[chunk] += ~certified
     return path, uncertified
 
 

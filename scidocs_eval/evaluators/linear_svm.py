@@ -59,6 +59,7 @@ _MAX_CG_STEPS = 5000
 _MAX_LINE_SEARCH_STEPS = 100
 
 log = logging.getLogger("scidocs_eval")
+_POTRF, _POTRS = get_lapack_funcs(("potrf", "potrs"), dtype=np.float64)
 
 
 class _SquaredHingePath:
@@ -173,13 +174,18 @@ class _SquaredHingePath:
 
     @cached_property
     def _single_fits(self) -> bool:
-        """Whether XᵀX fits float32 with room to spare: then so do the data and every X_AᵀX_A (|G_ij| ≤ max G_ii)."""
-        return bool(np.abs(self._full_gram).max(initial=0.0) <= np.finfo(np.float32).max / 2**20)
+        """Whether XᵀX fits float32 with room to spare: then so do the data and every X_AᵀX_A (|G_ij| ≤ max G_ii,
+        the largest squared column norm: XᵀX itself is not formed for it)."""
+        return bool(np.sum(self.x**2, axis=0).max(initial=0.0) <= np.finfo(np.float32).max / 2**20)
 
     @cached_property
     def _largest_eigenvalue(self) -> float:
-        last = self.x.shape[1] - 1
-        return float(eigh(self._full_gram, eigvals_only=True, subset_by_index=(last, last))[0])
+        """λ_max(XᵀX), from the smaller of XᵀX and XXᵀ (their nonzero eigenvalues are the same): few-shot and CV
+        fits at a model's width have fewer papers than features."""
+        n, dim = self.x.shape
+        if 0 < n < dim:
+            return float(eigh(self.x @ self.x.T, eigvals_only=True, subset_by_index=(n - 1, n - 1))[0])
+        return float(eigh(self._full_gram, eigvals_only=True, subset_by_index=(dim - 1, dim - 1))[0])
 
     @cached_property
     def _eigenbasis(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -268,10 +274,10 @@ class _GramSystem:
 
     def _start(self, arithmetic: _Arithmetic) -> None:
         self.arithmetic = arithmetic
-        self.x, dim = arithmetic.x, arithmetic.x.shape[1]
+        self.x = arithmetic.x
         self.potrf, self.trtrs = get_lapack_funcs(("potrf", "trtrs"), dtype=self.x.dtype)
         self.gram_rows = np.zeros(self.x.shape[0], dtype=bool)
-        self.gram = np.zeros((dim, dim), dtype=self.x.dtype, order="F")
+        self.gram: np.ndarray | None = None  # X_AᵀX_A, made when first needed (systems over A's rows never need it)
         self.factor: np.ndarray | None = None
         self.factor_rows = self.gram_rows
         self.factor_weight = 0.0
@@ -282,6 +288,8 @@ class _GramSystem:
             arithmetic = self.double
         if arithmetic is not self.arithmetic:
             self._start(arithmetic)
+        if 2 * int(active.sum()) <= self.x.shape[1]:
+            return self._over_rows(active, weight, np.asarray(rhs, dtype=np.float64))
         rounded = rhs.astype(self.x.dtype)
         if self.factor is not None and weight == self.factor_weight:
             entered, left = active & ~self.factor_rows, self.factor_rows & ~active
@@ -298,6 +306,23 @@ class _GramSystem:
             raise np.linalg.LinAlgError(f"linear SVM: Newton system not positive definite (potrf info {info})")
         self.factor, self.factor_rows, self.factor_weight = factor, active.copy(), weight
         return self._factor_solve(rounded)
+
+    def _over_rows(self, active: np.ndarray, weight: float, rhs: np.ndarray) -> np.ndarray:
+        """The same solution through the rows of A where they are at most half the features (few-shot and CV fits
+        at a model's width): (I + w·X_AᵀX_A)⁻¹ r = r − X_Aᵀ (I/w + X_A X_Aᵀ)⁻¹ X_A r, a |A| × |A| factorisation
+        instead of dim × dim, in float64 (small enough); the kept factor and Gram matrix are left as they are."""
+        rows = self.double.x[active]
+        if not rows.shape[0]:
+            return rhs
+        system = rows @ rows.T
+        system[np.diag_indices_from(system)] += 1.0 / weight
+        factor, info = _POTRF(system, lower=True, clean=False, overwrite_a=True)
+        if info:
+            raise np.linalg.LinAlgError(f"linear SVM: Newton system not positive definite (potrf info {info})")
+        inner, info = _POTRS(factor, rows @ rhs, lower=True)
+        if info:
+            raise np.linalg.LinAlgError(f"linear SVM: Newton system not solved (potrs info {info})")
+        return rhs - rows.T @ inner
 
     def _factor_solve(self, rhs: np.ndarray) -> np.ndarray:
         return self._triangular_solve(self._triangular_solve(rhs), transposed=True)
@@ -324,6 +349,9 @@ class _GramSystem:
         return self._triangular_solve(reduced, transposed=True)
 
     def _track(self, active: np.ndarray) -> None:
+        if self.gram is None:
+            dim = self.x.shape[1]
+            self.gram = np.zeros((dim, dim), dtype=self.x.dtype, order="F")
         entered, left = active & ~self.gram_rows, self.gram_rows & ~active
         changed, inside = int(entered.sum() + left.sum()), int(active.sum())
         if changed == 0:

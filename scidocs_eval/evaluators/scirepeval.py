@@ -252,7 +252,7 @@ def multi_label_draws(x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarr
     starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
     scores = np.zeros((len(c_grid), len(fold_columns)))
     for position, weights in enumerate(path):
-        decisions = np.einsum("nd,dn->n", train[held_rows], weights[:, owner])
+        decisions = (train @ weights)[held_rows, owner]
         predicted = np.where(single_class[owner], only_class[owner], (decisions > 0).astype(int))
         scores[position] = np.add.reduceat((predicted == held_labels).astype(np.float64), starts) / lengths
     chosen_c, refit_rows = [], np.zeros((n, len(refit_columns)), dtype=bool)
