@@ -209,9 +209,9 @@ def embed_metadata(adapter_name: str, params: Mapping[str, Any], metadata: str |
     claimed."""
     adapter = get_adapter(adapter_name, **params)
     adapter.check_fitted()
-    adapter.validate()
     files, folders = adapter_inputs(adapter_name, params)  # a checkpoint folder, a vectors file, ...
     claim_inputs_are_not_outputs([metadata, *files], {option: out}, folders)
+    adapter.validate()  # may read the checkpoint
     if is_main_process():
         claim_output(out, option)
     papers = read_papers(metadata)
