@@ -210,3 +210,15 @@ def test_every_file_a_task_opens_is_a_declared_input(task: str, every_task_suite
                         and not any(folder in path.parents for folder in folders))
     assert not undeclared, f"{task} opened files it does not declare: {undeclared}"
     assert read, f"{task} read nothing"
+
+
+def test_data_build_writes_over_none_of_its_inputs(shared_data: Path, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """`data build --out DIR` where DIR holds the corpus it reads, under the name of a file it writes."""
+    (tmp_path / "edges.tsv").write_bytes((shared_data / "cora" / "edges.tsv").read_bytes())
+    papers = tmp_path / "paper_metadata_mag_mesh.json"
+    papers.write_bytes((shared_data / "cora" / "papers.jsonl").read_bytes())
+    before = papers.read_bytes()
+    _refused(["data", "build", "--papers", str(papers), "--citations", str(tmp_path / "edges.tsv"), "--out",
+              str(tmp_path), "--overwrite", "--quiet"], capsys)
+    assert papers.read_bytes() == before
