@@ -133,3 +133,20 @@ def test_recomms_questions_parse_each_impressions_file_once(suite_and_vectors: t
     task.load(suite, "test").impressions("test")
     assert {path.name: n for path, n in counts.items() if path.parent.name == "recomm"} == \
         {"train.csv": 1, "val.csv": 1, "test.csv": 1}
+
+
+@pytest.mark.parametrize("layout", ["beir", "hf-parquet"])
+def test_the_ids_only_read_gives_the_corpus_ids_in_order(layout: str, tmp_path: Path) -> None:
+    from test_retrieval_data import to_parquet_layout
+
+    from scidocs_eval.formats.retrieval import read_retrieval_data
+
+    build_retrieval_dataset(tmp_path / "beir", documents=40, queries=5)
+    folder = tmp_path / "beir"
+    if layout == "hf-parquet":
+        to_parquet_layout(folder, tmp_path / "parquet")
+        folder = tmp_path / "parquet"
+    full, ids_only = read_retrieval_data(folder), read_retrieval_data(folder, texts=False)
+    assert ids_only.corpus is None and full.corpus is not None
+    assert ids_only.document_ids == full.document_ids == tuple(full.corpus)
+    assert (ids_only.queries, ids_only.qrels, ids_only.layout) == (full.queries, full.qrels, layout)
