@@ -17,7 +17,7 @@ from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.extras import require
 from scidocs_eval.formats.suite import Paper
 from scidocs_eval.models.adapter import Adapter, register_adapter
-from scidocs_eval.params import AT_LEAST_ONE, POSITIVE, SEED
+from scidocs_eval.params import AT_LEAST_ONE, POSITIVE, SEED, InputPath
 
 NEEDED_BY = "the citeomatic adapter"
 
@@ -37,9 +37,9 @@ class CiteomaticAdapter(Adapter):
     name = "citeomatic"
     paper_row = "Citeomatic"
     requires_fit = True
-    parameter_constraints = {"training_data": [str, None], "dim": [AT_LEAST_ONE], "epochs": [AT_LEAST_ONE],
-                             "learning_rate": [POSITIVE], "batch_size": [AT_LEAST_ONE], "min_df": [AT_LEAST_ONE],
-                             "seed": [SEED]}
+    parameter_constraints = {"training_data": [InputPath(folder=True), None], "dim": [AT_LEAST_ONE],
+                             "epochs": [AT_LEAST_ONE], "learning_rate": [POSITIVE], "batch_size": [AT_LEAST_ONE],
+                             "min_df": [AT_LEAST_ONE], "seed": [SEED]}
 
     def __init__(self, training_data: str | None = None, dim: int = 75, epochs: int = 10,
                  learning_rate: float = 1e-2, batch_size: int = 64, min_df: int = 2, seed: int = 0):

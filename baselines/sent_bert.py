@@ -15,7 +15,7 @@ from scidocs_eval.models.adapter import Adapter, register_adapter
 from scidocs_eval.models.encoder import model_source
 from scidocs_eval.models.sentence_models import WHAT, load_sentence_transformer
 from scidocs_eval.models.weights import checkpoint_identity
-from scidocs_eval.params import AT_LEAST_ONE
+from scidocs_eval.params import AT_LEAST_ONE, MODEL_PATH
 
 CITATION_TRAINED = frozenset({"all-MiniLM-L6-v2", "all-MiniLM-L12-v2", "all-mpnet-base-v2", "all-distilroberta-v1"})
 """sentence-transformers models whose training data (their model cards) include S2ORC citation pairs and
@@ -50,7 +50,7 @@ class SentBertAdapter(Adapter):
     reads_ids = False
     weights_outside_params = True
     paper_row = "Sent-BERT"
-    parameter_constraints = {"model": [str], "max_length": [AT_LEAST_ONE, None], "batch_size": [AT_LEAST_ONE],
+    parameter_constraints = {"model": [MODEL_PATH], "max_length": [AT_LEAST_ONE, None], "batch_size": [AT_LEAST_ONE],
                              "device": [str, None], "papers_per_batch": [AT_LEAST_ONE]}
 
     def __init__(self, model: str = "all-MiniLM-L6-v2", max_length: int | None = None, batch_size: int = 64,

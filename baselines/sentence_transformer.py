@@ -22,7 +22,7 @@ from scidocs_eval.models.encoder import model_source
 from scidocs_eval.models.format_prompts import FORMAT_PROMPTS, FormatPrompts
 from scidocs_eval.models.sentence_models import WHAT, load_sentence_transformer
 from scidocs_eval.models.weights import checkpoint_identity
-from scidocs_eval.params import AT_LEAST_ONE
+from scidocs_eval.params import AT_LEAST_ONE, MODEL_PATH
 from scidocs_eval.run.model_object import EncoderAdapter
 
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ class SentenceTransformerAdapter(FormatPrompts, Adapter):
     name = "sentence-transformer"
     reads_ids = False
     weights_outside_params = True
-    parameter_constraints = {"model": [str], "prompt": [str, None], "prompt_name": [str, None],
+    parameter_constraints = {"model": [MODEL_PATH], "prompt": [str, None], "prompt_name": [str, None],
                              "format_prompts": [FORMAT_PROMPTS, None], "normalize": [bool],
                              "max_length": [AT_LEAST_ONE, None], "batch_size": [AT_LEAST_ONE],
                              "device": [str, None], "separator": [str, None]}

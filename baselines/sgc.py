@@ -30,7 +30,7 @@ from scidocs_eval.models.adapter import Edge, register_adapter
 from scidocs_eval.models.sif_weighting import SifWeightedAdapter
 from scidocs_eval.models.tuning import parameter_grid
 from scidocs_eval.models.word_vectors import MAX_TRAINED_TOKENS, TUNE_MAX_TOKENS, WordVectors
-from scidocs_eval.params import Interval, Options
+from scidocs_eval.params import InputPath, Interval, Options
 
 K_GRID = tuple(range(1, 9))
 ROW_NORMS = ("none", "sif", "l2")
@@ -61,7 +61,7 @@ class SgcAdapter(SifWeightedAdapter):
     transductive = True
     transform_params = frozenset({"k", "row_norm"})
     parameter_constraints = {**SifWeightedAdapter.parameter_constraints, "k": [Interval(int, 0, None)],
-                             "citations": [str, None], "row_norm": [Options(ROW_NORMS)]}
+                             "citations": [InputPath(), None], "row_norm": [Options(ROW_NORMS)]}
 
     def __init__(self, seed: int = 0, vectors: str | None = None, dim: int = 300, min_count: int = 25,
                  epochs: int | None = None, architecture: str = "cbow", bucket: int = 200_000, threads: int = 1,

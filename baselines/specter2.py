@@ -34,6 +34,7 @@ from scidocs_eval.extras import require
 from scidocs_eval.models.adapter import Adapter, register_adapter
 from scidocs_eval.models.encoder import TransformerEncoder
 from scidocs_eval.models.transformer_adapter import TransformerAdapter
+from scidocs_eval.params import InputPath
 
 log = logging.getLogger("scidocs_eval")
 
@@ -100,7 +101,8 @@ class Specter2Adapter(TransformerAdapter):
     """
 
     name = "specter2"
-    parameter_constraints = {**TransformerAdapter.parameter_constraints, "task_adapter": [str]}
+    parameter_constraints = {**TransformerAdapter.parameter_constraints,
+                             "task_adapter": [InputPath(folder=True, or_name="a task adapter's name or hub id")]}
     default_model: ClassVar[str | None] = "allenai/specter2_base"
 
     def __init__(self, model: str | None = None, task_adapter: str = BY_FORMAT, pooling: str = "cls",

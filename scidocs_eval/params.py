@@ -182,6 +182,25 @@ class Satisfies(Constraint):
         return self.outside
 
 
+class InputPath(Constraint):
+    """A string naming a file or folder the owner reads (a dataset folder, a checkpoint, a vectors file): what the
+    command hands the output layer as an input (`input_paths`), so no output of the command may be written there.
+    `folder`: the path is read as a folder, every path below it an input; else a file. A value that names no path
+    on disk (a hub model id, "glove") is still declared: an output at that name is refused, nothing else."""
+
+    def __init__(self, folder: bool = False, or_name: str = "") -> None:
+        self.folder, self.or_name = folder, or_name
+
+    def is_satisfied_by(self, value: Any) -> bool:
+        return isinstance(value, str) and bool(value)
+
+    def __str__(self) -> str:
+        return ("a folder path" if self.folder else "a file path") + (f" or {self.or_name}" if self.or_name else "")
+
+    def examples_outside(self) -> list[Any]:
+        return ["", 3]
+
+
 class _NoneConstraint(Constraint):
     def is_satisfied_by(self, value: Any) -> bool:
         return value is None
@@ -223,6 +242,16 @@ def validate_params(constraints: Constraints, params: Mapping[str, Any], what: s
             check_value(name, value, constraints[name], what)
 
 
+def input_paths(constraints: Constraints, params: Mapping[str, Any]) -> list[tuple[str, bool]]:
+    """(value, read as a folder) of every parameter of `params` that `constraints` declares an `InputPath`."""
+    found = []
+    for name, value in params.items():
+        rule = next((rule for rule in constraints.get(name, ()) if isinstance(rule, InputPath)), None)
+        if rule is not None and isinstance(value, str) and value:
+            found.append((value, rule.folder))
+    return found
+
+
 def argument_type(rules: Sequence[Declared], option: str, parse: Callable[[str], Any] = int) -> Callable[[str], Any]:
     """An argparse `type=` for a CLI option: parse the text with `parse`, then check it against `rules`."""
 
@@ -248,4 +277,6 @@ POSITIVE = Interval(float, 0, None, closed="neither")
 """A strictly positive number: learning rates, C, timeouts."""
 FRACTION = Interval(float, 0, 1)
 """A number in [0, 1]."""
+MODEL_PATH = InputPath(folder=True, or_name="a hub model id")
+"""A model: a local checkpoint folder (an input of the command) or a hub id."""
 

@@ -7,6 +7,9 @@ shuffle) on the train split, scored by accuracy, ties to the smallest C; then re
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
+
 import numpy as np
 
 from scidocs_eval.evaluation.integrity import DataShape, LabelledSplit
@@ -16,6 +19,7 @@ from scidocs_eval.evaluation.task import (
     Benchmark,
     MissingPolicy,
     Task,
+    TaskData,
     TaskResult,
     TaskSpec,
     check_missing,
@@ -24,7 +28,7 @@ from scidocs_eval.evaluation.task import (
 from scidocs_eval.evaluators.linear_svm import LinearSVMGrid
 from scidocs_eval.formats.embeddings import EMPTY, MISSING, EmbeddingStore
 from scidocs_eval.formats.suite import METADATA_FILES, LabelledPapers, Suite
-from scidocs_eval.params import POSITIVE, Interval, ListOf
+from scidocs_eval.params import POSITIVE, InputPath, Interval, ListOf
 
 BENCHMARKS.register(Benchmark("scidocs", "the SciDocs suite of SPECTER (ACL 2020): MAG, MeSH, co-view, co-read, "
                                "cite, co-cite, recommendation"))
@@ -32,7 +36,15 @@ BENCHMARKS.register(Benchmark("scidocs", "the SciDocs suite of SPECTER (ACL 2020
 OFFICIAL_C_GRID = (1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0)
 
 
-class ClassificationTask(Task):
+@dataclass(frozen=True)
+class LabelledSplits(TaskData):
+    """The train split's labelled papers and the scored split's."""
+
+    train: LabelledPapers
+    scored: LabelledPapers
+
+
+class ClassificationTask(Task[LabelledSplits]):
     """A labelled-papers task; subclasses name the folder.
 
     Args:
@@ -44,7 +56,7 @@ class ClassificationTask(Task):
     """
 
     parameter_constraints = {"c_grid": [ListOf(POSITIVE, min_length=1)], "folds": [Interval(int, 2, None)],
-                             "folder": [str, None]}
+                             "folder": [InputPath(folder=True), None]}
 
     def __init__(self, c_grid: tuple[float, ...] = OFFICIAL_C_GRID, folds: int = 3, folder: str | None = None):
         self.c_grid = tuple(c_grid)
@@ -58,11 +70,20 @@ class ClassificationTask(Task):
     def required_files(self, split: str) -> list[str]:
         return [f"{self.labels_folder}/train.csv", f"{self.labels_folder}/{split}.csv"]
 
+    def input_folders(self, suite: Suite, split: str) -> list[Path]:
+        return [suite.path(self.labels_folder)]
+
+    def read(self, suite: Suite, split: str, texts: bool = True) -> LabelledSplits:
+        return LabelledSplits(split, texts, suite.labels(self.labels_folder, "train"),
+                              suite.labels(self.labels_folder, split))
+
     def paper_ids(self, suite: Suite, split: str) -> list[str]:
-        return suite.labels(self.labels_folder, "train").ids + suite.labels(self.labels_folder, split).ids
+        data = self.load(suite, split)
+        return data.train.ids + data.scored.ids
 
     def data_shapes(self, suite: Suite, split: str) -> list[DataShape]:
-        train, scored = suite.labels(self.labels_folder, "train"), suite.labels(self.labels_folder, split)
+        data = self.load(suite, split)
+        train, scored = data.train, data.scored
         return [LabelledSplit(self.name, f"{self.labels_folder}/train.csv", f"{self.labels_folder}/{split}.csv",
                               train.ids, train.labels, scored.ids, scored.labels, "classes", self.folds)]
 
@@ -77,7 +98,8 @@ class ClassificationTask(Task):
 
     def evaluate(self, suite: Suite, embeddings: EmbeddingStore, split: str = "test",
                  missing: MissingPolicy = "official") -> TaskResult:
-        train, scored = suite.labels(self.labels_folder, "train"), suite.labels(self.labels_folder, split)
+        data = self.load(suite, split)
+        train, scored = data.train, data.scored
         coverage: dict[str, int] = {}
         x_train = self._features(train, embeddings, "train", coverage, missing)
         x_scored = self._features(scored, embeddings, split, coverage, missing)

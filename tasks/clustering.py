@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import random
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -29,6 +30,7 @@ from scidocs_eval.evaluation.task import (
     CoverageError,
     FolderTask,
     MissingPolicy,
+    TaskData,
     TaskResult,
     TaskSpec,
     check_missing,
@@ -43,7 +45,7 @@ from scidocs_eval.evaluators.clustering import (
     hf_test_split,
 )
 from scidocs_eval.formats.embeddings import EMPTY, MISSING, PRESENT, EmbeddingStore
-from scidocs_eval.formats.hf_rows import flatten_lists, read_rows, split_file, text_id
+from scidocs_eval.formats.hf_rows import flatten_lists, read_rows, text_id
 from scidocs_eval.formats.suite import Paper, Suite
 
 log = logging.getLogger("scidocs_eval")
@@ -60,7 +62,15 @@ def clustering_spec(name: str, description: str, mteb_task: str, hub_id: str, re
                              "type": "Clustering"})
 
 
-class ClusteringTask(FolderTask):
+@dataclass(frozen=True)
+class ClusteredDocuments(TaskData):
+    """Every document MTEB clusters, in its order: texts and labels (outermost level first)."""
+
+    texts: list[str]
+    labels: list[list[str]]
+
+
+class ClusteringTask(FolderTask[ClusteredDocuments]):
     """Documents clustered as MTEB clusters them (see the module docstring).
 
     Args:
@@ -79,9 +89,9 @@ class ClusteringTask(FolderTask):
     def required_files(self, split: str) -> list[str]:
         return [f"{self.folder or self.name}/{self.spec.dataset['split'] if split == 'test' else split}.jsonl"]
 
-    def documents(self, suite: Suite, split: str) -> tuple[list[str], list[list[str]]]:
-        """(texts, labels: outermost level first) of every document MTEB clusters, in its order."""
-        path = split_file(self.dataset_folder(suite), self.spec.dataset["split"] if split == "test" else split)
+    def read(self, suite: Suite, split: str, texts: bool = True) -> ClusteredDocuments:
+        """Every document MTEB clusters (a document's id is its text's digest: its text is always read)."""
+        path = suite.path(self.input_files(suite, split)[0])
         types = (list, str, int) if self.row_lists else (str, int)
         rows = read_rows(path, {"sentences": types, "labels": types})
         if self.check_label_sets and len(rows) <= 50:
@@ -91,16 +101,17 @@ class ClusteringTask(FolderTask):
                     raise InputError(path, f"row {number}: labels outside the other rows' labels")
         pairs = flatten_lists(path, rows, "sentences", "labels") if self.row_lists else \
             [(row["sentences"], row["labels"]) for row in rows]
-        texts = [str(text) for text, _ in pairs]
+        documents = [str(text) for text, _ in pairs]
         if self.hierarchical_sample is None:
-            return texts, [[label] for _, label in pairs]
+            return ClusteredDocuments(split, True, documents, [[label] for _, label in pairs])
         labels = [str(label).split(".") for _, label in pairs]
         chosen = hf_test_split(len(pairs), self.hierarchical_sample, SEED)
-        return [texts[i] for i in chosen], [labels[i] for i in chosen]
+        return ClusteredDocuments(split, True, [documents[i] for i in chosen], [labels[i] for i in chosen])
 
     def embedded(self, suite: Suite, split: str) -> tuple[list[str], list[list[str]], random.Random]:
         """The documents MTEB embeds (its sample) and the generator to continue drawing with."""
-        texts, labels = self.documents(suite, split)
+        documents = self.load(suite, split)
+        texts, labels = documents.texts, documents.labels
         rng = random.Random(SEED)
         sample = embedded_sample(len(texts), rng)
         return [texts[i] for i in sample], [labels[i] for i in sample], rng

@@ -11,6 +11,7 @@ holds MTEB's dict with every experiment's scores; `items` each experiment's valu
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -21,6 +22,7 @@ from scidocs_eval.evaluation.task import (
     CoverageError,
     FolderTask,
     MissingPolicy,
+    TaskData,
     TaskResult,
     TaskSpec,
     check_missing,
@@ -33,13 +35,23 @@ from scidocs_eval.evaluators.mteb_classification import (
     undersampled_experiments,
 )
 from scidocs_eval.formats.embeddings import EMPTY, MISSING, PRESENT, EmbeddingStore
-from scidocs_eval.formats.hf_rows import read_rows, split_file, text_id
+from scidocs_eval.formats.hf_rows import read_rows, text_id
 from scidocs_eval.formats.suite import Paper, Suite
 
 log = logging.getLogger("scidocs_eval")
 
 
-class MtebClassificationTask(FolderTask):
+@dataclass(frozen=True)
+class LabelledTexts(TaskData):
+    """Texts and labels of the train split and of the scored split, in the hub's order."""
+
+    train_texts: list[str]
+    train_labels: list[Any]
+    test_texts: list[str]
+    test_labels: list[Any]
+
+
+class MtebClassificationTask(FolderTask[LabelledTexts]):
     """Texts with labels, a train and a test split, scored as MTEB scores classification (module docstring).
 
     Args:
@@ -51,17 +63,19 @@ class MtebClassificationTask(FolderTask):
     def required_files(self, split: str) -> list[str]:
         return [f"{self.folder or self.name}/{name}.jsonl" for name in (self.train_split, split)]
 
-    def rows(self, suite: Suite, split: str) -> tuple[list[str], list[Any]]:
-        """(texts, labels) of one split, in the hub's order."""
-        rows = read_rows(split_file(self.dataset_folder(suite), split), {"text": (str,), "label": (int, str)})
-        return [row["text"] for row in rows], [row["label"] for row in rows]
+    def read(self, suite: Suite, split: str, texts: bool = True) -> LabelledTexts:
+        """Both splits (a paper's id is its text's digest: the texts are always read)."""
+        train_file, scored_file = (suite.path(name) for name in self.input_files(suite, split))
+        train, scored = (read_rows(path, {"text": (str,), "label": (int, str)}) for path in (train_file, scored_file))
+        return LabelledTexts(split, True, [row["text"] for row in train], [row["label"] for row in train],
+                             [row["text"] for row in scored], [row["label"] for row in scored])
 
     def data_shapes(self, suite: Suite, split: str) -> list[DataShape]:
         """Both splits as a `LabelledSplit` by text digest (a text in both is a test paper trained on); labels as
         classes numbered over both splits (they may be strings); nothing is cross-validated."""
-        (train_file, scored_file), shaped = self.required_files(split), []
-        for texts, labels in (self.rows(suite, self.train_split), self.rows(suite, split)):
-            shaped.append(([text_id(text) for text in texts], labels))
+        (train_file, scored_file), data = self.required_files(split), self.load(suite, split)
+        shaped = [([text_id(text) for text in texts], labels) for texts, labels in
+                  ((data.train_texts, data.train_labels), (data.test_texts, data.test_labels))]
         classes = {label: n for n, label in enumerate(sorted({str(x) for _, labels in shaped for x in labels}))}
         (train_ids, train_labels), (scored_ids, scored_labels) = (
             (ids, np.array([classes[str(x)] for x in labels], dtype=np.int64)) for ids, labels in shaped)
@@ -69,9 +83,9 @@ class MtebClassificationTask(FolderTask):
                               "classes", None)]
 
     def needed(self, suite: Suite, split: str) -> tuple[list[str], list[Any], list[list[int]], list[str], list[Any]]:
-        train_texts, train_labels = self.rows(suite, self.train_split)
-        test_texts, test_labels = self.rows(suite, split)
-        return train_texts, train_labels, undersampled_experiments(train_labels), test_texts, test_labels
+        data = self.load(suite, split)
+        return (data.train_texts, data.train_labels, undersampled_experiments(data.train_labels), data.test_texts,
+                data.test_labels)
 
     def role_papers(self, suite: Suite, split: str) -> dict[str, tuple[list[Paper], str]]:
         train_texts, _, experiments, test_texts, _ = self.needed(suite, split)

@@ -8,16 +8,26 @@ scores −inf. MAP and nDCG at full depth by pytrec_eval, averaged over the quer
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
 
 from scidocs_eval.evaluation.integrity import DataShape, JudgedSplit
 from scidocs_eval.evaluation.metrics import mean_measures, trec_measures
-from scidocs_eval.evaluation.task import MissingPolicy, Task, TaskResult, TaskSpec, check_missing, register_task
+from scidocs_eval.evaluation.task import (
+    MissingPolicy,
+    Task,
+    TaskData,
+    TaskResult,
+    TaskSpec,
+    check_missing,
+    register_task,
+)
 from scidocs_eval.formats.embeddings import EMPTY, MISSING, PRESENT, EmbeddingStore
 from scidocs_eval.formats.suite import METADATA_FILES, Qrels, Suite
-from scidocs_eval.params import Constraints, validate_params
+from scidocs_eval.params import Constraints, InputPath, validate_params
 
 
 def build_run(qrels: Qrels, embeddings: EmbeddingStore) -> tuple[dict[str, dict[str, float]], dict[str, int]]:
@@ -57,14 +67,21 @@ def ranking_spec(name: str, description: str, embedding_group: str = "user-citat
                     paper_pairs=True)
 
 
-class RankingTask(Task):
+@dataclass(frozen=True)
+class JudgedQueries(TaskData):
+    """The qrels of the split: each query's candidates and grades."""
+
+    qrels: Qrels
+
+
+class RankingTask(Task[JudgedQueries]):
     """A qrel-based ranking task (MAP and nDCG); a subclass's spec names the folder of its qrels.
 
     Args:
         folder: the suite folder of its qrels (default: the one named after the task).
     """
 
-    parameter_constraints: ClassVar[Constraints] = {"folder": [str, None]}
+    parameter_constraints: ClassVar[Constraints] = {"folder": [InputPath(folder=True), None]}
 
     def __init__(self, folder: str | None = None):
         validate_params(self.parameter_constraints, {"folder": folder}, f"task {self.name!r}")
@@ -77,18 +94,24 @@ class RankingTask(Task):
     def required_files(self, split: str) -> list[str]:
         return [f"{self.qrels_folder}/{split}.qrel"]
 
+    def input_folders(self, suite: Suite, split: str) -> list[Path]:
+        return [suite.path(self.qrels_folder)]
+
+    def read(self, suite: Suite, split: str, texts: bool = True) -> JudgedQueries:
+        return JudgedQueries(split, texts, suite.qrels(self.qrels_folder, split))
+
     def paper_ids(self, suite: Suite, split: str) -> list[str]:
-        return [paper for query, candidates in suite.qrels(self.qrels_folder, split).candidates.items()
+        return [paper for query, candidates in self.load(suite, split).qrels.candidates.items()
                 for paper in (query, *candidates)]
 
     def data_shapes(self, suite: Suite, split: str) -> list[DataShape]:
-        qrels = suite.qrels(self.qrels_folder, split)
+        qrels = self.load(suite, split).qrels
         return [JudgedSplit(self.name, f"{self.qrels_folder}/{split}.qrel", qrels.relevance,
                             repeated=qrels.repeated, conflicts=qrels.conflicts)]
 
     def evaluate(self, suite: Suite, embeddings: EmbeddingStore, split: str = "test",
                  missing: MissingPolicy = "official") -> TaskResult:
-        qrels = suite.qrels(self.qrels_folder, split)
+        qrels = self.load(suite, split).qrels
         queries = list(qrels.candidates)
         check_missing(self.name, "queries", queries, embeddings.status(queries), missing)
         candidates = sorted({c for cs in qrels.candidates.values() for c in cs})

@@ -9,18 +9,27 @@ numbers and the standard deviation. The same seed gives the same numbers, bit fo
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from scidocs_eval.errors import InputError, ScidocsEvalError
 from scidocs_eval.evaluation.integrity import DataShape, ImpressionsSplit
-from scidocs_eval.evaluation.task import MissingPolicy, Task, TaskResult, TaskSpec, check_missing, register_task
+from scidocs_eval.evaluation.task import (
+    MissingPolicy,
+    Task,
+    TaskData,
+    TaskResult,
+    TaskSpec,
+    check_missing,
+    register_task,
+)
 from scidocs_eval.evaluators.recomm_features import RecommFeaturizer, ShownPapers
 from scidocs_eval.evaluators.recomm_rankers import RANKERS, impression_metrics, impression_terms
 from scidocs_eval.extras import Requirement
 from scidocs_eval.formats.embeddings import EmbeddingStore
-from scidocs_eval.formats.suite import METADATA_FILES, Suite, read_impressions
+from scidocs_eval.formats.suite import METADATA_FILES, Impression, Suite, read_impressions
 from scidocs_eval.params import AT_LEAST_ONE, SEED, InstanceOf, Options
 from scidocs_eval.progress import progress_bar
 from scidocs_eval.registry import check_params
@@ -28,8 +37,26 @@ from scidocs_eval.registry import check_params
 METRICS = ("adj-NDCG", "adj-P@1")
 
 
+@dataclass(frozen=True)
+class ImpressionSplits(TaskData):
+    """The impressions of train, val and the scored split ({split: rows}), each bad row left out and kept in
+    `problems` ({split: its InputErrors}) for the findings; `impressions` refuses a split that has one."""
+
+    rows: dict[str, list[Impression]]
+    problems: dict[str, list[InputError]]
+    files: dict[str, str]
+
+    def impressions(self, split: str) -> list[Impression]:
+        """The rows of `split`: the first bad row, or none at all, is an error naming the file."""
+        if self.problems[split]:
+            raise self.problems[split][0]
+        if not self.rows[split]:
+            raise InputError(self.files[split], "no rows after the header")
+        return self.rows[split]
+
+
 @register_task
-class RecommTask(Task):
+class RecommTask(Task[ImpressionSplits]):
     """The recommendation task.
 
     Args:
@@ -74,8 +101,18 @@ class RecommTask(Task):
         splits = dict.fromkeys(("train", "val", split))
         return [f"recomm/{s}.csv" for s in splits] + ["recomm/propensity_scores.json", METADATA_FILES["recomm"]]
 
+    def read(self, suite: Suite, split: str, texts: bool = True) -> ImpressionSplits:
+        rows, problems, files = {}, {}, {}
+        for role in dict.fromkeys(("train", "val", split)):
+            relative = f"recomm/{role}.csv"
+            problems[role] = []
+            files[role] = str(suite.require(relative, 'a header row, then query_id,clicked_id,"id1,id2,..."'))
+            rows[role] = read_impressions(suite.path(relative), problems[role])
+        return ImpressionSplits(split, texts, rows, problems, files)
+
     def paper_ids(self, suite: Suite, split: str) -> list[str]:
-        return [paper for s in dict.fromkeys(("train", "val", split)) for impression in suite.impressions(s)
+        data = self.load(suite, split)
+        return [paper for s in data.rows for impression in data.impressions(s)
                 for paper in (impression.query_id, *impression.shown)]
 
     def data_shapes(self, suite: Suite, split: str) -> list[DataShape]:
@@ -85,17 +122,12 @@ class RecommTask(Task):
         positions = len(suite.propensities)
         metadata = METADATA_FILES["recomm"]
         known = suite.metadata("recomm").keys()
-        shapes: list[DataShape] = []
-        for role in dict.fromkeys(("train", "val", split)):
-            relative = f"recomm/{role}.csv"
-            problems: list[InputError] = []
-            impressions = read_impressions(suite.require(relative, 'a header row, then query_id,clicked_id,'
-                                                                   '"id1,id2,..."'), problems)
-            shapes.append(ImpressionsSplit(self.name, relative, impressions, propensities, positions,
-                                           "scored" if role == split else role,
-                                           [(problem.line or 0, _reason(problem)) for problem in problems],
-                                           known, metadata))
-        return shapes
+        data = self.load(suite, split)
+        return [ImpressionsSplit(self.name, f"recomm/{role}.csv", impressions, propensities, positions,
+                                 "scored" if role == split else role,
+                                 [(problem.line or 0, _reason(problem)) for problem in data.problems[role]],
+                                 known, metadata)
+                for role, impressions in data.rows.items()]
 
     def make_ranker(self, seed: int) -> Any:
         """An unfitted ranker of the configured kind for `seed`."""
@@ -105,11 +137,12 @@ class RecommTask(Task):
             params.setdefault("query_projection", self.query_projection)
         return RANKERS[self.ranker](**params)
 
-    def load(self, suite: Suite, embeddings: EmbeddingStore, split: str, missing: MissingPolicy = "official"
-             ) -> tuple[dict[str, ShownPapers], dict[str, int]]:
+    def shown_papers(self, suite: Suite, embeddings: EmbeddingStore, split: str, missing: MissingPolicy = "official"
+                     ) -> tuple[dict[str, ShownPapers], dict[str, int]]:
         """The `ShownPapers` of train, val and `split`, and the coverage counts."""
-        splits = list(dict.fromkeys(("train", "val", split)))
-        impressions = {s: suite.impressions(s) for s in splits}
+        data = self.load(suite, split)
+        splits = list(data.rows)
+        impressions = {s: data.impressions(s) for s in splits}
         queries = [i.query_id for s in splits for i in impressions[s]]
         candidates = [p for s in splits for i in impressions[s] for p in i.shown]
         for role, ids in (("queries", queries), ("candidates", candidates)):
@@ -128,7 +161,8 @@ class RecommTask(Task):
 
     def evaluate(self, suite: Suite, embeddings: EmbeddingStore, split: str = "test",
                  missing: MissingPolicy = "official") -> TaskResult:
-        shown, coverage = self.load(suite, embeddings, split, missing)
+        data = self.load(suite, split)
+        shown, coverage = self.shown_papers(suite, embeddings, split, missing)
         runs, terms = [], []
         with progress_bar(total=self.seeds, desc=f"recomm ({self.ranker})", unit="seed") as bar:
             for seed in range(self.seed, self.seed + self.seeds):
@@ -143,7 +177,7 @@ class RecommTask(Task):
         means, stds = summarise(runs)
         details = {"ranker": self.ranker, "seeds": runs, "std": stds,
                    "unadjusted": summarise([r["unadjusted"] for r in runs], ("NDCG", "P@1"))[0]}
-        items = {"unit": "impression", "ids": [i.item_id for i in suite.impressions(split)],
+        items = {"unit": "impression", "ids": [i.item_id for i in data.impressions(split)],
                  "weight": shown[split].weights.tolist(), "seeds": [r["seed"] for r in runs],
                  **{m: [t[m].tolist() for t in terms] for m in METRICS}}
         return TaskResult(self.name, means, coverage, details, items=items)

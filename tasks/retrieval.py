@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -39,6 +40,7 @@ from scidocs_eval.evaluation.task import (
     Benchmark,
     MissingPolicy,
     Task,
+    TaskData,
     TaskResult,
     TaskSpec,
     check_missing,
@@ -54,7 +56,7 @@ from scidocs_eval.formats.retrieval import (
     read_retrieval_data,
 )
 from scidocs_eval.formats.suite import Paper, Suite
-from scidocs_eval.params import Options, validate_params
+from scidocs_eval.params import InputPath, Options, validate_params
 
 log = logging.getLogger("scidocs_eval")
 
@@ -70,6 +72,15 @@ MTEB_TYPE = {"retrieval": "Retrieval", "reranking": "Reranking"}
 candidates but are Retrieval tasks in MTEB); the `sci` table averages by it."""
 
 
+@dataclass(frozen=True)
+class RetrievalSplit(TaskData):
+    """One split of a retrieval dataset (`RetrievalData`; without the corpus' texts when read with `texts=False`)
+    and the judgements of the queries MTEB evaluates (`judged`)."""
+
+    data: RetrievalData
+    relevance: dict[str, dict[str, int]]
+
+
 def mteb_spec(name: str, description: str, family: str, main_score: str, mteb_task: str, hf_id: str,
               revision: str, split: str) -> TaskSpec:
     return TaskSpec(name, description, family, mteb_metric_names(), main_score, DOCUMENT_GROUP, "",
@@ -77,7 +88,7 @@ def mteb_spec(name: str, description: str, family: str, main_score: str, mteb_ta
                     dataset={"path": hf_id, "revision": revision, "split": split, "type": MTEB_TYPE[family]})
 
 
-class RetrievalTask(Task):
+class RetrievalTask(Task[RetrievalSplit]):
     """Queries against a corpus, scored as MTEB scores its retrieval tasks (see the module docstring).
 
     Args:
@@ -98,7 +109,7 @@ class RetrievalTask(Task):
     parameter_constraints: ClassVar[dict[str, list]] = {
         "similarity": [Options(SIMILARITIES)],
         "engine": [Options(ENGINES)],
-        "folder": [str, None],
+        "folder": [InputPath(folder=True), None],
     }
 
     def __init__(self, similarity: str = "cosine", engine: str = "numpy", folder: str | None = None):
@@ -130,20 +141,25 @@ class RetrievalTask(Task):
         return [str(path) for directory in layout_files(folder, self.split_name(split), self.reranking)
                 for path in (sorted(directory.glob("*.parquet")) if directory.is_dir() else [directory])]
 
-    def read(self, suite: Suite, split: str) -> RetrievalData:
-        return read_retrieval_data(self.dataset_folder(suite), self.split_name(split), self.reranking)
+    def input_folders(self, suite: Suite, split: str) -> list[Path]:
+        return [self.dataset_folder(suite)]
+
+    def read(self, suite: Suite, split: str, texts: bool = True) -> RetrievalSplit:
+        data = read_retrieval_data(self.dataset_folder(suite), self.split_name(split), self.reranking, texts)
+        return RetrievalSplit(split, texts, data, judged(data))
 
     def data_shapes(self, suite: Suite, split: str) -> list[DataShape]:
-        data = self.read(suite, split)
-        return [JudgedSplit(self.name, suite_relative(suite, data.files[2]), data.qrels, data.queries, data.corpus,
-                            data.top_ranked)]
+        data = self.load(suite, split).data
+        return [JudgedSplit(self.name, suite_relative(suite, data.files[2]), data.qrels, data.queries,
+                            data.document_ids, data.top_ranked)]
 
     def role_papers(self, suite: Suite, split: str) -> dict[str, tuple[list[Paper], str]]:
         """group -> (papers, MTEB prompt type) of what a model embeds: the judged queries' texts, and each document
         as MTEB joins it (title, a space, text), each text as a title (`Task.role_papers`)."""
-        data = self.read(suite, split)
-        relevance = judged(data)
-        return {self.query_group: ([Paper(q, data.queries[q], "") for q in relevance], "query"),
+        loaded = self.load(suite, split, texts=True)
+        data = loaded.data
+        assert data.corpus is not None
+        return {self.query_group: ([Paper(q, data.queries[q], "") for q in loaded.relevance], "query"),
                 self.embedding_group: ([Paper(d.doc_id, d.mteb_text, "") for d in data.corpus.values()], "document")}
 
     def evaluate(self, suite: Suite, embeddings: EmbeddingStore, split: str = "test",
@@ -153,8 +169,8 @@ class RetrievalTask(Task):
 
     def evaluate_groups(self, suite: Suite, stores: Mapping[str, EmbeddingStore], split: str = "test",
                         missing: MissingPolicy = "official") -> TaskResult:
-        data = self.read(suite, split)
-        relevance = judged(data)
+        loaded = self.load(suite, split)
+        data, relevance = loaded.data, loaded.relevance
         query_store, document_store = stores[self.query_group], stores[self.embedding_group]
         query_ids = list(relevance)
         candidates = candidate_ids(data, relevance)
@@ -243,7 +259,7 @@ def judged(data: RetrievalData) -> dict[str, dict[str, int]]:
 def candidate_ids(data: RetrievalData, relevance: Mapping[str, Mapping[str, int]]) -> list[str]:
     """The documents a run may rank: the whole corpus, or (reranking) the judged queries' candidates."""
     if data.top_ranked is None:
-        return list(data.corpus)
+        return list(data.document_ids)
     return list(dict.fromkeys(d for q in relevance for d in data.top_ranked[q]))
 
 

@@ -26,8 +26,10 @@ from scidocs_eval.evaluation.metrics import trec_measures
 from scidocs_eval.evaluation.task import (
     BENCHMARKS,
     Benchmark,
+    DataT,
     MissingPolicy,
     Task,
+    TaskData,
     TaskResult,
     TaskSpec,
     check_missing,
@@ -91,7 +93,30 @@ class _Vectors:
         return cls(dict(zip(present, matrix)))
 
 
-class SciRepEvalTask(Task):
+@dataclass(frozen=True)
+class LabelledConfig(TaskData):
+    """A supervised task's train split and scored split."""
+
+    train: Labelled
+    scored: Labelled
+
+
+@dataclass(frozen=True)
+class JudgedConfig(TaskData):
+    """A proximity or search task's judgements ({query: {candidate: grade}})."""
+
+    qrels: dict[str, dict[str, int]]
+
+
+@dataclass(frozen=True)
+class ReviewerConfig(JudgedConfig):
+    """Reviewer matching: the hard judgements (`qrels`), the soft ones and each reviewer's papers."""
+
+    soft: dict[str, dict[str, int]]
+    reviewers: dict[str, list[str]]
+
+
+class SciRepEvalTask(Task[DataT]):
     """A SciRepEval task: `meta_config` (the papers), `test_config` (labels or qrels), `title` (its name there).
 
     Args:
@@ -121,7 +146,7 @@ class SciRepEvalTask(Task):
         return _Vectors.of(self.name, embeddings, unique, self.as_float16)
 
 
-class SupervisedTask(SciRepEvalTask):
+class SupervisedTask(SciRepEvalTask[LabelledConfig]):
     """Train on the config's train split, score its test split (papers without a vector are left out)."""
 
     multi_label: ClassVar[bool] = False
@@ -136,20 +161,21 @@ class SupervisedTask(SciRepEvalTask):
     def required_files(self, split: str) -> list[str]:
         return [test_file(self.test_config, "train"), test_split_file(self.test_config, split)]
 
-    def _labelled(self, suite: Suite, relative: str) -> Labelled:
-        return read_labels(suite.require(relative, "JSON lines {paper_id, label}"), self.multi_label, self.numeric)
+    def read(self, suite: Suite, split: str, texts: bool = True) -> LabelledConfig:
+        train, scored = (read_labels(suite.require(relative, "JSON lines {paper_id, label}"), self.multi_label,
+                                     self.numeric) for relative in self.input_files(suite, split))
+        return LabelledConfig(split, texts, train, scored)
 
     def data_shapes(self, suite: Suite, split: str) -> list[DataShape]:
-        train_file, scored_file = test_file(self.test_config, "train"), test_split_file(self.test_config, split)
-        train, scored = self._labelled(suite, train_file), self._labelled(suite, scored_file)
+        train_file, scored_file = self.input_files(suite, split)
+        data = self.load(suite, split)
+        train, scored = data.train, data.scored
         kind = "values" if self.numeric else "label-sets" if self.multi_label else "classes"
         return [LabelledSplit(self.name, train_file, scored_file, train.ids, train.labels, scored.ids, scored.labels,
                               kind, models.FOLDS, overlap="warning")]  # SciRepEval scores such papers as they are
 
-    def _split(self, suite: Suite, relative: str, split: str, embeddings: EmbeddingStore, missing: MissingPolicy,
-               coverage: dict[str, int]) -> tuple[Labelled, np.ndarray]:
-        labelled = read_labels(suite.require(relative, "JSON lines {paper_id, label}"), self.multi_label,
-                               self.numeric)
+    def _split(self, suite: Suite, relative: str, labelled: Labelled, split: str, embeddings: EmbeddingStore,
+               missing: MissingPolicy, coverage: dict[str, int]) -> tuple[Labelled, np.ndarray]:
         vectors = self._vectors(embeddings, labelled.ids, f"{split}_papers", missing, coverage)
         keep = [i for i, paper in enumerate(labelled.ids) if paper in vectors.by_id]
         if not keep:
@@ -162,10 +188,10 @@ class SupervisedTask(SciRepEvalTask):
     def _data(self, suite: Suite, embeddings: EmbeddingStore, split: str, missing: MissingPolicy
               ) -> tuple[Labelled, np.ndarray, Labelled, np.ndarray, dict[str, int]]:
         coverage: dict[str, int] = {}
-        train, x_train = self._split(suite, test_file(self.test_config, "train"), "train", embeddings, missing,
-                                     coverage)
-        test, x_test = self._split(suite, test_split_file(self.test_config, split), split, embeddings, missing,
-                                   coverage)
+        data = self.load(suite, split)
+        train_file, scored_file = self.input_files(suite, split)
+        train, x_train = self._split(suite, train_file, data.train, "train", embeddings, missing, coverage)
+        test, x_test = self._split(suite, scored_file, data.scored, split, embeddings, missing, coverage)
         return train, x_train, test, x_test, coverage
 
 
@@ -301,22 +327,27 @@ class FewShotTask(ClassificationTask):
                           items=items)
 
 
+def _qrels(suite: Suite, relative: str) -> dict[str, dict[str, int]]:
+    return read_qrels(suite.require(relative, "JSON lines {query_id, cand_id, score}"))
+
+
 def _check_scored(task: str, run: dict[str, dict[str, float]], path: Any) -> None:
     if not any(run.values()):
         raise ScidocsEvalError(f"task {task!r}: no query of {path} has a vector with a candidate that has one "
                                "(wrong embeddings file for this task?)")
 
 
-class ProximityTask(SciRepEvalTask):
+class ProximityTask(SciRepEvalTask[JudgedConfig]):
     """Each query's candidates ranked by −L2 distance; trec_eval measures by pytrec_eval, mean over queries."""
 
     def required_files(self, split: str) -> list[str]:
         return [test_split_file(self.test_config, split)]
 
+    def read(self, suite: Suite, split: str, texts: bool = True) -> JudgedConfig:
+        return JudgedConfig(split, texts, _qrels(suite, self.input_files(suite, split)[0]))
+
     def data_shapes(self, suite: Suite, split: str) -> list[DataShape]:
-        relative = test_split_file(self.test_config, split)
-        qrels = read_qrels(suite.require(relative, "JSON lines {query_id, cand_id, score}"))
-        return [JudgedSplit(self.name, relative, qrels)]
+        return [JudgedSplit(self.name, self.input_files(suite, split)[0], self.load(suite, split).qrels)]
 
     def _scored(self, qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]],
                 metrics: Sequence[str], prefix: str = "") -> tuple[dict[str, float], dict[str, Any]]:
@@ -334,8 +365,7 @@ class ProximityTask(SciRepEvalTask):
 
     def _rank(self, suite: Suite, query_store: EmbeddingStore, candidate_store: EmbeddingStore, split: str,
               missing: MissingPolicy) -> TaskResult:
-        qrels = read_qrels(suite.require(test_split_file(self.test_config, split), "JSON lines {query_id, cand_id, "
-                                         "score}"))
+        qrels = self.load(suite, split).qrels
         coverage: dict[str, int] = {}
         queries = self._vectors(query_store, list(qrels), "queries", missing, coverage)
         candidates = self._vectors(candidate_store, [c for grades in qrels.values() for c in grades], "candidates",
@@ -387,19 +417,22 @@ class ReviewerMatchingTask(ProximityTask):
         return [test_file(self.test_config, hard), test_file(self.test_config, hard.replace("hard", "soft")),
                 test_file(REVIEWERS_CONFIG, "metadata")]
 
+    def read(self, suite: Suite, split: str, texts: bool = True) -> ReviewerConfig:
+        hard_file, soft_file, reviewers_file = self.input_files(suite, split)
+        return ReviewerConfig(split, texts, _qrels(suite, hard_file), _qrels(suite, soft_file),
+                              read_reviewers(suite.require(reviewers_file, "JSON lines {r_id, papers}")))
+
     def data_shapes(self, suite: Suite, split: str) -> list[DataShape]:
-        *judged, reviewers_file = self.required_files(split)
-        reviewers = read_reviewers(suite.require(reviewers_file, "JSON lines {r_id, papers}"))
-        return [JudgedSplit(self.name, relative, read_qrels(suite.require(relative, "JSON lines {query_id, cand_id, "
-                                                                          "score}")), corpus=reviewers)
-                for relative in judged]
+        hard_file, soft_file, _ = self.input_files(suite, split)
+        data = self.load(suite, split)
+        return [JudgedSplit(self.name, relative, qrels, corpus=data.reviewers)
+                for relative, qrels in ((hard_file, data.qrels), (soft_file, data.soft))]
 
     def evaluate(self, suite: Suite, embeddings: EmbeddingStore, split: str = "test",
                  missing: MissingPolicy = "official") -> TaskResult:
-        hard_file, soft_file, reviewers_file = self.required_files(split)
-        hard = read_qrels(suite.require(hard_file, "JSON lines {query_id, cand_id, score}"))
-        soft = read_qrels(suite.require(soft_file, "JSON lines {query_id, cand_id, score}"))
-        reviewers = read_reviewers(suite.require(reviewers_file, "JSON lines {r_id, papers}"))
+        hard_file, soft_file, _ = self.input_files(suite, split)
+        data = self.load(suite, split)
+        hard, soft, reviewers = data.qrels, data.soft, data.reviewers
         coverage: dict[str, int] = {}
         queries = self._vectors(embeddings, list(hard), "queries", missing, coverage)
         wanted = {r for grades in hard.values() for r in grades}

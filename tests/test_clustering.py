@@ -125,4 +125,4 @@ def test_a_row_without_labels_names_the_file_and_line(tmp_path: Path) -> None:
     (tmp_path / "biorxiv-clustering-p2p" / "test.jsonl").write_text('{"sentences": "a", "labels": "x"}\n'
                                                                       '{"sentences": "b"}\n')
     with pytest.raises(InputError, match=r"test.jsonl.*2|line 2"):
-        get_task("biorxiv-clustering-p2p").documents(Suite(tmp_path), "test")
+        get_task("biorxiv-clustering-p2p").load(Suite(tmp_path), "test")

@@ -56,7 +56,7 @@ def test_mean_and_std_over_seeds_and_same_seed_same_bits(demo_suite: Suite, stor
     assert runs[0]["chosen"]["dropout"] == 0.4 and 1 <= runs[0]["chosen"]["epochs"] <= 3
     again = get_task("recomm", seeds=1, seed=1, ranker_params=FAST_MLP).evaluate(demo_suite, store)
     assert again.details["seeds"][0] == runs[1]
-    shown, _ = task.load(demo_suite, store, "test")
+    shown, _ = task.shown_papers(demo_suite, store, "test")
     first = task.make_ranker(5).fit(shown["train"], shown["val"]).score(shown["test"])
     second = task.make_ranker(5).fit(shown["train"], shown["val"]).score(shown["test"])
     assert first.tobytes() == second.tobytes()
@@ -76,7 +76,7 @@ def test_lightgbm_ranker_is_reproducible_and_picks_on_val(demo_suite: Suite, sto
 
 def test_query_projection_trains_the_cosine_through_a_linear_map(demo_suite: Suite, store: EmbeddingStore):
     task = get_task("recomm", seeds=1, query_projection=True, ranker_params={**FAST_MLP, "max_epochs": 1})
-    shown, _ = task.load(demo_suite, store, "test")
+    shown, _ = task.shown_papers(demo_suite, store, "test")
     ranker = task.make_ranker(0).fit(shown["train"], shown["val"])
     weight = ranker.network_.projection.weight.detach().numpy()
     assert weight.shape == (16, 16) and not np.allclose(weight, np.eye(16))
@@ -101,7 +101,7 @@ def test_coverage_counts_missing_embeddings_and_error_policy_lists_them(demo_sui
 def test_true_relevance_beats_position_and_the_adjustment_moves_the_right_way(demo_suite: Suite,
                                                                              store: EmbeddingStore):
     truth = orjson.loads(demo_suite.path("recomm/SYNTHETIC_true_relevance.json").read_bytes())
-    shown, _ = get_task("recomm").load(demo_suite, store, "test")
+    shown, _ = get_task("recomm").shown_papers(demo_suite, store, "test")
     for split in ("train", "val", "test"):
         relevance = np.concatenate([np.asarray(r) for r in truth[split]])
         position_only = -shown[split].position.astype(np.float64)

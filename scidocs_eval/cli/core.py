@@ -23,6 +23,7 @@ from scidocs_eval.cli.options import (
     task_list,
 )
 from scidocs_eval.data.demo import DemoConfig, build_demo_suite
+from scidocs_eval.data.resolve import resolve_suite
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluation.config import RunConfig
 from scidocs_eval.evaluation.results import RunResult
@@ -32,6 +33,7 @@ from scidocs_eval.evaluation.task import (
     DEFAULT_BENCHMARK,
     DEFAULT_MIN_COVERAGE,
     TASKS,
+    claim_task_inputs,
     embedding_groups,
     get_task,
     task_names,
@@ -152,11 +154,12 @@ def _run(args: argparse.Namespace) -> int:
                                                      ("recomm", args.recomm)) if path]
     embeddings = _embeddings(list(args.embeddings or []) + aliases)
     output = Path(args.output) if args.output else None
+    config = run_config(args, dtype=args.dtype, output=output, exclude=args.exclude)
     if output is not None:
         inputs = list(embeddings.values()) if isinstance(embeddings, dict) else [embeddings]
-        claim_inputs_are_not_outputs([*inputs, args.exclude, args.ids, _data_folder(args.data)], {"--out": output})
+        claim_task_inputs(resolve_suite(config.data), config.built_tasks().values(), config.split, {"--out": output},
+                          [*inputs, args.exclude, args.ids, _data_folder(args.data)])
         claim_output(output, "--out")
-    config = run_config(args, dtype=args.dtype, output=output, exclude=args.exclude)
     result = evaluate(embeddings, config=config, model=args.name, read_options=embeddings_read_options(args))
     return _print_result(result, [output] if output else [], ci=args.ci)
 

@@ -19,6 +19,7 @@ from scidocs_eval.data.download import DEFAULT_PREFIX, ENDPOINT_ENV
 from scidocs_eval.data.graph.engines import ENGINES
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.formats.corpus import Published, parse_published
+from scidocs_eval.formats.safe_output import declare_inputs
 from scidocs_eval.params import POSITIVE, Interval, argument_type
 from scidocs_eval.paths import default_data_dir
 
@@ -89,6 +90,7 @@ def _build(args: argparse.Namespace) -> int:
                                "from --papers and --citations")
     if not (args.papers and args.citations):
         raise ScidocsEvalError("data build needs --papers and --citations (or --format beir --data SUITE)")
+    declare_inputs([args.papers, args.citations])  # nothing written into --out may be one of them
     report = build_suite(args.papers, args.citations, args.out, seed=args.seed, label_task=args.label_task,
                          queries_per_split=args.queries_per_split, test_after=args.test_after)
     print(report.format())
@@ -153,7 +155,9 @@ def _build_full_corpus(args: argparse.Namespace) -> int:
     if args.papers or args.citations:
         raise ScidocsEvalError("--format beir reads a suite (--data SUITE), not --papers/--citations: build the "
                                "suite first with `data build --papers ... --citations ... --out-dir SUITE`")
-    report = build_full_corpus(resolve_suite(args.data), args.out, task_names(paper_pairs=True))
+    suite = resolve_suite(args.data)
+    declare_inputs([suite.root])  # nothing written into --out may be a file of the suite it reads
+    report = build_full_corpus(suite, args.out, task_names(paper_pairs=True))
     print(report.format())
     print(f"score embeddings of it: scidocs-eval run --data {args.out} --benchmark full-corpus --embeddings FILE")
     print_next(hint("baseline", "random", "--data", args.out, "--benchmark", "full-corpus",

@@ -10,23 +10,36 @@ Each group is embedded in its role (`group_role`): what for (its input format) a
 prompt type and task. `embedding_needs` is the one reading of all that, what `run/embedding_plan.py` plans
 from.
 
-`tasks` is None for the default benchmark's tasks (`selected_tasks`).
+`tasks` is None for the default benchmark's tasks (`selected_tasks`); where a function takes built tasks
+({name: Task}, `build_tasks`), each is asked with its parameters (a `folder` parameter: the folder it reads).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from scidocs_eval.errors import ScidocsEvalError
-from scidocs_eval.evaluation.task import INPUT_FORMATS, TASKS, get_task, group_input_formats, selected_tasks
+from scidocs_eval.evaluation.task import (
+    INPUT_FORMATS,
+    TASKS,
+    Task,
+    build_tasks,
+    group_input_formats,
+    selected_tasks,
+)
 from scidocs_eval.formats.suite import METADATA_FILES, Paper, Suite
 
 
-def _runnable(suite: Suite, tasks: Sequence[str] | None, split: str, benchmark: str | None) -> list[str]:
-    """The chosen tasks whose files for `split` the suite has."""
-    return [name for name in selected_tasks(tasks, benchmark)
-            if all(suite.has(f) for f in get_task(name).input_files(suite, split))]
+def _built(tasks: Sequence[str] | Mapping[str, Task] | None, benchmark: str | None = None) -> dict[str, Task]:
+    """{name: Task}: `tasks` as built, or the chosen tasks built with their default parameters."""
+    return dict(tasks) if isinstance(tasks, Mapping) else build_tasks(selected_tasks(tasks, benchmark))
+
+
+def _runnable(suite: Suite, tasks: Mapping[str, Task], split: str) -> dict[str, Task]:
+    """The tasks whose files for `split` the suite has."""
+    return {name: task for name, task in tasks.items()
+            if all(suite.has(f) for f in task.input_files(suite, split))}
 
 
 def metadata_files(suite: Suite, tasks: Sequence[str] | None = None, benchmark: str | None = None) -> tuple[str, ...]:
@@ -65,12 +78,13 @@ class GroupNeed:
     papers: tuple[Paper, ...] = ()
 
 
-def embedding_needs(suite: Suite, tasks: Sequence[str], split: str = "test") -> dict[str, GroupNeed]:
-    """{embeddings group: what its runnable tasks (`tasks`, those whose files for `split` the suite has) need
-    embedded}: the one reading of the task declarations (`Task.paper_ids`, `Task.role_papers`,
+def embedding_needs(suite: Suite, tasks: Sequence[str] | Mapping[str, Task], split: str = "test"
+                    ) -> dict[str, GroupNeed]:
+    """{embeddings group: what its runnable tasks (`tasks`, names or built tasks, those whose files for `split` the
+    suite has) need embedded}: the one reading of the task declarations (`Task.paper_ids`, `Task.role_papers`,
     `TaskSpec.input_format`, the query group's prompt type) that every run plans its embedding from. An id a second
     task gives another text of its own is an error naming both."""
-    runnable = _runnable(suite, tasks, split, None)
+    runnable = _runnable(suite, _built(tasks), split)
     wanted: dict[str, set[str] | None] = {}
     files: dict[str, str] = {}
     for name in runnable:
@@ -78,13 +92,14 @@ def embedding_needs(suite: Suite, tasks: Sequence[str], split: str = "test") -> 
         if not spec.metadata_file or not suite.has(spec.metadata_file):
             continue
         files[spec.embedding_group] = spec.metadata_file
-        ids = get_task(name).paper_ids(suite, split)
+        ids = runnable[name].paper_ids(suite, split)
         known = wanted.setdefault(spec.embedding_group, set())
         wanted[spec.embedding_group] = None if ids is None or known is None else known | set(ids)
-    needs = {group: GroupNeed(group_role(group, runnable), files[group], None if ids is None else frozenset(ids))
+    names = list(runnable)
+    needs = {group: GroupNeed(group_role(group, names), files[group], None if ids is None else frozenset(ids))
              for group, ids in wanted.items()}
     for group, (papers, prompt_type) in _own_texts(suite, runnable, split).items():
-        needs[group] = GroupNeed(group_role(group, runnable, prompt_type), papers=tuple(papers))
+        needs[group] = GroupNeed(group_role(group, names, prompt_type), papers=tuple(papers))
     return needs
 
 
@@ -101,12 +116,12 @@ def papers_to_embed(suite: Suite, tasks: Sequence[str] | None = None, split: str
             if paper.paper_id in wanted]
 
 
-def _own_texts(suite: Suite, runnable: Sequence[str], split: str) -> dict[str, tuple[list[Paper], str]]:
+def _own_texts(suite: Suite, runnable: Mapping[str, Task], split: str) -> dict[str, tuple[list[Paper], str]]:
     """group -> (papers, MTEB prompt type) of the texts tasks give of their own (`Task.role_papers`)."""
     roles: dict[str, tuple[dict[str, Paper], str]] = {}
     origin: dict[tuple[str, str], str] = {}
-    for name in runnable:
-        for group, (given, prompt_type) in get_task(name).role_papers(suite, split).items():
+    for name, task in runnable.items():
+        for group, (given, prompt_type) in task.role_papers(suite, split).items():
             papers, _ = roles.setdefault(group, ({}, prompt_type))
             for paper in given:
                 known = papers.get(paper.paper_id)

@@ -32,13 +32,15 @@ from scidocs_eval.evaluation.task import (
     TaskResult,
     build_tasks,
     check_coverage,
+    claim_task_inputs,
     embedding_groups,
+    vectors_given,
 )
 from scidocs_eval.extras import MissingExtraError
 from scidocs_eval.formats.embeddings import EmbeddingStore
 from scidocs_eval.formats.embeddings_files import STDIN
 from scidocs_eval.formats.embeddings_tables import ReadOptions
-from scidocs_eval.formats.safe_output import claim_inputs_are_not_outputs, claim_output
+from scidocs_eval.formats.safe_output import claim_output
 from scidocs_eval.formats.suite import Suite
 
 log = logging.getLogger("scidocs_eval")
@@ -239,15 +241,16 @@ def evaluate(
     names = config.task_names()
     checked = config.built_tasks()
     output, exclude = config.output, config.exclude
-    audit = AuditReport.load(exclude) if exclude is not None else None
-    if output is not None:
-        sources = embeddings.values() if isinstance(embeddings, Mapping) else [embeddings]
-        claim_inputs_are_not_outputs([*(s for s in sources if isinstance(s, (str, os.PathLike))), exclude,
-                                      *([config.data] if isinstance(config.data, str) else [])],
-                                     {"output": output})
-        claim_output(output)
     started = time.perf_counter()
     suite = resolve_suite(config.data)
+    vectors_given(suite)  # the tasks read no text they would only embed
+    if output is not None:  # before anything is read: no output where the run reads
+        sources = embeddings.values() if isinstance(embeddings, Mapping) else [embeddings]
+        claim_task_inputs(suite, checked.values(), config.split, {"output": output},
+                          [*(s for s in sources if isinstance(s, (str, os.PathLike))), exclude,
+                           *([config.data] if isinstance(config.data, (str, os.PathLike)) else [])])
+        claim_output(output)
+    audit = AuditReport.load(exclude) if exclude is not None else None
     sources = _as_sources(embeddings, names)
     stores = _Stores(sources, config.cache, np.dtype(config.dtype), config.progress, read_options)
     if audit is not None:  # a mismatched audit is refused before any task is scored

@@ -11,19 +11,21 @@ from __future__ import annotations
 import functools
 import logging
 import re
+import weakref
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Generic, Literal, TypeVar
 
 from scidocs_eval.errors import MissingEmbeddingsError, ScidocsEvalError
 from scidocs_eval.evaluation.integrity import DataShape, EvaluationItems, Problem, shape_findings
 from scidocs_eval.extras import Requirement
 from scidocs_eval.formats.embeddings import MISSING, EmbeddingStore
+from scidocs_eval.formats.safe_output import claim_inputs_are_not_outputs
 from scidocs_eval.formats.suite import Paper, Suite
-from scidocs_eval.params import Constraints, validate_params
+from scidocs_eval.params import Constraints, InputPath, input_paths, validate_params
 from scidocs_eval.registry import ENTRY_POINT_GROUPS, Registry, check_params
 
 MissingPolicy = Literal["official", "error"]
@@ -152,8 +154,57 @@ class TaskResult:
     items: dict[str, Any] = field(default_factory=dict)
 
 
-class Task(ABC):
-    """Base class of every task plugin; a concrete subclass sets `spec` (the rest is read from it)."""
+@dataclass(frozen=True)
+class TaskData:
+    """One split of a task's data as its loader read it (`Task.load`): each task family subclasses it with the
+    typed fields its questions (`data_shapes`, `role_papers`, `paper_ids`, `evaluate`) read, so a run parses each
+    dataset file once.
+
+    Attributes:
+        split: the split read.
+        with_texts: whether the texts a model embeds were read (False: ids only, where the vectors are given).
+    """
+
+    split: str
+    with_texts: bool
+
+
+@dataclass(frozen=True)
+class TaskInputs:
+    """Every path a task reads for a split, resolved as its loader resolves them (`Task.inputs`): `files`, and
+    `folders` it reads whole (a dataset folder it lists, a folder a parameter names): no output may be written at
+    one of the files or anywhere below one of the folders."""
+
+    files: tuple[Path, ...] = ()
+    folders: tuple[Path, ...] = ()
+
+    def union(self, other: TaskInputs) -> TaskInputs:
+        return TaskInputs(tuple(dict.fromkeys(self.files + other.files)),
+                          tuple(dict.fromkeys(self.folders + other.folders)))
+
+
+_LOADED: weakref.WeakKeyDictionary[Suite, dict[tuple, TaskData]] = weakref.WeakKeyDictionary()
+"""{suite: {(task, split, parameters): its TaskData}}: what `Task.load` read in a run (a run resolves its suite
+once; the entry goes with it)."""
+_VECTORS_GIVEN: weakref.WeakSet[Suite] = weakref.WeakSet()
+"""Suites a run scores given vectors on (`vectors_given`): their tasks' loads need no texts."""
+
+
+def vectors_given(suite: Suite) -> None:
+    """Note that the run on `suite` scores vectors it was given: a task's `load` then reads no text it would only
+    embed (a retrieval corpus' ids, not its texts), unless asked for texts (`role_papers`)."""
+    _VECTORS_GIVEN.add(suite)
+
+
+DataT = TypeVar("DataT", bound=TaskData)
+
+
+class Task(ABC, Generic[DataT]):
+    """Base class of every task plugin; a concrete subclass sets `spec` (the rest is read from it).
+
+    A task reads its data in `read` (called through `load`, which keeps what it read for the run) from the files
+    `input_files` names: `inputs` resolves the same names (and every path-valued parameter) for the output layer,
+    so no command writes where a task reads."""
 
     spec: ClassVar[TaskSpec]
     name: ClassVar[str]
@@ -186,8 +237,46 @@ class Task(ABC):
 
     def input_files(self, suite: Suite, split: str) -> list[str]:
         """The files of `suite` it reads for `split` (suite-relative or absolute); `required_files` by default, a
-        task whose files depend on the layout found on disk overrides it."""
+        task whose files depend on the layout found on disk overrides it. `read` reads these."""
         return self.required_files(split)
+
+    def input_folders(self, suite: Suite, split: str) -> list[Path]:
+        """Folders it reads whole for `split` (their listing decides what it reads); none by default."""
+        return []
+
+    def inputs(self, suite: Suite, split: str) -> TaskInputs:
+        """Every path it reads for `split`: its input files and its metadata file, resolved against the suite as
+        `read` resolves them, its input folders, and each path-valued parameter (`InputPath`: a folder, read whole,
+        or a file), resolved against the suite as well."""
+        files = [suite.path(name) for name in self.input_files(suite, split)]
+        if self.spec.metadata_file:
+            files.append(suite.path(self.spec.metadata_file))
+        folders = list(self.input_folders(suite, split))
+        for value, folder in input_paths(self.parameter_constraints, self.params()):
+            (folders if folder or suite.path(value).is_dir() else files).append(suite.path(value))
+        return TaskInputs(tuple(dict.fromkeys(files)), tuple(dict.fromkeys(folders)))
+
+    def params(self) -> dict[str, Any]:
+        """Its parameters' values (those of `parameter_constraints`)."""
+        return {name: getattr(self, name, None) for name in self.parameter_constraints}
+
+    def read(self, suite: Suite, split: str, texts: bool = True) -> DataT:
+        """Parse its files of `split` (`input_files`) into its `TaskData`; `texts=False` may leave out the texts a
+        model embeds (a task that has none to leave out reads the same). Call `load`, which reads once a run."""
+        raise NotImplementedError(f"task {self.name!r} has no reader (Task.read)")
+
+    def load(self, suite: Suite, split: str, texts: bool | None = None) -> DataT:
+        """Its data of `split`, read once per run (per suite object) and parameters: every question a command asks
+        of the task reads this. `texts`: whether the texts a model embeds are needed (None: unless the run scores
+        given vectors, `vectors_given`); a load with texts serves a question that needs none."""
+        if texts is None:
+            texts = suite not in _VECTORS_GIVEN
+        loaded = _LOADED.setdefault(suite, {})
+        key = (self.name, split, repr(sorted(self.params().items())))
+        data = loaded.get(key)
+        if data is None or (texts and not data.with_texts):
+            data = loaded[key] = self.read(suite, split, texts)
+        return data  # type: ignore[return-value]  # what `read` returned for this key
 
     def role_papers(self, suite: Suite, split: str) -> dict[str, tuple[list[Paper], str]]:
         """group -> (papers, MTEB prompt type "query" or "document") of what a model embeds apart from the papers
@@ -246,11 +335,11 @@ class Task(ABC):
         return shape_findings(self.data_shapes(suite, split))
 
 
-class FolderTask(Task):
+class FolderTask(Task[DataT]):
     """A task whose data is one folder of the suite (a hub dataset's copy): the task parameter `folder`, by default
     the folder named after the task."""
 
-    parameter_constraints: ClassVar[dict[str, list]] = {"folder": [str, None]}
+    parameter_constraints: ClassVar[dict[str, list]] = {"folder": [InputPath(folder=True), None]}
     splits: ClassVar[tuple[str, ...]] = ("test",)
 
     def __init__(self, folder: str | None = None):
@@ -259,6 +348,9 @@ class FolderTask(Task):
 
     def dataset_folder(self, suite: Suite) -> Path:
         return suite.path(self.folder or self.name)
+
+    def input_folders(self, suite: Suite, split: str) -> list[Path]:
+        return [self.dataset_folder(suite)]
 
 
 def suite_relative(suite: Suite, path: str | Path) -> str:
@@ -363,6 +455,27 @@ def selected_tasks(tasks: Sequence[str] | None = None, benchmark: str | None = N
                                f"{', '.join(task_names(benchmark=benchmark))}); leave out the benchmark to pick "
                                "tasks of any benchmark")
     return names
+
+
+def run_inputs(suite: Suite, tasks: Iterable[Task], split: str) -> TaskInputs:
+    """The union of the `inputs` of `tasks` for `split` and for each split they come with (a model is tuned on
+    val, a classifier trained on train): what a command that scores them hands the output layer."""
+    return functools.reduce(TaskInputs.union, (task.inputs(suite, each) for task in tasks
+                                               for each in dict.fromkeys([split, *task.splits])), TaskInputs())
+
+
+def claim_task_inputs(suite: Suite, tasks: Iterable[Task], split: str,
+                      outputs: Mapping[str, Any] | Sequence[tuple[str, Any]], inputs: Iterable[Any] = (),
+                      folders: Iterable[str | Path] = ()) -> TaskInputs:
+    """Hand the output layer every path the command reads, before it reads or writes anything: what `tasks` read
+    (`run_inputs`), the command's other `inputs` (files, or folders whose files it reads) and `folders` (read whole:
+    a checkpoint); a one-line error when one of `outputs` ({option: path}, or (option, path) pairs when an option
+    writes several files) is among them. Returns the tasks'."""
+    read = run_inputs(suite, tasks, split)
+    files, whole = [*read.files, *inputs], [*read.folders, *folders]
+    for option, path in outputs.items() if isinstance(outputs, Mapping) else outputs:
+        claim_inputs_are_not_outputs(files, {option: path}, whole)
+    return read
 
 
 def get_task(name: str, **params: Any) -> Task:

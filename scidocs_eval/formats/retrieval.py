@@ -56,15 +56,18 @@ class RetrievalData:
     """One split of a retrieval (or reranking) dataset.
 
     `qrels[q][d]` is the grade (a repeated judgement's later grade wins); `top_ranked[q]` lists the query's own
-    candidates (reranking datasets; None for full-corpus retrieval); `files` are the files read.
+    candidates (reranking datasets; None for full-corpus retrieval); `files` are the files read. `document_ids`
+    are the corpus' ids in file order; `corpus` their documents, None when the corpus was read without its texts
+    (`read_retrieval_data(texts=False)`).
     """
 
-    corpus: dict[str, Document]
+    corpus: dict[str, Document] | None
     queries: dict[str, str]
     qrels: dict[str, dict[str, int]]
     top_ranked: dict[str, list[str]] | None
     layout: str
     files: tuple[Path, ...]
+    document_ids: tuple[str, ...] = ()
 
 
 def detect_layout(folder: Path) -> str | None:
@@ -86,9 +89,10 @@ def layout_files(folder: Path, split: str, reranking: bool = False) -> list[Path
     return [_parquet_config_dir(folder, config) or folder / _PARQUET_CONFIGS[config][0] for config in configs]
 
 
-def read_retrieval_data(folder: str | os.PathLike[str], split: str = "test",
-                        reranking: bool = False) -> RetrievalData:
-    """Read one split of the dataset at `folder` (either layout); `reranking` also reads its `top_ranked`."""
+def read_retrieval_data(folder: str | os.PathLike[str], split: str = "test", reranking: bool = False,
+                        texts: bool = True) -> RetrievalData:
+    """Read one split of the dataset at `folder` (either layout); `reranking` also reads its `top_ranked`;
+    `texts=False` reads the corpus' ids only (its `corpus` is then None: the vectors are given)."""
     folder = Path(folder)
     layout = detect_layout(folder)
     if layout is None:
@@ -99,17 +103,22 @@ def read_retrieval_data(folder: str | os.PathLike[str], split: str = "test",
     for path in files:
         if not path.exists():
             raise InputError(path, f"not found (the {layout} layout of a retrieval dataset needs it)")
+    corpus: dict[str, Document] | None = None
     if layout == "beir":
-        corpus = _read_beir_corpus(files[0])
+        if texts:
+            corpus = _read_beir_corpus(files[0])
+        document_ids = tuple(corpus) if corpus is not None else _read_beir_corpus_ids(files[0])
         queries = _read_beir_queries(files[1])
         qrels = read_qrels_tsv(files[2])
         top_ranked = _read_top_ranked_jsonl(files[3]) if reranking else None
     else:
-        corpus = _parquet_corpus(files[0], split)
+        if texts:
+            corpus = _parquet_corpus(files[0], split)
+        document_ids = tuple(corpus) if corpus is not None else _parquet_corpus_ids(files[0], split)
         queries = _parquet_queries(files[1], split)
         qrels = _parquet_qrels(files[2], split)
         top_ranked = _parquet_top_ranked(files[3], split) if reranking else None
-    data = RetrievalData(corpus, queries, qrels, top_ranked, layout, tuple(files))
+    data = RetrievalData(corpus, queries, qrels, top_ranked, layout, tuple(files), document_ids)
     check_candidates(data)
     return data
 
@@ -118,10 +127,11 @@ def check_candidates(data: RetrievalData) -> None:
     """An error when a candidate list names a query or document the dataset does not have (MTEB stops there)."""
     if data.top_ranked is None:
         return
+    documents = set(data.document_ids)
     for query_id, candidates in data.top_ranked.items():
         if query_id not in data.queries:
             raise InputError(data.files[3], f"query {query_id!r} is not in {data.files[1].name}")
-        unknown = next((d for d in candidates if d not in data.corpus), None)
+        unknown = next((d for d in candidates if d not in documents), None)
         if unknown is not None:
             raise InputError(data.files[3], f"query {query_id!r}: candidate {unknown!r} is not in "
                              f"{data.files[0].name}")
@@ -130,8 +140,9 @@ def check_candidates(data: RetrievalData) -> None:
 def dangling_judgements(data: RetrievalData) -> tuple[list[str], list[str]]:
     """Judged query ids that are not in the queries file, and judged document ids not in the corpus: MTEB
     scores without them (the queries are left out, the documents can never be retrieved)."""
+    corpus = set(data.document_ids)
     queries = [q for q in data.qrels if q not in data.queries]
-    documents = sorted({d for grades in data.qrels.values() for d in grades if d not in data.corpus})
+    documents = sorted({d for grades in data.qrels.values() for d in grades if d not in corpus})
     return queries, documents
 
 
@@ -184,6 +195,18 @@ def _read_beir_corpus(path: Path) -> dict[str, Document]:
     return corpus
 
 
+def _read_beir_corpus_ids(path: Path) -> tuple[str, ...]:
+    """The corpus' ids alone, in file order (checked as `_read_beir_corpus` checks them)."""
+    seen: dict[str, None] = {}
+    for line, record in json_lines(path):
+        doc_id = _string_field(path, record, ("_id", "id"), line)
+        _unique(path, seen, doc_id, line)
+        seen[doc_id] = None
+    if not seen:
+        raise InputError(path, "no documents")
+    return tuple(seen)
+
+
 def _read_beir_queries(path: Path) -> dict[str, str]:
     queries: dict[str, str] = {}
     for line, record in json_lines(path):
@@ -232,9 +255,11 @@ def _parquet_config_dir(folder: Path, config: str) -> Path | None:
     return next((folder / name for name in _PARQUET_CONFIGS[config] if (folder / name).is_dir()), None)
 
 
-def _parquet_rows(config_dir: Path, split: str, what: str) -> list[tuple[Path, int, dict]]:
+def _parquet_rows(config_dir: Path, split: str, what: str,
+                  columns: Sequence[str] | None = None) -> list[tuple[Path, int, dict]]:
     """(file, row number in it (from 1, as the embeddings tables count rows), row) of every row of one config's `split`
-    (or of its only split), files in name order; an error when there is no row (`what`: what the rows are)."""
+    (or of its only split), files in name order; an error when there is no row (`what`: what the rows are).
+    `columns`: read only those of them a file has (None: every column)."""
     pq = require("pyarrow.parquet", "reading a retrieval dataset in the HF parquet layout")
 
     files = sorted(config_dir.glob("*.parquet"))
@@ -248,7 +273,8 @@ def _parquet_rows(config_dir: Path, split: str, what: str) -> list[tuple[Path, i
     rows: list[tuple[Path, int, dict]] = []
     for path in picked:
         try:
-            table = pq.read_table(path).to_pylist()
+            names = None if columns is None else [c for c in columns if c in pq.read_schema(path).names]
+            table = pq.read_table(path, columns=names).to_pylist()
         except Exception as error:  # pyarrow raises several types for a broken file
             raise InputError(path, f"not a readable parquet file ({error})") from None
         rows += [(path, number, row) for number, row in enumerate(table, start=1)]
@@ -265,6 +291,16 @@ def _parquet_corpus(config_dir: Path, split: str) -> dict[str, Document]:
         corpus[doc_id] = Document(doc_id, _string_field(path, row, ("title",), None, required=False, row=number),
                                   _string_field(path, row, ("text",), None, row=number))
     return corpus
+
+
+def _parquet_corpus_ids(config_dir: Path, split: str) -> tuple[str, ...]:
+    """The corpus' ids alone (only the id column is read), in row order."""
+    seen: dict[str, None] = {}
+    for path, number, row in _parquet_rows(config_dir, split, "documents", columns=("_id", "id")):
+        doc_id = _string_field(path, row, ("_id", "id"), None, row=number)
+        _unique(path, seen, doc_id, None, row=number)
+        seen[doc_id] = None
+    return tuple(seen)
 
 
 def _parquet_queries(config_dir: Path, split: str) -> dict[str, str]:

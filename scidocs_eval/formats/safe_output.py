@@ -52,11 +52,14 @@ _CHUNK = 1 << 22
 class OutputSession:
     """The outputs one command claimed: their locks (held until the session ends) and `overwrite`; `inputs`: every
     file the command reads ({resolved path: how it was given}, `declare_inputs`), none of which it may write,
-    replace or delete, `--overwrite` or not."""
+    replace or delete, `--overwrite` or not; `input_folders`: the folders it reads whole."""
 
     overwrite: bool = False
     locks: dict[str, FileLock] = field(default_factory=dict)
     inputs: dict[Path, str] = field(default_factory=dict)
+    input_folders: dict[Path, str] = field(default_factory=dict)
+    """{resolved folder: how it was given} of the folders a command reads as folders (a dataset folder whose files
+    it lists, a checkpoint): no path below one may be written, an existing file or a new one."""
 
 
 _SESSIONS: list[OutputSession] = []
@@ -193,33 +196,45 @@ def claim_output(path: str | os.PathLike[str], option: str = "output") -> Path:
     a refusal comes at once; every writer calls it too."""
     path = check_output_file(path, option)
     with _session() as session:
-        _refuse_input(path, option, session.inputs)
+        _refuse_input(path, option, session.inputs, session.input_folders)
         _lock(session, path, option)
         _refuse_foreign(path, option, session)
     return path
 
 
-def _input_source(path: Path, inputs: dict[Path, str]) -> str | None:
-    """How the command was given `path`, when it is one of `inputs`."""
+def _input_source(path: Path, inputs: dict[Path, str], folders: dict[Path, str] | None = None) -> str | None:
+    """How the command was given `path`, when it is one of `inputs` or below one of `folders`."""
     for key in (_real(path), Path(os.path.realpath(path))):
         if (source := inputs.get(key)) is not None:
             return source
+        for folder, given in (folders or {}).items():
+            if key == folder or folder in key.parents:
+                return f"in the folder {given}, which it reads"
     return None
 
 
-def _refuse_input(path: Path, option: str, inputs: dict[Path, str]) -> None:
-    if (source := _input_source(path, inputs)) is not None:
+def _refuse_input(path: Path, option: str, inputs: dict[Path, str], folders: dict[Path, str] | None = None) -> None:
+    if (source := _input_source(path, inputs, folders)) is not None:
         raise ScidocsEvalError(f"{option} {path} is also an input of this command ({source}); it is not replaced, "
                                "--overwrite or not: choose another path")
 
 
-def declare_inputs(inputs: Collection[str | os.PathLike[str] | None]) -> dict[Path, str]:
-    """Note every file `inputs` names (each file inside an input folder too, `input_files`) as read by the command:
-    no writer of its output session then writes, replaces or deletes one of them, `--overwrite` or not. Returns
-    them."""
-    read = input_files(inputs)
+def declare_inputs(inputs: Collection[str | os.PathLike[str] | None],
+                   folders: Collection[str | os.PathLike[str]] = ()) -> dict[Path, str]:
+    """Note every file `inputs` names (each file inside an input folder too, `input_files`) and every folder of
+    `folders` (read whole: every path below it, present or not) as read by the command: no writer of its output
+    session then writes, replaces or deletes one of them, `--overwrite` or not. Returns the files."""
     with _session() as session:
-        session.inputs.update(read)
+        return _declare(session, inputs, folders)
+
+
+def _declare(session: OutputSession, inputs: Collection[str | os.PathLike[str] | None],
+             folders: Collection[str | os.PathLike[str]]) -> dict[Path, str]:
+    read = input_files(inputs)
+    session.inputs.update(read)
+    for given in folders:
+        for key in (Path(os.path.realpath(given)), Path(os.path.abspath(given))):
+            session.input_folders.setdefault(key, str(given))
     return read
 
 
@@ -243,14 +258,17 @@ def input_files(inputs: Collection[str | os.PathLike[str] | None]) -> dict[Path,
     return read
 
 
-def claim_inputs_are_not_outputs(inputs: Collection[str | os.PathLike[str] | None], outputs: dict[str, Any]) -> None:
+def claim_inputs_are_not_outputs(inputs: Collection[str | os.PathLike[str] | None], outputs: dict[str, Any],
+                                 folders: Collection[str | os.PathLike[str]] = ()) -> None:
     """A one-line error when an output option names a file the command reads (`plot --json emb.jsonl`; a file of
-    an input folder: `audit --train FOLDER --out FOLDER/data.json`), `--overwrite` or not; the inputs stay declared
-    for the command's other writes (`declare_inputs`)."""
-    read = declare_inputs(inputs)
-    for option, output in outputs.items():
-        if output:
-            _refuse_input(Path(output), option, read)
+    an input folder: `audit --train FOLDER --out FOLDER/data.json`) or a path below a folder it reads whole
+    (`folders`), `--overwrite` or not; the inputs stay declared for the command's other writes
+    (`declare_inputs`)."""
+    with _session() as session:
+        _declare(session, inputs, folders)
+        for option, output in outputs.items():
+            if output:
+                _refuse_input(Path(output), option, session.inputs, session.input_folders)
 
 
 @contextmanager
@@ -363,7 +381,7 @@ def discard(path: str | os.PathLike[str]) -> None:
     else is left alone."""
     path = Path(path)
     with _session() as session:
-        if is_ours(path) and _input_source(path, session.inputs) is None:
+        if is_ours(path) and _input_source(path, session.inputs, session.input_folders) is None:
             path.unlink()
 
 
@@ -405,7 +423,7 @@ class OwnedFolder:
         the first of `names` and `removed` that is an input of the command."""
         with _session() as session:
             for name in [*names, *removed]:
-                _refuse_input(self.folder / name, self.option, session.inputs)
+                _refuse_input(self.folder / name, self.option, session.inputs, session.input_folders)
             for name in names:
                 if (why := self._in_the_way(name, session.overwrite)) is not None:
                     raise ScidocsEvalError(f"{self.option} {why}; nothing was changed")

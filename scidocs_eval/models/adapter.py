@@ -26,8 +26,9 @@ import hashlib
 import inspect
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -35,7 +36,7 @@ import orjson
 
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.formats.suite import Paper
-from scidocs_eval.params import Constraints, validate_params
+from scidocs_eval.params import Constraints, input_paths, validate_params
 from scidocs_eval.registry import ENTRY_POINT_GROUPS, Registry, check_params
 
 if TYPE_CHECKING:
@@ -222,6 +223,19 @@ def register_adapter(cls: type[Adapter]) -> type[Adapter]:
 
 def adapter_names() -> list[str]:
     return sorted(ADAPTERS.names())
+
+
+def adapter_inputs(name: str, params: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+    """(files, folders) the adapter `name` reads by the path-valued parameters (`InputPath`) of `params`: a path
+    declared a folder, or one on disk, is read whole (a checkpoint folder); the command hands them to the output
+    layer as inputs."""
+    cls = ADAPTERS[name]
+    given = {cls.renamed_params.get(key, key): value for key, value in params.items()}
+    files: list[str] = []
+    folders: list[str] = []
+    for value, folder in input_paths(cls.parameter_constraints, given):
+        (folders if folder or Path(value).is_dir() else files).append(value)
+    return files, folders
 
 
 def get_adapter(name: str, **params: Any) -> Adapter:

@@ -14,7 +14,7 @@ from scidocs_eval.models.adapter import Adapter
 from scidocs_eval.models.encoder import POOLINGS, PRECISIONS, TransformerEncoder, model_source
 from scidocs_eval.models.format_prompts import FORMAT_PROMPTS, FormatPrompts
 from scidocs_eval.models.weights import checkpoint_identity
-from scidocs_eval.params import AT_LEAST_ONE, Options
+from scidocs_eval.params import AT_LEAST_ONE, MODEL_PATH, Options
 
 if TYPE_CHECKING:
     from scidocs_eval.evaluation.papers import EmbeddingRole
@@ -37,7 +37,7 @@ class TransformerAdapter(FormatPrompts, Adapter):
     """
 
     name = "transformer"
-    parameter_constraints = {"model": [str, None], "pooling": [Options(POOLINGS)], "max_length": [AT_LEAST_ONE],
+    parameter_constraints = {"model": [MODEL_PATH, None], "pooling": [Options(POOLINGS)], "max_length": [AT_LEAST_ONE],
                              "batch_size": [AT_LEAST_ONE], "device": [str, None],
                              "precision": [Options(PRECISIONS)], "prompt": [str],
                              "format_prompts": [FORMAT_PROMPTS, None]}

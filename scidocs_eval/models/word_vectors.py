@@ -40,7 +40,7 @@ from scidocs_eval.models.gensim_training import (
 from scidocs_eval.models.model_cache import cached_model, corpus_fingerprint
 from scidocs_eval.models.text import tokenize_papers
 from scidocs_eval.models.tuning import UnusableSetting, parameter_grid, within_budget
-from scidocs_eval.params import AT_LEAST_ONE, POSITIVE, SEED, Interval, Options
+from scidocs_eval.params import AT_LEAST_ONE, POSITIVE, SEED, InputPath, Interval, Options
 
 NEEDED_BY = "fastText word vectors (fasttext-sum, sif, sgc)"
 log = logging.getLogger("scidocs_eval")
@@ -232,10 +232,10 @@ class WordVectorAdapter(Adapter):
         self.max_trained_tokens, self.tune_max_tokens = max_trained_tokens, tune_max_tokens
 
     parameter_constraints = {
-        "seed": [SEED], "vectors": [str, None], "dim": [AT_LEAST_ONE], "min_count": [AT_LEAST_ONE],
-        "epochs": [AT_LEAST_ONE, None], "architecture": [Options(("cbow", "skipgram"))], "bucket": [AT_LEAST_ONE],
-        "threads": [AT_LEAST_ONE], "lr": [POSITIVE], "max_trained_tokens": [Interval(int, 0, None), None],
-        "tune_max_tokens": [AT_LEAST_ONE],
+        "seed": [SEED], "vectors": [InputPath(or_name="'glove'"), None], "dim": [AT_LEAST_ONE],
+        "min_count": [AT_LEAST_ONE], "epochs": [AT_LEAST_ONE, None], "architecture": [Options(("cbow", "skipgram"))],
+        "bucket": [AT_LEAST_ONE], "threads": [AT_LEAST_ONE], "lr": [POSITIVE],
+        "max_trained_tokens": [Interval(int, 0, None), None], "tune_max_tokens": [AT_LEAST_ONE],
     }
     requires_fit = True
     reads_ids = False

@@ -8,15 +8,16 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from scidocs_eval.data.resolve import resolve_suite
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluation.config import RunConfig
 from scidocs_eval.evaluation.results import RunResult
-from scidocs_eval.evaluation.task import TASKS
+from scidocs_eval.evaluation.task import TASKS, claim_task_inputs
 from scidocs_eval.formats.corpus import read_papers
 from scidocs_eval.formats.provenance import settings_file
-from scidocs_eval.formats.safe_output import claim_inputs_are_not_outputs, claim_output
+from scidocs_eval.formats.safe_output import claim_output
 from scidocs_eval.formats.suite import Suite
-from scidocs_eval.models.adapter import Adapter
+from scidocs_eval.models.adapter import Adapter, adapter_inputs
 from scidocs_eval.models.distributed import is_main_process
 from scidocs_eval.models.tuning import baseline_adapter
 from scidocs_eval.run.pipeline import embed_and_score
@@ -47,20 +48,22 @@ def embeddings_files(name: str, adapter: Adapter, out_dir: Path, embeddings_form
     return [path(group) for group in adapter.group_adapters() or [None]]
 
 
-def claim_baseline_outputs(name: str, adapter: Adapter, out_dir: Path,
-                           inputs: Sequence[str | os.PathLike[str] | None], embeddings_format: str = "jsonl",
-                           tasks: Sequence[str] = ()) -> None:
+def claim_baseline_outputs(name: str, adapter: Adapter, out_dir: Path, config: RunConfig,
+                           inputs: Sequence[str | os.PathLike[str] | None], folders: Sequence[str] = (),
+                           embeddings_format: str = "jsonl") -> None:
     """Lock (and check) every file `baseline` writes in `out_dir` before the adapter is fitted; none of them may
-    be one of the command's `inputs` (rank 0 alone writes, under torchrun)."""
+    be a path the command reads: the tasks' (`claim_task_inputs`), the command's other `inputs` and the `folders`
+    it reads whole (a checkpoint). Rank 0 alone writes, under torchrun."""
     if out_dir.exists() and not out_dir.is_dir():
         raise ScidocsEvalError(f"{OUT_DIR_OPTION} {out_dir} is a file, not a folder")
-    for embeddings in embeddings_files(name, adapter, out_dir, embeddings_format, tasks):
-        claim_inputs_are_not_outputs([path for path in inputs if path], {OUT_DIR_OPTION: embeddings})
-        if is_main_process():
-            claim_output(embeddings, OUT_DIR_OPTION)
-            claim_output(settings_file(embeddings), OUT_DIR_OPTION)
+    results = out_dir / f"{name}.results.json"
+    embeddings = embeddings_files(name, adapter, out_dir, embeddings_format, config.task_names())
+    outputs = [*embeddings, *map(settings_file, embeddings), results]
+    claim_task_inputs(resolve_suite(config.data), config.built_tasks().values(), config.split,
+                      [(OUT_DIR_OPTION, output) for output in outputs], inputs, folders)
     if is_main_process():
-        claim_output(out_dir / f"{name}.results.json", OUT_DIR_OPTION)
+        for output in outputs:
+            claim_output(output, OUT_DIR_OPTION)
 
 
 def run_baseline(
@@ -105,11 +108,11 @@ def run_baseline(
         raise ScidocsEvalError(f"embeddings_format must be one of {EMBEDDINGS_FORMATS}, not {embeddings_format!r}")
     adapter = baseline_adapter(name, params)
     out_dir = Path(out_dir)
-    claim_baseline_outputs(name, adapter, out_dir,
-                           [train_corpus, config.exclude,
-                            *([config.data] if isinstance(config.data, (str, os.PathLike)) else []),  # suite files
-                            *(v for v in (params or {}).values() if isinstance(v, (str, Path)))],
-                           embeddings_format, config.task_names())
+    files, folders = adapter_inputs(name, {key: value for key, value in (params or {}).items() if key != "tune"})
+    claim_baseline_outputs(name, adapter, out_dir, config,
+                           [train_corpus, config.exclude, *files,
+                            *([config.data] if isinstance(config.data, (str, os.PathLike)) else [])],  # suite files
+                           folders, embeddings_format)
     return embed_and_score(
         adapter.group_adapters() or adapter, replace(config, output=out_dir / f"{name}.results.json"),
         embeddings_path(name, out_dir, embeddings_format), name=name,

@@ -26,11 +26,12 @@ from typing import Any
 import numpy as np
 import orjson
 
+from scidocs_eval.data.resolve import resolve_suite
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluation.config import RunConfig
 from scidocs_eval.evaluation.papers import EmbeddingRole
 from scidocs_eval.evaluation.results import RunResult
-from scidocs_eval.evaluation.task import MissingPolicy
+from scidocs_eval.evaluation.task import MissingPolicy, claim_task_inputs
 from scidocs_eval.extras import require
 from scidocs_eval.formats.corpus import paper_text
 from scidocs_eval.formats.safe_output import claim_output
@@ -328,6 +329,10 @@ def evaluate_model(
                                "transformer --format-prompt ...`, which writes a file per format")
     if config.cache and adapter.cache_fingerprint() is None:
         log.info("%s: not cached (its weights cannot be hashed); pass fingerprint=... to cache it", adapter.name)
+    outputs = {"output": config.output, "save_embeddings": save_embeddings}
+    if any(outputs.values()):  # no output where the tasks read, before anything is read or written
+        claim_task_inputs(resolve_suite(config.data), config.built_tasks().values(), config.split, outputs,
+                          [config.data] if isinstance(config.data, (str, os.PathLike)) else [])
     if config.output is not None:
         claim_output(config.output, "output")
     save = claim_output(save_embeddings, "save_embeddings") if save_embeddings is not None else None

@@ -37,7 +37,7 @@ from scidocs_eval.formats.provenance import write_settings
 from scidocs_eval.formats.safe_output import claim_inputs_are_not_outputs, claim_output
 from scidocs_eval.formats.suite import Paper, Suite
 from scidocs_eval.formats.vector_cache import VectorCache
-from scidocs_eval.models.adapter import Adapter, get_adapter
+from scidocs_eval.models.adapter import Adapter, adapter_inputs, get_adapter
 from scidocs_eval.models.distributed import is_main_process
 from scidocs_eval.progress import silenced
 from scidocs_eval.run.embedding import fitted_settings, output_settings, write_embeddings
@@ -108,7 +108,8 @@ def embed_and_score(
     started = time.perf_counter()
     suite = resolve_suite(config.data)
     adapters = dict(model) if isinstance(model, Mapping) else None
-    needs = embedding_needs(suite, names, config.split)
+    built = config.built_tasks()
+    needs = embedding_needs(suite, {name: built[name] for name in names}, config.split)
     if adapters is not None and (absent := sorted(set(needs) - set(adapters))):
         raise ScidocsEvalError(f"no adapter given for the {', '.join(absent)} embeddings group(s) the tasks need")
     models = list({id(a): a for a in (adapters.values() if adapters else [model])}.values())  # type: ignore[union-attr]
@@ -208,8 +209,9 @@ def embed_metadata(adapter_name: str, params: Mapping[str, Any], metadata: str |
     claimed."""
     adapter = get_adapter(adapter_name, **params)
     adapter.check_fitted()
-    adapter.validate()
-    claim_inputs_are_not_outputs([metadata], {option: out})
+    files, folders = adapter_inputs(adapter_name, params)  # a checkpoint folder, a vectors file, ...
+    claim_inputs_are_not_outputs([metadata, *files], {option: out}, folders)
+    adapter.validate()  # may read the checkpoint
     if is_main_process():
         claim_output(out, option)
     papers = read_papers(metadata)
