@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import numpy as np
-import pytrec_eval
-from sklearn.metrics import f1_score
 
 
 def percent(value: float) -> float:
@@ -16,6 +14,8 @@ def percent(value: float) -> float:
 
 def macro_f1(y_true: np.ndarray, y_pred: np.ndarray) -> float:
     """Macro-averaged F1 × 100, rounded to 2 decimals."""
+    from sklearn.metrics import f1_score
+
     return percent(f1_score(y_true, y_pred, average="macro"))
 
 
@@ -25,6 +25,8 @@ def trec_measures(relevance: Mapping[str, Mapping[str, int]], run: Mapping[str, 
 
     Queries absent from `run`, or with no ranked candidate, are left out, as trec_eval does.
     """
+    import pytrec_eval
+
     evaluator = pytrec_eval.RelevanceEvaluator(
         {q: dict(grades) for q, grades in relevance.items()}, set(measures))
     return evaluator.evaluate({q: dict(scores) for q, scores in run.items() if scores})
@@ -89,6 +91,8 @@ def mteb_retrieval_measures(relevance: Mapping[str, Mapping[str, int]], run: Map
     never meets (it embeds every query).
     """
     cuts = ",".join(str(k) for k in k_values)
+    import pytrec_eval
+
     evaluator = pytrec_eval.RelevanceEvaluator(
         {q: dict(grades) for q, grades in relevance.items()},
         {f"{measure.split('_{k}')[0]}.{cuts}" for measure in _TREC_OF_MTEB.values()})

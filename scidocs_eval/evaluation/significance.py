@@ -23,7 +23,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluation.metrics import macro_f1, percent
@@ -198,6 +197,8 @@ class MeanItems(ItemMetric):
         differences = self._differences(other)
         n = len(differences)
         if n < 63 and 2 ** n <= resamples:
+            from scipy import stats
+
             return float(stats.permutation_test((differences,), _mean, permutation_type="samples",
                                                 n_resamples=resamples, vectorized=True).pvalue)
         rng = np.random.default_rng(seed)
@@ -226,6 +227,8 @@ def _mean(values: np.ndarray, axis: int = -1) -> np.ndarray:
 def _scipy_bootstrap(data: tuple[np.ndarray, ...], statistic: Callable[..., np.ndarray], resamples: int,
                      seed: int) -> tuple[float, float]:
     """Percentile bootstrap interval by `scipy.stats.bootstrap`, items resampled jointly across `data`."""
+    from scipy import stats
+
     result = stats.bootstrap(data, statistic, n_resamples=resamples, confidence_level=CONFIDENCE,
                              method="percentile", paired=len(data) > 1, vectorized=True, batch=BATCH,
                              rng=np.random.default_rng(seed))
@@ -302,6 +305,8 @@ class MacroF1Items(ItemMetric):
             def statistic(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
                 gold = np.broadcast_to(np.searchsorted(classes, self.gold), a.shape)
                 return batched_macro_f1(gold, b, k) - batched_macro_f1(gold, a, k)
+            from scipy import stats
+
             return float(stats.permutation_test(
                 (np.searchsorted(classes, self.predicted), np.searchsorted(classes, theirs_predicted)), statistic,
                 permutation_type="samples", n_resamples=resamples, vectorized=True).pvalue)
@@ -502,6 +507,8 @@ def _kendalltau(gold: np.ndarray, predicted: np.ndarray, counts: np.ndarray) -> 
     """Kendall's τ-b (scipy's) of each resample, the items repeated as often as drawn (0 where undefined)."""
     if len(counts) > 1 and len(gold) <= _PAIRWISE_KENDALL_ITEMS and (predicted == predicted[:1]).all():
         return _kendalltau_pairwise(gold, predicted[0], counts)
+    from scipy import stats
+
     values = []
     for predicted_row, count in zip(predicted, counts):
         drawn = count.astype(np.int64)

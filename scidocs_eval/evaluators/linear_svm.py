@@ -27,11 +27,13 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
-from joblib import Parallel, delayed
-from scipy.linalg import eigh, get_blas_funcs, get_lapack_funcs
-from sklearn.model_selection import StratifiedKFold
+
+if TYPE_CHECKING:
+    from joblib import Parallel
+
 
 _WEIGHT_TOLERANCE = 1e-9
 """Stop a class when ‖∇f_k(w)‖ ≤ this × ‖w‖: the Hessian is ⪰ I, so w is then within this relative distance
@@ -178,6 +180,8 @@ class _SquaredHingePath:
 
     @cached_property
     def _largest_eigenvalue(self) -> float:
+        from scipy.linalg import eigh
+
         last = self.x.shape[1] - 1
         return float(eigh(self._full_gram, eigvals_only=True, subset_by_index=(last, last))[0])
 
@@ -267,6 +271,8 @@ class _GramSystem:
         self._start(double)
 
     def _start(self, arithmetic: _Arithmetic) -> None:
+        from scipy.linalg import get_lapack_funcs
+
         self.arithmetic = arithmetic
         self.x, dim = arithmetic.x, arithmetic.x.shape[1]
         self.potrf, self.trtrs = get_lapack_funcs(("potrf", "trtrs"), dtype=self.x.dtype)
@@ -341,6 +347,8 @@ class _GramSystem:
 def _add_gram(rows: np.ndarray, sign: float = 1.0, gram: np.ndarray | None = None) -> np.ndarray:
     """gram + sign·rowsᵀrows for rows (r, dim), in place, as a column-major (dim, dim) matrix of which only the
     lower triangle is computed and meaningful (BLAS syrk: half the work of a full product), in rows' precision."""
+    from scipy.linalg import get_blas_funcs
+
     if gram is None:
         gram = np.zeros((rows.shape[1], rows.shape[1]), dtype=rows.dtype, order="F")
     if not rows.shape[0]:
@@ -412,6 +420,9 @@ class LinearSVMGrid:
 
     def fit(self, x: np.ndarray, y: np.ndarray) -> LinearSVMGrid:
         """x: (n, dim) features; y: (n,) integer labels."""
+        from joblib import Parallel, delayed
+        from sklearn.model_selection import StratifiedKFold
+
         self.classes_ = np.unique(y)
         targets = _one_vs_rest_targets(y, self.classes_)
         splits = list(StratifiedKFold(n_splits=self.folds).split(x, y))
@@ -440,6 +451,8 @@ class LinearSVMGrid:
     def _fold_paths(self, parallel: Parallel, x: np.ndarray, targets: np.ndarray,
                     splits: list[tuple[np.ndarray, np.ndarray]], groups: list[np.ndarray]) -> list[list[np.ndarray]]:
         """For each fold, the weights (dim, n_classes) fit on its training part at each C of `c_grid`."""
+        from joblib import delayed
+
         ascending = sorted(self.c_grid)
         paths = parallel(delayed(_regularization_path)(x[train], targets[train][:, group], ascending,
                                                        self.gram_budget) for train, _ in splits for group in groups)
