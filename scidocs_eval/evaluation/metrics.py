@@ -116,7 +116,8 @@ def ranked_grades_of_top_k(relevance: Mapping[str, Mapping[str, int]], query_ids
 def _grades_at(relevance: Mapping[str, Mapping[str, int]], query_ids: Sequence[str], doc_ids: Sequence[str],
                ranked_indices: np.ndarray) -> np.ndarray:
     """(n_queries, depth) float64: the positive grade of each ranked document (rows of `doc_ids`), else 0."""
-    row_of = {doc_id: row for row, doc_id in enumerate(doc_ids)}
+    positive = {doc for query_id in query_ids for doc, grade in relevance.get(query_id, {}).items() if grade > 0}
+    row_of = {doc_ids[row]: row for row in [row for row, doc_id in enumerate(doc_ids) if doc_id in positive]}
     n_docs = len(doc_ids)
     judged = [(query_row * n_docs + row_of[doc], grade) for query_row, query_id in enumerate(query_ids)
               for doc, grade in relevance.get(query_id, {}).items() if grade > 0 and doc in row_of]
