@@ -73,3 +73,18 @@ def test_the_command_answers_within_a_generous_bound(argv: list[str]) -> None:
     start = time.perf_counter()
     subprocess.run([sys.executable, "-m", "scidocs_eval.cli", *argv], capture_output=True, check=False)
     assert time.perf_counter() - start < 10
+
+
+def test_every_public_name_still_resolves_from_the_package() -> None:
+    """The lazy re-exports (PEP 562): each name of `__all__` is the object of the module that defines it, and
+    `dir()` lists them."""
+    import importlib
+
+    import scidocs_eval
+
+    for name in scidocs_eval.__all__:
+        module = importlib.import_module(scidocs_eval._MODULE_OF[name])
+        assert getattr(scidocs_eval, name) is getattr(module, name), name
+    assert set(scidocs_eval.__all__) <= set(dir(scidocs_eval))
+    with pytest.raises(AttributeError, match="no_such_name"):
+        scidocs_eval.no_such_name  # noqa: B018
