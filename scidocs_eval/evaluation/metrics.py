@@ -1,4 +1,10 @@
-"""The metrics, exactly as the official SciDocs code computes them."""
+"""The metrics, exactly as the official SciDocs code computes them.
+
+The ranking and retrieval measures are trec_eval's (as pytrec_eval, which SciDocs and MTEB call, computes them)
+and MTEB's MRR, computed in numpy over each query's grades in ranked order (`RankedGrades`), with trec_eval's sums
+in trec_eval's order: equal to pytrec_eval's bit for bit (tests/test_metrics_numpy.py), and a retrieval task scores
+its search's top-k arrays without a run of dicts (`mteb_top_k_measures`).
+"""
 
 from __future__ import annotations
 
