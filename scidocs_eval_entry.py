@@ -1,8 +1,9 @@
 """The `scidocs-eval` console script.
 
 It lives outside the `scidocs_eval` package so that Ctrl-C is handled from the first moment: importing the
-package takes a second or more (numpy, pandas, torch, ...), and an interrupt during that start-up must end the
-command with one line and exit status 130, like an interrupt later on, not with a traceback. An interrupt that
+command's modules takes a moment (numpy and every plugin module; the heavy libraries load later, where they are
+used), and an interrupt during that start-up must end the command with one line and exit status 130, like an
+interrupt later on, not with a traceback. An interrupt that
 lands inside a C extension's initialisation comes out as some other exception (numpy: an ImportError), so the
 signal itself is noted and decides.
 """

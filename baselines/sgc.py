@@ -19,10 +19,9 @@ distance). docs/baselines.md has what each does on Cora and CiteSeer.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from scipy import sparse
 
 from scidocs_eval.formats.corpus import read_citations
 from scidocs_eval.formats.suite import Paper
@@ -32,12 +31,17 @@ from scidocs_eval.models.tuning import parameter_grid
 from scidocs_eval.models.word_vectors import MAX_TRAINED_TOKENS, TUNE_MAX_TOKENS, WordVectors
 from scidocs_eval.params import InputPath, Interval, Options
 
+if TYPE_CHECKING:
+    from scipy import sparse
+
 K_GRID = tuple(range(1, 9))
 ROW_NORMS = ("none", "sif", "l2")
 
 
 def propagation_matrix(ids: Sequence[str], edges: Iterable[Edge]) -> sparse.csr_matrix:
     """S = D^-1/2 (A + I) D^-1/2 over `ids` (n, n); edges are undirected, those leaving `ids` are ignored."""
+    from scipy import sparse
+
     index = {paper_id: row for row, paper_id in enumerate(ids)}
     links = np.array([(index[a], index[b]) for a, b in edges if a in index and b in index and a != b],
                      dtype=np.int64).reshape(-1, 2)

@@ -11,9 +11,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from sklearn.decomposition import TruncatedSVD
-from sklearn.feature_extraction.text import TfidfVectorizer
-from sklearn.preprocessing import normalize
 
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.formats.corpus import paper_text
@@ -45,6 +42,9 @@ class TfidfLsaAdapter(Adapter):
         self.dim, self.min_df, self.max_df, self.sublinear_tf, self.seed = dim, min_df, max_df, sublinear_tf, seed
 
     def learn(self, papers: Sequence[Paper]) -> None:
+        from sklearn.decomposition import TruncatedSVD
+        from sklearn.feature_extraction.text import TfidfVectorizer
+
         texts = [paper_text(p) for p in papers]
         self.vectorizer_ = TfidfVectorizer(**TOKENIZER_SETTINGS, stop_words="english", sublinear_tf=self.sublinear_tf,
                                            min_df=min(self.min_df, len(texts)), max_df=self.max_df)
@@ -58,5 +58,7 @@ class TfidfLsaAdapter(Adapter):
         self.svd_ = TruncatedSVD(n_components=components, random_state=self.seed).fit(tfidf)
 
     def transform(self, papers: Sequence[Paper]) -> np.ndarray:
+        from sklearn.preprocessing import normalize
+
         reduced = self.svd_.transform(self.vectorizer_.transform([paper_text(p) for p in papers]))
         return normalize(reduced).astype(np.float32)

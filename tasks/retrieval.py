@@ -34,6 +34,7 @@ from scidocs_eval.evaluation.metrics import (
     mteb_metric_names,
     mteb_retrieval_measures,
     mteb_scores,
+    mteb_top_k_measures,
 )
 from scidocs_eval.evaluation.task import (
     BENCHMARKS,
@@ -183,6 +184,7 @@ class RetrievalTask(Task[RetrievalSplit]):
             raise ScidocsEvalError(f"{self.name}: query vectors ({query_store.source}) have {query_store.dim} "
                                    f"dimensions, document vectors ({document_store.source}) {document_store.dim}")
         run: dict[str, dict[str, float]] = {}
+        top: tuple[list[str], list[str], np.ndarray, np.ndarray] | None = None
         search_details: dict[str, Any] = {}
         query_vectors = prepare(query_store.vectors(searched), self.similarity)
         if not (searched and usable):
@@ -194,9 +196,11 @@ class RetrievalTask(Task[RetrievalSplit]):
             depth = top_k + self.ignore_identical_ids
             found = search(query_vectors, document_store.vectors(usable), usable, depth, self.similarity,
                            self.engine)
-            run = {q: dict([(usable[i], float(s)) for i, s in zip(row_i, row_s)
-                            if i >= 0 and not (self.ignore_identical_ids and usable[i] == q)][:top_k])
-                   for q, row_i, row_s in zip(searched, found.indices, found.scores)}
+            top_indices = self.kept_top_k(searched, usable, found.indices, top_k)
+            top = (searched, usable, top_indices, found.scores)
+            if type(self).task_scores is not RetrievalTask.task_scores:  # only a task score reads a run of dicts
+                run = {q: {usable[i]: float(s) for i, s in zip(row_i, row_s) if i >= 0}
+                       for q, row_i, row_s in zip(searched, top_indices, found.scores)}
             search_details = found.details
         coverage = {"queries": len(query_ids), "queries_missing": int(np.sum(query_status == MISSING)),
                     "queries_empty": int(np.sum(query_status == EMPTY)), "documents": len(candidates),
@@ -208,7 +212,8 @@ class RetrievalTask(Task[RetrievalSplit]):
             log.warning("%s: %d of %d queries have no embedding (they score 0) and %d of %d documents have none "
                         "(they cannot be retrieved); MTEB embeds every one, so these numbers are not MTEB's",
                         self.name, unscored, len(query_ids), len(candidates) - len(usable), len(candidates))
-        per_query = mteb_retrieval_measures(relevance, run, self.k_values)
+        per_query = (mteb_top_k_measures(relevance, *top, self.k_values) if top is not None
+                     else mteb_retrieval_measures(relevance, run, self.k_values))
         items = {"unit": "query", "ids": list(per_query),
                  **{m: [values[m] for values in per_query.values()] for m in self.metrics}}
         details: dict[str, Any] = {
@@ -221,6 +226,16 @@ class RetrievalTask(Task[RetrievalSplit]):
                         self.name, self.engine, search_details["k"], search_details["recall_at_k"],
                         search_details["recall_sample"])
         return TaskResult(self.name, mean_measures(per_query, self.metrics), coverage, details, items=items)
+
+    def kept_top_k(self, searched: list[str], usable: list[str], indices: np.ndarray, top_k: int) -> np.ndarray:
+        """The search's `indices` with -1 for a document dropped: past each query's first `top_k` kept, and the
+        query's own paper when the task ignores identical ids."""
+        kept = indices >= 0
+        if self.ignore_identical_ids:
+            row_of = {doc_id: row for row, doc_id in enumerate(usable)}
+            kept &= indices != np.array([row_of.get(q, -1) for q in searched], dtype=np.int64)[:, None]
+        kept &= np.cumsum(kept, axis=1) <= top_k
+        return np.where(kept, indices, -1)
 
     def task_scores(self, relevance: Mapping[str, Mapping[str, int]],
                     run: Mapping[str, Mapping[str, float]]) -> dict[str, float]:

@@ -1,12 +1,20 @@
-"""The metrics, exactly as the official SciDocs code computes them."""
+"""The metrics, exactly as the official SciDocs code computes them.
+
+The ranking and retrieval measures are trec_eval's (as pytrec_eval, which SciDocs and MTEB call, computes them)
+and MTEB's MRR, computed in numpy over each query's grades in ranked order (`RankedGrades`), with trec_eval's sums
+in trec_eval's order: equal to pytrec_eval's bit for bit (tests/test_metrics_numpy.py), and a retrieval task scores
+its search's top-k arrays without a run of dicts (`mteb_top_k_measures`).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
-import pytrec_eval
-from sklearn.metrics import f1_score
+
+from scidocs_eval.errors import ScidocsEvalError
 
 
 def percent(value: float) -> float:
@@ -16,18 +24,203 @@ def percent(value: float) -> float:
 
 def macro_f1(y_true: np.ndarray, y_pred: np.ndarray) -> float:
     """Macro-averaged F1 × 100, rounded to 2 decimals."""
+    from sklearn.metrics import f1_score
+
     return percent(f1_score(y_true, y_pred, average="macro"))
+
+
+RELEVANCE_LEVEL = 1
+"""pytrec_eval's (trec_eval's) default relevance level: a document is relevant when its grade is at least 1."""
+_FULL_DEPTH = ("map", "ndcg")
+_AT_CUTOFF = ("ndcg_cut", "map_cut", "recall", "P", "success")
+"""The trec_eval measures computed here over arrays (full depth; at a cut-off: `ndcg_cut_10`, `P_5`, ...); any
+other measure is pytrec_eval's."""
+
+
+@dataclass(frozen=True)
+class RankedGrades:
+    """What trec_eval's measures read of each query's ranking (one row per query).
+
+    Attributes:
+        grades: (n_queries, depth) float64: the grade of the document at each rank, in trec_eval's order (score
+            descending, ties by document id descending); 0 for an unjudged document, a negative grade, and past
+            the end of a shorter ranking.
+        ideal: (n_queries, n_ideal) float64: the query's positive grades, largest first, 0-padded.
+        relevant: (n_queries,) int64: the query's judged documents with a grade of at least `RELEVANCE_LEVEL`.
+    """
+
+    grades: np.ndarray
+    ideal: np.ndarray
+    relevant: np.ndarray
+
+
+def _judged(relevance: Mapping[str, Mapping[str, int]], query_ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(ideal, relevant) of `RankedGrades` for `query_ids`."""
+    positive = [sorted((g for g in relevance.get(q, {}).values() if g > 0), reverse=True) for q in query_ids]
+    ideal = np.zeros((len(query_ids), max(map(len, positive), default=0)))
+    for row, grades in enumerate(positive):
+        ideal[row, :len(grades)] = grades
+    relevant = np.array([sum(1 for g in relevance.get(q, {}).values() if g >= RELEVANCE_LEVEL) for q in query_ids],
+                        dtype=np.int64)
+    return ideal, relevant
+
+
+def _check_scores(scores: Iterable[float], query_id: str) -> None:
+    if any(math.isnan(score) for score in scores):
+        raise ScidocsEvalError(f"query {query_id!r}: a document scores NaN, which ranks nowhere (trec_eval's order "
+                               "of it is undefined); check the embeddings for NaN or all-zero vectors")
+
+
+def ranked_grades(relevance: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping[str, float]],
+                  query_ids: Sequence[str]) -> RankedGrades:
+    """`RankedGrades` of `run` (query -> document -> score) for `query_ids` (a query without a ranking: an empty
+    row)."""
+    rankings = []
+    for query_id in query_ids:
+        scores = run.get(query_id, {})
+        _check_scores(scores.values(), query_id)
+        grades = relevance.get(query_id, {})
+        ranked = sorted(scores.items(), key=lambda item: (item[1], item[0]), reverse=True)
+        rankings.append([max(grades.get(doc, 0), 0) for doc, _ in ranked])
+    matrix = np.zeros((len(query_ids), max(map(len, rankings), default=0)))
+    for row, grades_at_rank in enumerate(rankings):
+        matrix[row, :len(grades_at_rank)] = grades_at_rank
+    return RankedGrades(matrix, *_judged(relevance, query_ids))
+
+
+def ranked_grades_of_top_k(relevance: Mapping[str, Mapping[str, int]], query_ids: Sequence[str],
+                           doc_ids: Sequence[str], indices: np.ndarray, scores: np.ndarray) -> RankedGrades:
+    """`RankedGrades` of a search's top k: row i of `indices` (rows of `doc_ids`; -1 for none) and `scores` ranks
+    documents for `query_ids[i]`, in any order (they are put in trec_eval's)."""
+    indices = np.asarray(indices, dtype=np.int64)
+    scores = np.asarray(scores, dtype=np.float64)
+    if np.isnan(scores[indices >= 0]).any():
+        _check_scores([math.nan], query_ids[int(np.argwhere(np.isnan(scores) & (indices >= 0))[0, 0])])
+    # trec_eval's order: ranked documents first, by score descending, ties by document id descending; only the
+    # documents tied with another in their row need their ids' order
+    ranked_row = indices >= 0
+    scores = np.where(ranked_row, scores, -np.inf)
+    by_score = np.argsort(-scores, axis=1, kind="stable")
+    sorted_scores = np.take_along_axis(scores, by_score, axis=1)
+    tied_sorted = np.zeros(scores.shape, dtype=bool)
+    tied_sorted[:, 1:] = sorted_scores[:, 1:] == sorted_scores[:, :-1]
+    tied_sorted[:, :-1] |= tied_sorted[:, 1:]
+    tied = np.zeros(scores.shape, dtype=bool)
+    np.put_along_axis(tied, by_score, tied_sorted, axis=1)
+    tied &= ranked_row
+    tie_key = np.zeros(scores.shape, dtype=np.int64)
+    if tied.any():
+        tied_docs = np.unique(indices[tied])
+        key_of = np.empty(len(tied_docs), dtype=np.int64)
+        key_of[sorted(range(len(tied_docs)), key=lambda i: doc_ids[tied_docs[i]])] = np.arange(len(tied_docs))
+        tie_key[tied] = key_of[np.searchsorted(tied_docs, indices[tied])]
+    ranked = np.lexsort((-tie_key, -scores, ~ranked_row), axis=1)
+    ranked_indices = np.take_along_axis(indices, ranked, axis=1)
+    return RankedGrades(_grades_at(relevance, query_ids, doc_ids, ranked_indices), *_judged(relevance, query_ids))
+
+
+def _grades_at(relevance: Mapping[str, Mapping[str, int]], query_ids: Sequence[str], doc_ids: Sequence[str],
+               ranked_indices: np.ndarray) -> np.ndarray:
+    """(n_queries, depth) float64: the positive grade of each ranked document (rows of `doc_ids`), else 0."""
+    positive = {doc for query_id in query_ids for doc, grade in relevance.get(query_id, {}).items() if grade > 0}
+    row_of = {doc_ids[row]: row for row in [row for row, doc_id in enumerate(doc_ids) if doc_id in positive]}
+    n_docs = len(doc_ids)
+    judged = [(query_row * n_docs + row_of[doc], grade) for query_row, query_id in enumerate(query_ids)
+              for doc, grade in relevance.get(query_id, {}).items() if grade > 0 and doc in row_of]
+    keys = np.array([key for key, _ in judged], dtype=np.int64)
+    grades = np.array([grade for _, grade in judged], dtype=np.float64)
+    order = np.argsort(keys)
+    keys, grades = keys[order], grades[order]
+    wanted = np.arange(len(query_ids), dtype=np.int64)[:, None] * n_docs + ranked_indices
+    position = np.searchsorted(keys, wanted).clip(0, max(len(keys) - 1, 0))
+    found = (ranked_indices >= 0) & (keys[position] == wanted) if len(keys) else np.zeros(wanted.shape, dtype=bool)
+    return np.where(found, grades[position] if len(keys) else 0.0, 0.0)
+
+
+def _discounts(depth: int) -> np.ndarray:
+    """log2(rank + 1) for ranks 1..depth, by the C library's log2 as trec_eval takes it."""
+    return np.array([math.log2(i + 2) for i in range(depth)])
+
+
+def _padded(matrix: np.ndarray, depth: int) -> np.ndarray:
+    return np.pad(matrix, ((0, 0), (0, max(depth - matrix.shape[1], 0))))[:, :max(depth, 1)]
+
+
+def trec_arrays(ranked: RankedGrades, measures: Iterable[str]) -> dict[str, np.ndarray]:
+    """Per query (n_queries,) float64, each of `measures` as pytrec_eval computes it (names as it returns them:
+    "map", "ndcg", "ndcg_cut_10", "map_cut_10", "recall_10", "P_10", "success_10"; see `_AT_CUTOFF`).
+
+    trec_eval's definitions, sum for sum in its order: DCG adds grade / log2(rank + 1) over the ranked documents
+    with a positive grade; the ideal DCG the query's positive grades largest first (every one at full depth, the
+    first k at cut-off k); nDCG = DCG / ideal (0 without a positive grade). AP adds the precision at each relevant
+    document (grade >= 1) and divides by the query's relevant documents; recall, P (over k, the ranking padded
+    with non-relevant documents) and success count the relevant documents among the first k.
+    """
+    measures = list(measures)
+    cutoffs = [int(m.rsplit("_", 1)[1]) for m in measures if m not in _FULL_DEPTH]
+    depth = max([1, ranked.grades.shape[1], ranked.ideal.shape[1], *cutoffs])
+    grades, ideal = _padded(ranked.grades, depth), _padded(ranked.ideal, depth)
+    discounts = _discounts(grades.shape[1])
+    dcg = np.cumsum(grades / discounts, axis=1)
+    ideal_dcg = np.cumsum(ideal / discounts, axis=1)
+    hits = grades >= RELEVANCE_LEVEL
+    found = np.cumsum(hits, axis=1)
+    precision_sum = np.cumsum(np.where(hits, found / np.arange(1, depth + 1), 0.0), axis=1)
+    relevant = ranked.relevant.astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        def per_relevant(values: np.ndarray) -> np.ndarray:
+            return np.where(relevant > 0, values / relevant, 0.0)
+
+        def ndcg(at: int) -> np.ndarray:
+            return np.where(ideal_dcg[:, at] > 0, dcg[:, at] / ideal_dcg[:, at], dcg[:, at])
+
+        out: dict[str, np.ndarray] = {}
+        for measure in measures:
+            if measure == "map":
+                out[measure] = per_relevant(precision_sum[:, -1])
+            elif measure == "ndcg":
+                out[measure] = ndcg(depth - 1)
+            else:
+                family, k = measure.rsplit("_", 1)
+                at = int(k) - 1
+                if family == "ndcg_cut":
+                    out[measure] = ndcg(at)
+                elif family == "map_cut":
+                    out[measure] = per_relevant(precision_sum[:, at])
+                elif family == "recall":
+                    out[measure] = per_relevant(found[:, at].astype(np.float64))
+                elif family == "P":
+                    out[measure] = found[:, at] / float(at + 1)
+                else:
+                    out[measure] = (found[:, at] > 0).astype(np.float64)
+    return out
+
+
+def _computed_here(measure: str) -> bool:
+    family, _, k = measure.rpartition("_")
+    return measure in _FULL_DEPTH or (family in _AT_CUTOFF and k.isdigit() and int(k) > 0)
 
 
 def trec_measures(relevance: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping[str, float]],
                   measures: Sequence[str] = ("map", "ndcg")) -> dict[str, dict[str, float]]:
-    """Per-query trec_eval measures by pytrec_eval (full depth; ties broken by docid, descending).
+    """Per-query trec_eval measures, equal to pytrec_eval's (full depth; ties broken by docid, descending):
+    `trec_arrays` for the measures it computes, pytrec_eval for any other.
 
-    Queries absent from `run`, or with no ranked candidate, are left out, as trec_eval does.
+    Queries absent from `run`, with no ranked candidate, or without judgements are left out, as trec_eval does;
+    the others keep `run`'s order, as pytrec_eval returns them.
     """
-    evaluator = pytrec_eval.RelevanceEvaluator(
-        {q: dict(grades) for q, grades in relevance.items()}, set(measures))
-    return evaluator.evaluate({q: dict(scores) for q, scores in run.items() if scores})
+    query_ids = [q for q, scores in run.items() if scores and q in relevance]
+    ours = [m for m in measures if _computed_here(m)]
+    values = {m: v.tolist() for m, v in trec_arrays(ranked_grades(relevance, run, query_ids), ours).items()}
+    per_query = {q: {m: values[m][row] for m in ours} for row, q in enumerate(query_ids)}
+    if others := [m for m in measures if m not in ours]:
+        import pytrec_eval
+
+        evaluator = pytrec_eval.RelevanceEvaluator({q: dict(grades) for q, grades in relevance.items()}, set(others))
+        theirs = evaluator.evaluate({q: dict(run[q]) for q in query_ids})
+        for q in query_ids:
+            per_query[q].update({m: theirs[q][m] for m in others})
+    return {q: {m: per_query[q][m] for m in measures} for q in query_ids}
 
 
 def mean_measures(per_query: Mapping[str, Mapping[str, float]], measures: Sequence[str]) -> dict[str, float]:
@@ -78,34 +271,50 @@ def mteb_metric_names(k_values: Sequence[int] = MTEB_K_VALUES) -> tuple[str, ...
     return tuple(f"{family}_at_{k}" for family in MTEB_FAMILIES for k in k_values)
 
 
+def mteb_arrays(ranked: RankedGrades, k_values: Sequence[int] = MTEB_K_VALUES) -> dict[str, np.ndarray]:
+    """Per query (n_queries,), MTEB's retrieval metrics (`mteb_metric_names`) as its evaluator computes them.
+
+    nDCG, MAP, recall, precision and hit rate at each k as pytrec_eval computes them (MTEB's measures `ndcg_cut`,
+    `map_cut`, `recall`, `P`, `success`: `trec_arrays`); MRR@k as MTEB's `mrr`: the reciprocal rank of the first
+    document with a positive grade among the top k sorted by (score, id) descending.
+    """
+    trec = trec_arrays(ranked, [pattern.format(k=k) for pattern in _TREC_OF_MTEB.values() for k in k_values])
+    positive = _padded(ranked.grades, max(k_values)) > 0
+    first = np.where(positive.any(axis=1), positive.argmax(axis=1) + 1, 0)
+    values = {f"{family}_at_{k}": trec[pattern.format(k=k)] for family, pattern in _TREC_OF_MTEB.items()
+              for k in k_values}
+    values.update({f"mrr_at_{k}": np.where((first > 0) & (first <= k), 1.0 / np.maximum(first, 1), 0.0)
+                   for k in k_values})
+    return {name: values[name] for name in mteb_metric_names(k_values)}
+
+
+def _per_query(query_ids: Sequence[str], arrays: Mapping[str, np.ndarray]) -> dict[str, dict[str, float]]:
+    columns = {name: values.tolist() for name, values in arrays.items()}
+    return {query_id: {name: column[row] for name, column in columns.items()} for row, query_id in enumerate(query_ids)}
+
+
 def mteb_retrieval_measures(relevance: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping[str, float]],
                             k_values: Sequence[int] = MTEB_K_VALUES) -> dict[str, dict[str, float]]:
-    """Per query, MTEB's retrieval metrics (`mteb_metric_names`) as its evaluator computes them.
+    """Per query of `relevance` (in its order), MTEB's retrieval metrics (`mteb_arrays`) of `run`. A query with no
+    ranked document (no embedding) scores 0 on every metric, which MTEB never meets (it embeds every query)."""
+    query_ids = list(relevance)
+    return _per_query(query_ids, mteb_arrays(ranked_grades(relevance, run, query_ids), k_values))
 
-    nDCG, MAP, recall, precision and hit rate at each k by pytrec_eval (MTEB's measures `ndcg_cut`, `map_cut`,
-    `recall`, `P`, `success`; ties by document id, descending); MRR@k as MTEB's `mrr`: the reciprocal rank of the
-    first document with a positive grade among the top k sorted by (score, id) descending. Every query of
-    `relevance` gets a value; one with no ranked document (no embedding) scores 0 on every metric, which MTEB
-    never meets (it embeds every query).
-    """
-    cuts = ",".join(str(k) for k in k_values)
-    evaluator = pytrec_eval.RelevanceEvaluator(
-        {q: dict(grades) for q, grades in relevance.items()},
-        {f"{measure.split('_{k}')[0]}.{cuts}" for measure in _TREC_OF_MTEB.values()})
-    trec = evaluator.evaluate({q: dict(scores) for q, scores in run.items() if scores and q in relevance})
-    k_max = max(k_values)
-    per_query: dict[str, dict[str, float]] = {}
-    for query_id, grades in relevance.items():
-        values = trec.get(query_id, {})
-        measures = {f"{family}_at_{k}": float(values.get(pattern.format(k=k), 0.0))
-                    for family, pattern in _TREC_OF_MTEB.items() for k in k_values}
-        relevant = {doc for doc, grade in grades.items() if grade > 0}
-        ranked = sorted(run.get(query_id, {}).items(), key=lambda item: (item[1], item[0]), reverse=True)[:k_max]
-        first = next((rank for rank, (doc, _) in enumerate(ranked, start=1) if doc in relevant), None)
-        measures.update({f"mrr_at_{k}": 1.0 / first if first is not None and first <= k else 0.0
-                         for k in k_values})
-        per_query[query_id] = {name: measures[name] for name in mteb_metric_names(k_values)}
-    return per_query
+
+def mteb_top_k_measures(relevance: Mapping[str, Mapping[str, int]], query_ids: Sequence[str], doc_ids: Sequence[str],
+                        indices: np.ndarray, scores: np.ndarray, k_values: Sequence[int] = MTEB_K_VALUES
+                        ) -> dict[str, dict[str, float]]:
+    """`mteb_retrieval_measures` of a search's top k without a run of dicts: row i of `indices` (rows of `doc_ids`;
+    -1 for none) and `scores` ranks documents for `query_ids[i]`; a query of `relevance` without a row scores 0."""
+    every_query = list(relevance)
+    row_of = {query_id: row for row, query_id in enumerate(query_ids)}
+    rows = np.array([row_of.get(q, -1) for q in every_query], dtype=np.int64)
+    depth = indices.shape[1] if indices.ndim == 2 else 0
+    all_indices = np.full((len(every_query), depth), -1, dtype=np.int64)
+    all_scores = np.full((len(every_query), depth), -np.inf)
+    all_indices[rows >= 0], all_scores[rows >= 0] = indices[rows[rows >= 0]], scores[rows[rows >= 0]]
+    ranked = ranked_grades_of_top_k(relevance, every_query, doc_ids, all_indices, all_scores)
+    return _per_query(every_query, mteb_arrays(ranked, k_values))
 
 
 def mteb_scores(per_query: Mapping[str, Mapping[str, float]], k_values: Sequence[int] = MTEB_K_VALUES,

@@ -34,7 +34,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy import stats
 from threadpoolctl import threadpool_limits
 
 from scidocs_eval.errors import ScidocsEvalError
@@ -729,6 +728,8 @@ def _ranking(name: str, metric: str, components: list[Component], values: np.nda
 
 def _mean_ranks(labels: Sequence[str], scores: np.ndarray, tasks: list[str], alpha: float) -> MeanRanks:
     """`scores` (tasks, models) of the main scores."""
+    from scipy import stats
+
     n_tasks, k = scores.shape
     ranks = stats.rankdata(-scores, axis=1) if n_tasks else np.zeros((0, k))
     mean_rank = ranks.mean(0) if n_tasks else np.full(k, np.nan)

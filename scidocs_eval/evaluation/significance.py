@@ -23,7 +23,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluation.metrics import macro_f1, percent
@@ -186,11 +185,11 @@ class MeanItems(ItemMetric):
         return percent(float(np.mean(self.values))) if len(self.values) else 0.0
 
     def interval(self, resamples: int = RESAMPLES, seed: int = 0) -> tuple[float, float]:
-        return _scipy_bootstrap((100 * self.values,), _mean, resamples, seed)
+        return mean_intervals(100 * self.values[None], resamples, seed)[0]
 
     def paired_interval(self, other: ItemMetric, resamples: int = RESAMPLES, seed: int = 0
                         ) -> tuple[float, float]:
-        return _scipy_bootstrap((100 * self._differences(other),), _mean, resamples, seed)
+        return mean_intervals(100 * self._differences(other)[None], resamples, seed)[0]
 
     def paired_p_value(self, other: ItemMetric, resamples: int = RESAMPLES, seed: int = 0) -> float:
         """Sign-flip test of the mean per-item difference: exact (all 2^n flips, by scipy) when 2^n ≤
@@ -198,6 +197,8 @@ class MeanItems(ItemMetric):
         differences = self._differences(other)
         n = len(differences)
         if n < 63 and 2 ** n <= resamples:
+            from scipy import stats
+
             return float(stats.permutation_test((differences,), _mean, permutation_type="samples",
                                                 n_resamples=resamples, vectorized=True).pvalue)
         rng = np.random.default_rng(seed)
@@ -223,14 +224,58 @@ def _mean(values: np.ndarray, axis: int = -1) -> np.ndarray:
     return np.mean(values, axis=axis)
 
 
-def _scipy_bootstrap(data: tuple[np.ndarray, ...], statistic: Callable[..., np.ndarray], resamples: int,
-                     seed: int) -> tuple[float, float]:
-    """Percentile bootstrap interval by `scipy.stats.bootstrap`, items resampled jointly across `data`."""
-    result = stats.bootstrap(data, statistic, n_resamples=resamples, confidence_level=CONFIDENCE,
-                             method="percentile", paired=len(data) > 1, vectorized=True, batch=BATCH,
-                             rng=np.random.default_rng(seed))
-    interval = result.confidence_interval
-    return float(interval.low), float(interval.high)
+MEAN_SLICE = 50
+"""Resamples of one batch whose means are taken at once: their gathered values stay in the cache."""
+
+
+def bootstrap_means(values: np.ndarray, resamples: int = RESAMPLES, seed: int = 0) -> np.ndarray:
+    """(m, resamples): the mean of each row of `values` (m, n) on each bootstrap resample of its n items, one set
+    of resamples for every row.
+
+    The resamples are `scipy.stats.bootstrap`'s (`rng=np.random.default_rng(seed)`, batches of `BATCH`: each batch
+    draws a (batch, n) matrix of item indices) and each mean is numpy's over the drawn values in drawn order, so
+    each row's means are those scipy computes for it alone, bit for bit. Rows equal bit for bit are resampled once.
+    """
+    values = np.ascontiguousarray(values, dtype=np.float64)
+    n = values.shape[1]
+    _, first, inverse = np.unique(values.view(np.uint64), axis=0, return_index=True, return_inverse=True)
+    distinct = values[first]
+    rng = np.random.default_rng(seed)
+    means = np.empty((len(distinct), resamples))
+    start = 0
+    for size in _batches(resamples):
+        drawn = rng.integers(0, n, size=(size, n))
+        for part in range(0, size, MEAN_SLICE):
+            columns = slice(start + part, start + min(part + MEAN_SLICE, size))
+            for row, row_values in enumerate(distinct):
+                means[row, columns] = row_values[drawn[part:part + MEAN_SLICE]].mean(axis=-1)
+        start += size
+    return means[inverse.ravel()]
+
+
+def scipy_percentile_intervals(samples: np.ndarray, confidence: float = CONFIDENCE) -> np.ndarray:
+    """(m, 2) the percentile interval of each row of `samples` (m, resamples) as `scipy.stats.bootstrap` takes it
+    (`scipy.stats.quantile`, its default method "linear", at (1 − confidence)/2 and 1 − that, in its arithmetic: the
+    same bits); NaN for a row holding a NaN, as scipy propagates it."""
+    alpha = (1 - confidence) / 2
+    probabilities = np.array([alpha, 1 - alpha])
+    ordered = np.sort(samples, axis=-1)
+    n = ordered.shape[-1]
+    position = probabilities * n + (1 - probabilities)
+    upper = position // 1
+    lower = upper - 1
+    weight = np.where(lower < 0, 0.0, position % 1)
+    lower, upper = np.clip(lower, 0, n - 1).astype(np.int64), np.clip(upper, 0, n - 1).astype(np.int64)
+    intervals = (1 - weight) * ordered[:, lower] + weight * ordered[:, upper]
+    return np.where(np.isnan(samples).any(axis=-1, keepdims=True), np.nan, intervals)
+
+
+def mean_intervals(values: np.ndarray, resamples: int = RESAMPLES, seed: int = 0) -> list[tuple[float, float]]:
+    """The 95% percentile bootstrap interval of the mean of each row of `values` (m, n): for each row what
+    `scipy.stats.bootstrap((row,), np.mean, method="percentile", batch=BATCH, rng=np.random.default_rng(seed))`
+    returns, from one set of resamples for all rows (`bootstrap_means`, `scipy_percentile_intervals`)."""
+    intervals = scipy_percentile_intervals(bootstrap_means(values, resamples, seed))
+    return [(float(low), float(high)) for low, high in intervals]
 
 
 class MacroF1Items(ItemMetric):
@@ -302,6 +347,8 @@ class MacroF1Items(ItemMetric):
             def statistic(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
                 gold = np.broadcast_to(np.searchsorted(classes, self.gold), a.shape)
                 return batched_macro_f1(gold, b, k) - batched_macro_f1(gold, a, k)
+            from scipy import stats
+
             return float(stats.permutation_test(
                 (np.searchsorted(classes, self.predicted), np.searchsorted(classes, theirs_predicted)), statistic,
                 permutation_type="samples", n_resamples=resamples, vectorized=True).pvalue)
@@ -502,6 +549,8 @@ def _kendalltau(gold: np.ndarray, predicted: np.ndarray, counts: np.ndarray) -> 
     """Kendall's τ-b (scipy's) of each resample, the items repeated as often as drawn (0 where undefined)."""
     if len(counts) > 1 and len(gold) <= _PAIRWISE_KENDALL_ITEMS and (predicted == predicted[:1]).all():
         return _kendalltau_pairwise(gold, predicted[0], counts)
+    from scipy import stats
+
     values = []
     for predicted_row, count in zip(predicted, counts):
         drawn = count.astype(np.int64)
@@ -653,6 +702,16 @@ def task_metrics(items: Mapping[str, Any], metrics: list[str]) -> dict[str, Item
 def confidence_intervals(items: Mapping[str, Any], metrics: list[str], resamples: int = RESAMPLES,
                          seed: int = 0) -> dict[str, list[float]]:
     """metric -> [low, high], the 95% bootstrap interval (×100, rounded to 2 decimals); {} without items, and no
-    interval for a metric over fewer than 2 items (a resample of one item is that item)."""
-    return {metric: [round(bound, 2) for bound in estimator.interval(resamples, seed)]
-            for metric, estimator in task_metrics(items, metrics).items() if len(estimator.ids) >= 2}
+    interval for a metric over fewer than 2 items (a resample of one item is that item). The metrics that are
+    means of per-item values share one set of resamples (`mean_intervals`), each interval the one its own
+    `interval` gives."""
+    estimators = {metric: estimator for metric, estimator in task_metrics(items, metrics).items()
+                  if len(estimator.ids) >= 2}
+    means = [metric for metric, estimator in estimators.items() if isinstance(estimator, MeanItems)]
+    intervals: dict[str, tuple[float, float]] = {}
+    if means:
+        matrix = np.stack([100 * estimators[metric].values for metric in means])  # type: ignore[attr-defined]
+        intervals.update(zip(means, mean_intervals(matrix, resamples, seed)))
+    return {metric: [round(bound, 2) for bound in (intervals[metric] if metric in intervals
+                                                   else estimator.interval(resamples, seed))]
+            for metric, estimator in estimators.items()}

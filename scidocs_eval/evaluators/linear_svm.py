@@ -27,11 +27,13 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
-from joblib import Parallel, delayed
-from scipy.linalg import eigh, get_blas_funcs, get_lapack_funcs
-from sklearn.model_selection import StratifiedKFold
+
+if TYPE_CHECKING:
+    from joblib import Parallel
+
 
 _WEIGHT_TOLERANCE = 1e-9
 """Stop a class when ‖∇f_k(w)‖ ≤ this × ‖w‖: the Hessian is ⪰ I, so w is then within this relative distance
@@ -59,7 +61,6 @@ _MAX_CG_STEPS = 5000
 _MAX_LINE_SEARCH_STEPS = 100
 
 log = logging.getLogger("scidocs_eval")
-_POTRF, _POTRS = get_lapack_funcs(("potrf", "potrs"), dtype=np.float64)
 
 
 class _SquaredHingePath:
@@ -182,6 +183,8 @@ class _SquaredHingePath:
     def _largest_eigenvalue(self) -> float:
         """λ_max(XᵀX), from the smaller of XᵀX and XXᵀ (their nonzero eigenvalues are the same): few-shot and CV
         fits at a model's width have fewer papers than features."""
+        from scipy.linalg import eigh
+
         n, dim = self.x.shape
         if 0 < n < dim:
             return float(eigh(self.x @ self.x.T, eigvals_only=True, subset_by_index=(n - 1, n - 1))[0])
@@ -273,6 +276,8 @@ class _GramSystem:
         self._start(double)
 
     def _start(self, arithmetic: _Arithmetic) -> None:
+        from scipy.linalg import get_lapack_funcs
+
         self.arithmetic = arithmetic
         self.x = arithmetic.x
         self.potrf, self.trtrs = get_lapack_funcs(("potrf", "trtrs"), dtype=self.x.dtype)
@@ -311,15 +316,18 @@ class _GramSystem:
         """The same solution through the rows of A where they are at most half the features (few-shot and CV fits
         at a model's width): (I + w·X_AᵀX_A)⁻¹ r = r − X_Aᵀ (I/w + X_A X_Aᵀ)⁻¹ X_A r, a |A| × |A| factorisation
         instead of dim × dim, in float64 (small enough); the kept factor and Gram matrix are left as they are."""
+        from scipy.linalg import get_lapack_funcs
+
         rows = self.double.x[active]
         if not rows.shape[0]:
             return rhs
+        potrf, potrs = get_lapack_funcs(("potrf", "potrs"), dtype=np.float64)
         system = rows @ rows.T
         system[np.diag_indices_from(system)] += 1.0 / weight
-        factor, info = _POTRF(system, lower=True, clean=False, overwrite_a=True)
+        factor, info = potrf(system, lower=True, clean=False, overwrite_a=True)
         if info:
             raise np.linalg.LinAlgError(f"linear SVM: Newton system not positive definite (potrf info {info})")
-        inner, info = _POTRS(factor, rows @ rhs, lower=True)
+        inner, info = potrs(factor, rows @ rhs, lower=True)
         if info:
             raise np.linalg.LinAlgError(f"linear SVM: Newton system not solved (potrs info {info})")
         return rhs - rows.T @ inner
@@ -369,6 +377,8 @@ class _GramSystem:
 def _add_gram(rows: np.ndarray, sign: float = 1.0, gram: np.ndarray | None = None) -> np.ndarray:
     """gram + sign·rowsᵀrows for rows (r, dim), in place, as a column-major (dim, dim) matrix of which only the
     lower triangle is computed and meaningful (BLAS syrk: half the work of a full product), in rows' precision."""
+    from scipy.linalg import get_blas_funcs
+
     if gram is None:
         gram = np.zeros((rows.shape[1], rows.shape[1]), dtype=rows.dtype, order="F")
     if not rows.shape[0]:
@@ -440,6 +450,9 @@ class LinearSVMGrid:
 
     def fit(self, x: np.ndarray, y: np.ndarray) -> LinearSVMGrid:
         """x: (n, dim) features; y: (n,) integer labels."""
+        from joblib import Parallel, delayed
+        from sklearn.model_selection import StratifiedKFold
+
         self.classes_ = np.unique(y)
         targets = _one_vs_rest_targets(y, self.classes_)
         splits = list(StratifiedKFold(n_splits=self.folds).split(x, y))
@@ -468,6 +481,8 @@ class LinearSVMGrid:
     def _fold_paths(self, parallel: Parallel, x: np.ndarray, targets: np.ndarray,
                     splits: list[tuple[np.ndarray, np.ndarray]], groups: list[np.ndarray]) -> list[list[np.ndarray]]:
         """For each fold, the weights (dim, n_classes) fit on its training part at each C of `c_grid`."""
+        from joblib import delayed
+
         ascending = sorted(self.c_grid)
         paths = parallel(delayed(_regularization_path)(x[train], targets[train][:, group], ascending,
                                                        self.gram_budget) for train, _ in splits for group in groups)

@@ -24,13 +24,16 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
 
 from scidocs_eval.errors import InputError
 from scidocs_eval.formats.embeddings import EMPTY, MISSING, EmbeddingStore
 from scidocs_eval.formats.suite import METADATA_FILES, Impression
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 FEATURE_NAMES = ("author_jaccard", "position", "title_jaccard", "cosine", "cited_by_jaccard",
                  "references_jaccard", "candidate_cites_query", "query_cites_candidate", "oldness",
@@ -229,6 +232,8 @@ def _id_matrix(id_lists: list[list[str]], row: Mapping[str, int]) -> sp.csr_matr
 
 
 def _csr(columns: list[list[int]], width: int) -> sp.csr_matrix:
+    import scipy.sparse as sp
+
     indptr = np.r_[0, np.cumsum([len(c) for c in columns])].astype(np.int64)
     indices = np.fromiter((j for c in columns for j in c), dtype=np.int64, count=int(indptr[-1]))
     return sp.csr_matrix((np.ones(len(indices), dtype=np.float64), indices, indptr), shape=(len(columns), width))

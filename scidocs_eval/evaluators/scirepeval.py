@@ -35,9 +35,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.stats import kendalltau, pearsonr
-from sklearn.metrics import f1_score, mean_squared_error, pairwise, r2_score
-from sklearn.model_selection import KFold, StratifiedKFold
 
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluators.exact_svm import (
@@ -125,6 +122,8 @@ def _single_label_kfold(train: np.ndarray, y: np.ndarray, test: np.ndarray, c_gr
                         problem: str) -> Fit:
     """The C grid over unstratified KFold folds (GridSearchCV on an estimator it does not see as a classifier):
     a fold trained on one class predicts that class."""
+    from sklearn.model_selection import KFold
+
     means = []
     splits = list(KFold(n_splits=folds).split(train))
     for c in c_grid:
@@ -154,6 +153,8 @@ def fixed_c_problem(environment: str, c: float = 1.0) -> str:
 
 def _fold_splits(n: int, labels: np.ndarray | None, folds: int) -> list[tuple[np.ndarray, np.ndarray]]:
     """GridSearchCV's folds: StratifiedKFold by `labels` when given, else KFold; neither shuffles."""
+    from sklearn.model_selection import KFold, StratifiedKFold
+
     if labels is None:
         return list(KFold(n_splits=folds).split(np.zeros((n, 1))))
     test_folds = _stratified_test_folds(np.asarray(labels), folds)
@@ -282,6 +283,8 @@ def regression(x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, env
                c_grid: Sequence[float] = REGRESSION_GRID, folds: int = FOLDS) -> Fit:
     """SciRepEval's GridSearchCV(LinearSVR(), C grid, cv=3): KFold without shuffling, scored by R²; the folds are
     with the C grid, the columns of one batch of exact ε-insensitive (ε = 0) problems."""
+    from sklearn.metrics import r2_score
+
     spec = environment_spec(environment)
     train, test = with_intercept(x_train, environment), with_intercept(x_test, environment)
     y_train = np.asarray(y_train, dtype=np.float64)
@@ -307,6 +310,8 @@ def regression(x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, env
 def few_shot_single_label_draws(y_train: np.ndarray, sample_size: int, iterations: int) -> list[np.ndarray]:
     """SciRepEval's few-shot training sets: the first `iterations` held-out folds of
     StratifiedKFold(n_splits=ceil(n / sample_size)) without shuffling."""
+    from sklearn.model_selection import StratifiedKFold
+
     folds = StratifiedKFold(n_splits=math.ceil(len(y_train) / sample_size))
     draws = []
     for _, held_out in folds.split(np.zeros((len(y_train), 1)), y_train):
@@ -342,6 +347,8 @@ def rounded(value: float) -> float:
 
 def classification_metric(gold: np.ndarray, predicted: np.ndarray, metric: str) -> float:
     """SciRepEval's "f1" (binary, positive class 1) or "f1_macro" (multi-label: macro over labels), ×100."""
+    from sklearn.metrics import f1_score
+
     average = {"f1": "binary", "f1_macro": "macro"}[metric]
     direct = _f1_of_indicators(np.asarray(gold), np.asarray(predicted), average)
     return rounded(f1_score(gold, predicted, average=average) if direct is None else direct)
@@ -368,6 +375,9 @@ def _f1_of_indicators(gold: np.ndarray, predicted: np.ndarray, average: str) -> 
 
 def regression_metrics(gold: np.ndarray, predicted: np.ndarray) -> dict[str, float]:
     """Kendall's τ and Pearson's r (×100, 2 decimals) and the MSE, as SciRepEval computes them."""
+    from scipy.stats import kendalltau, pearsonr
+    from sklearn.metrics import mean_squared_error
+
     return {"kendalltau": rounded(kendalltau(gold, predicted)[0]), "pearsonr": rounded(pearsonr(gold, predicted)[0]),
             "mse": float(mean_squared_error(gold, predicted))}
 
@@ -376,6 +386,8 @@ def negative_l2_run(vectors: Mapping[str, np.ndarray], qrels: Mapping[str, Mappi
                     ) -> dict[str, dict[str, float]]:
     """SciRepEval's `IREvaluator.retrieval`: each query's candidates scored by −(Euclidean distance), computed as
     scikit-learn's `euclidean_distances` does; queries and candidates without a vector are left out."""
+    from sklearn.metrics import pairwise
+
     run = {}
     for query, grades in qrels.items():
         if query not in vectors:
@@ -394,6 +406,8 @@ def reviewer_run(vectors: Mapping[str, np.ndarray], qrels: Mapping[str, Mapping[
                  reviewers: Mapping[str, Sequence[str]]) -> dict[str, dict[str, float]]:
     """SciRepEval's `ReviewerMatchingEvaluator.retrieval`: a reviewer scores the mean of the 3 highest cosine
     similarities between the query paper and the reviewer's papers (those with a vector)."""
+    from sklearn.metrics import pairwise
+
     run = {}
     for query, grades in qrels.items():
         if query not in vectors:

@@ -14,7 +14,6 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-import joblib
 import orjson
 
 from scidocs_eval.formats.suite import Paper
@@ -44,6 +43,8 @@ def cached_model(kind: str, fingerprint: str, params: Mapping[str, Any], train: 
 
     `params` must be JSON-serialisable and hold everything that changes the model.
     """
+    import joblib
+
     path = cache_path(kind, fingerprint, params)
     if path.is_file():
         log.info("loading cached %s model from %s", kind, path)

@@ -9,11 +9,9 @@ embedded paper becomes v − (v·u)u. `sif --tune` picks `a` on val from the log
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy import sparse
-from sklearn.decomposition import TruncatedSVD
-from sklearn.feature_extraction.text import CountVectorizer
 
 from scidocs_eval.formats.corpus import paper_text
 from scidocs_eval.formats.suite import Paper
@@ -21,12 +19,17 @@ from scidocs_eval.models.text import analyzer
 from scidocs_eval.models.word_vectors import MAX_TRAINED_TOKENS, TUNE_MAX_TOKENS, WordVectorAdapter, WordVectors
 from scidocs_eval.params import POSITIVE
 
+if TYPE_CHECKING:
+    from scipy import sparse
+
 A_GRID = (1e-5, 3e-5, 1e-4, 3e-4, 1e-3)
 """The log grid of `a` `sif --tune` searches (the paper: a log grid in [1e-5, 1e-3])."""
 
 
 def first_component(matrix: np.ndarray, seed: int = 0) -> np.ndarray:
     """The first right singular vector (dim,) of `matrix` (n, dim), uncentred (TruncatedSVD)."""
+    from sklearn.decomposition import TruncatedSVD
+
     return TruncatedSVD(n_components=1, random_state=seed).fit(matrix).components_[0]
 
 
@@ -55,6 +58,8 @@ class SifWeightedAdapter(WordVectorAdapter):
 
     def fit_sif(self, papers: Sequence[Paper], word_vectors: WordVectors) -> None:
         """Word frequencies and the first principal component of the corpus's weighted averages."""
+        from sklearn.feature_extraction.text import CountVectorizer
+
         self.counter_ = CountVectorizer(analyzer=analyzer())
         corpus_counts = self.counter_.fit_transform([paper_text(p) for p in papers])
         totals = np.asarray(corpus_counts.sum(axis=0)).ravel()
@@ -64,6 +69,8 @@ class SifWeightedAdapter(WordVectorAdapter):
 
     def _average(self, counts: sparse.csr_matrix, a: float) -> np.ndarray:
         """(n, dim) float64: per paper, the mean over its tokens of a/(a + p(w)) · vec(w)."""
+        from scipy import sparse
+
         lengths = np.maximum(np.asarray(counts.sum(axis=1)).ravel(), 1)
         weights = a / (a + self.word_probability_)
         weighted = sparse.diags(1.0 / lengths) @ counts @ sparse.diags(weights)

@@ -10,14 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
-from typing import Any
-
-from scipy import sparse
-from sklearn.feature_extraction.text import CountVectorizer, TfidfTransformer
+from typing import TYPE_CHECKING, Any
 
 from scidocs_eval.formats.corpus import paper_text
 from scidocs_eval.formats.suite import Paper
 from scidocs_eval.progress import progress_bar
+
+if TYPE_CHECKING:
+    from scipy import sparse
+    from sklearn.feature_extraction.text import CountVectorizer, TfidfTransformer
 
 TOKENIZER_SETTINGS: dict[str, Any] = {"lowercase": True, "strip_accents": "ascii"}
 """How text becomes tokens (scikit-learn analyzer options); shared by every text baseline."""
@@ -29,6 +30,8 @@ TFIDF_SETTINGS: dict[str, Any] = {**TOKENIZER_SETTINGS, "min_df": 3, "max_df": 0
 
 def analyzer() -> Callable[[str], list[str]]:
     """The shared tokeniser: str -> list of lowercase ASCII tokens (stop words kept)."""
+    from sklearn.feature_extraction.text import CountVectorizer
+
     return CountVectorizer(**TOKENIZER_SETTINGS).build_analyzer()
 
 
@@ -48,6 +51,8 @@ def count_vectorizer(n_documents: int) -> CountVectorizer:
 
     `min_df` drops to 1 for corpora too small for min_df 3 and max_df 0.75 to leave any word (< 4 papers).
     """
+    from sklearn.feature_extraction.text import CountVectorizer
+
     settings = dict(TFIDF_SETTINGS)
     settings.pop("norm")
     if settings["min_df"] > settings["max_df"] * n_documents:
@@ -77,6 +82,8 @@ class TfidfWeighting:
 
     def fit(self, corpus_counts: sparse.csr_matrix) -> TfidfTransformer:
         """A TfidfTransformer fitted on the corpus counts, shape (n_papers, n_words)."""
+        from sklearn.feature_extraction.text import TfidfTransformer
+
         return TfidfTransformer(norm=None, use_idf=self.use_idf, smooth_idf=self.smooth_idf,
                                 sublinear_tf=self.sublinear_tf).fit(self._counts(corpus_counts))
 

@@ -24,7 +24,6 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from sklearn.model_selection import ParameterGrid
 
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluation.runner import score_tasks
@@ -46,6 +45,8 @@ TUNE_PARAM = "tune"
 
 def parameter_grid(**axes: Sequence[Any]) -> list[dict[str, Any]]:
     """Every combination of the given axes, e.g. parameter_grid(k=[1, 2], a=[1e-3]) (scikit-learn order)."""
+    from sklearn.model_selection import ParameterGrid
+
     return list(ParameterGrid(axes))
 
 
