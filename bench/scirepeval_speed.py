@@ -1,14 +1,17 @@
 """Time every SciRepEval task on precomputed embeddings: a synthetic copy in SciRepEval's layout, `--size` times
-the default (about 2,000 papers at size 1), 24-d float16-exact vectors; prints the size and seconds of each task.
+the default (about 2,000 papers at size 1), `--dim` float16-exact vectors (24-d by default; 96 and 768 are the
+widths of models); prints the size and seconds of each task.
 
     python bench/scirepeval_speed.py --size 4
+    python bench/scirepeval_speed.py --dim 768
     python bench/scirepeval_speed.py --multi-label-scale   # one multi-label fit at SciRepEval's size, each environment
 
 `--multi-label-scale`: one `multi_label` fit (3-fold CV over 5 values of C per label, then the refits: 320 exact
 hinge solves) on a seeded problem of SciRepEval's size, 1,200 training papers, 96-d float16 vectors, 20 labels;
 prints the CPU time and how many solves were left without their optimality certificate (should be 0).
 
-SciRepEval's own evaluator beside ours on the same copy, with both times and their ratio: bench/scirepeval_agreement.py.
+SciRepEval's own evaluator beside ours on the same copy, with both times and their ratio: bench/scirepeval_agreement.py;
+beside a whole `scidocs-eval run` at 96-d and 768-d: bench/side_by_side.py --only scirepeval-run.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ def multi_label_scale(environments: list[str]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=1, help="scale of the synthetic copy (papers per config)")
+    parser.add_argument("--dim", type=int, default=24, help="width of the synthetic vectors")
     parser.add_argument("--environment", default="lightning", choices=ENVIRONMENTS)
     parser.add_argument("--multi-label-scale", action="store_true", help="one multi-label fit at SciRepEval's size "
                         "in each environment instead")
@@ -54,7 +58,7 @@ def main() -> None:
         multi_label_scale(list(ENVIRONMENTS))
         return
     with tempfile.TemporaryDirectory(prefix="scirepeval-speed-") as scratch:
-        vectors = write_synthetic_scirepeval(Path(scratch) / "data", size=args.size)
+        vectors = write_synthetic_scirepeval(Path(scratch) / "data", dim=args.dim, size=args.size)
         embeddings = write_embeddings_jsonl(Path(scratch) / "embeddings.jsonl", vectors)
         names = task_names(benchmark="scirepeval")
         params = {name: {"environment": args.environment} for name in names
@@ -64,7 +68,8 @@ def main() -> None:
         run = evaluate(embeddings, Path(scratch) / "data", tasks=names, task_params=params, cache=False,
                        progress=False)
         wall, cpu = time.perf_counter() - started, time.process_time() - cpu
-    print(f"SciRepEval on precomputed embeddings: synthetic copy size {args.size} ({len(vectors)} papers), "
+    print(f"SciRepEval on precomputed embeddings: synthetic copy size {args.size} ({len(vectors)} papers, "
+          f"{args.dim}-d), "
           f"environment {args.environment}; {platform.node()}, {os.cpu_count()} cores, {datetime.date.today()}")
     print("| task | items scored | seconds (fit and score; intervals not included) |")
     print("|---|---|---|")

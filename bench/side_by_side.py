@@ -15,9 +15,17 @@
    given `--scirepeval-checkout`): both CPU times, both wall times and their ratios, in the environment SciRepEval
    runs in here (lightning when a build is on PYTHONPATH, else sklearn).
 
+4. SciRepEval's own evaluator against a whole `scidocs-eval run --benchmark scirepeval`, as two child processes one
+   after the other, on SciRepEval-shaped synthetic copies at the widths of models (`--scirepeval-dims`, 96-d and
+   768-d by default): each one's wall and CPU time (user + sys, imports and reading included) and their ratios;
+   with `--ours-before DIR` (an earlier commit's source tree) our command from there too, its time and whether
+   every number is the same.
+
     python bench/side_by_side.py                      # all
     python bench/side_by_side.py --only mteb --documents 5000
     PYTHONPATH=LIGHTNING_BUILD python bench/side_by_side.py --only scirepeval --scirepeval-checkout SCIREPEVAL
+    OPENBLAS_NUM_THREADS=1 PYTHONPATH=LIGHTNING_BUILD python bench/side_by_side.py --only scirepeval-run \
+        --scirepeval-checkout SCIREPEVAL --ours-before BEFORE_TREE
 """
 
 from __future__ import annotations
@@ -227,12 +235,20 @@ def scirepeval_run_side_by_side(args: argparse.Namespace) -> None:
                                               str(root / "theirs.json")])
             theirs = json.loads((root / "theirs.json").read_text())
             environment = theirs["environment"]
-            ours_wall, ours_cpu = _child([str(Path(sys.executable).parent / "scidocs-eval"), "run", "--benchmark",
-                                          "scirepeval", "--data", str(root / "data"), "--embeddings", str(embeddings),
-                                          "--no-cache", "--quiet", "-o", str(root / "ours.json"),
-                                          *[f"--task-param={task}.environment={environment}"
-                                            for task in _scirepeval_tasks_with_environment()]])
+            command = [str(Path(sys.executable).parent / "scidocs-eval"), "run", "--benchmark", "scirepeval", "--data",
+                       str(root / "data"), "--embeddings", str(embeddings), "--no-cache", "--quiet", "-o", "x"]
+            environment_params = [f"--task-param={task}.environment={environment}"
+                                  for task in _scirepeval_tasks_with_environment()]
+            ours_wall, ours_cpu = _child([*command[:-1], str(root / "ours.json"), *environment_params])
             ours = json.loads((root / "ours.json").read_text())
+            before = None
+            if args.ours_before is not None:  # the same command with an earlier source tree first on the path
+                env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+                    [str(args.ours_before), *filter(None, [os.environ.get("PYTHONPATH")])]))
+                before = _child([*command[:-len(("-o", "x"))], "-o", str(root / "before.json"), *environment_params],
+                                env)
+                changed = [name for name, task in json.loads((root / "before.json").read_text())["tasks"].items()
+                           if task["metrics"] != ours["tasks"][name]["metrics"]]
         gap = _largest_gap(theirs["results"], ours)
         print(f"SciRepEval-shaped synthetic copy, {len(vectors)} papers, {dim}-d, {environment} environment "
               f"(both sides), load average {os.getloadavg()[0]:.1f}:")
@@ -240,6 +256,10 @@ def scirepeval_run_side_by_side(args: argparse.Namespace) -> None:
               f"`scidocs-eval run --benchmark scirepeval`: {ours_wall:.1f} s wall, {ours_cpu:.1f} s CPU; ratio "
               f"{theirs_wall / ours_wall:.1f}x wall, {theirs_cpu / ours_cpu:.1f}x CPU; largest gap in a number "
               f"{gap} (SciRepEval's lightning fits stop short of the optimum)")
+        if before is not None:
+            print(f"  the same `run` from {args.ours_before}: {before[0]:.1f} s wall, {before[1]:.1f} s CPU "
+                  f"(now {before[1] / ours_cpu:.1f}x less CPU); numbers "
+                  f"{'equal, every task' if not changed else 'DIFFERENT in ' + ', '.join(changed)}")
 
 
 def _scirepeval_tasks_with_environment() -> list[str]:
@@ -282,6 +302,8 @@ def main() -> None:
     parser.add_argument("--scirepeval-dims", default="96,768", help="widths of the SciRepEval-shaped copies of "
                         "`--only scirepeval-run` (default: %(default)s)")
     parser.add_argument("--scirepeval-size", type=int, default=1, help="scale of those copies (1: about 2,000 papers)")
+    parser.add_argument("--ours-before", type=Path, help="`--only scirepeval-run`: also run the same command from this "
+                        "source tree (an earlier commit's, e.g. `git archive REV | tar -x -C DIR`) and compare numbers")
     args = parser.parse_args()
     print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}, "
           f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")

@@ -17,15 +17,20 @@ the optimum: the certificate a solution must pass here (relative to the objectiv
 Method: a primal-dual interior-point method (Mehrotra's predictor-corrector) on the dual, a box-constrained QP over
 each column's own rows, all columns at once; its Newton systems are solved over the rows (K + D, m × m) where a
 column has few rows, over the features where it has many (d × d systems, with the d rows nearest their kinks kept
-apart so that no vanishing D is ever inverted: `_Batch._factor`). Once the barrier is small
-the exact finish: the rows whose β is strictly inside its box are taken to lie on the kink (x_i·w = k_i), the others
-keep β at their bound, which leaves a linear system for the kink rows' β (least norm); that β, clipped to its box,
-is accepted when its duality gap passes (so is the iterate itself, a point of the box, where the optimum is
+apart so that no vanishing D is ever inverted: `_Batch._factor`). Over the rows, K = X Xᵀ is formed once per
+distinct row set (a fold's labels and values of C share it) and everything up to the certificate works from it:
+K β, the kink rows' systems and the screening gaps cost m² a column, not m·d (at a model's width, 768-d, few-shot
+columns have 16–50 rows). Once the barrier is small the exact finish: the rows whose β is strictly inside its box
+are taken to lie on the kink (x_i·w = k_i), the others keep β at their bound, which leaves a linear system for the
+kink rows' β (least norm: solved directly where its Cholesky pivots show full rank, through its
+eigendecomposition only where it is rank-deficient); that β, clipped to its box, is accepted when the duality gap
+of w = Xᵀβ, computed from w itself, passes (so is the iterate itself, a point of the box, where the optimum is
 degenerate: more rows on their kinks than X has rank). Otherwise the interior-point method goes on (the barrier
-shrinks further, so the partition it points to becomes the optimum's) and the finish is tried again. A `guess` (a
-neighbouring C's solution) lets the finish be tried on its partition first. No iteration count ends a solve with an
-uncertified answer silently: a column still uncertified when its barrier reaches its floor (or after
-`_MOST_ITERATIONS`) is reported (`Solution.certified`), never passed off as the optimum.
+shrinks further, so the partition it points to becomes the optimum's) and the finish is tried again. A guess (a
+neighbouring C's solution: along a grid, the same batch's β at the previous C) lets the finish be tried on its
+partition first. No iteration count ends a solve with an uncertified answer silently: a column still uncertified
+when its barrier reaches its floor (or after `_MOST_ITERATIONS`) is reported (`Solution.certified`), never passed
+off as the optimum.
 """
 
 from __future__ import annotations
