@@ -131,10 +131,7 @@ class SciRepEvalTask(Task[DataT]):
 
     def __init__(self, as_float16: bool = True):
         self.as_float16 = as_float16
-        validate_params(self.parameter_constraints, self._params(), f"task {self.name!r}")
-
-    def _params(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.parameter_constraints}
+        validate_params(self.parameter_constraints, self.params(), f"task {self.name!r}")
 
     def _vectors(self, embeddings: EmbeddingStore, ids: Sequence[str], role: str, missing: MissingPolicy,
                  coverage: dict[str, int]) -> _Vectors:
