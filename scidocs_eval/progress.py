@@ -8,9 +8,10 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tqdm.auto import tqdm
+if TYPE_CHECKING:
+    from tqdm.auto import tqdm
 
 _SILENCED: ContextVar[bool] = ContextVar("scidocs_eval_progress_silenced", default=False)
 
@@ -33,10 +34,14 @@ def _quiet() -> bool:
 def announce(line: str, *, enabled: bool = True) -> None:
     """One line on stderr before long work (how much there is), silenced as the progress bars are."""
     if enabled and not _quiet():
+        from tqdm.auto import tqdm  # tqdm.auto loads asyncio: not at start-up
+
         tqdm.write(line, file=sys.stderr)
 
 
 def progress_bar(*, enabled: bool = True, **kwargs: Any) -> tqdm:
     """A tqdm bar (usable as a context manager) that is disabled when progress is off."""
+    from tqdm.auto import tqdm
+
     disable = not enabled or _quiet()
     return tqdm(disable=disable, leave=False, dynamic_ncols=True, **kwargs)

@@ -13,8 +13,8 @@ import pytest
 
 HEAVY = ("sklearn", "scipy", "torch", "transformers", "sentence_transformers", "pyarrow", "faiss", "matplotlib",
          "pandas", "datasets", "gensim", "mteb", "lightgbm", "duckdb", "pyspark", "pytrec_eval", "joblib",
-         "huggingface_hub", "safetensors", "polars")
-"""Libraries loaded only by the code that uses them."""
+         "huggingface_hub", "safetensors", "polars", "asyncio", "ssl")
+"""Libraries loaded only by the code that uses them (asyncio and ssl come with tqdm.auto, filelock, urllib.request)."""
 
 _PROBE = r"""
 import contextlib, io, json, sys

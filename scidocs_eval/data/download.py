@@ -20,11 +20,9 @@ import re
 import time
 import urllib.error
 import urllib.parse
-import urllib.request
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from http.client import HTTPException, HTTPResponse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -35,6 +33,8 @@ from scidocs_eval.formats.safe_output import MANIFEST, OwnedFolder, disk_errors,
 from scidocs_eval.progress import progress_bar
 
 if TYPE_CHECKING:
+    from http.client import HTTPResponse
+
     from tqdm import tqdm
 
 log = logging.getLogger("scidocs_eval")
@@ -124,6 +124,9 @@ class S3Downloader:
 
     def _open(self, url: str, headers: dict[str, str] | None = None) -> HTTPResponse:
         """urlopen that turns the failures worth retrying into _RetryableError and 404 into KeyVanishedError."""
+        import urllib.request  # with http.client and ssl: not at start-up
+        from http.client import HTTPException
+
         request = urllib.request.Request(url, headers=headers or {})
         try:
             return urllib.request.urlopen(request, timeout=self.timeout)
@@ -153,6 +156,8 @@ class S3Downloader:
     # -- listing -------------------------------------------------------------------------------------------
 
     def _list_page(self, prefix: str, token: str | None) -> ET.Element:
+        from http.client import HTTPException
+
         query = {"list-type": "2", "prefix": prefix, "max-keys": str(self.page_size)}
         if token:
             query["continuation-token"] = token
@@ -181,6 +186,8 @@ class S3Downloader:
 
     def _fetch_once(self, obj: RemoteObject, part: Path, meter: ByteMeter) -> None:
         """One try at completing `part`: request what is missing (Range), append it, then check size and MD5."""
+        from http.client import HTTPException
+
         have = part.stat().st_size if part.exists() else 0
         if have > obj.size:
             part.unlink()

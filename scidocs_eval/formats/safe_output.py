@@ -30,13 +30,15 @@ from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import orjson
-from filelock import FileLock, Timeout
 
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.paths import cache_dir
+
+if TYPE_CHECKING:
+    from filelock import FileLock
 
 MANIFEST = ".scidocs-eval-files.json"
 """In a folder the tool built: {"written_by": command, "files": {path relative to the folder: sha256}}."""
@@ -103,6 +105,8 @@ def _lock(session: OutputSession, path: Path, option: str) -> None:
     key = _key(real)
     if key in session.locks:
         return
+    from filelock import FileLock, Timeout  # filelock loads asyncio: not at start-up
+
     lock = FileLock(cache_dir("outputs", "locks") / f"{key}.lock", timeout=0)
     try:
         lock.acquire()

@@ -29,7 +29,6 @@ from pathlib import Path
 
 import numpy as np
 import orjson
-from filelock import FileLock
 
 from scidocs_eval.paths import cache_dir
 
@@ -82,6 +81,8 @@ class VectorCache:
 
     def get(self, fingerprint: str, view: str, keys: Sequence[bytes]) -> dict[int, np.ndarray]:
         """{position in `keys`: vector} of the keys the cache holds for (fingerprint, view)."""
+        from filelock import FileLock
+
         folder = self._folder(fingerprint, view)
         if not folder.is_dir():
             return {}
@@ -108,6 +109,8 @@ class VectorCache:
 
     def put(self, fingerprint: str, view: str, keys: Sequence[bytes], vectors: np.ndarray) -> None:
         """Add the vectors of `keys` (row i of `vectors` for keys[i]) as one new segment."""
+        from filelock import FileLock
+
         if not len(keys):
             return
         vectors = np.ascontiguousarray(vectors)
@@ -145,6 +148,8 @@ class VectorCache:
 
     def prune(self, older_than_seconds: float) -> tuple[int, int]:
         """Remove the segments no run has read or written for `older_than_seconds`; returns (segments, bytes)."""
+        from filelock import FileLock
+
         limit = time.time() - older_than_seconds
         removed = freed = 0
         for folder in self._folders():
@@ -158,6 +163,8 @@ class VectorCache:
 
     def clear(self) -> tuple[int, int]:
         """Remove every segment (and the folders the cache made); returns (segments, bytes)."""
+        from filelock import FileLock
+
         removed = freed = 0
         for folder in self._folders():
             with FileLock(folder / LOCK):
