@@ -43,7 +43,14 @@ from scidocs_eval.evaluators.clustering import (
     hf_test_split,
 )
 from scidocs_eval.formats.embeddings import EMPTY, MISSING, PRESENT, EmbeddingStore
-from scidocs_eval.formats.hf_rows import flatten_lists, read_rows, split_file, text_id
+from scidocs_eval.formats.hf_rows import (
+    CLUSTERING_ROW_LISTS,
+    CLUSTERING_ROWS,
+    flatten_lists,
+    read_rows,
+    split_file,
+    text_id,
+)
 from scidocs_eval.formats.suite import Paper, Suite
 
 log = logging.getLogger("scidocs_eval")
@@ -82,16 +89,15 @@ class ClusteringTask(FolderTask):
     def documents(self, suite: Suite, split: str) -> tuple[list[str], list[list[str]]]:
         """(texts, labels: outermost level first) of every document MTEB clusters, in its order."""
         path = split_file(self.dataset_folder(suite), self.spec.dataset["split"] if split == "test" else split)
-        types = (list, str, int) if self.row_lists else (str, int)
-        rows = read_rows(path, {"sentences": types, "labels": types})
+        rows, _ = read_rows(path, CLUSTERING_ROW_LISTS if self.row_lists else CLUSTERING_ROWS)
         if self.check_label_sets and len(rows) <= 50:
-            every = {label for row in rows for label in _as_list(row["labels"])}
+            every = {label for row in rows for label in row["labels"]}
             for number, row in enumerate(rows, start=1):
-                if not set(_as_list(row["labels"])) <= every:
+                if not set(row["labels"]) <= every:
                     raise InputError(path, f"row {number}: labels outside the other rows' labels")
-        pairs = flatten_lists(path, rows, "sentences", "labels") if self.row_lists else \
+        pairs = flatten_lists(rows, "sentences", "labels") if self.row_lists else \
             [(row["sentences"], row["labels"]) for row in rows]
-        texts = [str(text) for text, _ in pairs]
+        texts = [text for text, _ in pairs]
         if self.hierarchical_sample is None:
             return texts, [[label] for _, label in pairs]
         labels = [str(label).split(".") for _, label in pairs]
@@ -142,10 +148,6 @@ class ClusteringTask(FolderTask):
                    "experiments": len(items["ids"])}
         return TaskResult(self.name, {m: percent(mteb_scores[m]) for m in CLUSTERING_METRICS}, coverage, details,
                           items=items)
-
-
-def _as_list(value: Any) -> list:
-    return value if isinstance(value, list) else [value]
 
 
 class RowListClusteringTask(ClusteringTask):

@@ -33,7 +33,7 @@ from scidocs_eval.evaluators.mteb_classification import (
     undersampled_experiments,
 )
 from scidocs_eval.formats.embeddings import EMPTY, MISSING, PRESENT, EmbeddingStore
-from scidocs_eval.formats.hf_rows import read_rows, split_file, text_id
+from scidocs_eval.formats.hf_rows import CLASSIFICATION_ROWS, read_rows, split_file, text_id
 from scidocs_eval.formats.suite import Paper, Suite
 
 log = logging.getLogger("scidocs_eval")
@@ -51,16 +51,19 @@ class MtebClassificationTask(FolderTask):
     def required_files(self, split: str) -> list[str]:
         return [f"{self.folder or self.name}/{name}.jsonl" for name in (self.train_split, split)]
 
-    def rows(self, suite: Suite, split: str) -> tuple[list[str], list[Any]]:
-        """(texts, labels) of one split, in the hub's order."""
-        rows = read_rows(split_file(self.dataset_folder(suite), split), {"text": (str,), "label": (int, str)})
-        return [row["text"] for row in rows], [row["label"] for row in rows]
+    def rows(self, suite: Suite, split: str) -> tuple[tuple[list[str], list[Any]], tuple[list[str], list[Any]]]:
+        """(texts, labels) of the training split and of `split`, each in the hub's order; the label column holds
+        one type in both (`CLASSIFICATION_ROWS`)."""
+        folder = self.dataset_folder(suite)
+        train, checker = read_rows(split_file(folder, self.train_split), CLASSIFICATION_ROWS)
+        scored, _ = read_rows(split_file(folder, split), CLASSIFICATION_ROWS, after=checker)
+        return tuple(([row["text"] for row in rows], [row["label"] for row in rows]) for rows in (train, scored))
 
     def data_shapes(self, suite: Suite, split: str) -> list[DataShape]:
         """Both splits as a `LabelledSplit` by text digest (a text in both is a test paper trained on); labels as
         classes numbered over both splits (they may be strings); nothing is cross-validated."""
         (train_file, scored_file), shaped = self.required_files(split), []
-        for texts, labels in (self.rows(suite, self.train_split), self.rows(suite, split)):
+        for texts, labels in self.rows(suite, split):
             shaped.append(([text_id(text) for text in texts], labels))
         classes = {label: n for n, label in enumerate(sorted({str(x) for _, labels in shaped for x in labels}))}
         (train_ids, train_labels), (scored_ids, scored_labels) = (
@@ -69,8 +72,7 @@ class MtebClassificationTask(FolderTask):
                               "classes", None)]
 
     def needed(self, suite: Suite, split: str) -> tuple[list[str], list[Any], list[list[int]], list[str], list[Any]]:
-        train_texts, train_labels = self.rows(suite, self.train_split)
-        test_texts, test_labels = self.rows(suite, split)
+        (train_texts, train_labels), (test_texts, test_labels) = self.rows(suite, split)
         return train_texts, train_labels, undersampled_experiments(train_labels), test_texts, test_labels
 
     def role_papers(self, suite: Suite, split: str) -> dict[str, tuple[list[Paper], str]]:
