@@ -321,29 +321,34 @@ def check_table(path: str | os.PathLike[str], table: Any, schema: RowSchema) -> 
     import pyarrow.compute as pc
 
     columns: dict[str, Any] = {}
+    first = 1 if table.num_rows else None
+    """a column's type is every row's: an error about it names the first row."""
     for spec in schema.fields:
         name = next((n for n in spec.names if n in table.column_names), None)
         if name is None:
             if spec.required:
-                raise InputError(path, f"no column {spec.name!r} (expected {spec.describe()}; the columns are "
-                                 f"{', '.join(table.column_names) or 'none'})")
+                raise InputError(path, f"field {spec.name!r} is missing: no such column (expected {spec.describe()}; "
+                                 f"the columns are {', '.join(table.column_names) or 'none'})", row=first)
             columns[spec.name] = pa.nulls(table.num_rows)
             continue
         column = table.column(name).combine_chunks() if table.num_rows else table.column(name)
         values, value_type = column, column.type
         if spec.many:
             if not (pa.types.is_list(value_type) or pa.types.is_large_list(value_type)):
-                raise InputError(path, f"column {name!r} is {value_type}, expected {spec.describe()}")
+                raise InputError(path, f"field {name!r} is {value_type} (the column's type), expected "
+                                 f"{spec.describe()}", row=first)
             _first_row(path, name, pc.and_(pc.is_valid(column), pc.equal(pc.list_value_length(column), 0)),
                        "an empty list", spec)
             values, value_type = pc.list_flatten(column), value_type.value_type
         if not any(_arrow_accepts(kind, value_type) for kind in spec.kinds) and not pa.types.is_null(value_type):
-            raise InputError(path, f"column {name!r} is {value_type}, expected {spec.describe()}")
+            raise InputError(path, f"field {name!r} is {value_type} (the column's type), expected {spec.describe()}",
+                             row=first)
         if not spec.null:
             _first_row(path, name, pc.is_null(column), "null", spec)
-        if spec.many and values.null_count:
-            raise InputError(path, f"column {name!r}: a list holds a null item, expected {spec.describe()}")
-        _check_column_values(path, name, spec, values, pc.list_parent_indices(column) if spec.many else None)
+        parents = pc.list_parent_indices(column) if spec.many else None
+        if spec.many:
+            _first_row(path, name, pc.is_null(values), "a list holding a null item", spec, parents)
+        _check_column_values(path, name, spec, values, parents)
         columns[spec.name] = column.cast(pa.list_(pa.string()) if spec.many else pa.string()) \
             if "id" in spec.kinds and pa.types.is_integer(value_type) else column
     names = list(columns)
