@@ -242,7 +242,7 @@ def test_bad_files_and_parameters_are_errors_naming_where(copy: tuple[Path, Path
     data, embeddings = copy
     labels = tmp_path / "labels.jsonl"
     labels.write_text('{"paper_id": "a", "label": 1}\n{"paper_id": "b", "label": "x"}\n')
-    with pytest.raises(InputError, match=r"labels.jsonl:2: label 'x' is not an integer class"):
+    with pytest.raises(InputError, match=r"labels.jsonl:2: field 'label' is string 'x', expected an integer"):
         read_labels(labels)
     labels.write_text('{"paper_id": "a", "label": 1}\nnot json\n')
     with pytest.raises(InputError, match=r"labels.jsonl:2: malformed JSON"):

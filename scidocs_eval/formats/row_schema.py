@@ -133,9 +133,10 @@ class RowChecker:
         """`record` checked: {field name: value} (ids as strings, a null or absent optional field as None; with
         `keep_other`, the record's other fields too), or an InputError naming the file, the line (or row, or
         `where`: "paper 'p1'") and the field."""
-        return self._object(self.schema, record, "", _Where(line, row, where))
+        return self._object(self.schema, record, "", "", _Where(line, row, where))
 
-    def _object(self, schema: RowSchema, record: object, prefix: str, at: _Where) -> dict[str, Any]:
+    def _object(self, schema: RowSchema, record: object, prefix: str, column_prefix: str, at: _Where
+                ) -> dict[str, Any]:
         if not isinstance(record, dict):
             self._fail(at, f"{prefix.rstrip('.') or 'the row'} is {_shown(record)}, expected an object "
                        f"{{{', '.join(f.name for f in schema.fields)}}}")
@@ -143,7 +144,7 @@ class RowChecker:
         for spec in schema.fields:
             name = next((n for n in spec.names if n in record), None)
             value = None if name is None else record[name]
-            label = prefix + (name or spec.name)
+            label, column = prefix + (name or spec.name), column_prefix + spec.name
             if name is None and spec.required:
                 have = ", ".join(sorted(map(str, record))) or "none"
                 self._fail(at, f"field {label!r} is missing (expected {spec.describe()}; the fields are {have})")
@@ -156,10 +157,10 @@ class RowChecker:
             if spec.many:
                 if not isinstance(value, list) or not value:
                     self._fail(at, f"field {label!r} is {_shown(value)}, expected {spec.describe()}")
-                checked[spec.name] = [self._value(spec, item, f"{label}[{index}]", label, at)
+                checked[spec.name] = [self._value(spec, item, f"{label}[{index}]", column, at)
                                       for index, item in enumerate(value)]
             else:
-                checked[spec.name] = self._value(spec, value, label, label, at)
+                checked[spec.name] = self._value(spec, value, label, column, at)
         lengths = {name: len(checked[name]) for name in schema.parallel if checked.get(name) is not None}
         if len(set(lengths.values())) > 1:
             self._fail(at, "fields " + " and ".join(f"{name!r} ({n} items)" for name, n in lengths.items())
@@ -177,7 +178,7 @@ class RowChecker:
                        f"expected {expected}")
         if kind == "object":
             assert spec.of is not None, f"field {spec.name} of kind object declares no schema"
-            return self._object(spec.of, value, label + ".", at)
+            return self._object(spec.of, value, label + ".", column + ".", at)
         type_name = _type_name(value)
         first = self.column_types.setdefault(column, (type_name, f"{os.path.basename(self.path)} {at.text()}"))
         if first[0] != type_name:
