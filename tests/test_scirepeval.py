@@ -279,7 +279,7 @@ def test_data_verify_checks_every_scirepeval_file_once(copy: tuple[Path, Path], 
     train.write_text("\n".join(lines) + "\n")
     assert main(["data", "verify", str(broken)]) == 1
     out = capsys.readouterr().out
-    assert out.count("drsm/train.jsonl:3: label 1.5 is not an integer class") == 1
+    assert out.count("drsm/train.jsonl:3: field 'label' is number 1.5, expected an integer") == 1
     usable = out.split("tasks with all their files:")[1]
     assert "scirepeval-drsm" not in usable and "scirepeval-relish" in usable
 
