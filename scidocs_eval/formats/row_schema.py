@@ -49,7 +49,8 @@ KINDS = {
 class Field:
     """One field of a row: `name` (or the first of `aliases` a row has), its kind (a key of KINDS, or a tuple of
     them: any one), whether it may be absent (`required`) or null (`null`, read as absent), whether it holds a
-    non-empty list of values of its kind (`many`), and the schema of a nested object (`of`, kind "object")."""
+    non-empty list of values of its kind (`many`; `empty`: the list may be empty), and the schema of a nested
+    object (`of`, kind "object")."""
 
     name: str
     kind: str | tuple[str, ...]
@@ -57,6 +58,7 @@ class Field:
     required: bool = True
     null: bool = False
     many: bool = False
+    empty: bool = False
     of: RowSchema | None = None
 
     @property
@@ -72,7 +74,7 @@ class Field:
         kinds = " or ".join(KINDS[kind] for kind in self.kinds)
         if self.of is not None:
             kinds = kinds.replace("an object", f"an object {{{', '.join(f.name for f in self.of.fields)}}}")
-        text = f"a non-empty list, each {kinds}" if self.many else kinds
+        text = f"a {'' if self.empty else 'non-empty '}list, each {kinds}" if self.many else kinds
         if self.null:
             text += ", or null"
         return text if self.required else f"{text} (may be absent)"
@@ -155,7 +157,7 @@ class RowChecker:
                 checked[spec.name] = None
                 continue
             if spec.many:
-                if not isinstance(value, list) or not value:
+                if not isinstance(value, list) or not (value or spec.empty):
                     self._fail(at, f"field {label!r} is {_shown(value)}, expected {spec.describe()}")
                 checked[spec.name] = [self._value(spec, item, f"{label}[{index}]", column, at)
                                       for index, item in enumerate(value)]
@@ -283,12 +285,16 @@ def _check_flag(value: object, cells: bool) -> tuple[Any, str | None]:
 def _check_grade(value: object, cells: bool) -> tuple[Any, str | None]:
     from scidocs_eval.formats.judgements import GRADE_LIMIT
 
+    if isinstance(value, str):
+        try:
+            value = int(value)
+        except ValueError:
+            return None, " (not an integer)"
     if isinstance(value, float) and value.is_integer():
         value = int(value)
-    converted, problem = _check_int(value, True)
-    if problem is not None:
-        return None, problem
-    return (converted, None) if abs(converted) <= GRADE_LIMIT else \
+    if not _is_int(value):
+        return None, ""
+    return (value, None) if abs(value) <= GRADE_LIMIT else \
         (None, f" (beyond what pytrec_eval takes: |grade| <= {GRADE_LIMIT}; use small grades 0, 1, 2, ...)")
 
 
@@ -338,8 +344,9 @@ def check_table(path: str | os.PathLike[str], table: Any, schema: RowSchema) -> 
             if not (pa.types.is_list(value_type) or pa.types.is_large_list(value_type)):
                 raise InputError(path, f"field {name!r} is {value_type} (the column's type), expected "
                                  f"{spec.describe()}", row=first)
-            _first_row(path, name, pc.and_(pc.is_valid(column), pc.equal(pc.list_value_length(column), 0)),
-                       "an empty list", spec)
+            if not spec.empty:
+                _first_row(path, name, pc.and_(pc.is_valid(column), pc.equal(pc.list_value_length(column), 0)),
+                           "an empty list", spec)
             values, value_type = pc.list_flatten(column), value_type.value_type
         if not any(_arrow_accepts(kind, value_type) for kind in spec.kinds) and not pa.types.is_null(value_type):
             raise InputError(path, f"field {name!r} is {value_type} (the column's type), expected {spec.describe()}",
