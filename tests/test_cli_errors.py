@@ -146,8 +146,10 @@ def _metadata(tmp_path: Path, records: dict) -> Path:
 
 
 @pytest.mark.parametrize(("records", "message"), [
-    ({"a": {"title": 5, "abstract": "x"}}, "paper 'a': field 'title' is integer 5, expected a string, or null (may be absent)"),
-    ({"a": {"title": "t", "abstract": ["x"]}}, "paper 'a': field 'abstract' is list ['x'], expected a string, or null (may be absent)"),
+    ({"a": {"title": 5, "abstract": "x"}}, "paper 'a': field 'title' is integer 5, expected a string, or null "
+     "(may be absent)"),
+    ({"a": {"title": "t", "abstract": ["x"]}}, "paper 'a': field 'abstract' is list ['x'], expected a string, or "
+     "null (may be absent)"),
     ({"a": {"title": "t"}, "b": "a string, not a record"},
      "paper 'b': the row is string 'a string, not a record', expected an object {paper_id, title, abstract, "
      "authors, references, cited_by}"),

@@ -181,7 +181,7 @@ class RowChecker:
         if kind == "object":
             assert spec.of is not None, f"field {spec.name} of kind object declares no schema"
             return self._object(spec.of, value, label + ".", column + ".", at)
-        type_name = _type_name(value)
+        type_name = "number" if kind == "number" else _type_name(value)
         first = self.column_types.setdefault(column, (type_name, f"{os.path.basename(self.path)} {at.text()}"))
         if first[0] != type_name:
             self._fail(at, f"field {label!r} is {_shown(value)}, but {first[1]} has {_ARTICLES[first[0]]} there: a "

@@ -138,8 +138,14 @@ def read_meta(path: Path) -> MetaPapers:
         return paper_id
 
     papers, query_lines = META_PAPERS.checker(path), META_QUERIES.checker(path)
+    layout: tuple[bool, int] | None = None
     for line, record in json_lines(path):
-        if "candidates" not in record:
+        layout = layout or ("candidates" in record, line)
+        if ("candidates" in record) != layout[0]:
+            first = "a query line (with 'candidates')" if layout[0] else "a paper (without 'candidates')"
+            raise InputError(path, f"field 'candidates' is {'missing' if layout[0] else 'there'}, but line "
+                             f"{layout[1]} is {first}: a file holds papers or query lines, not both", line)
+        if not layout[0]:
             add(papers.row(record, line))
             continue
         checked = query_lines.row(record, line)

@@ -45,8 +45,9 @@ METADATA = file_kind(RowSchema("SciDocs metadata", "a JSON object {paper_id: row
     Field("abstract", "text", required=False, null=True),
     *(Field(name, "id", required=False, null=True, many=True, empty=True)
       for name in ("authors", "references", "cited_by"))), keep_other=True, example=(
-    {"paper_id": "p1", "title": "A title", "abstract": "An abstract.", "authors": ["a1"], "cited_by": []},
-    {"paper_id": "p2", "title": "Another", "abstract": None, "references": ["p1"]})))
+    {"paper_id": "p1", "title": "A title", "abstract": "An abstract.", "authors": ["a1"], "references": ["p2"],
+     "cited_by": ["p3"]},
+    {"paper_id": "p2", "title": "Another", "abstract": None, "authors": ["a2"], "references": [], "cited_by": ["p1"]})))
 """a paper's record in the metadata files (null: absent; the record's other fields are kept as given)."""
 CLASS_LABELS = file_kind(RowSchema("SciDocs class labels", "CSV with a header", (
     Field("paper_id", "id"), Field("class_label", "int")), cells=True,
