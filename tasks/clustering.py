@@ -41,6 +41,7 @@ from scidocs_eval.evaluators.clustering import (
     cluster_experiments,
     embedded_sample,
     hf_test_split,
+    sample_stage,
 )
 from scidocs_eval.formats.embeddings import EMPTY, MISSING, PRESENT, EmbeddingStore
 from scidocs_eval.formats.hf_rows import (
@@ -101,20 +102,22 @@ class ClusteringTask(FolderTask):
         if self.hierarchical_sample is None:
             return texts, [[label] for _, label in pairs]
         labels = [str(label).split(".") for _, label in pairs]
+        if len(pairs) <= self.hierarchical_sample:
+            raise InputError(path, f"{len(pairs)} documents: MTEB's train_test_split(test_size="
+                             f"{self.hierarchical_sample}) draws its {self.hierarchical_sample} documents from more")
         chosen = hf_test_split(len(pairs), self.hierarchical_sample, SEED)
         return [texts[i] for i in chosen], [labels[i] for i in chosen]
 
     def embedded(self, suite: Suite, split: str) -> tuple[list[str], list[list[str]], random.Random]:
         """The documents MTEB embeds (its sample) and the generator to continue drawing with."""
-        texts, labels = self.documents(suite, split)
-        rng = random.Random(SEED)
-        sample = embedded_sample(len(texts), rng)
-        return [texts[i] for i in sample], [labels[i] for i in sample], rng
+        return _sampled(*self.documents(suite, split))
 
     def data_shapes(self, suite: Suite, split: str) -> list[DataShape]:
         """The documents MTEB clusters (its sample) by text digest, with their labels."""
-        texts, labels, _ = self.embedded(suite, split)
-        return [ClusteredSplit(self.name, self.required_files(split)[0], [text_id(text) for text in texts], labels)]
+        every_text, every_label = self.documents(suite, split)
+        texts, labels, _ = _sampled(every_text, every_label)
+        return [ClusteredSplit(self.name, self.required_files(split)[0], [text_id(text) for text in texts], labels,
+                               sample_stage(len(every_text)))]
 
     def role_papers(self, suite: Suite, split: str) -> dict[str, tuple[list[Paper], str]]:
         texts, _, _ = self.embedded(suite, split)
@@ -148,6 +151,13 @@ class ClusteringTask(FolderTask):
                    "experiments": len(items["ids"])}
         return TaskResult(self.name, {m: percent(mteb_scores[m]) for m in CLUSTERING_METRICS}, coverage, details,
                           items=items)
+
+
+def _sampled(texts: list[str], labels: list[list[str]]) -> tuple[list[str], list[list[str]], random.Random]:
+    """The documents MTEB embeds of `texts` (its sample), their labels, and the generator to continue drawing with."""
+    rng = random.Random(SEED)
+    sample = embedded_sample(len(texts), rng)
+    return [texts[i] for i in sample], [labels[i] for i in sample], rng
 
 
 class RowListClusteringTask(ClusteringTask):

@@ -156,8 +156,11 @@ def _sampled(shape: SampledEvaluation) -> list[tuple[str, DataShape, str, str]]:
 
 
 def _clustered(shape: ClusteredSplit) -> list[tuple[str, DataShape, str, str]]:
+    twice = [*shape.ids, shape.ids[0]], [*shape.labels, [f"not {shape.labels[0][0]}"]]
     return [("an empty split", dataclasses.replace(shape, ids=[], labels=[]), "error", "empty-split"),
-            ("one label only", dataclasses.replace(shape, labels=[["same"]] * len(shape.ids)), "error", "one-class")]
+            ("one label only", dataclasses.replace(shape, labels=[["same"]] * len(shape.ids)), "error", "one-class"),
+            ("a text under two labels", dataclasses.replace(shape, ids=twice[0], labels=twice[1]), "warning",
+             "repeated-paper")]
 
 
 def _impressions(shape: ImpressionsSplit) -> list[tuple[str, DataShape, str, str]]:
