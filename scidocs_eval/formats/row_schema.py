@@ -17,7 +17,7 @@ field (`labels[3]` for a list's item, `query.title` inside an object).
 
 Every file kind is registered once (`file_kind`), with the reader that reads a file of it (`reads`): the fuzz test
 (`tests/test_row_schemas.py`) feeds every registered reader hostile rows, and the table of docs/errors_and_files.md
-is generated from the registry (`python -m scidocs_eval.formats.row_schema`).
+is generated from the registry (`python -m scidocs_eval.cli.row_schema_docs`).
 """
 
 from __future__ import annotations
@@ -35,11 +35,11 @@ INT64 = 2**63
 KINDS = {
     "text": "a string",
     "id": "an id (a non-empty string, or an integer)",
-    "int": "an integer",
+    "int": "an integer (64-bit)",
     "number": "a finite number",
     "label": "a label (a string, or an integer)",
     "flag": "0 or 1",
-    "grade": "an integer grade",
+    "grade": "an integer grade (at most 2147483647 in absolute value: pytrec_eval's C int)",
     "object": "an object",
 }
 """the kinds of value a field may hold, as the errors and the docs say them."""
@@ -402,7 +402,7 @@ def _check_column_values(path: str | os.PathLike[str], name: str, spec: Field, v
 def schema_table() -> str:
     """The Markdown table of every registered file kind, its fields and what each must hold."""
     rows = ["| file kind | written as | field | must be |", "|---|---|---|---|"]
-    for schema in FILE_KINDS.values():
+    for schema in sorted(FILE_KINDS.values(), key=lambda schema: schema.name.lower()):
         for number, spec in enumerate(schema.fields):
             names = " / ".join(f"`{n}`" for n in spec.names)
             head = (f"{schema.name}", schema.container) if number == 0 else ("", "")
@@ -419,8 +419,3 @@ def import_readers() -> None:
 
     for module in pkgutil.iter_modules(formats.__path__):
         importlib.import_module(f"scidocs_eval.formats.{module.name}")
-
-
-if __name__ == "__main__":
-    import_readers()
-    print(schema_table(), end="")
