@@ -35,11 +35,11 @@ INT64 = 2**63
 KINDS = {
     "text": "a string",
     "id": "an id (a non-empty string, or an integer)",
-    "int": "an integer (64-bit)",
+    "int": "an integer",
     "number": "a finite number",
     "label": "a label (a string, or an integer)",
     "flag": "0 or 1",
-    "grade": "an integer grade (at most 2147483647 in absolute value: pytrec_eval's C int)",
+    "grade": "an integer grade",
     "object": "an object",
 }
 """the kinds of value a field may hold, as the errors and the docs say them."""
