@@ -26,7 +26,8 @@ import math
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from functools import cached_property
+from typing import Any, NamedTuple
 
 from scidocs_eval.errors import InputError
 
@@ -61,13 +62,29 @@ class Field:
     empty: bool = False
     of: RowSchema | None = None
 
-    @property
+    @cached_property
     def kinds(self) -> tuple[str, ...]:
         return self.kind if isinstance(self.kind, tuple) else (self.kind,)
+
+    @cached_property
+    def string_kind(self) -> str | None:
+        """The kind that takes a string as it is (a text, an id, a label), if the field has one."""
+        return next((kind for kind in self.kinds if kind in ("text", "id", "label")), None)
 
     @property
     def names(self) -> tuple[str, ...]:
         return (self.name, *self.aliases)
+
+    @cached_property
+    def plain_text(self) -> bool:
+        """A text field: any string is a value, and a column of strings holds one type (the readers' fast path)."""
+        return self.kinds == ("text",)
+
+    @cached_property
+    def tracked(self) -> bool:
+        """Whether values of two types may pass the kind check (an id, a label, a grade: a string or an integer),
+        so the column's first type is remembered and held."""
+        return len(self.kinds) > 1 or self.kinds[0] in ("id", "label", "grade")
 
     def describe(self) -> str:
         """What the field must hold, in words ("a non-empty list of strings, or null")."""
@@ -139,51 +156,70 @@ class RowChecker:
 
     def _object(self, schema: RowSchema, record: object, prefix: str, column_prefix: str, at: _Where
                 ) -> dict[str, Any]:
-        if not isinstance(record, dict):
+        if type(record) is not dict:
             self._fail(at, f"{prefix.rstrip('.') or 'the row'} is {_shown(record)}, expected an object "
                        f"{{{', '.join(f.name for f in schema.fields)}}}")
         checked: dict[str, Any] = dict(record) if schema.keep_other else {}
         for spec in schema.fields:
-            name = next((n for n in spec.names if n in record), None)
-            value = None if name is None else record[name]
-            label, column = prefix + (name or spec.name), column_prefix + spec.name
-            if name is None and spec.required:
-                have = ", ".join(sorted(map(str, record))) or "none"
-                self._fail(at, f"field {label!r} is missing (expected {spec.describe()}; the fields are {have})")
+            name = spec.name if spec.name in record else next((n for n in spec.aliases if n in record), None)
+            if name is None:
+                if spec.required:
+                    have = ", ".join(sorted(map(str, record))) or "none"
+                    self._fail(at, f"field {prefix + spec.name!r} is missing (expected {spec.describe()}; the fields "
+                               f"are {have})")
+                checked[spec.name] = None
+                continue
+            value = record[name]
             if value is None or (schema.cells and value == ""):
-                if name is not None and not spec.null and spec.required:
-                    self._fail(at, f"field {label!r} is {'empty' if schema.cells else 'null'}, expected "
+                if not spec.null and spec.required:
+                    self._fail(at, f"field {prefix + name!r} is {'empty' if schema.cells else 'null'}, expected "
                                f"{spec.describe()}")
                 checked[spec.name] = None
                 continue
-            if spec.many:
-                if not isinstance(value, list) or not (value or spec.empty):
-                    self._fail(at, f"field {label!r} is {_shown(value)}, expected {spec.describe()}")
-                checked[spec.name] = [self._value(spec, item, f"{label}[{index}]", column, at)
-                                      for index, item in enumerate(value)]
-            else:
-                checked[spec.name] = self._value(spec, value, label, column, at)
-        lengths = {name: len(checked[name]) for name in schema.parallel if checked.get(name) is not None}
-        if len(set(lengths.values())) > 1:
-            self._fail(at, "fields " + " and ".join(f"{name!r} ({n} items)" for name, n in lengths.items())
-                       + " must be lists of the same length (one item per document)")
+            column = column_prefix + spec.name if column_prefix else spec.name
+            if not spec.many:
+                checked[spec.name] = value if spec.plain_text and type(value) is str else \
+                    self._value(spec, value, prefix + name, column, at)
+                continue
+            if type(value) is not list or not (value or spec.empty):
+                self._fail(at, f"field {prefix + name!r} is {_shown(value)}, expected {spec.describe()}")
+            if spec.plain_text and all(type(item) is str for item in value):
+                checked[spec.name] = value
+                continue
+            checked[spec.name] = [self._value(spec, item, f"{prefix}{name}[{index}]", column, at)
+                                  for index, item in enumerate(value)]
+        if schema.parallel:
+            lengths = {name: len(checked[name]) for name in schema.parallel if checked.get(name) is not None}
+            if len(set(lengths.values())) > 1:
+                self._fail(at, "fields " + " and ".join(f"{name!r} ({n} items)" for name, n in lengths.items())
+                           + " must be lists of the same length (one item per document)")
         return checked
 
     def _value(self, spec: Field, value: object, label: str, column: str, at: _Where) -> Any:
-        for kind in spec.kinds:
-            converted, problem = _KIND_CHECKS[kind](value, self.schema.cells)
-            if problem is None:
-                break
+        kind = spec.string_kind
+        if kind is not None and type(value) is str and (kind != "id" or value.strip()):
+            converted = value
         else:
+            for kind in spec.kinds:
+                converted, problem = _KIND_CHECKS[kind](value, self.schema.cells)
+                if problem is None:
+                    break
+            else:
+                kind = None
+        if kind is None:
             expected = spec.describe() if not spec.many else " or ".join(KINDS[k] for k in spec.kinds)
             self._fail(at, f"field {label!r} is {_shown(value)}{problem if len(spec.kinds) == 1 else ''}, "
                        f"expected {expected}")
         if kind == "object":
             assert spec.of is not None, f"field {spec.name} of kind object declares no schema"
             return self._object(spec.of, value, label + ".", column + ".", at)
+        if self.schema.cells or not spec.tracked:
+            return converted
         type_name = "number" if kind == "number" else _type_name(value)
-        first = self.column_types.setdefault(column, (type_name, f"{os.path.basename(self.path)} {at.text()}"))
-        if first[0] != type_name:
+        first = self.column_types.get(column)
+        if first is None:
+            self.column_types[column] = (type_name, f"{os.path.basename(self.path)} {at.text()}")
+        elif first[0] != type_name:
             self._fail(at, f"field {label!r} is {_shown(value)}, but {first[1]} has {_ARTICLES[first[0]]} there: a "
                        "column holds one type (write every value of it the same way)")
         return converted
@@ -193,8 +229,7 @@ class RowChecker:
         raise InputError(self.path, prefix + message, at.line, row=at.row)
 
 
-@dataclass(frozen=True)
-class _Where:
+class _Where(NamedTuple):
     line: int | None
     row: int | None
     where: str = ""
