@@ -36,7 +36,7 @@ TAKEN_CELLS = {"text": set(HOSTILE) - {"null", "empty-string"}, "id": set(HOSTIL
 """in a delimited text file every value is text: an id or a text is any non-empty cell."""
 FILE_NAMES = {"JSON lines": "rows/test.jsonl", "JSON lines (or a JSON array)": "rows/test.jsonl",
               "parquet": "config/test-00000-of-00001.parquet", "a JSON object {paper_id: row}": "metadata.json",
-              "CSV with a header": "mag/test.csv", "TSV with a header": "qrels/test.tsv",
+              "CSV with a header": "recomm/test.csv", "TSV with a header": "qrels/test.tsv",
               "space-separated lines": "cite/test.qrel"}
 KINDS = list(FILE_KINDS.values())
 

@@ -97,7 +97,8 @@ def test_recomm_files(tmp_path: Path) -> None:
     impression = Suite(tmp_path).impressions("test")[0]
     assert (impression.shown, impression.clicked_position, impression.line) == (("a", "b", "c"), 2, 2)
     write(tmp_path / "recomm" / "val.csv", 'query_id,clicked_id,shown\nq,z,"a,b,c"\n')
-    with pytest.raises(InputError, match=r"val\.csv:2: query 'q': clicked paper 'z' is not in the shown list"):
+    with pytest.raises(InputError, match=r"val\.csv:2: query 'q': clicked paper 'z' \(field 'clicked_id'\) is not "
+                                         r"in the shown list"):
         Suite(tmp_path).impressions("val")
     write(tmp_path / "recomm" / "propensity_scores.json", '{"scores": [1.0, 0.5]}')
     np.testing.assert_array_equal(Suite(tmp_path).propensities, [1.0, 0.5])

@@ -49,6 +49,11 @@ METADATA = file_kind(RowSchema("SciDocs metadata", "a JSON object {paper_id: row
      "cited_by": ["p3"]},
     {"paper_id": "p2", "title": "Another", "abstract": None, "authors": ["a2"], "references": [], "cited_by": ["p1"]})))
 """a paper's record in the metadata files (null: absent; the record's other fields are kept as given)."""
+IMPRESSIONS = file_kind(RowSchema("SciDocs recomm impressions", "CSV with a header", (
+    Field("query_id", "id"), Field("clicked_id", "id"), Field("shown", "text")), cells=True,
+    example=({"query_id": "q1", "clicked_id": "p2", "shown": "p1,p2,p3"},
+             {"query_id": "q2", "clicked_id": "p4", "shown": "p4,p5"})))
+"""recomm's impressions: the papers shown (comma-separated, in display order), the clicked one among them."""
 CLASS_LABELS = file_kind(RowSchema("SciDocs class labels", "CSV with a header", (
     Field("paper_id", "id"), Field("class_label", "int")), cells=True,
     example=({"paper_id": "p1", "class_label": 0}, {"paper_id": "p2", "class_label": 1})))
@@ -273,6 +278,7 @@ class Suite:
 
 reads(METADATA)(lambda path: Suite(Path(path).parent).metadata(Path(path).name))
 reads(CLASS_LABELS)(lambda path: Suite(Path(path).parents[1]).labels(Path(path).parent.name, Path(path).stem))
+reads(IMPRESSIONS)(lambda path: Suite(Path(path).parents[1]).impressions(Path(path).stem))
 reads(QRELS)(lambda path: Suite(Path(path).parents[1]).qrels(Path(path).parent.name, Path(path).stem))
 
 
@@ -332,17 +338,26 @@ def read_impressions(path: Path, problems: list[InputError] | None = None) -> li
     out (`data verify` lists every bad row; `run` stops at the first). A missing header is always raised.
     """
     impressions = []
+    checker = IMPRESSIONS.checker(path)
     for line, row in csv_rows(path, IMPRESSIONS_HEADER, _is_impression_row):
         problem = None
         if len(row) != 3:
             problem = f'expected 3 columns query_id,clicked_id,"id1,...", got {len(row)}'
         else:
-            query_id, clicked_id, shown_field = row
+            try:
+                checked = checker.row(dict(zip(("query_id", "clicked_id", "shown"), row)), line)
+            except InputError as error:
+                if problems is None:
+                    raise
+                problems.append(error)
+                continue
+            query_id, clicked_id, shown_field = checked["query_id"], checked["clicked_id"], checked["shown"]
             shown = _shown_ids(shown_field)
             if not shown:
-                problem = f"query {query_id!r}: the shown list is empty"
+                problem = f"query {query_id!r}: the shown list (field 'shown') is empty"
             elif clicked_id not in shown:
-                problem = f"query {query_id!r}: clicked paper {clicked_id!r} is not in the shown list"
+                problem = (f"query {query_id!r}: clicked paper {clicked_id!r} (field 'clicked_id') is not in the "
+                           "shown list")
         if problem is None:
             impressions.append(Impression(query_id, clicked_id, shown, line))
         elif problems is None:
