@@ -400,14 +400,16 @@ def check_table(path: str | os.PathLike[str], table: Any, schema: RowSchema) -> 
 
 
 def _first_row(path: str | os.PathLike[str], name: str, mask: Any, what: str, spec: Field,
-               parents: Any = None) -> None:
-    """An error naming the first row where `mask` is true (`parents`: the row of each item of a list column)."""
+               parents: Any = None, values: Any = None) -> None:
+    """An error naming the first row where `mask` is true (`parents`: the row of each item of a list column;
+    `values`: the values the mask is of, the one at fault shown)."""
     import pyarrow.compute as pc
 
     if len(mask) and pc.any(mask).as_py():
         index = pc.index(mask, True).as_py()
+        shown = "" if values is None else f"{values[index].as_py()!r}: "
         index = index if parents is None else parents[index].as_py()
-        raise InputError(path, f"field {name!r} is {what}, expected {spec.describe()}", row=index + 1)
+        raise InputError(path, f"field {name!r} is {shown}{what}, expected {spec.describe()}", row=index + 1)
 
 
 def _check_column_values(path: str | os.PathLike[str], name: str, spec: Field, values: Any, parents: Any) -> None:
@@ -418,18 +420,19 @@ def _check_column_values(path: str | os.PathLike[str], name: str, spec: Field, v
 
     kinds, value_type = spec.kinds, values.type
     if "number" in kinds and pa.types.is_floating(value_type):
-        _first_row(path, name, pc.invert(pc.is_finite(values)), "not finite", spec, parents)
+        _first_row(path, name, pc.invert(pc.is_finite(values)), "not finite", spec, parents, values)
     if "id" in kinds and (pa.types.is_string(value_type) or pa.types.is_large_string(value_type)):
-        _first_row(path, name, pc.equal(pc.utf8_trim_whitespace(values), ""), "an empty id", spec, parents)
+        _first_row(path, name, pc.equal(pc.utf8_trim_whitespace(values), ""), "an empty id", spec, parents, values)
     if "flag" in kinds and pa.types.is_integer(value_type):
-        _first_row(path, name, pc.invert(pc.is_in(values, pa.array([0, 1], value_type))), "not 0 or 1", spec, parents)
+        _first_row(path, name, pc.invert(pc.is_in(values, pa.array([0, 1], value_type))), "not 0 or 1", spec,
+                   parents, values)
     if "grade" in kinds:
         from scidocs_eval.formats.judgements import GRADE_LIMIT
 
         as_float = pc.cast(values, pa.float64())
-        _first_row(path, name, pc.not_equal(as_float, pc.floor(as_float)), "not an integer", spec, parents)
+        _first_row(path, name, pc.not_equal(as_float, pc.floor(as_float)), "not an integer", spec, parents, values)
         _first_row(path, name, pc.greater(pc.abs(as_float), GRADE_LIMIT),
-                   f"beyond what pytrec_eval takes (|grade| <= {GRADE_LIMIT})", spec, parents)
+                   f"beyond what pytrec_eval takes (|grade| <= {GRADE_LIMIT})", spec, parents, values)
 
 
 # --- the docs' table --------------------------------------------------------------------------------------------
