@@ -36,6 +36,7 @@ TAKEN_CELLS = {"text": set(HOSTILE) - {"null", "empty-string"}, "id": set(HOSTIL
 """in a delimited text file every value is text: an id or a text is any non-empty cell."""
 FILE_NAMES = {"JSON lines": "rows/test.jsonl", "JSON lines (or a JSON array)": "rows/test.jsonl",
               "parquet": "config/test-00000-of-00001.parquet", "a JSON object {paper_id: row}": "metadata.json",
+              "a JSON object {query: {candidate: row}}": "data.json",
               "CSV with a header": "recomm/test.csv", "TSV with a header": "qrels/test.tsv",
               "space-separated lines": "cite/test.qrel"}
 KINDS = list(FILE_KINDS.values())
@@ -59,6 +60,10 @@ def _write(schema: RowSchema, rows: list[dict[str, Any]], folder: Path) -> tuple
 
         pq.write_table(pa.Table.from_pylist(rows), path)
         return path, [f"{path.name}: row {n}:" for n in range(1, len(rows) + 1)]
+    if schema.container.startswith("a JSON object {query"):
+        queries = [f"q{n}" for n in range(len(rows))]
+        path.write_text(json.dumps({query: {f"c{n}": row} for n, (query, row) in enumerate(zip(queries, rows))}))
+        return path, [f"query {query!r}" for query in queries]
     if schema.container.startswith("a JSON object"):
         keys = [str(row.get("paper_id") or f"p{n}") for n, row in enumerate(rows)]
         path.write_text(json.dumps(dict(zip(keys, rows))))

@@ -178,13 +178,12 @@ def _read_metadata(path: Path, whole: dict, data: TrainingData) -> None:
 def _read_counts(path: Path, whole: dict, queries: set[str] | None, data: TrainingData) -> None:
     """data.json: each trained query (all of them when `queries` is None), its positives (the highest count) and
     hard negatives (lower counts)."""
+    checker = SPECTER_COUNTS.checker(path)
     for query, candidates in whole.items():
         if not isinstance(candidates, dict):
             raise InputError(path, f"query {query!r}: expected {{candidate_id: {{\"count\": c}}}}")
-        try:
-            counts = {candidate: int(value["count"]) for candidate, value in candidates.items()}
-        except (TypeError, KeyError, ValueError):
-            raise InputError(path, f"query {query!r}: every candidate needs an integer 'count'") from None
+        counts = {candidate: checker.row(value, where=f"query {query!r}, candidate {candidate!r}")["count"]
+                  for candidate, value in candidates.items()}
         if queries is not None and query not in queries:
             continue
         data.mark([query], QUERY)
@@ -195,6 +194,19 @@ def _read_counts(path: Path, whole: dict, queries: set[str] | None, data: Traini
                 data.add_pair(query, candidate)
             else:
                 data.mark([candidate], NEGATIVE)
+
+
+SPECTER_COUNTS = file_kind(RowSchema("SPECTER data.json", "a JSON object {query: {candidate: row}}", (
+    Field("count", "int"),), example=({"count": 5}, {"count": 1})))
+"""SPECTER's training pairs: how often each candidate was co-viewed, co-cited... with its query (an integer, never
+a float truncated)."""
+
+
+@reads(SPECTER_COUNTS)
+def _read_counts_file(path: str | os.PathLike[str]) -> TrainingData:
+    data = TrainingData()
+    _read_file(Path(path), data)
+    return data
 
 
 def _read_specter_folder(folder: Path, data: TrainingData) -> str:
