@@ -122,8 +122,8 @@ class MetaPapers:
 @reads(META_PAPERS)
 @reads(META_QUERIES)
 def read_meta(path: Path) -> MetaPapers:
-    """The papers of one `scirepeval/{config}/evaluation.jsonl` (flat or query layout: `META_PAPERS`, `META_QUERIES`,
-    told apart by a line's `candidates`)."""
+    """The papers of one `scirepeval/{config}/evaluation.jsonl`, line by line a paper (`META_PAPERS`) or, with a
+    `query` or `candidates` field, a query line (`META_QUERIES`)."""
     records: dict[str, dict[str, Any]] = {}
     queries: list[str] = []
     conflicts: list[str] = []
@@ -138,14 +138,8 @@ def read_meta(path: Path) -> MetaPapers:
         return paper_id
 
     papers, query_lines = META_PAPERS.checker(path), META_QUERIES.checker(path)
-    layout: tuple[bool, int] | None = None
     for line, record in json_lines(path):
-        layout = layout or ("candidates" in record, line)
-        if ("candidates" in record) != layout[0]:
-            first = "a query line (with 'candidates')" if layout[0] else "a paper (without 'candidates')"
-            raise InputError(path, f"field 'candidates' is {'missing' if layout[0] else 'there'}, but line "
-                             f"{layout[1]} is {first}: a file holds papers or query lines, not both", line)
-        if not layout[0]:
+        if "candidates" not in record and "query" not in record:
             add(papers.row(record, line))
             continue
         checked = query_lines.row(record, line)
