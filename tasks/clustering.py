@@ -43,9 +43,10 @@ from scidocs_eval.evaluators.clustering import (
     cluster_experiments,
     embedded_sample,
     hf_test_split,
+    sample_stage,
 )
 from scidocs_eval.formats.embeddings import EMPTY, MISSING, PRESENT, EmbeddingStore
-from scidocs_eval.formats.hf_rows import flatten_lists, read_rows, text_id
+from scidocs_eval.formats.hf_rows import CLUSTERING_ROW_LISTS, CLUSTERING_ROWS, flatten_lists, read_rows, text_id
 from scidocs_eval.formats.suite import Paper, Suite
 
 log = logging.getLogger("scidocs_eval")
@@ -90,36 +91,38 @@ class ClusteringTask(FolderTask[ClusteredDocuments]):
         return [f"{self.folder or self.name}/{self.spec.dataset['split'] if split == 'test' else split}.jsonl"]
 
     def read(self, suite: Suite, split: str, texts: bool = True) -> ClusteredDocuments:
-        """Every document MTEB clusters (a document's id is its text's digest: its text is always read)."""
+        """Every document MTEB clusters, in its order, labels outermost level first (a document's id is its text's
+        digest: its text is always read)."""
         path = suite.path(self.input_files(suite, split)[0])
-        types = (list, str, int) if self.row_lists else (str, int)
-        rows = read_rows(path, {"sentences": types, "labels": types})
+        rows, _ = read_rows(path, CLUSTERING_ROW_LISTS if self.row_lists else CLUSTERING_ROWS)
         if self.check_label_sets and len(rows) <= 50:
-            every = {label for row in rows for label in _as_list(row["labels"])}
+            every = {label for row in rows for label in row["labels"]}
             for number, row in enumerate(rows, start=1):
-                if not set(_as_list(row["labels"])) <= every:
+                if not set(row["labels"]) <= every:
                     raise InputError(path, f"row {number}: labels outside the other rows' labels")
-        pairs = flatten_lists(path, rows, "sentences", "labels") if self.row_lists else \
+        pairs = flatten_lists(rows, "sentences", "labels") if self.row_lists else \
             [(row["sentences"], row["labels"]) for row in rows]
-        documents = [str(text) for text, _ in pairs]
+        documents = [text for text, _ in pairs]
         if self.hierarchical_sample is None:
             return ClusteredDocuments(split, True, documents, [[label] for _, label in pairs])
         labels = [str(label).split(".") for _, label in pairs]
+        if len(pairs) <= self.hierarchical_sample:
+            raise InputError(path, f"{len(pairs)} documents: MTEB's train_test_split(test_size="
+                             f"{self.hierarchical_sample}) draws its {self.hierarchical_sample} documents from more")
         chosen = hf_test_split(len(pairs), self.hierarchical_sample, SEED)
         return ClusteredDocuments(split, True, [documents[i] for i in chosen], [labels[i] for i in chosen])
 
     def embedded(self, suite: Suite, split: str) -> tuple[list[str], list[list[str]], random.Random]:
         """The documents MTEB embeds (its sample) and the generator to continue drawing with."""
         documents = self.load(suite, split)
-        texts, labels = documents.texts, documents.labels
-        rng = random.Random(SEED)
-        sample = embedded_sample(len(texts), rng)
-        return [texts[i] for i in sample], [labels[i] for i in sample], rng
+        return _sampled(documents.texts, documents.labels)
 
     def data_shapes(self, suite: Suite, split: str) -> list[DataShape]:
         """The documents MTEB clusters (its sample) by text digest, with their labels."""
-        texts, labels, _ = self.embedded(suite, split)
-        return [ClusteredSplit(self.name, self.required_files(split)[0], [text_id(text) for text in texts], labels)]
+        documents = self.load(suite, split)
+        texts, labels, _ = _sampled(documents.texts, documents.labels)
+        return [ClusteredSplit(self.name, self.required_files(split)[0], [text_id(text) for text in texts], labels,
+                               sample_stage(len(documents.texts)))]
 
     def role_papers(self, suite: Suite, split: str) -> dict[str, tuple[list[Paper], str]]:
         texts, _, _ = self.embedded(suite, split)
@@ -155,8 +158,11 @@ class ClusteringTask(FolderTask[ClusteredDocuments]):
                           items=items)
 
 
-def _as_list(value: Any) -> list:
-    return value if isinstance(value, list) else [value]
+def _sampled(texts: list[str], labels: list[list[str]]) -> tuple[list[str], list[list[str]], random.Random]:
+    """The documents MTEB embeds of `texts` (its sample), their labels, and the generator to continue drawing with."""
+    rng = random.Random(SEED)
+    sample = embedded_sample(len(texts), rng)
+    return [texts[i] for i in sample], [labels[i] for i in sample], rng
 
 
 class RowListClusteringTask(ClusteringTask):

@@ -35,7 +35,7 @@ from scidocs_eval.evaluators.mteb_classification import (
     undersampled_experiments,
 )
 from scidocs_eval.formats.embeddings import EMPTY, MISSING, PRESENT, EmbeddingStore
-from scidocs_eval.formats.hf_rows import read_rows, text_id
+from scidocs_eval.formats.hf_rows import CLASSIFICATION_ROWS, read_rows, text_id
 from scidocs_eval.formats.suite import Paper, Suite
 
 log = logging.getLogger("scidocs_eval")
@@ -64,9 +64,11 @@ class MtebClassificationTask(FolderTask[LabelledTexts]):
         return [f"{self.folder or self.name}/{name}.jsonl" for name in (self.train_split, split)]
 
     def read(self, suite: Suite, split: str, texts: bool = True) -> LabelledTexts:
-        """Both splits (a paper's id is its text's digest: the texts are always read)."""
+        """Both splits, each in the hub's order (a paper's id is its text's digest: the texts are always read); the
+        label column holds one type in both (`CLASSIFICATION_ROWS`)."""
         train_file, scored_file = (suite.path(name) for name in self.input_files(suite, split))
-        train, scored = (read_rows(path, {"text": (str,), "label": (int, str)}) for path in (train_file, scored_file))
+        train, checker = read_rows(train_file, CLASSIFICATION_ROWS)
+        scored, _ = read_rows(scored_file, CLASSIFICATION_ROWS, after=checker)
         return LabelledTexts(split, True, [row["text"] for row in train], [row["label"] for row in train],
                              [row["text"] for row in scored], [row["label"] for row in scored])
 

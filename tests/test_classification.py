@@ -133,7 +133,7 @@ def test_custom_grid_parameter(mag_suite) -> None:
 @pytest.mark.parametrize("row, message", [
     (["p1", "2", "extra"], "expected 2 columns (paper_id,class_label), got 3"),
     (["p1"], "expected 2 columns (paper_id,class_label), got 1"),
-    (["p1", "two"], "class label 'two' is not an integer"),
+    (["p1", "two"], "field 'class_label' is string 'two' (not an integer), expected an integer"),
 ])
 def test_malformed_csv_names_file_and_line(tmp_path: Path, row: list[str], message: str) -> None:
     write_labels(tmp_path / "mesh" / "train.csv", [["p0", "1"], row])

@@ -146,10 +146,13 @@ def _metadata(tmp_path: Path, records: dict) -> Path:
 
 
 @pytest.mark.parametrize(("records", "message"), [
-    ({"a": {"title": 5, "abstract": "x"}}, "paper 'a': 'title' must be a string, got int '5'"),
-    ({"a": {"title": "t", "abstract": ["x"]}}, "paper 'a': 'abstract' must be a string, got list \"['x']\""),
+    ({"a": {"title": 5, "abstract": "x"}}, "paper 'a': field 'title' is integer 5, expected a string, or null "
+     "(may be absent)"),
+    ({"a": {"title": "t", "abstract": ["x"]}}, "paper 'a': field 'abstract' is list ['x'], expected a string, or "
+     "null (may be absent)"),
     ({"a": {"title": "t"}, "b": "a string, not a record"},
-     "paper 'b': expected an object {title, abstract}, got str 'a string, not a record'"),
+     "paper 'b': the row is string 'a string, not a record', expected an object {paper_id, title, abstract, "
+     "authors, references, cited_by}"),
     ({"a": {"title": "t"}, "c": {"paper_id": "d", "title": "u"}},
      "paper 'c': its 'paper_id' is 'd'; the key and the paper_id must agree"),
 ])
@@ -166,7 +169,7 @@ def test_embed_jsonl_title_of_the_wrong_type_names_the_line(tmp_path: Path, caps
     papers = tmp_path / "papers.jsonl"
     papers.write_text('{"paper_id": "a", "title": "t"}\n{"paper_id": "b", "title": 1.5}\n')
     assert main(["embed", "--adapter", "random", "--metadata", str(papers), "--out", str(tmp_path / "e.jsonl")]) == 2
-    assert error_line(capsys) == f"{papers}:2: paper 'b': 'title' must be a string, got float '1.5'"
+    assert error_line(capsys) == f"{papers}:2: field 'title' is number 1.5, expected a string, or null (may be absent)"
 
 
 def test_embed_out_a_folder_and_a_model_path_that_does_not_exist(tmp_path: Path,
@@ -205,7 +208,7 @@ def test_data_build_title_a_list_and_out_a_file(tmp_path: Path, capsys: pytest.C
     citations.write_text("a\tb\n")
     build = ["data", "build", "--papers", str(papers), "--citations", str(citations), "--out"]
     assert main([*build, str(tmp_path / "suite")]) == 2
-    assert error_line(capsys) == f"{papers}:2: paper 'b': 'title' must be a string, got list \"['y']\""
+    assert error_line(capsys) == f"{papers}:2: field 'title' is list ['y'], expected a string, or null (may be absent)"
     papers.write_text('{"paper_id": "a", "title": "x", "label": 1}\n')
     assert main([*build, str(citations)]) == 2
     assert error_line(capsys) == f"--out {citations} is a file; give a folder to write into"
@@ -234,8 +237,8 @@ def test_train_specter_numeric_titles_and_missing_train_txt(sample_dir: Path, tm
     metadata[first]["title"] = 1234
     (folder / "metadata.json").write_bytes(orjson.dumps(metadata))
     assert main(train) == 2
-    assert error_line(capsys) == f"{folder / 'metadata.json'}: paper '{first}': 'title' must be a string, got int " \
-                                 "'1234'"
+    assert error_line(capsys) == f"{folder / 'metadata.json'}: paper '{first}': field 'title' is integer 1234, " \
+                                 "expected a string, or null (may be absent)"
     assert not (tmp_path / "model").exists()
 
 

@@ -126,3 +126,49 @@ def test_a_row_without_labels_names_the_file_and_line(tmp_path: Path) -> None:
                                                                       '{"sentences": "b"}\n')
     with pytest.raises(InputError, match=r"test.jsonl.*2|line 2"):
         get_task("biorxiv-clustering-p2p").load(Suite(tmp_path), "test")
+
+
+def _run(tmp_path: Path, task: str, vectors: dict[str, np.ndarray], capsys: Any) -> tuple[int, str]:
+    from scidocs_eval.cli.main import main
+    from scidocs_eval.formats.hf_rows import text_id
+
+    path = write_vectors(tmp_path / "v.jsonl", {text_id(text): vector for text, vector in vectors.items()})
+    code = main(["run", "--embeddings", str(path), "--data", str(tmp_path), "--tasks", task, "--quiet",
+                 "-o", str(tmp_path / "out.json")])
+    err = capsys.readouterr().err
+    assert "Traceback" not in err, err
+    return code, err
+
+
+def test_a_text_under_two_labels_in_mtebs_sample_warns_with_the_count(tmp_path: Path, caplog: Any,
+                                                                       capsys: Any) -> None:
+    import json
+    import random
+
+    from scidocs_eval.evaluators.clustering import SEED, embedded_sample
+
+    task = "biorxiv-clustering-s2s"
+    vectors = _write_copy(tmp_path, task, 1000)
+    path = tmp_path / task / "test.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    first, second, third = embedded_sample(len(rows), random.Random(SEED))[:3]
+    rows[second] = {"sentences": rows[first]["sentences"], "labels": rows[first]["labels"] + " (other)"}
+    rows[third] = dict(rows[first])
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    code, _ = _run(tmp_path, task, vectors, capsys)
+    assert code == 0
+    assert "1 text(s) occur more than once in MTEB's 4% sample of 1000 documents (40 drawn: int(0.04 × 1000)) " \
+           "(3 copies), 1 of them under two or more labels" in caplog.text and "[repeated-paper]" in caplog.text
+
+
+def test_an_empty_sample_names_the_stage_that_emptied_it(tmp_path: Path, capsys: Any) -> None:
+    vectors = _write_copy(tmp_path, "biorxiv-clustering-p2p", 20)
+    code, err = _run(tmp_path, "biorxiv-clustering-p2p", vectors, capsys)
+    assert code == 2 and err.count("scidocs-eval: error:") == 1
+    assert "test.jsonl: MTEB's 4% sample of 20 documents (0 drawn: int(0.04 × 20)) is empty" in err, err
+
+
+def test_arxivs_sample_needs_more_documents_than_it_draws(tmp_path: Path, capsys: Any) -> None:
+    vectors = _write_copy(tmp_path, "arxiv-hierarchical-p2p", 300)
+    code, err = _run(tmp_path, "arxiv-hierarchical-p2p", vectors, capsys)
+    assert code == 2 and "test.jsonl: 300 documents: MTEB's train_test_split(test_size=2048) draws" in err, err

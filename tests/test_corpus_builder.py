@@ -305,13 +305,13 @@ def test_a_corpus_too_small_for_any_task_writes_nothing(tmp_path: Path, capsys: 
 
 @pytest.mark.parametrize(("papers_text", "edges_text", "message"), [
     ('{"paper_id": "a", "title": "x"}\n{"paper_id": "b", "title"\n', "", r"papers.jsonl:2: malformed JSON"),
-    ('{"paper_id": "a", "title": "x"}\n{"title": "y"}\n', "", r"papers.jsonl:2: expected an object with a 'paper_id'"),
+    ('{"paper_id": "a", "title": "x"}\n{"title": "y"}\n', "", r"papers.jsonl:2: field 'paper_id' is missing"),
     ('{"paper_id": "a", "title": "x"}\n{"paper_id": "a", "title": "y"}\n', "",
      r"papers.jsonl:2: paper 'a' repeats line 1"),
     ('{"paper_id": "a", "title": ""}\n', "", r"papers.jsonl: no papers with a title or an abstract"),
-    ('{"paper_id": "a", "title": ["x"]}\n', "", r"papers.jsonl:1: paper 'a': 'title' must be a string, got list"),
+    ('{"paper_id": "a", "title": ["x"]}\n', "", r"papers.jsonl:1: field 'title' is list"),
     ('{"paper_id": "a", "title": "x", "abstract": 3}\n', "",
-     r"papers.jsonl:1: paper 'a': 'abstract' must be a string, got int"),
+     r"papers.jsonl:1: field 'abstract' is integer"),
     ('{"paper_id": "a", "title": "x"}\n', "a\tb\nb\ta\tc\n", r"edges.tsv:2: expected 2 tab-separated fields"),
 ])
 def test_bad_inputs_name_file_and_line(tmp_path: Path, papers_text: str, edges_text: str, message: str) -> None:

@@ -347,3 +347,48 @@ def test_the_propensity_reader_at_its_boundaries(hostile: str, content: bytes, w
     assert main(["run", "--embeddings", str(embeddings), "--data", str(data), "--tasks", "recomm", "--quiet"]) == 2
     errors, _ = _outcome(capsys, caplog)
     assert len(errors) == 1 and "propensity_scores.json" in errors[0], (hostile, errors)
+
+
+# --- HF rows of MTEB's clustering and classification sets: a value inside a row's list, a column of two types ----
+
+def _row_list_null_label(rows: list[dict]) -> None:
+    rows[0]["labels"][3] = None
+
+
+def _null_sentence(rows: list[dict]) -> None:
+    rows[1]["sentences"] = None
+
+
+def _labels_of_two_types(rows: list[dict]) -> None:
+    rows[1]["label"] = str(rows[1]["label"])
+
+
+HF_ROWS_CASES = [  # (task, file, change, the line and field named)
+    ("medrxiv-clustering-s2s", "medrxiv-clustering-s2s/test.jsonl", _row_list_null_label,
+     "test.jsonl:1: field 'labels[3]' is null"),
+    ("arxiv-hierarchical-s2s", "arxiv-hierarchical-s2s/test.jsonl", _row_list_null_label,
+     "test.jsonl:1: field 'labels[3]' is null"),
+    ("biorxiv-clustering-p2p", "biorxiv-clustering-p2p/test.jsonl", _null_sentence,
+     "test.jsonl:2: field 'sentences' is null"),
+    ("arxiv-classification", "arxiv-classification/train.jsonl", _labels_of_two_types,
+     "train.jsonl:2: field 'label' is string"),
+]
+
+
+@pytest.mark.parametrize(("task", "file", "change", "named"), HF_ROWS_CASES, ids=[c[0] for c in HF_ROWS_CASES])
+def test_a_hostile_hf_row_is_one_line_under_run(task: str, file: str, change: Callable[[list[dict]], None],
+                                                named: str, world: Path, embeddings: Path, tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str],
+                                                caplog: pytest.LogCaptureFixture) -> None:
+    """The issue's examples: a null label inside a row's list (a TypeError in one task, a label of its own in
+    another), a null sentence (embedded as the text "None"), integer and string labels (scikit-learn's "Mix of
+    label input types"): one line naming the file, the line and the field, exit 2."""
+    data = tmp_path / "data"
+    shutil.copytree(world / task, data / task)
+    rows = [json.loads(line) for line in (world / file).read_text().splitlines()]
+    change(rows)
+    (data / file).write_text("".join(json.dumps(row) + "\n" for row in rows))
+    code = main(["run", "--embeddings", str(embeddings), "--data", str(data), "--tasks", task, "--quiet",
+                 "-o", str(tmp_path / "out.json")])
+    errors, _ = _outcome(capsys, caplog)
+    assert code == 2 and len(errors) == 1 and named in errors[0], errors

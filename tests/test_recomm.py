@@ -162,8 +162,9 @@ def _tiny_suite(root: Path, test_rows: list[list[str]], propensities: int = 3) -
 
 
 @pytest.mark.parametrize(("rows", "message"), [
-    ([["a", "b", "b,c"], ["a", "c", "a,b"]], r"test\.csv:3: query 'a': clicked paper 'c' is not in the shown list"),
-    ([["a", "b", " , "]], r"test\.csv:2: query 'a': the shown list is empty"),
+    ([["a", "b", "b,c"], ["a", "c", "a,b"]],
+     r"test\.csv:3: query 'a': clicked paper 'c' \(field 'clicked_id'\) is not in the shown list"),
+    ([["a", "b", " , "]], r"test\.csv:2: query 'a': the shown list \(field 'shown'\) is empty"),
     ([["a", "b"]], r"test\.csv:2: expected 3 columns"),
     ([["c", "b", "a,c,a,b"]], r"test\.csv:2: query 'c': clicked paper is at position 4, but the propensity list "
                               r"has only 3 positions"),

@@ -71,12 +71,12 @@ def test_a_broken_line_is_named(tmp_path: Path) -> None:
     build_retrieval_dataset(folder, documents=30, queries=3)
     with open(folder / "corpus.jsonl", "a") as handle:
         handle.write('{"_id": "x", "text": 5}\n')
-    with pytest.raises(InputError, match=r"corpus.jsonl:31: 'text' must be a string"):
+    with pytest.raises(InputError, match=r"corpus.jsonl:31: field 'text' is integer 5, expected a string"):
         read_retrieval_data(folder)
     report = verify_suite(tmp_path)
     assert [p.where for p in report.errors] == ["scidocs-retrieval/corpus.jsonl:31"]
     (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nquery0000\tdoc00001\thigh\n")
-    with pytest.raises(InputError, match=r"test.tsv:2: score 'high' is not an integer"):
+    with pytest.raises(InputError, match=r"test.tsv:2: field 'score' is string 'high' \(not an integer\)"):
         read_qrels_tsv(folder / "qrels" / "test.tsv")
     (folder / "qrels" / "test.tsv").write_bytes(b"query0000\tdoc00001\t1\nquery0001\tdoc\xff\t1\n")
     with pytest.raises(InputError, match=r"test.tsv:2: byte 0xff at column 14 is not UTF-8"):

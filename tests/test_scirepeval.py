@@ -242,7 +242,7 @@ def test_bad_files_and_parameters_are_errors_naming_where(copy: tuple[Path, Path
     data, embeddings = copy
     labels = tmp_path / "labels.jsonl"
     labels.write_text('{"paper_id": "a", "label": 1}\n{"paper_id": "b", "label": "x"}\n')
-    with pytest.raises(InputError, match=r"labels.jsonl:2: label 'x' is not an integer class"):
+    with pytest.raises(InputError, match=r"labels.jsonl:2: field 'label' is string 'x', expected an integer"):
         read_labels(labels)
     labels.write_text('{"paper_id": "a", "label": 1}\nnot json\n')
     with pytest.raises(InputError, match=r"labels.jsonl:2: malformed JSON"):
@@ -279,7 +279,7 @@ def test_data_verify_checks_every_scirepeval_file_once(copy: tuple[Path, Path], 
     train.write_text("\n".join(lines) + "\n")
     assert main(["data", "verify", str(broken)]) == 1
     out = capsys.readouterr().out
-    assert out.count("drsm/train.jsonl:3: label 1.5 is not an integer class") == 1
+    assert out.count("drsm/train.jsonl:3: field 'label' is number 1.5, expected an integer") == 1
     usable = out.split("tasks with all their files:")[1]
     assert "scirepeval-drsm" not in usable and "scirepeval-relish" in usable
 

@@ -52,10 +52,10 @@ def test_a_pair_judged_twice_with_different_grades_keeps_the_later_grade_counted
 @pytest.mark.parametrize("bad_line, message", [
     ("q1 0 a", "expected 4 fields 'query_id 0 candidate_id relevance', got 3"),
     ("q1 0 a 1 extra", "expected 4 fields 'query_id 0 candidate_id relevance', got 5"),
-    ("q1 0 a yes", "relevance 'yes' is not an integer"),
-    ("q1 0 a 0.5", "relevance '0.5' is not an integer"),
-    ("q1 0 a 100000000000000000000", "relevance '100000000000000000000' is beyond what pytrec_eval takes (an integer "
-     "of at most 2147483647 in absolute value); use small relevance grades (0, 1, 2, ...)"),
+    ("q1 0 a yes", "field 'relevance' is string 'yes' (not an integer), expected an integer grade"),
+    ("q1 0 a 0.5", "field 'relevance' is string '0.5' (not an integer), expected an integer grade"),
+    ("q1 0 a 100000000000000000000", "field 'relevance' is string '100000000000000000000' (beyond what pytrec_eval "
+     "takes: |grade| <= 2147483647; use small grades 0, 1, 2, ...), expected an integer grade"),
 ])
 def test_malformed_qrel_line(tmp_path: Path, bad_line: str, message: str) -> None:
     path = write(tmp_path / "coview" / "test.qrel", f"q0 0 b 1\n{bad_line}\n")
@@ -73,7 +73,7 @@ def test_empty_qrel_file(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("text, message", [
     ("[1, 2]", "expected a JSON object keyed by paper id, got list"),
-    ('{"p1": "a title"}', "paper 'p1': expected an object with title and abstract"),
+    ('{"p1": "a title"}', "paper 'p1': the row is string 'a title', expected an object {paper_id, title,"),
     ('{"p1": {', "malformed JSON"),
 ])
 def test_malformed_metadata(tmp_path: Path, text: str, message: str) -> None:
@@ -97,7 +97,8 @@ def test_recomm_files(tmp_path: Path) -> None:
     impression = Suite(tmp_path).impressions("test")[0]
     assert (impression.shown, impression.clicked_position, impression.line) == (("a", "b", "c"), 2, 2)
     write(tmp_path / "recomm" / "val.csv", 'query_id,clicked_id,shown\nq,z,"a,b,c"\n')
-    with pytest.raises(InputError, match=r"val\.csv:2: query 'q': clicked paper 'z' is not in the shown list"):
+    with pytest.raises(InputError, match=r"val\.csv:2: query 'q': clicked paper 'z' \(field 'clicked_id'\) is not "
+                                         r"in the shown list"):
         Suite(tmp_path).impressions("val")
     write(tmp_path / "recomm" / "propensity_scores.json", '{"scores": [1.0, 0.5]}')
     np.testing.assert_array_equal(Suite(tmp_path).propensities, [1.0, 0.5])

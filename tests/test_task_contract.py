@@ -156,8 +156,11 @@ def _sampled(shape: SampledEvaluation) -> list[tuple[str, DataShape, str, str]]:
 
 
 def _clustered(shape: ClusteredSplit) -> list[tuple[str, DataShape, str, str]]:
+    twice = [*shape.ids, shape.ids[0]], [*shape.labels, [f"not {shape.labels[0][0]}"]]
     return [("an empty split", dataclasses.replace(shape, ids=[], labels=[]), "error", "empty-split"),
-            ("one label only", dataclasses.replace(shape, labels=[["same"]] * len(shape.ids)), "error", "one-class")]
+            ("one label only", dataclasses.replace(shape, labels=[["same"]] * len(shape.ids)), "error", "one-class"),
+            ("a text under two labels", dataclasses.replace(shape, ids=twice[0], labels=twice[1]), "warning",
+             "repeated-paper")]
 
 
 def _impressions(shape: ImpressionsSplit) -> list[tuple[str, DataShape, str, str]]:
@@ -347,9 +350,10 @@ def _parquet_dataset(folder: Path, qrels_rows: list[dict]) -> None:
 
 
 @pytest.mark.parametrize(("rows", "message"), [
-    ([{"query-id": "q1", "score": 1}], "row 1: no 'corpus-id' column"),
-    ([{"query-id": "q1", "corpus-id": "d1", "score": 1e20}], "score 1e+20 is beyond what pytrec_eval takes"),
-    ([{"query-id": "q1", "corpus-id": "d1", "score": float("nan")}], "score nan is not an integer")])
+    ([{"query-id": "q1", "score": 1}], "row 1: field 'corpus-id' is missing"),
+    ([{"query-id": "q1", "corpus-id": "d1", "score": 1e20}], "row 1: field 'score' is 1e+20: beyond what pytrec_eval "
+                                                             "takes"),
+    ([{"query-id": "q1", "corpus-id": "d1", "score": float("nan")}], "row 1: field 'score' is nan: not an integer")])
 def test_hf_parquet_qrels_errors_name_the_file_and_row(tmp_path: Path, embeddings: Path, rows: list[dict],
                                                        message: str, capsys: pytest.CaptureFixture[str]) -> None:
     _parquet_dataset(tmp_path / "data" / "scidocs-retrieval", rows)

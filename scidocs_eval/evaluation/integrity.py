@@ -345,12 +345,15 @@ class SampledEvaluation(DataShape):
 @dataclass(frozen=True)
 class ClusteredSplit(DataShape):
     """Documents of a scored split with the labels they are clustered against (`labels[i]`: document i's, outermost
-    level first); nothing is learnt, so there is no training split."""
+    level first); nothing is learnt, so there is no training split. `stage`: what the documents are, for the
+    errors ("MTEB's 4% sample of 20 documents": the stage that emptied them, not "no documents" of a file that has
+    20)."""
 
     task: str
     file: str
     ids: Sequence[str]
     labels: Sequence[Sequence[str]]
+    stage: str = "the split's documents"
 
     def evaluation_items(self) -> EvaluationItems:
         return EvaluationItems("paper", {paper_id: paper_id for paper_id in self.ids})
@@ -360,12 +363,25 @@ class ClusteredSplit(DataShape):
 
     def findings(self) -> list[Problem]:
         if not len(self.ids):
-            return [Problem("error", self.file, "no documents (an empty split scores nothing)", "empty-split")]
+            return [Problem("error", self.file, f"{self.stage} is empty: there is nothing to cluster",
+                            "empty-split")]
         outer = {str(labels[0]) if len(labels) else "" for labels in self.labels}
         if len(outer) < 2:
-            return [Problem("error", self.file, f"one label ({next(iter(outer))!r}) only: clustering against it "
-                            "scores nothing", "one-class")]
-        return []
+            return [Problem("error", self.file, f"one label ({next(iter(outer))!r}) only in {self.stage}: "
+                            "clustering against it scores nothing", "one-class")]
+        copies = Counter(self.ids)
+        repeated = [paper_id for paper_id, n in copies.items() if n > 1]
+        if not repeated:
+            return []
+        labels_of: dict[str, set[tuple[str, ...]]] = {}
+        for paper_id, labels in zip(self.ids, self.labels):
+            if copies[paper_id] > 1:
+                labels_of.setdefault(paper_id, set()).add(tuple(map(str, labels)))
+        mixed = [paper_id for paper_id in repeated if len(labels_of[paper_id]) > 1]
+        return [Problem("warning", self.file, f"{len(repeated)} text(s) occur more than once in {self.stage} "
+                        f"({sum(copies[i] for i in repeated)} copies), {len(mixed)} of them under two or more labels "
+                        "(no clustering can put both copies right); every copy is clustered, as MTEB scores them: "
+                        f"{listed(mixed or repeated)}", "repeated-paper")]
 
 
 @dataclass(frozen=True)

@@ -61,6 +61,14 @@ def embedded_sample(n_documents: int, rng: random.Random, fraction: float | None
     return rng.sample(range(n_documents), k=min(n_documents, int(fraction * n_documents)))
 
 
+def sample_stage(n_documents: int, fraction: float | None = EMBED_FRACTION) -> str:
+    """What `embedded_sample` of `n_documents` is, in words, for the data's errors and warnings."""
+    if fraction is None:
+        return f"the {n_documents} documents"
+    drawn = min(n_documents, int(fraction * n_documents))
+    return f"MTEB's {fraction:.0%} sample of {n_documents} documents ({drawn} drawn: int({fraction} × {n_documents}))"
+
+
 def hf_test_split(n_rows: int, test_size: int, seed: int = SEED) -> list[int]:
     """The rows `datasets.Dataset.train_test_split(test_size=test_size, seed=seed)["test"]` holds, in its order."""
     if not 0 < test_size < n_rows:

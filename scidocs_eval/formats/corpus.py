@@ -1,7 +1,8 @@
 """Paper corpora and citation lists outside a suite: one reader per format, and the one `paper_text`.
 
-- Papers: JSON lines, one ``{"paper_id", "title", "abstract", ...}`` object a line (blank lines skipped), or an
-  official metadata file ``{paper_id: {title, abstract, ...}}`` (one JSON object without a "paper_id" key).
+- Papers: JSON lines, one ``{"paper_id", "title", "abstract", ...}`` object a line (blank lines skipped; `PAPERS`),
+  or an official metadata file ``{paper_id: {title, abstract, ...}}`` (one JSON object without a "paper_id" key;
+  `suite.METADATA`).
   A paper id given twice is an error naming both lines.
 - Citations: TSV lines ``citing<TAB>cited`` (blank lines skipped). A first line whose two fields are both
   unknown paper ids (when the caller knows the ids) is a header and is skipped.
@@ -21,7 +22,8 @@ import orjson
 
 from scidocs_eval.errors import InputError
 from scidocs_eval.formats.lines import utf8_lines
-from scidocs_eval.formats.suite import Paper
+from scidocs_eval.formats.row_schema import Field, RowChecker, RowSchema, file_kind, reads
+from scidocs_eval.formats.suite import METADATA, Paper
 
 CitationLink = tuple[int, str, str]
 """(line number, citing paper id, cited paper id)."""
@@ -107,24 +109,31 @@ def text_field(record: dict, key: str, path: str | os.PathLike[str], line: int |
     return value
 
 
-def metadata_record(path: str | os.PathLike[str], key: str, value: object) -> dict:
-    """One entry of the official metadata {id: {title, abstract, ...}}: an object (null: no text) whose
-    `paper_id`, if it has one, is its key."""
-    if value is None:
-        value = {}
-    if not isinstance(value, dict):
-        raise InputError(path, f"paper {key!r}: expected an object {{title, abstract}}, got {type(value).__name__} "
-                         f"{str(value)[:40]!r}")
-    inner = value.get("paper_id", key)
-    if str(inner) != key:
-        raise InputError(path, f"paper {key!r}: its 'paper_id' is {inner!r}; the key and the paper_id must agree")
-    return {**value, "paper_id": key}
+PAPERS = file_kind(RowSchema("papers", "JSON lines", (
+    Field("paper_id", "id"), Field("title", "text", required=False, null=True),
+    Field("abstract", "text", required=False, null=True)), keep_other=True,
+    example=({"paper_id": "p1", "title": "A title", "abstract": "An abstract.", "year": 2019},
+             {"paper_id": "p2", "title": "Another", "abstract": None})))
+"""a corpus outside a suite, one paper a line (its other fields kept as given: a label, a year)."""
 
 
+def metadata_record(path: str | os.PathLike[str], key: str, value: object,
+                    checker: RowChecker | None = None) -> dict:
+    """One entry of the official metadata {id: {title, abstract, ...}}, checked against `METADATA` (`checker`: the
+    file's, which remembers its columns' types): an object (null: no text) whose `paper_id`, if it has one, is its
+    key; `title` and `abstract` strings ("" when absent or null)."""
+    record = (checker or METADATA.checker(path)).row({} if value is None else value, where=f"paper {key!r}")
+    if record["paper_id"] not in (None, key):
+        raise InputError(path, f"paper {key!r}: its 'paper_id' is {record['paper_id']!r}; the key and the paper_id "
+                         "must agree")
+    return {**record, "paper_id": key, "title": record["title"] or "", "abstract": record["abstract"] or ""}
+
+
+@reads(PAPERS)
 def read_paper_records(path: str | os.PathLike[str], expected: str = "{paper_id, title, abstract}"
                        ) -> list[tuple[int | None, dict[str, Any]]]:
-    """(line, record) of every paper in a JSON lines corpus (line None: an official metadata file), `paper_id`
-    set, `title` and `abstract` strings ("" when absent or null; another type is an error naming the paper).
+    """(line, record) of every paper in a JSON lines corpus (`PAPERS`; line None: an official metadata file,
+    `METADATA`), `paper_id` a string, `title` and `abstract` strings ("" when absent or null).
 
     `expected` describes the format in the error for an absent file.
     """
@@ -137,23 +146,21 @@ def read_paper_records(path: str | os.PathLike[str], expected: str = "{paper_id,
     except orjson.JSONDecodeError:
         whole = None
     if isinstance(whole, dict) and "paper_id" not in whole:
-        records = [(None, metadata_record(path, key, value)) for key, value in whole.items()]
+        checker = METADATA.checker(path)
+        records = [(None, metadata_record(path, key, value, checker)) for key, value in whole.items()]
     else:
-        records = []
+        checker, records = PAPERS.checker(path), []
         for line, raw in enumerate(text.splitlines(), start=1):
             if not raw.strip():
                 continue
             try:
-                records.append((line, orjson.loads(raw)))
+                record = checker.row(orjson.loads(raw), line)
             except orjson.JSONDecodeError as error:
                 raise InputError(path, f"malformed JSON ({error})", line) from None
+            records.append((line, {**record, "title": record["title"] or "", "abstract": record["abstract"] or ""}))
     first_line: dict[str, int | None] = {}
     for line, record in records:
-        if not isinstance(record, dict) or record.get("paper_id") in (None, ""):
-            raise InputError(path, "expected an object with a 'paper_id' (and 'title', 'abstract')", line)
-        paper_id = record["paper_id"] = str(record["paper_id"])
-        for key in ("title", "abstract"):
-            record[key] = text_field(record, key, path, line, paper_id)
+        paper_id = record["paper_id"]
         if paper_id in first_line:
             raise InputError(path, f"paper {paper_id!r} repeats line {first_line[paper_id]}", line)
         first_line[paper_id] = line

@@ -3,7 +3,9 @@
 A dataset folder holds `{split}.jsonl`, one JSON object per row with the dataset's columns as the hub has them at
 the revision MTEB pins (`data download` writes it; synthetic copies for tests are written the same way). Rows are
 read in file order, which is the hub's row order: MTEB's sampling draws row indices, so the order is part of the
-data. A row without a column the task reads, or of the wrong type, is an error naming the file and line.
+data. Each file kind's rows are declared once (`CLUSTERING_ROWS`, `CLUSTERING_ROW_LISTS`, `CLASSIFICATION_ROWS`,
+`formats.row_schema`): a row without a field the task reads, a null, a value of the wrong type or a column of two
+types is an error naming the file, the line and the field.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Iterable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +21,7 @@ import orjson
 
 from scidocs_eval.errors import InputError
 from scidocs_eval.formats.lines import json_lines
+from scidocs_eval.formats.row_schema import Field, RowChecker, RowSchema, file_kind, reads
 from scidocs_eval.formats.safe_output import write_bytes_atomically
 
 
@@ -30,23 +34,36 @@ def split_file(folder: str | os.PathLike[str], split: str) -> Path:
     return Path(folder) / f"{split}.jsonl"
 
 
-def read_rows(path: str | os.PathLike[str], columns: Mapping[str, tuple[type, ...]]) -> list[dict[str, Any]]:
-    """The rows of `path`, each checked to hold every column of `columns` (name -> accepted types); only those
-    columns are kept."""
-    rows = []
-    for line, record in json_lines(path):
-        row = {}
-        for name, types in columns.items():
-            if name not in record:
-                raise InputError(path, f"row has no {name!r} column (it has {', '.join(sorted(record))})", line)
-            if not isinstance(record[name], types):
-                raise InputError(path, f"column {name!r} is a {type(record[name]).__name__}, expected "
-                                 f"{' or '.join(t.__name__ for t in types)}", line)
-            row[name] = record[name]
-        rows.append(row)
+CLUSTERING_ROWS = file_kind(RowSchema("HF clustering rows", "JSON lines", (
+    Field("sentences", "text"), Field("labels", "label")),
+    example=({"sentences": "A paper on cells", "labels": "cell biology"},
+             {"sentences": "A paper on brains", "labels": "neuroscience"})))
+"""MTEB's clustering sets with one document a row (bioRxiv's v2)."""
+CLUSTERING_ROW_LISTS = file_kind(RowSchema("HF clustering row lists", "JSON lines", (
+    Field("sentences", "text", many=True), Field("labels", "label", many=True)), parallel=("sentences", "labels"),
+    example=({"sentences": ["A paper on cells", "A paper on brains"], "labels": ["cell biology", "neuroscience"]},
+             {"sentences": ["A paper on genes"], "labels": ["genomics"]})))
+"""MTEB's clustering sets whose rows are sets of documents (medRxiv's v2, ArXiv's hierarchical): parallel lists."""
+CLASSIFICATION_ROWS = file_kind(RowSchema("HF classification rows", "JSON lines", (
+    Field("text", "text"), Field("label", "label")),
+    example=({"text": "A paper on graphs", "label": 3}, {"text": "A paper on groups", "label": 5})))
+"""MTEB's classification sets (ArxivClassification.v2): a text and its label, one type for the label column in
+every split of the dataset."""
+
+
+def read_rows(path: str | os.PathLike[str], schema: RowSchema, after: RowChecker | None = None
+              ) -> tuple[list[dict[str, Any]], RowChecker]:
+    """The rows of `path` checked against `schema` (only its fields kept), and the checker that read them: pass it
+    as `after` to read another split of the dataset, whose columns must have the same types."""
+    checker = schema.checker(path, after)
+    rows = [checker.row(record, line) for line, record in json_lines(path)]
     if not rows:
         raise InputError(path, "has no rows")
-    return rows
+    return rows, checker
+
+
+for _schema in (CLUSTERING_ROWS, CLUSTERING_ROW_LISTS, CLASSIFICATION_ROWS):
+    reads(_schema)(partial(read_rows, schema=_schema))
 
 
 def write_rows(folder: str | os.PathLike[str], split: str, rows: Iterable[Mapping[str, Any]]) -> Path:
@@ -55,13 +72,7 @@ def write_rows(folder: str | os.PathLike[str], split: str, rows: Iterable[Mappin
     return write_bytes_atomically(split_file(folder, split), data)
 
 
-def flatten_lists(path: str | os.PathLike[str], rows: Sequence[Mapping[str, Any]], *columns: str) -> list[tuple]:
-    """Rows whose `columns` are parallel lists (MTEB's older clustering layout: one row per set of documents)
-    flattened into one tuple per document, rows in order; lists of unequal length are an error."""
-    flat: list[tuple] = []
-    for number, row in enumerate(rows, start=1):
-        values = [row[c] if isinstance(row[c], list) else [row[c]] for c in columns]
-        if len({len(v) for v in values}) != 1:
-            raise InputError(path, f"row {number}: columns {', '.join(columns)} are lists of different lengths")
-        flat.extend(zip(*values))
-    return flat
+def flatten_lists(rows: Sequence[Mapping[str, Any]], *columns: str) -> list[tuple]:
+    """Rows whose `columns` are parallel lists (MTEB's older clustering layout: one row per set of documents,
+    `CLUSTERING_ROW_LISTS` checks the lengths) flattened into one tuple per document, rows in order."""
+    return [values for row in rows for values in zip(*(row[c] for c in columns), strict=True)]

@@ -13,14 +13,15 @@ HF parquet layout (a snapshot of an MTEB dataset repository on the hub): one fol
 `{split}-NNNNN-of-NNNNN.parquet` files with MTEB's columns (`_id`/`id`, `title`, `text`; `query-id`, `corpus-id`,
 `score`; `query-id`, `corpus-ids`). A config with one split is read whatever that split is called, as MTEB does.
 
-Every parse error names the file, the line (JSON lines and TSV files) or the row (parquet: counted from 1, as for
-embeddings tables, within the file named) and the field.
+Each file kind's rows are declared once (`BEIR_CORPUS`, ..., `PARQUET_TOP_RANKED`: `formats.row_schema`); every parse
+error names the file, the line (JSON lines and TSV files) or the row (parquet: counted from 1, as for embeddings
+tables, within the file named) and the field.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,6 +31,7 @@ from scidocs_eval.errors import InputError
 from scidocs_eval.extras import require
 from scidocs_eval.formats.judgements import Judgements
 from scidocs_eval.formats.lines import json_lines, utf8_lines
+from scidocs_eval.formats.row_schema import Field, RowSchema, check_table, file_kind, reads
 from scidocs_eval.formats.safe_output import write_bytes_atomically
 
 LAYOUTS = ("beir", "hf-parquet")
@@ -159,23 +161,28 @@ def _split_of(path: Path) -> str:
 
 
 
-def _string_field(path: Path, record: Mapping, names: Sequence[str], line: int | None, required: bool = True,
-                  row: int | None = None) -> str:
-    """The first of the fields `names` a record has, as a string (an id may be an integer); an error naming the
-    file, its line (JSON lines) or row (parquet) and the field."""
-    for name in names:
-        value = record.get(name)
-        if value is not None:
-            if isinstance(value, int) and not isinstance(value, bool) and name in ("_id", "id"):
-                return str(value)
-            if not isinstance(value, str):
-                kind = "a string or an integer" if name in ("_id", "id") else "a string"
-                raise InputError(path, f"{name!r} must be {kind}, got {type(value).__name__} {value!r}", line,
-                                 row=row)
-            return value
-    if required:
-        raise InputError(path, f"no {' or '.join(repr(n) for n in names)} field", line, row=row)
-    return ""
+CORPUS_FIELDS = (Field("_id", "id", aliases=("id",)), Field("title", "text", required=False, null=True),
+                 Field("text", "text"))
+QUERY_FIELDS = (Field("_id", "id", aliases=("id",)), Field("text", "text"))
+QRELS_FIELDS = (Field("query-id", "id"), Field("corpus-id", "id"), Field("score", "grade"))
+TOP_RANKED_FIELDS = (Field("query-id", "id"), Field("corpus-ids", "id", many=True))
+_CORPUS_EXAMPLE = ({"_id": "d1", "title": "A title", "text": "An abstract."}, {"_id": "d2", "title": "",
+                                                                               "text": "Another."})
+_QUERY_EXAMPLE = ({"_id": "q1", "text": "a query"}, {"_id": "q2", "text": "another query"})
+_QRELS_EXAMPLE = ({"query-id": "q1", "corpus-id": "d1", "score": 1}, {"query-id": "q2", "corpus-id": "d2", "score": 2})
+_TOP_RANKED_EXAMPLE = ({"query-id": "q1", "corpus-ids": ["d1", "d2"]}, {"query-id": "q2", "corpus-ids": ["d2"]})
+BEIR_CORPUS = file_kind(RowSchema("BEIR corpus", "JSON lines", CORPUS_FIELDS, _CORPUS_EXAMPLE))
+BEIR_QUERIES = file_kind(RowSchema("BEIR queries", "JSON lines", QUERY_FIELDS, _QUERY_EXAMPLE))
+BEIR_QRELS = file_kind(RowSchema("BEIR qrels", "TSV with a header", QRELS_FIELDS, _QRELS_EXAMPLE, cells=True))
+BEIR_TOP_RANKED = file_kind(RowSchema("BEIR candidate lists", "JSON lines", TOP_RANKED_FIELDS, _TOP_RANKED_EXAMPLE))
+PARQUET_CORPUS = file_kind(RowSchema("HF parquet corpus", "parquet", CORPUS_FIELDS, _CORPUS_EXAMPLE))
+PARQUET_QUERIES = file_kind(RowSchema("HF parquet queries", "parquet", QUERY_FIELDS, _QUERY_EXAMPLE))
+PARQUET_QRELS = file_kind(RowSchema("HF parquet qrels", "parquet", QRELS_FIELDS, _QRELS_EXAMPLE))
+_BEIR_CORPUS_IDS = RowSchema("BEIR corpus", "JSON lines", CORPUS_FIELDS[:1])
+_PARQUET_CORPUS_IDS = RowSchema("HF parquet corpus", "parquet", CORPUS_FIELDS[:1])
+"""a corpus read for its ids alone (the vectors are given): the other fields are not checked, as they are not read."""
+PARQUET_TOP_RANKED = file_kind(RowSchema("HF parquet candidate lists", "parquet", TOP_RANKED_FIELDS,
+                                         _TOP_RANKED_EXAMPLE))
 
 
 def _unique(path: Path, seen: Mapping[str, object], key: str, line: int | None, row: int | None = None) -> None:
@@ -183,44 +190,73 @@ def _unique(path: Path, seen: Mapping[str, object], key: str, line: int | None, 
         raise InputError(path, f"id {key!r} appears twice", line, row=row)
 
 
-def _read_beir_corpus(path: Path) -> dict[str, Document]:
+def _documents(path: Path, rows: Iterable[tuple[int | None, int | None, dict]]) -> dict[str, Document]:
     corpus: dict[str, Document] = {}
-    for line, record in json_lines(path):
-        doc_id = _string_field(path, record, ("_id", "id"), line)
-        _unique(path, corpus, doc_id, line)
-        corpus[doc_id] = Document(doc_id, _string_field(path, record, ("title",), line, required=False),
-                                  _string_field(path, record, ("text",), line))
+    for line, row, record in rows:
+        _unique(path, corpus, record["_id"], line, row)
+        corpus[record["_id"]] = Document(record["_id"], record["title"] or "", record["text"])
     if not corpus:
         raise InputError(path, "no documents")
     return corpus
 
 
-def _read_beir_corpus_ids(path: Path) -> tuple[str, ...]:
-    """The corpus' ids alone, in file order (checked as `_read_beir_corpus` checks them)."""
+def _document_ids(path: Path, rows: Iterable[tuple[int | None, int | None, dict]]) -> tuple[str, ...]:
+    """The corpus' ids alone, in file order (checked as `_documents` checks them)."""
     seen: dict[str, None] = {}
-    for line, record in json_lines(path):
-        doc_id = _string_field(path, record, ("_id", "id"), line)
-        _unique(path, seen, doc_id, line)
-        seen[doc_id] = None
+    for line, row, record in rows:
+        _unique(path, seen, record["_id"], line, row)
+        seen[record["_id"]] = None
     if not seen:
         raise InputError(path, "no documents")
     return tuple(seen)
 
 
-def _read_beir_queries(path: Path) -> dict[str, str]:
+def _queries(path: Path, rows: Iterable[tuple[int | None, int | None, dict]]) -> dict[str, str]:
     queries: dict[str, str] = {}
-    for line, record in json_lines(path):
-        query_id = _string_field(path, record, ("_id", "id"), line)
-        _unique(path, queries, query_id, line)
-        queries[query_id] = _string_field(path, record, ("text",), line)
+    for line, row, record in rows:
+        _unique(path, queries, record["_id"], line, row)
+        queries[record["_id"]] = record["text"]
     if not queries:
         raise InputError(path, "no queries")
     return queries
 
 
+def _candidate_lists(path: Path, rows: Iterable[tuple[int | None, int | None, dict]]) -> dict[str, list[str]]:
+    top_ranked: dict[str, list[str]] = {}
+    for line, row, record in rows:
+        if record["query-id"] in top_ranked:
+            raise InputError(path, f"query {record['query-id']!r} has two candidate lists", line, row=row)
+        top_ranked[record["query-id"]] = record["corpus-ids"]
+    if not top_ranked:
+        raise InputError(path, "no candidate lists")
+    return top_ranked
+
+
+def _json_rows(path: Path, schema: RowSchema) -> Iterator[tuple[int | None, int | None, dict]]:
+    checker = schema.checker(path)
+    return ((line, None, checker.row(record, line)) for line, record in json_lines(path))
+
+
+@reads(BEIR_CORPUS)
+def _read_beir_corpus(path: Path) -> dict[str, Document]:
+    return _documents(path, _json_rows(path, BEIR_CORPUS))
+
+
+def _read_beir_corpus_ids(path: Path) -> tuple[str, ...]:
+    """The corpus' ids alone, in file order (its texts are neither kept nor checked)."""
+    return _document_ids(path, _json_rows(path, _BEIR_CORPUS_IDS))
+
+
+@reads(BEIR_QUERIES)
+def _read_beir_queries(path: Path) -> dict[str, str]:
+    return _queries(path, _json_rows(path, BEIR_QUERIES))
+
+
+@reads(BEIR_QRELS)
 def read_qrels_tsv(path: Path) -> dict[str, dict[str, int]]:
     """BEIR's qrels TSV: an optional header `query-id corpus-id score`, then tab-separated judgements."""
     judgements = Judgements(path)
+    checker = BEIR_QRELS.checker(path)
     for line, text in enumerate(utf8_lines(path), start=1):
         fields = text.rstrip("\n").rstrip("\r").split("\t")
         if not text.strip():
@@ -230,36 +266,27 @@ def read_qrels_tsv(path: Path) -> dict[str, dict[str, int]]:
         if len(fields) != 3:
             raise InputError(path, f"expected 3 tab-separated fields query-id, corpus-id, score, got "
                              f"{len(fields)}", line)
-        query_id, doc_id, score = (f.strip() for f in fields)
-        judgements.add(query_id, doc_id, score, line)
+        record = checker.row(dict(zip(QRELS_HEADER, (f.strip() for f in fields))), line)
+        judgements.add(record["query-id"], record["corpus-id"], record["score"], line)
     if not judgements.grades:
         raise InputError(path, "no judgements")
     return judgements.grades
 
 
+@reads(BEIR_TOP_RANKED)
 def _read_top_ranked_jsonl(path: Path) -> dict[str, list[str]]:
-    top_ranked: dict[str, list[str]] = {}
-    for line, record in json_lines(path):
-        query_id = _string_field(path, record, ("query-id",), line)
-        _unique(path, top_ranked, query_id, line)
-        candidates = record.get("corpus-ids")
-        if not isinstance(candidates, list) or not all(isinstance(c, str) for c in candidates):
-            raise InputError(path, f"query {query_id!r}: 'corpus-ids' must be a list of strings", line)
-        top_ranked[query_id] = candidates
-    if not top_ranked:
-        raise InputError(path, "no candidate lists")
-    return top_ranked
+    return _candidate_lists(path, _json_rows(path, BEIR_TOP_RANKED))
 
 
 def _parquet_config_dir(folder: Path, config: str) -> Path | None:
     return next((folder / name for name in _PARQUET_CONFIGS[config] if (folder / name).is_dir()), None)
 
 
-def _parquet_rows(config_dir: Path, split: str, what: str,
+def _parquet_rows(config_dir: Path, split: str, what: str, schema: RowSchema,
                   columns: Sequence[str] | None = None) -> list[tuple[Path, int, dict]]:
-    """(file, row number in it (from 1, as the embeddings tables count rows), row) of every row of one config's `split`
-    (or of its only split), files in name order; an error when there is no row (`what`: what the rows are).
-    `columns`: read only those of them a file has (None: every column)."""
+    """(file, row number in it (from 1, as the embeddings tables count rows), row checked against `schema`) of every
+    row of one config's `split` (or of its only split), files in name order; an error when there is no row (`what`:
+    what the rows are). `columns`: read only those of them a file has (None: every column)."""
     pq = require("pyarrow.parquet", "reading a retrieval dataset in the HF parquet layout")
 
     files = sorted(config_dir.glob("*.parquet"))
@@ -274,74 +301,56 @@ def _parquet_rows(config_dir: Path, split: str, what: str,
     for path in picked:
         try:
             names = None if columns is None else [c for c in columns if c in pq.read_schema(path).names]
-            table = pq.read_table(path, columns=names).to_pylist()
+            table = pq.read_table(path, columns=names)
         except Exception as error:  # pyarrow raises several types for a broken file
             raise InputError(path, f"not a readable parquet file ({error})") from None
-        rows += [(path, number, row) for number, row in enumerate(table, start=1)]
+        rows += [(path, number, row) for number, row in enumerate(check_table(path, table, schema), start=1)]
     if not rows:
         raise InputError(picked[0], f"no {what} (every file of split {chosen!r} is empty)")
     return rows
 
 
+def _parquet_records(config_dir: Path, split: str, what: str, schema: RowSchema,
+                     columns: Sequence[str] | None = None) -> tuple[Path, list[tuple[int | None, int | None, dict]]]:
+    rows = _parquet_rows(config_dir, split, what, schema, columns)
+    return rows[0][0], [(None, number, row) for _, number, row in rows]
+
+
 def _parquet_corpus(config_dir: Path, split: str) -> dict[str, Document]:
-    corpus: dict[str, Document] = {}
-    for path, number, row in _parquet_rows(config_dir, split, "documents"):
-        doc_id = _string_field(path, row, ("_id", "id"), None, row=number)
-        _unique(path, corpus, doc_id, None, row=number)
-        corpus[doc_id] = Document(doc_id, _string_field(path, row, ("title",), None, required=False, row=number),
-                                  _string_field(path, row, ("text",), None, row=number))
-    return corpus
+    return _documents(*_parquet_records(config_dir, split, "documents", PARQUET_CORPUS))
 
 
 def _parquet_corpus_ids(config_dir: Path, split: str) -> tuple[str, ...]:
     """The corpus' ids alone (only the id column is read), in row order."""
-    seen: dict[str, None] = {}
-    for path, number, row in _parquet_rows(config_dir, split, "documents", columns=("_id", "id")):
-        doc_id = _string_field(path, row, ("_id", "id"), None, row=number)
-        _unique(path, seen, doc_id, None, row=number)
-        seen[doc_id] = None
-    return tuple(seen)
+    return _document_ids(*_parquet_records(config_dir, split, "documents", _PARQUET_CORPUS_IDS,
+                                           columns=CORPUS_FIELDS[0].names))
 
 
 def _parquet_queries(config_dir: Path, split: str) -> dict[str, str]:
-    queries: dict[str, str] = {}
-    for path, number, row in _parquet_rows(config_dir, split, "queries"):
-        query_id = _string_field(path, row, ("_id", "id"), None, row=number)
-        _unique(path, queries, query_id, None, row=number)
-        queries[query_id] = _string_field(path, row, ("text",), None, row=number)
-    return queries
+    return _queries(*_parquet_records(config_dir, split, "queries", PARQUET_QUERIES))
 
 
 def _parquet_qrels(config_dir: Path, split: str) -> dict[str, dict[str, int]]:
-    rows = _parquet_rows(config_dir, split, "judgements")
+    rows = _parquet_rows(config_dir, split, "judgements", PARQUET_QRELS)
     judgements = Judgements(rows[0][0])
     for path, number, row in rows:
         judgements.path = path
-        judgements.add(_row_field(path, row, "query-id", number), _row_field(path, row, "corpus-id", number),
-                       row.get("score"), row=number)
+        judgements.add(row["query-id"], row["corpus-id"], row["score"], row=number)
     return judgements.grades
 
 
 def _parquet_top_ranked(config_dir: Path, split: str) -> dict[str, list[str]]:
-    top_ranked: dict[str, list[str]] = {}
-    for path, number, row in _parquet_rows(config_dir, split, "candidate lists"):
-        query_id = _row_field(path, row, "query-id", number)
-        candidates = row.get("corpus-ids")
-        if not isinstance(candidates, list) or not all(isinstance(c, (str, int)) for c in candidates):
-            raise InputError(path, f"query {query_id!r}: 'corpus-ids' must be a list of ids", row=number)
-        if query_id in top_ranked:
-            raise InputError(path, f"query {query_id!r} has two candidate lists", row=number)
-        top_ranked[query_id] = [str(c) for c in candidates]
-    return top_ranked
+    return _candidate_lists(*_parquet_records(config_dir, split, "candidate lists", PARQUET_TOP_RANKED))
 
 
-def _row_field(path: Path, row: Mapping, name: str, number: int) -> str:
-    """An id column of an HF parquet row (a string or an integer), or an error naming the row and column."""
-    value = row.get(name)
-    if isinstance(value, bool) or not isinstance(value, (str, int)) or value == "":
-        problem = f"no {name!r} column" if name not in row else f"{name!r} is {value!r}, not an id"
-        raise InputError(path, problem, row=number)
-    return str(value)
+def _one_parquet_file(read: Callable[[Path, str], object]) -> Callable[[str], object]:
+    """A reader of one parquet file of a config (the fuzz test's view of the config readers)."""
+    return lambda path: read(Path(path).parent, _split_of(Path(path)))
+
+
+for _schema, _read in ((PARQUET_CORPUS, _parquet_corpus), (PARQUET_QUERIES, _parquet_queries),
+                       (PARQUET_QRELS, _parquet_qrels), (PARQUET_TOP_RANKED, _parquet_top_ranked)):
+    reads(_schema)(_one_parquet_file(_read))
 
 
 def write_beir(folder: str | os.PathLike[str], corpus: Sequence[Document], queries: Mapping[str, str],

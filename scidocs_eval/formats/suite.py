@@ -27,6 +27,7 @@ import orjson
 from scidocs_eval.errors import InputError
 from scidocs_eval.formats.judgements import Judgements
 from scidocs_eval.formats.lines import utf8_lines
+from scidocs_eval.formats.row_schema import Field, RowSchema, file_kind, reads
 from scidocs_eval.formats.scirepeval import read_meta
 
 log = logging.getLogger("scidocs_eval")
@@ -39,9 +40,27 @@ METADATA_FILES = {
 SYNTHETIC_MARKER = "SYNTHETIC.md"
 CLASS_NAMES_FILE = "class_names.json"
 SPLITS = ("train", "val", "test")
-TEXT_FIELDS = ("title", "abstract")
-LIST_FIELDS = ("authors", "references", "cited_by")
-"""Metadata fields that must be a string (text) or a list (lists) wherever a record has them (null: absent)."""
+METADATA = file_kind(RowSchema("SciDocs metadata", "a JSON object {paper_id: row}", (
+    Field("paper_id", "id", required=False), Field("title", "text", required=False, null=True),
+    Field("abstract", "text", required=False, null=True),
+    *(Field(name, "id", required=False, null=True, many=True, empty=True)
+      for name in ("authors", "references", "cited_by"))), keep_other=True, example=(
+    {"paper_id": "p1", "title": "A title", "abstract": "An abstract.", "authors": ["a1"], "references": ["p2"],
+     "cited_by": ["p3"]},
+    {"paper_id": "p2", "title": "Another", "abstract": None, "authors": ["a2"], "references": [], "cited_by": ["p1"]})))
+"""a paper's record in the metadata files (null: absent; the record's other fields are kept as given)."""
+IMPRESSIONS = file_kind(RowSchema("SciDocs recomm impressions", "CSV with a header", (
+    Field("query_id", "id"), Field("clicked_id", "id"), Field("shown", "text")), cells=True,
+    example=({"query_id": "q1", "clicked_id": "p2", "shown": "p1,p2,p3"},
+             {"query_id": "q2", "clicked_id": "p4", "shown": "p4,p5"})))
+"""recomm's impressions: the papers shown (comma-separated, in display order), the clicked one among them."""
+CLASS_LABELS = file_kind(RowSchema("SciDocs class labels", "CSV with a header", (
+    Field("paper_id", "id"), Field("class_label", "int")), cells=True,
+    example=({"paper_id": "p1", "class_label": 0}, {"paper_id": "p2", "class_label": 1})))
+QRELS = file_kind(RowSchema("SciDocs qrels", "space-separated lines", (
+    Field("query_id", "id"), Field("iteration", "text"), Field("candidate_id", "id"), Field("relevance", "grade")),
+    cells=True, example=({"query_id": "q1", "iteration": "0", "candidate_id": "p1", "relevance": 1},
+                         {"query_id": "q1", "iteration": "0", "candidate_id": "p2", "relevance": 0})))
 LABELS_HEADER = "paper_id,class_label"
 IMPRESSIONS_HEADER = "query_id,clicked_id,shown"
 
@@ -153,8 +172,7 @@ class Suite:
                 raise InputError(path, f"malformed JSON ({error})") from None
             if not isinstance(data, dict):
                 raise InputError(path, f"expected a JSON object keyed by paper id, got {type(data).__name__}")
-            for paper_id, record in data.items():
-                check_metadata_record(path, paper_id, record)
+            check_metadata(path, data)
             self._metadata[relative] = data
         return self._metadata[relative]
 
@@ -165,8 +183,7 @@ class Suite:
         if meta.conflicts:
             log.warning("%s: %d paper id(s) given twice with different fields (the first is used, as SciRepEval "
                         "does): %s", path, len(meta.conflicts), ", ".join(meta.conflicts[:5]))
-        for paper_id, record in meta.records.items():
-            check_metadata_record(path, paper_id, record)
+        check_metadata(path, meta.records)
         self._queries[relative] = meta.queries
         return meta.records
 
@@ -204,14 +221,13 @@ class Suite:
         path = self.require(f"{task}/{split}.csv", "a header row, then paper_id,class_label")
         ids: list[str] = []
         labels: list[int] = []
+        checker = CLASS_LABELS.checker(path)
         for line, row in csv_rows(path, LABELS_HEADER, _is_labelled_row):
             if len(row) != 2:
                 raise InputError(path, f"expected 2 columns (paper_id,class_label), got {len(row)}", line)
-            try:
-                labels.append(int(row[1]))
-            except ValueError:
-                raise InputError(path, f"class label {row[1]!r} is not an integer", line) from None
-            ids.append(row[0])
+            checked = checker.row(dict(zip(("paper_id", "class_label"), row)), line)
+            ids.append(checked["paper_id"])
+            labels.append(checked["class_label"])
         if not ids:
             raise InputError(path, "no rows after the header")
         return LabelledPapers(ids, np.asarray(labels, dtype=np.int64))
@@ -220,6 +236,7 @@ class Suite:
         """`{task}/{split}.qrel` of a ranking task."""
         path = self.require(f"{task}/{split}.qrel", 'lines "query_id 0 candidate_id relevance"')
         judgements = Judgements(path, "relevance", later_wins=True)
+        checker = QRELS.checker(path)
         for line, text in enumerate(utf8_lines(path), start=1):
             fields = text.split()
             if not fields:
@@ -227,8 +244,8 @@ class Suite:
             if len(fields) != 4:
                 raise InputError(path, f"expected 4 fields 'query_id 0 candidate_id relevance', "
                                  f"got {len(fields)}", line)
-            query, _, candidate, grade = fields
-            judgements.add(query, candidate, grade, line)
+            row = checker.row(dict(zip(("query_id", "iteration", "candidate_id", "relevance"), fields)), line)
+            judgements.add(row["query_id"], row["candidate_id"], row["relevance"], line)
         if not judgements.candidates:
             raise InputError(path, "no qrel lines")
         return Qrels(judgements.candidates, judgements.grades, judgements.repeated, len(judgements.conflicts))
@@ -259,18 +276,21 @@ class Suite:
         return {relative: _sha256(self.path(relative)) for relative in relatives if self.has(relative)}
 
 
-def check_metadata_record(path: Path, paper_id: str, record: object) -> None:
-    """An error naming the paper when a metadata record is not an object or a field has the wrong type."""
-    if not isinstance(record, dict):
-        raise InputError(path, f"paper {paper_id!r}: expected an object with title and abstract")
-    for name in TEXT_FIELDS:
-        value = record.get(name)
-        if value is not None and not isinstance(value, str):
-            raise InputError(path, f"paper {paper_id!r}: {name!r} must be a string, got {type(value).__name__}")
-    for name in LIST_FIELDS:
-        value = record.get(name)
-        if value is not None and not isinstance(value, list):
-            raise InputError(path, f"paper {paper_id!r}: {name!r} must be a list, got {type(value).__name__}")
+reads(METADATA)(lambda path: Suite(Path(path).parent).metadata(Path(path).name))
+reads(CLASS_LABELS)(lambda path: Suite(Path(path).parents[1]).labels(Path(path).parent.name, Path(path).stem))
+reads(IMPRESSIONS)(lambda path: Suite(Path(path).parents[1]).impressions(Path(path).stem))
+reads(QRELS)(lambda path: Suite(Path(path).parents[1]).qrels(Path(path).parent.name, Path(path).stem))
+
+
+def check_metadata(path: str | os.PathLike[str], records: Mapping[str, object]) -> None:
+    """An error naming the paper when a metadata record of `path` does not hold to `METADATA`, or names another
+    paper id than its key."""
+    checker = METADATA.checker(path)
+    for paper_id, record in records.items():
+        checked = checker.row(record, where=f"paper {paper_id!r}")
+        if checked["paper_id"] not in (None, str(paper_id)):
+            raise InputError(path, f"paper {paper_id!r}: its 'paper_id' is {checked['paper_id']!r}; the key and the "
+                             "paper_id must agree")
 
 
 def csv_rows(path: Path, header: str, is_data: Callable[[list[str]], bool]) -> Iterator[tuple[int, list[str]]]:
@@ -318,17 +338,26 @@ def read_impressions(path: Path, problems: list[InputError] | None = None) -> li
     out (`data verify` lists every bad row; `run` stops at the first). A missing header is always raised.
     """
     impressions = []
+    checker = IMPRESSIONS.checker(path)
     for line, row in csv_rows(path, IMPRESSIONS_HEADER, _is_impression_row):
         problem = None
         if len(row) != 3:
             problem = f'expected 3 columns query_id,clicked_id,"id1,...", got {len(row)}'
         else:
-            query_id, clicked_id, shown_field = row
+            try:
+                checked = checker.row(dict(zip(("query_id", "clicked_id", "shown"), row)), line)
+            except InputError as error:
+                if problems is None:
+                    raise
+                problems.append(error)
+                continue
+            query_id, clicked_id, shown_field = checked["query_id"], checked["clicked_id"], checked["shown"]
             shown = _shown_ids(shown_field)
             if not shown:
-                problem = f"query {query_id!r}: the shown list is empty"
+                problem = f"query {query_id!r}: the shown list (field 'shown') is empty"
             elif clicked_id not in shown:
-                problem = f"query {query_id!r}: clicked paper {clicked_id!r} is not in the shown list"
+                problem = (f"query {query_id!r}: clicked paper {clicked_id!r} (field 'clicked_id') is not in the "
+                           "shown list")
         if problem is None:
             impressions.append(Impression(query_id, clicked_id, shown, line))
         elif problems is None:

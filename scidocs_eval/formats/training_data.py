@@ -27,8 +27,10 @@ from typing import Any
 import orjson
 
 from scidocs_eval.errors import InputError
-from scidocs_eval.formats.corpus import metadata_record, read_paper_records, text_field
+from scidocs_eval.formats.corpus import metadata_record, read_paper_records
 from scidocs_eval.formats.lines import utf8_lines
+from scidocs_eval.formats.row_schema import Field, RowChecker, RowSchema, file_kind, reads
+from scidocs_eval.formats.suite import METADATA
 
 QUERY, POSITIVE, NEGATIVE, CORPUS = 1, 2, 4, 8
 ROLE_NAMES = {QUERY: "query", POSITIVE: "positive", NEGATIVE: "negative", CORPUS: "corpus paper"}
@@ -120,8 +122,9 @@ def _read_file(path: Path, data: TrainingData) -> str:
         _read_metadata(path, whole, data)
         return "metadata"
     if isinstance(whole, list):
+        checker = TRIPLETS.checker(path)
         for index, record in enumerate(whole):
-            _read_triplet(path, record, data, f"item {index}")
+            _read_triplet(path, record, data, f"item {index}", None, checker)
         return "triplets"
     if whole is not _NOT_JSON and not isinstance(whole, dict):
         raise InputError(path, f"a JSON {type(whole).__name__}; expected triplets, papers or SPECTER files")
@@ -132,13 +135,14 @@ def _read_file(path: Path, data: TrainingData) -> str:
     except orjson.JSONDecodeError:
         first_record = None
     if isinstance(first_record, dict) and any(key in first_record for key in TRIPLET_KEYS):
+        checker = TRIPLETS.checker(path)
         for number, line in enumerate(lines, start=1):
             if line.strip():
                 try:
                     record = orjson.loads(line)
                 except orjson.JSONDecodeError as error:
                     raise InputError(path, f"malformed JSON ({error})", number) from None
-                _read_triplet(path, record, data, None, number)
+                _read_triplet(path, record, data, None, number, checker)
         return "triplets"
     if isinstance(first_record, dict):
         for _, record in read_paper_records(path):
@@ -164,23 +168,22 @@ def _id_list(path: Path) -> list[str]:
 
 
 def _read_metadata(path: Path, whole: dict, data: TrainingData) -> None:
+    checker = METADATA.checker(path)
     for key, value in whole.items():
-        record = metadata_record(path, key, value)
-        data.add_text(key, text_field(record, "title", path, paper_id=key), text_field(record, "abstract", path,
-                                                                                          paper_id=key))
+        record = metadata_record(path, key, value, checker)
+        data.add_text(key, record["title"], record["abstract"])
         data.mark([key], CORPUS)
 
 
 def _read_counts(path: Path, whole: dict, queries: set[str] | None, data: TrainingData) -> None:
     """data.json: each trained query (all of them when `queries` is None), its positives (the highest count) and
     hard negatives (lower counts)."""
+    checker = SPECTER_COUNTS.checker(path)
     for query, candidates in whole.items():
         if not isinstance(candidates, dict):
             raise InputError(path, f"query {query!r}: expected {{candidate_id: {{\"count\": c}}}}")
-        try:
-            counts = {candidate: int(value["count"]) for candidate, value in candidates.items()}
-        except (TypeError, KeyError, ValueError):
-            raise InputError(path, f"query {query!r}: every candidate needs an integer 'count'") from None
+        counts = {candidate: checker.row(value, where=f"query {query!r}, candidate {candidate!r}")["count"]
+                  for candidate, value in candidates.items()}
         if queries is not None and query not in queries:
             continue
         data.mark([query], QUERY)
@@ -191,6 +194,19 @@ def _read_counts(path: Path, whole: dict, queries: set[str] | None, data: Traini
                 data.add_pair(query, candidate)
             else:
                 data.mark([candidate], NEGATIVE)
+
+
+SPECTER_COUNTS = file_kind(RowSchema("SPECTER data.json", "a JSON object {query: {candidate: row}}", (
+    Field("count", "int"),), example=({"count": 5}, {"count": 1})))
+"""SPECTER's training pairs: how often each candidate was co-viewed, co-cited... with its query (an integer, never
+a float truncated)."""
+
+
+@reads(SPECTER_COUNTS)
+def _read_counts_file(path: str | os.PathLike[str]) -> TrainingData:
+    data = TrainingData()
+    _read_file(Path(path), data)
+    return data
 
 
 def _read_specter_folder(folder: Path, data: TrainingData) -> str:
@@ -215,33 +231,43 @@ def _read_specter_folder(folder: Path, data: TrainingData) -> str:
     return f"specter folder ({', '.join(present)})"
 
 
-def _paper_ids(path: Path, value: Any, where: str, line: int | None) -> tuple[list[str], str, str]:
-    """(ids, title, abstract) of one triplet member: an id, or an object with ids and text."""
-    if isinstance(value, (str, int)) and not isinstance(value, bool) and str(value).strip():
-        return [str(value).strip()], "", ""
-    if isinstance(value, dict):
-        ids = list(dict.fromkeys(str(value[key]).strip() for key in ID_KEYS
-                                 if value.get(key) not in (None, "") and str(value[key]).strip()))
-        if ids:
-            title = value.get("title") or ""
-            abstract = value.get("abstract") or ""
-            if not isinstance(title, str) or not isinstance(abstract, str):
-                raise InputError(path, f"{where}: 'title' and 'abstract' must be strings", line)
-            return ids, title, abstract
-    raise InputError(path, f"{where}: expected a paper id or an object with one of {', '.join(ID_KEYS)}, got "
-                     f"{str(value)[:60]!r}", line)
+TRIPLET_PAPER = RowSchema("triplet paper", "an object", (
+    *(Field(key, "id", required=False, null=True) for key in ID_KEYS),
+    Field("title", "text", required=False, null=True), Field("abstract", "text", required=False, null=True)))
+TRIPLETS = file_kind(RowSchema("triplets", "JSON lines (or a JSON array)", (
+    Field("query", ("id", "object"), of=TRIPLET_PAPER), Field("pos", ("id", "object"), of=TRIPLET_PAPER),
+    Field("neg", ("id", "object"), of=TRIPLET_PAPER, required=False, null=True)), example=(
+    {"query": {"sha": "a1", "title": "A", "abstract": "B", "corpus_id": 1}, "pos": "b2", "neg": {"paper_id": "c3"}},
+    {"query": {"sha": "d4", "title": "C", "abstract": None, "corpus_id": 2}, "pos": "e5", "neg": None})))
+"""SciRepEval-style triplets: each member a paper id or a paper object with at least one id."""
 
 
-def _read_triplet(path: Path, record: Any, data: TrainingData, where: str | None, line: int | None = None) -> None:
-    if not isinstance(record, dict) or not all(key in record for key in ("query", "pos")):
-        raise InputError(path, f"{where + ': ' if where else ''}expected a triplet object with 'query', 'pos' "
-                         "(and 'neg')", line)
+def _paper_ids(path: Path, value: str | dict, where: str, line: int | None) -> tuple[list[str], str, str]:
+    """(ids, title, abstract) of one triplet member (checked against `TRIPLETS`): an id, or an object with ids and
+    text."""
+    if isinstance(value, str):
+        return [value.strip()], "", ""
+    ids = list(dict.fromkeys(value[key].strip() for key in ID_KEYS if value.get(key) is not None))
+    if not ids:
+        raise InputError(path, f"{where}: expected a paper id or an object with one of {', '.join(ID_KEYS)}", line)
+    return ids, value["title"] or "", value["abstract"] or ""
+
+
+@reads(TRIPLETS)
+def _read_triplets_file(path: str | os.PathLike[str]) -> TrainingData:
+    data = TrainingData()
+    _read_file(Path(path), data)
+    return data
+
+
+def _read_triplet(path: Path, record: Any, data: TrainingData, where: str | None, line: int | None,
+                  checker: RowChecker) -> None:
+    checked = checker.row(record, line, where=where or "")
     members = {}
     for key, role in (("query", QUERY), ("pos", POSITIVE), ("neg", NEGATIVE)):
-        if record.get(key) is None:
+        if checked[key] is None:
             continue
-        label = f"{where + ', ' if where else ''}{key!r}"
-        ids, title, abstract = _paper_ids(path, record[key], label, line)
+        ids, title, abstract = _paper_ids(path, checked[key], f"{where + ', ' if where else ''}{key!r}", line)
         data.mark(ids, role)
         data.add_text(ids[0], title, abstract)
         members[key] = ids
