@@ -44,7 +44,7 @@ def test_replaces_limits_the_folders_a_run_may_replace_to_those_its_commands_wro
 
 
 def test_move_ours_moves_only_the_tools_files_and_the_ledger_follows(tmp_path: Path) -> None:
-    ours = write_bytes_atomically(tmp_path / "record.json", b'{"a": 1}')
+    ours = write_bytes_atomically(tmp_path / "record.json", b'{"a": 1}', rows=None)
     moved = move_ours(ours, tmp_path / "moved.json")
     assert moved.read_bytes() == b'{"a": 1}' and is_ours(moved) and not ours.exists()
     theirs = tmp_path / "notes.json"

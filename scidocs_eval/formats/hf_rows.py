@@ -52,7 +52,7 @@ def read_rows(path: str | os.PathLike[str], columns: Mapping[str, tuple[type, ..
 def write_rows(folder: str | os.PathLike[str], split: str, rows: Iterable[Mapping[str, Any]]) -> Path:
     """Write one split's rows as `{split}.jsonl` in `folder` (atomically)."""
     data = b"".join(orjson.dumps(dict(row)) + b"\n" for row in rows)
-    return write_bytes_atomically(split_file(folder, split), data)
+    return write_bytes_atomically(split_file(folder, split), data, rows=None)
 
 
 def flatten_lists(path: str | os.PathLike[str], rows: Sequence[Mapping[str, Any]], *columns: str) -> list[tuple]:
