@@ -634,6 +634,16 @@ def open_owned_folder(folder: str | os.PathLike[str], command: str, option: str 
         yield OwnedFolder(folder, command, option, files)
 
 
+def claim_output_folder(folder: str | os.PathLike[str], command: str, option: str = "output",
+                        replaces: Collection[str] | None = None) -> Path:
+    """Lock `folder` for the command and refuse now, before any work, what `owned_folder` would refuse when the
+    command writes it at the end: a folder of the user's, one another command built, a file of the tool's that the
+    user changed since."""
+    with open_owned_folder(folder, command, option, replaces) as owned:
+        owned.refuse_in_the_way(list(owned.files))
+    return Path(folder)
+
+
 @contextmanager
 def owned_folder(folder: str | os.PathLike[str], command: str, replaces: Collection[str] | None = None,
                  option: str = "output") -> Iterator[Path]:
