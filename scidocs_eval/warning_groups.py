@@ -23,13 +23,18 @@ class OncePerRun(logging.Filter):
     def __init__(self) -> None:
         super().__init__()
         self.counts: Counter[str] = Counter()
+        self._last: tuple[logging.LogRecord | None, bool] = (None, True)
 
     def filter(self, record: logging.LogRecord) -> bool:
         if record.levelno < logging.WARNING:
             return True
-        message = record.getMessage()
-        self.counts[message] += 1
-        return self.counts[message] == 1
+        last, shown = self._last
+        if record is not last:  # each handler asks about the same record: it counts once
+            message = record.getMessage()
+            self.counts[message] += 1
+            shown = self.counts[message] == 1
+            self._last = (record, shown)
+        return shown
 
     def repeats(self) -> list[str]:
         """A line per warning that came more than once: its start and its count."""
