@@ -11,6 +11,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import orjson
 import pytest
 
 from scidocs_eval.cli.main import build_parser, leaf_parsers, main
@@ -141,3 +142,27 @@ def test_each_warning_is_printed_once_with_its_count() -> None:
     assert stream.getvalue().splitlines() == [
         "vectors look under-trained", "another one",
         "the warning 'vectors look under-trained' came 5 times in this run (shown once)"]
+
+
+def test_a_suite_built_from_the_demo_keeps_the_synthetic_label(tiny_suite: Suite, tmp_path: Path) -> None:
+    built = tmp_path / "demo-beir"
+    assert main(["data", "build", "--format", "beir", "--data", str(tiny_suite.root), "--out-dir", str(built),
+                 "--quiet"]) == 0
+    results = tmp_path / "results"
+    assert main(["baseline", "random", "--data", str(built), "--benchmark", "full-corpus", "--tasks", "cite-full",
+                 "--out-dir", str(results), "--quiet"]) == 0
+    assert orjson.loads((results / "random.results.json").read_bytes())["synthetic"] is True
+    copied = tmp_path / "mteb-data"  # a task folder copied alone into a suite of its own (docs/mteb.md)
+    shutil.copytree(built / "cite-full", copied / "scidocs-retrieval")
+    assert Suite(copied).is_synthetic
+
+
+def test_a_cache_variable_naming_a_file_is_an_error_naming_the_variable(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    afile = tmp_path / "cache"
+    afile.write_text("not a folder", encoding="utf-8")
+    monkeypatch.setenv("SCIDOCS_EVAL_CACHE", str(afile))
+    assert main(["baseline", "random", "--data", str(tmp_path / "nowhere"), "--out-dir", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"$SCIDOCS_EVAL_CACHE={str(afile)!r}: {afile} is a file, not a folder" in err
