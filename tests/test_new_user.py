@@ -9,6 +9,7 @@ import io
 import logging
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import orjson
@@ -166,3 +167,21 @@ def test_a_cache_variable_naming_a_file_is_an_error_naming_the_variable(tmp_path
     assert main(["baseline", "random", "--data", str(tmp_path / "nowhere"), "--out-dir", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"$SCIDOCS_EVAL_CACHE={str(afile)!r}: {afile} is a file, not a folder" in err
+
+
+def test_a_failure_after_a_handled_missing_extra_reads_as_a_skip(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run that leaves recomm in `failed` for want of torch, then a test asserting on recomm's numbers: conftest
+    notes every MissingExtraError made (handled ones too) by the test and by its fixtures."""
+    import conftest
+
+    from scidocs_eval.extras import MissingExtraError, require
+
+    monkeypatch.setattr(conftest, "_not_installed", lambda module: module == "torch")
+    start = len(conftest._EXTRAS_MET)
+    monkeypatch.setitem(sys.modules, "torch", None)  # importing it fails, as where it is not installed
+    with pytest.raises(MissingExtraError):
+        require("torch", "recomm's mlp ranker", "recomm")
+    met = conftest._EXTRAS_MET[start:]
+    assert met == [("torch", "recomm")]
+    assert conftest.missing_extra_met(met) == "needs the [recomm] extra: torch is not installed"
+    assert conftest.missing_extra_met([("lightgbm", "recomm")]) is None  # installed here: a real failure
