@@ -275,8 +275,9 @@ def evaluate(
             result = results[name] = without_leaked(result, excluded_items(audit, name, result))
         result.ci = confidence_intervals(result.items, list(result.metrics))
     if not results:
-        raise ScidocsEvalError(f"no task could run on {suite.root}: " + "; ".join(f"{k}: {v}" for k, v in
-                                                                             {**skipped, **failed}.items()))
+        given = config.data if isinstance(config.data, (str, os.PathLike)) else suite.root  # `demo`, not its cache
+        raise ScidocsEvalError(f"no task could run on {given}: " + "; ".join(f"{k}: {v}" for k, v in
+                                                                         {**skipped, **failed}.items()))
     exclusion = None if audit is None or exclude is None else LeakExclusion(
         str(exclude), file_sha256(exclude), tuple(audit.data["settings"]["leaked_if"]),
         {name: r.coverage["items_excluded_as_leaked"] for name, r in results.items()})
