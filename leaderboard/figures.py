@@ -55,7 +55,7 @@ def save_figure(figure: Figure, out: str | os.PathLike[str], option: str = "--ou
     suffix = out.suffix.lower()
     if suffix not in IMAGE_SUFFIXES:
         raise ScidocsEvalError(f"{out}: the image name must end in {', '.join(IMAGE_SUFFIXES)}")
-    with atomic_write(out, option) as handle:
+    with atomic_write(out, option, rows=None) as handle:
         figure.savefig(handle, format=suffix[1:], dpi=150, bbox_inches="tight",
                        metadata=_reproducible_metadata(suffix))
     return out

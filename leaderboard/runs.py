@@ -15,7 +15,10 @@ from pathlib import Path
 
 from scidocs_eval.errors import InputError, ScidocsEvalError
 from scidocs_eval.evaluation.results import RunResult, is_results_file
+from scidocs_eval.formats.provenance import SETTINGS_SUFFIX
+from scidocs_eval.formats.safe_output import MANIFEST, is_ours
 from scidocs_eval.leaderboard.table1 import distinguishing_details, result_ci
+from scidocs_eval.warning_groups import grouped
 
 
 @dataclass
@@ -51,10 +54,12 @@ def collect_results(patterns: Sequence[str | os.PathLike[str]]) -> tuple[list[Pa
     """The results files `patterns` name, the one collector of `table`, `report`, `plot results` and
     `leaderboard`: a file as given; a folder's results files (recursively, sorted), told by content whatever their
     names (`run -o results/mine.json` included); a glob's matches that are results files. Returns (files,
-    warnings): a JSON file in a folder, or a glob's match, that is not a results file is left out with a warning
-    naming it; a file named twice is read once. A folder or glob with no results file, or a path that does not
-    exist, is an error."""
+    warnings): the JSON files in a folder, or a glob's matches, that are not results files are left out with one
+    warning naming them, the tool's own records (`is_tool_record`: settings records, manifests, any file the
+    ledger proves the tool wrote) without a word; a file named twice is read once. A folder or glob with no results
+    file, or a path that does not exist, is an error."""
     files: list[Path] = []
+    left_out: list[Path] = []
     warnings: list[str] = []
     for pattern in map(str, patterns):
         magic = glob.has_magic(pattern)
@@ -65,7 +70,7 @@ def collect_results(patterns: Sequence[str | os.PathLike[str]]) -> tuple[list[Pa
             if match.is_dir():
                 found = [p for p in sorted(match.rglob("*.json")) if p.is_file()]
                 kept = [p for p in found if is_results_file(p)]
-                warnings += [f"{p}: not a results file, left out" for p in found if p not in kept]
+                left_out += [p for p in found if p not in kept]
                 if not kept:
                     raise InputError(match, "holds no results file (they are written by `scidocs-eval run -o FILE` "
                                      "and `scidocs-eval baseline`)")
@@ -74,13 +79,25 @@ def collect_results(patterns: Sequence[str | os.PathLike[str]]) -> tuple[list[Pa
                 raise InputError(match, "no such results file or folder (`baseline` writes scidocs-results/ in "
                                  "the folder it runs in)")
             elif magic and not is_results_file(match):
-                warnings.append(f"{match}: not a results file, left out")
+                left_out.append(match)
             else:
                 files.append(match)  # RunResult.load names what is wrong with a file given by name
+    if note := grouped((str(p) for p in left_out if not is_tool_record(p)),
+                       "JSON file(s) that are not results files, left out"):
+        warnings.append(note)
     unique = list(dict.fromkeys(Path(os.path.realpath(f)) for f in files))
     if len(unique) < len(files):
         warnings.append(f"{len(files) - len(unique)} results file(s) named more than once, read once")
     return unique, warnings
+
+
+def is_tool_record(path: Path) -> bool:
+    """Whether `path` is a file the tool writes beside its outputs, never a results file: an output's settings
+    record (`OUT.settings.json`, the output beside it), a built folder's manifest, or any file the ledger proves the
+    tool wrote as it is now (a leaderboard's JSON, an audit)."""
+    described = path.name.removesuffix(SETTINGS_SUFFIX)
+    return (path.name == MANIFEST or (described != path.name and (path.parent / described).exists())
+            or is_ours(path))
 
 
 def results_paths(patterns: Sequence[str | os.PathLike[str]]) -> list[Path]:

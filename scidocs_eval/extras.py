@@ -13,6 +13,7 @@ import importlib
 import importlib.metadata
 import importlib.util
 import shlex
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -66,18 +67,25 @@ def extra_requirements(extra: str) -> list[str]:
     return [line.split(";")[0].strip() for line in listed if ";" in line and line.split(";", 1)[1].strip() == marker]
 
 
+def packaged_constraints() -> Path:
+    """The constraints file a wheel installs (setup.cfg's data_files: `{prefix}/share/scidocs-eval/`)."""
+    return Path(sys.prefix) / "share" / "scidocs-eval" / "constraints.txt"
+
+
 def install_command(extra: str) -> str:
     """The command that installs `extra` where this scidocs-eval came from, runnable as printed from any folder
-    (scidocs-eval is not on the public index, so `pip install 'scidocs-eval[X]'` cannot work): in a checkout,
-    the editable install of the checkout with the extra and its constraints file; from a wheel, the extra's
-    packages themselves (tests/test_extras.py runs both forms)."""
+    (scidocs-eval is not on the public index, so `pip install 'scidocs-eval[X]'` cannot work), always with the
+    constraints file, so that no install pulls an unpinned torch: in a checkout, the editable install of the
+    checkout with the extra; from a wheel, the extra's packages themselves, constrained by the file the wheel
+    installed (tests/test_extras.py runs both forms)."""
     root = checkout_root()
     if root is not None:
         return f"pip install -c {shlex.quote(str(root / 'constraints.txt'))} -e {shlex.quote(f'{root}[{extra}]')}"
     packages = extra_requirements(extra)
     if not packages:  # no metadata to read (not installed): the command to run in a checkout, saying so
         return f"in a checkout of scidocs-eval, pip install -c constraints.txt -e '.[{extra}]'"
-    return "pip install " + " ".join(shlex.quote(package) for package in dict.fromkeys(packages))
+    return f"pip install -c {shlex.quote(str(packaged_constraints()))} " + " ".join(
+        shlex.quote(package) for package in dict.fromkeys(packages))
 
 
 class MissingExtraError(ScidocsEvalError):

@@ -35,8 +35,17 @@ def default_data_dir() -> Path:
 
 
 def cache_dir(*parts: str) -> Path:
-    """A folder under $SCIDOCS_EVAL_CACHE or the user cache dir (created on demand)."""
-    root = _from_environment(CACHE_ENV) or Path(platformdirs.user_cache_dir("scidocs-eval"))
+    """A folder under $SCIDOCS_EVAL_CACHE or the user cache dir (created on demand); a file where a folder of it
+    should be is an error naming the variable."""
+    override = _from_environment(CACHE_ENV)
+    root = override or Path(platformdirs.user_cache_dir("scidocs-eval"))
     path = root.joinpath(*parts)
-    path.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        in_the_way = next((p for p in [root, *reversed(path.parents)] if p.exists() and not p.is_dir()), path)
+        where = f"${CACHE_ENV}={str(override)!r}" if override else "the cache folder"
+        raise ScidocsEvalError(f"{where}: {in_the_way} is a file, not a folder; point ${CACHE_ENV} at a folder (it "
+                               "is created if missing), or unset it for the default "
+                               f"({platformdirs.user_cache_dir('scidocs-eval')})") from None
     return path

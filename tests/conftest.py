@@ -192,6 +192,57 @@ def missing_requirement(text: str) -> str | None:
     return None
 
 
+_EXTRAS_MET: list[tuple[str, str]] = []
+"""(module, extra) of every MissingExtraError made in this session, in order, one the code handled too (a task left
+in `RunResult.failed` for want of torch): a test failing after its run or a fixture of it met one is a skip."""
+
+
+def _note_missing_extras() -> None:
+    from scidocs_eval.extras import MissingExtraError
+
+    made = MissingExtraError.__init__
+
+    def noted(self: MissingExtraError, module: str, extra: str, needed_by: str, cause: ImportError) -> None:
+        made(self, module, extra, needed_by, cause)
+        _EXTRAS_MET.append((module.split(".")[0], extra))
+
+    MissingExtraError.__init__ = noted  # type: ignore[method-assign]
+
+
+_note_missing_extras()
+
+
+def missing_extra_met(met: list[tuple[str, str]]) -> str | None:
+    """The reason to skip for the first of `met` ((module, extra) pairs) whose module is not installed here."""
+    return next((f"needs the [{extra}] extra: {module} is not installed" for module, extra in met
+                 if _not_installed(module)), None)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_fixture_setup(fixturedef: pytest.FixtureDef[object], request: pytest.FixtureRequest) -> Iterator[None]:
+    """Note on the fixture the extras its setup met (a shared fixture is set up once, for many tests)."""
+    start = len(_EXTRAS_MET)
+    yield
+    if met := _EXTRAS_MET[start:]:
+        fixturedef.extras_met = [*getattr(fixturedef, "extras_met", []), *met]  # type: ignore[attr-defined]
+
+
+def _extras_met_by(item: pytest.Item, start: int) -> list[tuple[str, str]]:
+    """The extras `item`'s run (since `start`) and every fixture it uses met."""
+    fixtures = getattr(item, "_fixtureinfo", None)
+    definitions = [d for defs in (fixtures.name2fixturedefs.values() if fixtures else []) for d in defs]
+    return [*_EXTRAS_MET[start:], *(pair for d in definitions for pair in getattr(d, "extras_met", []))]
+
+
+_STARTED = pytest.StashKey[int]()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
+    item.stash[_STARTED] = len(_EXTRAS_MET)
+    yield
+
+
 _MISSING: dict[int, tuple[BaseException, str]] = {}
 """id of a failure's exception -> (that exception, kept alive so the id is not reused; the missing requirement)."""
 
@@ -207,7 +258,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     printed = "".join(content for _, content in report.sections)  # a command's error line in captured stderr
     error = call.excinfo.value  # a failed shared fixture raises the same error again in each test using it
     known = _MISSING.get(id(error))
-    reason = known[1] if known and known[0] is error else missing_requirement(f"{report.longrepr}{printed}")
+    reason = known[1] if known and known[0] is error else missing_requirement(f"{report.longrepr}{printed}") \
+        or missing_extra_met(_extras_met_by(item, item.stash.get(_STARTED, len(_EXTRAS_MET))))
     if reason:
         _MISSING[id(error)] = (error, reason)
         report.outcome = "skipped"

@@ -15,6 +15,7 @@ import pytest
 
 LAYERS: dict[str, int] = {
     "scidocs_eval.errors": 0, "scidocs_eval.paths": 0, "scidocs_eval.progress": 0, "scidocs_eval.registry": 0,
+    "scidocs_eval.warning_groups": 0,
     "scidocs_eval.extras": 0,
     "scidocs_eval.params": 0,
     "scidocs_eval.formats": 1,

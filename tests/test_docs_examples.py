@@ -6,11 +6,15 @@ a block changes that:
 
 - `<!-- test: output -->` on a `text` block: it must equal what the previous block printed (a line `...` stands
   for any lines), so printed outputs shown in the docs cannot go stale.
-- `<!-- test: slow -->`: runs with `-m slow` only.
+- `<!-- test: slow, 3 min -->`: runs with `-m slow` only; the marker states how long the block takes.
 - `<!-- test: online -->`: needs the network, a hub id or a GPU; the next block must be its offline equivalent.
 - `<!-- test: ci -->`: install commands, which `.ci/run` runs in fresh environments.
-- `<!-- test: synopsis -->`: a usage summary; every `--option` of each `scidocs-eval ...` line must exist.
+- `<!-- test: synopsis -->`: a usage summary; every `--option` of each `scidocs-eval ...` line must exist, and a
+  line that is a whole command (no placeholder such as FILE, `[...]`, `...`) runs in a block of the docs too, or
+  its comment says why not: `(network ...)` or `(GPU ...)`, or how long it takes (`(long: 35 min ...)`).
 - `<!-- test: diagram -->`: a picture, not code.
+
+A fence may be indented (inside a list item); its block follows the same rules, so no block escapes them.
 """
 
 from __future__ import annotations
@@ -32,8 +36,11 @@ REPO = Path(__file__).resolve().parents[1]
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
 MARKERS = ("output", "slow", "online", "ci", "synopsis", "diagram")
 RUNNABLE = ("bash", "python", "json")
-FENCE = re.compile(r"^```(\S*)\s*$")
-MARKER = re.compile(r"^<!-- test: (\w+)")
+FENCE = re.compile(r"^( *)```(\S*)\s*$")
+MARKER = re.compile(r"^ *<!-- test: (\w+)")
+DURATION = re.compile(r"\d+(\.\d+)? ?(s|min|minutes|h|hours)\b")
+PLACEHOLDER = re.compile(r"\b[A-Z][A-Z0-9_]+\b|\.\.\.|\[|<")
+WHY_NOT_RUN = re.compile(r"\((network|GPU|long: [^)]*" + DURATION.pattern + r")")
 
 
 @dataclass(frozen=True)
@@ -43,6 +50,7 @@ class Block:
     language: str
     marker: str | None
     code: str
+    marker_line: str = ""
 
     @property
     def where(self) -> str:
@@ -57,10 +65,12 @@ def blocks_of(page: Path) -> list[Block]:
         if not opening:
             index += 1
             continue
-        end = next(i for i in range(index + 1, len(lines)) if lines[i].startswith("```"))
+        indent = opening.group(1)
+        end = next(i for i in range(index + 1, len(lines)) if lines[i].startswith(f"{indent}```"))
         marker = MARKER.match(lines[index - 1]) if index else None
-        blocks.append(Block(page, index + 1, opening.group(1), marker and marker.group(1),
-                            "\n".join(lines[index + 1:end]) + "\n"))
+        blocks.append(Block(page, index + 1, opening.group(2), marker and marker.group(1),
+                            "\n".join(line.removeprefix(indent) for line in lines[index + 1:end]) + "\n",
+                            lines[index - 1] if marker else ""))
         index = end + 1
     return blocks
 
@@ -76,6 +86,8 @@ def test_every_block_is_runnable_or_marked() -> None:
                 problems.append(f"{block.where}: ```{block.language} is not runnable: mark it (see this file)")
             elif block.marker == "output" and (position == 0 or blocks[position - 1].language not in RUNNABLE):
                 problems.append(f"{block.where}: an output block follows no runnable block")
+            elif block.marker == "slow" and not DURATION.search(block.marker_line):
+                problems.append(f"{block.where}: a slow block states how long it takes (<!-- test: slow, 3 min -->)")
             elif block.marker == "online" and (position + 1 == len(blocks)
                                                or blocks[position + 1].marker not in (None, "slow")):
                 problems.append(f"{block.where}: an online block needs its offline equivalent as the next block")
@@ -105,6 +117,27 @@ def test_synopsis_options_exist() -> None:
                 options = {o for action in _parser_of(words)._actions for o in action.option_strings}
                 problems += [f"{block.where}: `scidocs-eval {' '.join(words[:2])}` has no option {flag}"
                              for flag in re.findall(r"(?<![\w-])(--?[a-z][\w-]*)", command) if flag not in options]
+    assert not problems, "\n".join(problems)
+
+
+def _commands(code: str) -> list[tuple[str, str]]:
+    """(command, comment) of each `scidocs-eval ...` line of `code`, continuation lines joined."""
+    joined = code.replace("\\\n", " ")
+    return [(command.strip(), comment) for line in joined.splitlines() if line.lstrip().startswith("scidocs-eval ")
+            for command, _, comment in [line.partition(" #")]]
+
+
+def test_every_documented_command_runs_or_says_why_not() -> None:
+    """A synopsis line that is a whole command is run by some block of the docs, or says why it is not here (the
+    network, a GPU) or how long it takes."""
+    ran = {" ".join(command.split()) for page in PAGES for block in blocks_of(page)
+           if block.language == "bash" and block.marker in (None, "slow") for command, _ in _commands(block.code)}
+    problems = [f"{block.where}: `{command}` is run by no block of the docs: run it in one, or say why not in its "
+                "comment: (network ...), (GPU ...), or (long: N min ...)"
+                for page in PAGES for block in blocks_of(page) if block.marker == "synopsis"
+                for command, comment in _commands(block.code)
+                if not PLACEHOLDER.search(command.removeprefix("scidocs-eval")) and " ".join(command.split()) not in ran
+                and not WHY_NOT_RUN.search(comment)]
     assert not problems, "\n".join(problems)
 
 

@@ -84,7 +84,8 @@ def test_the_install_command_runs_as_printed_from_a_checkout_or_for_a_wheel(monk
                     if line.strip() and not line.startswith("#")]
         assert extras.extra_requirements(extra) == packages
     monkeypatch.setattr(extras, "checkout_root", lambda: None)
-    assert install_command("recomm") == "pip install 'torch>=2.0' 'lightgbm>=4.0'"
+    assert install_command("recomm") == \
+        f"pip install -c {extras.packaged_constraints()} 'torch>=2.0' 'lightgbm>=4.0'"
     assert install_command("all").count("'torch>=2.0'") == 1  # each package once
     monkeypatch.setattr(extras, "extra_requirements", lambda extra: [])
     assert install_command("text") == "in a checkout of scidocs-eval, pip install -c constraints.txt -e '.[text]'"

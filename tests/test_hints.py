@@ -95,15 +95,15 @@ def test_replacing_results_with_fewer_tasks_says_which_go(cite_suite: tuple[Path
     with caplog.at_level(logging.WARNING):
         assert main(common) == 0  # the same tasks again: nothing lost, nothing said
     assert not [r for r in caplog.records if "replaced" in r.getMessage()]
-    data = out.read_bytes().replace(b'"tasks": {', b'"tasks": {"mag": {"name": "mag", "metrics": {"f1": 1.0}, '
-                                    b'"coverage": {}},', 1)
-    out.write_bytes(data)
-    from scidocs_eval.formats.safe_output import record_written
-    record_written(out)  # as if an earlier run had scored mag too
+    from scidocs_eval.evaluation.results import RunResult, TaskResult
+    earlier = RunResult.load(out)
+    earlier.tasks["mag"] = TaskResult(task="mag", metrics={"f1": 1.0}, coverage={})
+    earlier.save(out)  # as if an earlier run had scored mag too
     with caplog.at_level(logging.WARNING):
         assert main(common) == 0
     warning = next(r.getMessage() for r in caplog.records if "replaced" in r.getMessage())
-    assert f"{out} replaced: the results it held for task(s) mag are gone (this run scored cite)" in warning
+    assert f"{out} replaced: 1 of the 2 tasks it held are not in the new file and are gone (mag; it now holds 1)" \
+        in warning
 
 
 def test_twin_rows_are_told_apart_and_val_is_marked(cite_suite: tuple[Path, Path], tmp_path: Path,

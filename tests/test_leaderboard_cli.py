@@ -30,7 +30,7 @@ def results_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_folder_glob_and_files_name_the_same_results(results_folder: Path) -> None:
     by_folder, warnings = collect_results([str(results_folder)])
     assert [p.name for p in by_folder] == ["better.results.json", "same.results.json", "twin.results.json"]
-    assert warnings == [f"{results_folder / 'notes.json'}: not a results file, left out"]
+    assert warnings == [f"1 JSON file(s) that are not results files, left out: {results_folder / 'notes.json'}"]
     by_glob, _ = collect_results([str(results_folder / "*.results.json")])
     assert by_glob == by_folder
 
@@ -51,12 +51,14 @@ def test_published_rows_are_placed_by_score_marked_and_without_a_letter(results_
     assert {row["source"] for row in data["cohorts"][0]["rankings"][0]["published"]} == {"SPECTER paper, Table 1"}
 
 
-def test_cli_markdown_json_and_html(results_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+def test_cli_markdown_json_and_html(results_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture,
+                                    caplog: pytest.LogCaptureFixture) -> None:
     out, site = tmp_path / "board.json", tmp_path / "site"
-    assert main(["leaderboard", str(results_folder), "--resamples", "300", "-o", str(out), "--out-dir", str(site),
-                 "--quiet"]) == 0
+    with caplog.at_level("WARNING"):  # warnings are logged: each once (scidocs_eval.warning_groups)
+        assert main(["leaderboard", str(results_folder), "--resamples", "300", "-o", str(out), "--out-dir",
+                     str(site), "--quiet"]) == 0
     printed = capsys.readouterr()
-    assert "| 1 | better |" in printed.out and "not a results file, left out" in printed.err
+    assert "| 1 | better |" in printed.out and "that are not results files, left out" in caplog.text
     data = orjson.loads(out.read_bytes())
     assert data["format"] == "scidocs-eval-leaderboard/1" and data["resamples"] == 300
     entries = data["cohorts"][0]["rankings"][0]["entries"]

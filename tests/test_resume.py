@@ -24,7 +24,7 @@ def papers(count: int = 40) -> list[Paper]:
 def interrupt(path: Path, keep_lines: int) -> None:
     """What a crash of the writing command leaves: the first lines, then half of the next one."""
     lines = path.read_bytes().splitlines(keepends=True)
-    with pytest.raises(KeyboardInterrupt), growing_file(path) as handle:
+    with pytest.raises(KeyboardInterrupt), growing_file(path, rows=None) as handle:
         handle.write(b"".join(lines[:keep_lines]) + lines[keep_lines][: len(lines[keep_lines]) // 2])
         raise KeyboardInterrupt
 

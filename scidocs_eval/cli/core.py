@@ -38,7 +38,7 @@ from scidocs_eval.evaluation.task import (
     get_task,
     task_names,
 )
-from scidocs_eval.formats.safe_output import claim_inputs_are_not_outputs, claim_output, write_bytes_atomically
+from scidocs_eval.formats.safe_output import Rows, claim_inputs_are_not_outputs, claim_output, write_bytes_atomically
 from scidocs_eval.leaderboard import render_table1, table1_row
 from scidocs_eval.leaderboard.run_table import format_run
 from scidocs_eval.leaderboard.runs import results_paths
@@ -183,7 +183,8 @@ def _table(args: argparse.Namespace) -> int:
     results = [RunResult.load(p) for p in paths]
     markdown = renderers[args.benchmark](results)
     if args.output:
-        write_bytes_atomically(args.output, markdown.encode("utf-8"), "--out")
+        write_bytes_atomically(args.output, markdown.encode("utf-8"), "--out",
+                               rows=Rows("results rows", {result.model for result in results}))
         print(f"table written to {args.output}")
     else:
         print(markdown, end="")

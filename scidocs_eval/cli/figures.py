@@ -54,7 +54,8 @@ def _figure2(args: argparse.Namespace) -> int:
     print("\n".join(result.lines()))
     print(f"figure written to {out}")
     if args.json:
-        write_bytes_atomically(args.json, orjson.dumps(result.summary(), option=orjson.OPT_INDENT_2), "--json")
+        write_bytes_atomically(args.json, orjson.dumps(result.summary(), option=orjson.OPT_INDENT_2), "--json",
+                               rows=None)
         print(f"numbers written to {args.json}")
     return 0
 

@@ -3,38 +3,47 @@
 from __future__ import annotations
 
 import argparse
-import sys
+import logging
 
 import orjson
 
 from scidocs_eval.cli.options import COMMANDS, CommandGroup, add_hidden_alias, add_output, seed_type
 from scidocs_eval.evaluation.comparison import ALPHA
-from scidocs_eval.formats.safe_output import claim_inputs_are_not_outputs, claim_output, write_bytes_atomically
+from scidocs_eval.formats.safe_output import (
+    Rows,
+    claim_inputs_are_not_outputs,
+    claim_output,
+    claim_output_folder,
+    write_bytes_atomically,
+)
 from scidocs_eval.params import Interval, argument_type
 
 MIN_RESAMPLES = 100
 
+log = logging.getLogger("scidocs_eval")
+
 
 def _leaderboard(args: argparse.Namespace) -> int:
     from scidocs_eval.leaderboard.ranking import leaderboard_dict, rank_files, render_markdown
+    from scidocs_eval.leaderboard.report import LEADERBOARD_COMMAND, write_leaderboard_page
     from scidocs_eval.leaderboard.runs import collect_results
 
     files, warnings = collect_results(args.results)
     outputs = {"--out": args.json, "--out-dir": args.html}
     claim_inputs_are_not_outputs([str(f) for f in files], outputs)
-    if args.json:
+    if args.json:  # every output is claimed before the board is computed: a refusal comes at once
         claim_output(args.json, "--out")
+    if args.html:
+        claim_output_folder(args.html, LEADERBOARD_COMMAND, "--out-dir", replaces=(LEADERBOARD_COMMAND,))
     for warning in warnings:
-        print(f"scidocs-eval: warning: {warning}", file=sys.stderr)
+        log.warning(warning)
     board, runs = rank_files(files, args.resamples, args.seed, args.alpha, progress=not args.quiet)
     print(render_markdown(board), end="")
     if args.json:
         path = write_bytes_atomically(args.json, orjson.dumps(leaderboard_dict(board), option=orjson.OPT_INDENT_2),
-                                      "--out")
+                                      "--out", rows=Rows("results", {run.label for run in runs}))
         print(f"leaderboard written to {path}")
     if args.html:
-        from scidocs_eval.leaderboard.report import write_leaderboard_page
-
         page = write_leaderboard_page(board, runs, args.html, title=args.title)
         print(f"leaderboard page written to {page} (open it in a browser: file://{page.resolve()})")
     return 0

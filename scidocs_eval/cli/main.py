@@ -15,6 +15,7 @@ from scidocs_eval.cli.options import COMMANDS, output_actions
 from scidocs_eval.cli.quiet import quiet_mode
 from scidocs_eval.errors import ScidocsEvalError, describe_error
 from scidocs_eval.formats.safe_output import output_session
+from scidocs_eval.warning_groups import each_warning_once
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -115,7 +116,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                             format="%(levelname)s %(message)s")
         for handler in logging.getLogger().handlers:
             handler.addFilter(_printed_by_its_library)
-        with quiet_mode(args.quiet), output_session(overwrite=getattr(args, "overwrite", False)):
+        with quiet_mode(args.quiet), output_session(overwrite=getattr(args, "overwrite", False)), \
+                each_warning_once(logging.getLogger().handlers):
             return int(args.func(args) or 0)
     except (ScidocsEvalError, OSError) as error:
         print(f"scidocs-eval: error: {one_line(describe_error(error))}", file=sys.stderr)

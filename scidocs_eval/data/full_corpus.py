@@ -18,8 +18,8 @@ from pathlib import Path
 
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.formats.retrieval import Document, write_beir
-from scidocs_eval.formats.safe_output import owned_folder
-from scidocs_eval.formats.suite import Suite
+from scidocs_eval.formats.safe_output import owned_folder, write_bytes_atomically
+from scidocs_eval.formats.suite import SYNTHETIC_MARKER, Suite
 
 log = logging.getLogger("scidocs_eval")
 
@@ -70,4 +70,9 @@ def build_full_corpus(suite: Suite, out_dir: str | os.PathLike[str], ranking_tas
                     "queries": len(titled), "untitled_queries_left_out": untitled,
                     "judgements": sum(map(len, judgements[split].values()))}
             write_beir(Path(staging) / f"{task}{FULL_CORPUS_SUFFIX}", corpus, queries, judgements)
+        if suite.is_synthetic:  # built from a synthetic suite: its results say so too, a task folder copied alone too
+            marker = (f"# Synthetic suite\n\nBuilt by `scidocs-eval data build --format beir` from the synthetic suite "
+                      f"{suite.root}; NOT the SciDocs data. Its numbers say nothing about real papers.\n").encode()
+            for folder in ["", *(f"{task}{FULL_CORPUS_SUFFIX}" for task in present)]:
+                write_bytes_atomically(Path(staging) / folder / SYNTHETIC_MARKER, marker, rows=None)
     return report

@@ -23,7 +23,7 @@ REVIEWER_MATCHING = "reviewer_matching"
 
 def _write_lines(path: Path, records: Iterable[dict[str, Any]]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_write(path) as handle:
+    with atomic_write(path, rows=None) as handle:
         for record in records:
             handle.write(orjson.dumps(record, option=orjson.OPT_SERIALIZE_NUMPY) + b"\n")
 
@@ -114,7 +114,7 @@ def write_synthetic_scirepeval(dest: str | os.PathLike[str], seed: int = 0, dim:
         else:
             _ranking(dest, papers, kind, meta_config, test_config, meta_config in meta_written, rng)
             meta_written.add(meta_config)
-    with atomic_write(dest / SYNTHETIC_MARKER) as handle:
+    with atomic_write(dest / SYNTHETIC_MARKER, rows=None) as handle:
         handle.write(f"Synthetic SciRepEval data written by scidocs-eval (write_synthetic_scirepeval, seed {seed}); "
                      "its numbers mean nothing.\n".encode())
     return papers.vectors

@@ -251,4 +251,5 @@ def compare(baseline: ResultSource, *others: ResultSource, resamples: int = RESA
 
 def write_json(comparison: Comparison, path: str | os.PathLike[str]) -> Path:
     """Write `comparison.to_dict()` as JSON to `path` (through the output layer: a file of the user's is refused)."""
-    return write_bytes_atomically(path, orjson.dumps(comparison.to_dict(), option=orjson.OPT_INDENT_2), "--json")
+    return write_bytes_atomically(path, orjson.dumps(comparison.to_dict(), option=orjson.OPT_INDENT_2), "--json",
+                                  rows=None)

@@ -47,7 +47,7 @@ from scidocs_eval.evaluation.integrity import EvaluationItems, Problem
 from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.significance import RESAMPLES, subset_items, task_metrics
 from scidocs_eval.evaluation.task import TaskResult, get_task, selected_tasks
-from scidocs_eval.formats.safe_output import write_bytes_atomically
+from scidocs_eval.formats.safe_output import Rows, write_bytes_atomically
 from scidocs_eval.formats.suite import Suite
 from scidocs_eval.formats.training_data import TrainingData, role_names
 from scidocs_eval.params import SEED, Interval, Options, validate_params
@@ -173,7 +173,8 @@ class AuditReport:
         return self.data
 
     def save(self, path: str | os.PathLike[str]) -> Path:
-        return write_bytes_atomically(path, orjson.dumps(self.data, option=orjson.OPT_INDENT_2), "--out")
+        return write_bytes_atomically(path, orjson.dumps(self.data, option=orjson.OPT_INDENT_2), "--out",
+                                      rows=Rows("tasks", set(self.tasks)))
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> AuditReport:

@@ -126,5 +126,5 @@ def export_mteb(results: Sequence[str | os.PathLike[str]], out_dir: str | os.Pat
                                + report.format().replace("\n", "; "))
     with owned_folder(out_dir, "scidocs-eval export mteb") as staging:
         for relative, data in files.items():
-            write_bytes_atomically(Path(staging) / relative, data)
+            write_bytes_atomically(Path(staging) / relative, data, rows=None)
     return report

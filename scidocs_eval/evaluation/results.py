@@ -16,7 +16,7 @@ import orjson
 
 from scidocs_eval.errors import InputError, ScidocsEvalError
 from scidocs_eval.evaluation.task import TaskResult
-from scidocs_eval.formats.safe_output import write_bytes_atomically
+from scidocs_eval.formats.safe_output import Rows, write_bytes_atomically
 from scidocs_eval.params import Declared, InstanceOf, ListOf, Satisfies, describe, make_constraint
 
 log = logging.getLogger("scidocs_eval")
@@ -288,13 +288,6 @@ class ModelInfo:
         return None
 
 
-def _scored_tasks(path: str | os.PathLike[str]) -> list[str]:
-    """The tasks of the results file at `path`; [] when there is none (or it is not a results file)."""
-    if not is_results_file(path):
-        return []
-    return list(orjson.loads(Path(path).read_bytes())["tasks"])
-
-
 def is_results_file(path: str | os.PathLike[str]) -> bool:
     """Whether the file at `path` is a scidocs-eval results file, told by its content (any name): a JSON object
     of the results format. Files over 64 MB (embeddings, not results) are not read."""
@@ -344,16 +337,11 @@ class RunResult:
         return {**data, **{name: value for name, value in unknown.items() if name != "tasks"}}
 
     def save(self, path: str | os.PathLike[str]) -> Path:
-        """Write the results file at `path`. Replacing a results file that held tasks this run lacks says so in
-        one warning naming them (no result goes without a word; docs/errors_and_files.md)."""
+        """Write the results file at `path`; its rows are its tasks, so replacing a results file that held tasks
+        this run lacks says so in one warning naming them (`safe_output.Rows`; docs/errors_and_files.md)."""
         options = orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY
-        dropped = [name for name in _scored_tasks(path) if name not in self.tasks]
-        written = write_bytes_atomically(path, orjson.dumps(self.to_dict(), default=str, option=options))
-        if dropped:
-            log.warning("%s replaced: the results it held for task(s) %s are gone (this run scored %s); to keep "
-                        "both, write to another file (-o, --out-dir) or score every task you want in one run",
-                        path, ", ".join(dropped), ", ".join(self.tasks) or "no task")
-        return written
+        return write_bytes_atomically(path, orjson.dumps(self.to_dict(), default=str, option=options),
+                                      rows=Rows("tasks", set(self.tasks)))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunResult:

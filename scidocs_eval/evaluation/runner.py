@@ -27,6 +27,7 @@ from scidocs_eval.evaluation.results import LeakExclusion, RunResult
 from scidocs_eval.evaluation.significance import confidence_intervals
 from scidocs_eval.evaluation.task import (
     TASKS,
+    CoverageError,
     MissingPolicy,
     Task,
     TaskResult,
@@ -40,6 +41,7 @@ from scidocs_eval.extras import MissingExtraError
 from scidocs_eval.formats.embeddings import EmbeddingStore
 from scidocs_eval.formats.embeddings_files import STDIN
 from scidocs_eval.formats.embeddings_tables import ReadOptions
+from scidocs_eval.formats.provenance import other_papers_cause
 from scidocs_eval.formats.safe_output import claim_output
 from scidocs_eval.formats.suite import Suite
 
@@ -145,9 +147,19 @@ def score_tasks(stores: _Stores | Mapping[str, EmbeddingStore], suite: Suite, na
         result.seconds = time.perf_counter() - task_started
         report_clean_split(result, warnings)
         if min_coverage is not None:
-            check_coverage(name, result.coverage, min_coverage)
+            try:
+                check_coverage(name, result.coverage, min_coverage)
+            except CoverageError:  # the same error, naming the likelier cause when a file's record tells it
+                check_coverage(name, result.coverage, min_coverage, _other_papers_cause(groups, task, name, split))
         results[name] = result
     return results, skipped, files
+
+
+def _other_papers_cause(sources: Mapping[str, Any], task: Task, name: str, split: str) -> str | None:
+    """Why the embeddings files of `task`'s groups lack its papers, when a file's settings record tells it."""
+    files = [source for group in task.groups() if isinstance(source := sources.get(group), (str, os.PathLike))
+             and str(source) != STDIN]
+    return next(filter(None, (other_papers_cause(file, name, split) for file in files)), None)
 
 
 def _as_sources(embeddings: EmbeddingsSource | Mapping[str, EmbeddingsSource],
@@ -266,8 +278,9 @@ def evaluate(
             result = results[name] = without_leaked(result, excluded_items(audit, name, result))
         result.ci = confidence_intervals(result.items, list(result.metrics))
     if not results:
-        raise ScidocsEvalError(f"no task could run on {suite.root}: " + "; ".join(f"{k}: {v}" for k, v in
-                                                                             {**skipped, **failed}.items()))
+        given = config.data if isinstance(config.data, (str, os.PathLike)) else suite.root  # `demo`, not its cache
+        raise ScidocsEvalError(f"no task could run on {given}: " + "; ".join(f"{k}: {v}" for k, v in
+                                                                         {**skipped, **failed}.items()))
     exclusion = None if audit is None or exclude is None else LeakExclusion(
         str(exclude), file_sha256(exclude), tuple(audit.data["settings"]["leaked_if"]),
         {name: r.coverage["items_excluded_as_leaked"] for name, r in results.items()})

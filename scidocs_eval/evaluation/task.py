@@ -508,9 +508,10 @@ def coverage_shares(coverage: Mapping[str, int]) -> dict[str, tuple[int, int, in
     return shares
 
 
-def check_coverage(task: str, coverage: Mapping[str, int], min_coverage: float) -> None:
+def check_coverage(task: str, coverage: Mapping[str, int], min_coverage: float, cause: str | None = None) -> None:
     """One warning line with the counts when some item of `task` lacks a usable embedding; an error when a role
-    has none at all, or a share below `min_coverage`."""
+    has none at all, or a share below `min_coverage`; the error names `cause` when known (the embeddings file's
+    record says it was written for other tasks or another split)."""
     shares = coverage_shares(coverage)
     lacking = {role: counts for role, counts in shares.items() if counts[1] + counts[2]}
     if not lacking:
@@ -521,11 +522,12 @@ def check_coverage(task: str, coverage: Mapping[str, int], min_coverage: float) 
     share = (total - absent - empty) / total
     if share == 0:
         raise CoverageError(f"task {task}: none of its {total} {worst_role} has a usable embedding ({counts}); "
-                            "the embeddings are not of this suite's papers")
+                            + (cause or "the embeddings are not of this suite's papers"))
     if share < min_coverage:
         raise CoverageError(f"task {task}: {share:.1%} of its {worst_role} have a usable embedding, below the minimum "
-                            f"coverage {min_coverage:.0%} ({counts}); check that the embeddings are of this suite's "
-                            "papers, or lower --min-coverage")
+                            f"coverage {min_coverage:.0%} ({counts}); "
+                            + (cause or "check that the embeddings are of this suite's papers, or lower "
+                                        "--min-coverage"))
     log.warning("task %s: some items have no usable embedding: %s", task, counts)
 
 

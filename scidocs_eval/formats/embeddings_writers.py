@@ -26,7 +26,7 @@ from scidocs_eval.extras import require
 from scidocs_eval.formats.embeddings import format_embedding_line, iter_embeddings
 from scidocs_eval.formats.embeddings_tables import ReadOptions
 from scidocs_eval.formats.provenance import settings_file
-from scidocs_eval.formats.safe_output import atomic_write, discard, move_ours
+from scidocs_eval.formats.safe_output import Rows, atomic_write, discard, move_ours, recorded_rows
 
 TABLE_SUFFIXES = {".parquet": "parquet", ".npz": "npz", ".arrow": "arrow", ".feather": "arrow"}
 """output suffixes written as tables or arrays; any other name gets JSON lines."""
@@ -123,7 +123,8 @@ def embeddings_writer(path: str | os.PathLike[str], option: str = "output") -> I
     ends without an exception."""
     path = Path(path)
     kind = output_kind(path)
-    with atomic_write(path, option) as handle:
+    rows = Rows("papers")
+    with atomic_write(path, option, rows=rows) as handle:
         writer: _Writer
         if kind == "jsonl":
             writer = _JsonLinesWriter(handle)
@@ -132,9 +133,23 @@ def embeddings_writer(path: str | os.PathLike[str], option: str = "output") -> I
         else:
             writer = _ArrowWriter(handle, kind)
         try:
-            yield writer
+            yield _RowsNoted(writer, rows)
         finally:  # also on an error, so no half-made writer is left to fail when collected
             writer.close()
+
+
+class _RowsNoted:
+    """A writer that notes the ids it writes in `rows` (what the output layer records of the file)."""
+
+    def __init__(self, writer: _Writer, rows: Rows):
+        self.writer, self.rows = writer, rows
+
+    def write(self, ids: list[str], rows: np.ndarray, empty: np.ndarray) -> None:
+        self.writer.write(ids, rows, empty)
+        self.rows.add(ids)
+
+    def close(self) -> None:
+        self.writer.close()
 
 
 def write_batches(path: str | os.PathLike[str], batches: Iterable[Batch], option: str = "output") -> int:
@@ -162,7 +177,8 @@ def convert_embeddings(source: str | os.PathLike[str], target: str | os.PathLike
 def save_embeddings_as(source: Path, target: Path) -> Path:
     """Put the JSON lines `source` at `target`, converted when `target`'s name asks for a table (`output_kind`)."""
     if output_kind(target) == "jsonl":
-        with atomic_write(target, "save_embeddings") as handle, open(source, "rb") as read:
+        with atomic_write(target, "save_embeddings", rows=recorded_rows(source)) as handle, \
+                open(source, "rb") as read:
             shutil.copyfileobj(read, handle, 1 << 22)
     else:
         convert_embeddings(source, target, progress=False, option="save_embeddings")

@@ -69,7 +69,7 @@ for _schema in (CLUSTERING_ROWS, CLUSTERING_ROW_LISTS, CLASSIFICATION_ROWS):
 def write_rows(folder: str | os.PathLike[str], split: str, rows: Iterable[Mapping[str, Any]]) -> Path:
     """Write one split's rows as `{split}.jsonl` in `folder` (atomically)."""
     data = b"".join(orjson.dumps(dict(row)) + b"\n" for row in rows)
-    return write_bytes_atomically(split_file(folder, split), data)
+    return write_bytes_atomically(split_file(folder, split), data, rows=None)
 
 
 def flatten_lists(rows: Sequence[Mapping[str, Any]], *columns: str) -> list[tuple]:

@@ -19,6 +19,9 @@ from scidocs_eval.errors import InputError, ScidocsEvalError
 from scidocs_eval.formats.safe_output import write_bytes_atomically
 
 SETTINGS_SUFFIX = ".settings.json"
+WRITTEN_FOR = "written_for"
+"""The settings record's note of what the file's papers were chosen for: {"tasks": [...], "split": ..., "data": ...}.
+It says which papers are in the file, not how they were embedded, so a resume does not compare it."""
 
 
 def normalised(settings: Mapping[str, Any]) -> dict[str, Any]:
@@ -41,6 +44,8 @@ def first_difference(recorded: Mapping[str, Any], current: Mapping[str, Any]) ->
     """"name: recorded X, now Y" for the first setting (in sorted order) that differs, or None."""
     old, new = normalised(recorded), normalised(current)
     for name in sorted(set(old) | set(new)):
+        if name.split(".")[0] == WRITTEN_FOR:
+            continue
         if old.get(name, "(not set)") != new.get(name, "(not set)"):
             return f"{name}: written with {old.get(name, '(not set)')!r}, this run has {new.get(name, '(not set)')!r}"
     return None
@@ -74,9 +79,37 @@ def read_settings(output: Path) -> dict[str, Any] | None:
     return settings
 
 
+def written_for(output: Path) -> dict[str, Any]:
+    """What `output`'s settings record says its papers were chosen for (`WRITTEN_FOR`); {} when it says nothing
+    (no record, a malformed one, a file written otherwise)."""
+    try:
+        settings = read_settings(output)
+    except ScidocsEvalError:
+        return {}
+    chosen = (settings or {}).get(WRITTEN_FOR)
+    return chosen if isinstance(chosen, dict) else {}
+
+
+def other_papers_cause(output: str | Path, task: str, split: str) -> str | None:
+    """Why `output` likely lacks `task`'s papers on `split`, from its settings record: written for other tasks or
+    another split (and how to get an embeddings file that has them); None when the record does not say."""
+    chosen = written_for(Path(output))
+    tasks, written_split = chosen.get("tasks"), chosen.get("split")
+    record = settings_file(Path(output)).name
+    if isinstance(tasks, list) and task not in tasks:
+        return (f"{output} was written for task(s) {', '.join(map(str, tasks))} only (its {record} says so), so it "
+                f"has not {task}'s papers: write the embeddings again with {task} among the tasks (e.g. `baseline` "
+                f"without --tasks), into another --out-dir to keep this file")
+    if isinstance(written_split, str) and written_split != split:
+        return (f"{output} was written for the {written_split} split (its {record} says so), so it has not the "
+                f"{split} split's papers: write the embeddings again with --split {split}, into another --out-dir "
+                "to keep this file, or score --split " + written_split)
+    return None
+
+
 def write_settings(output: Path, settings: Mapping[str, Any], option: str = "output") -> None:
     write_bytes_atomically(settings_file(output), orjson.dumps(settings, default=str, option=orjson.OPT_INDENT_2 |
-                                                               orjson.OPT_NON_STR_KEYS), option)
+                                                               orjson.OPT_NON_STR_KEYS), option, rows=None)
 
 
 def start_embeddings_output(path: Path, settings: Mapping[str, Any], resume: bool,

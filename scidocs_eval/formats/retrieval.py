@@ -372,5 +372,5 @@ def write_beir(folder: str | os.PathLike[str], corpus: Sequence[Document], queri
         contents[folder / "top_ranked" / f"{split}.jsonl"] = b"".join(
             orjson.dumps({"query-id": q, "corpus-ids": list(c)}) + b"\n" for q, c in lists.items())
     for path, data in contents.items():
-        write_bytes_atomically(path, data)
+        write_bytes_atomically(path, data, rows=None)
     return list(contents)

@@ -16,17 +16,24 @@ files live in the cache, not beside the output), gives a new file the mode the u
 a file it replaces, and turns a full disk, a read-only folder or a refused permission into one line naming the
 file, leaving no partial file. `--overwrite` (`output_session(overwrite=True)`) is the one way to replace a file
 of the user's; a file of the user's is then replaced (the link itself, for a symlink), never written through.
+
+Every write names the file's rows (`Rows`: the papers of an embeddings file, the tasks of a results file; None
+for a file that is one whole, a settings record or an image), which the ledger keeps beside the file's sha256.
+Replacing a file of the tool's that held rows the new one lacks says so in one warning line per file and command,
+naming how many go and the first of them (docs/errors_and_files.md, "One rule for every file the tool writes").
 """
 
 from __future__ import annotations
 
 import errno
 import hashlib
+import logging
 import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Collection, Iterator
+import zlib
+from collections.abc import Collection, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,13 +55,33 @@ DISK_ERRORS = {errno.ENOSPC: "no space left on the device", errno.EROFS: "read-o
                errno.EACCES: "permission denied", errno.EPERM: "permission denied",
                errno.EDQUOT: "disk quota exceeded"}
 _CHUNK = 1 << 22
+_NAMED_ROWS = 5
+"""rows named in the warning about rows a replaced file lost (the count says how many more)."""
+
+log = logging.getLogger("scidocs_eval")
+
+
+@dataclass
+class Rows:
+    """The rows a written file holds, each by its key: the papers of an embeddings file, the tasks of a results
+    file. The output layer records them with the file and, when the file is replaced, names the rows the new file
+    lacks. A writer that learns its rows as it writes `add`s them."""
+
+    kind: str
+    """what a row is, a plural noun: "papers", "tasks"."""
+    keys: set[str] = field(default_factory=set)
+
+    def add(self, keys: Iterable[str]) -> None:
+        self.keys.update(keys)
 
 
 @dataclass
 class OutputSession:
     """The outputs one command claimed: their locks (held until the session ends) and `overwrite`; `inputs`: every
     file the command reads ({resolved path: how it was given}, `declare_inputs`), none of which it may write,
-    replace or delete, `--overwrite` or not; `input_folders`: the folders it reads whole."""
+    replace or delete, `--overwrite` or not; `input_folders`: the folders it reads whole; `before`: the rows each
+    claimed file of the tool's held when the command first claimed it (None: a new file, a file of the user's, or
+    one without recorded rows); `told`: the files whose lost rows were already named."""
 
     overwrite: bool = False
     locks: dict[str, FileLock] = field(default_factory=dict)
@@ -62,6 +89,8 @@ class OutputSession:
     input_folders: dict[Path, str] = field(default_factory=dict)
     """{resolved folder: how it was given} of the folders a command reads as folders (a dataset folder whose files
     it lists, a checkpoint): no path below one may be written, an existing file or a new one."""
+    before: dict[str, Rows | None] = field(default_factory=dict)
+    told: set[str] = field(default_factory=set)
 
 
 _SESSIONS: list[OutputSession] = []
@@ -142,11 +171,54 @@ def _write_ledger(path: Path, entry: dict[str, Any]) -> None:
     os.replace(temporary, record)
 
 
-def record_written(path: Path) -> str:
-    """Note in the ledger that the tool wrote `path` as it is now; its sha256."""
+def record_written(path: Path, rows: Rows | None = None) -> str:
+    """Note in the ledger that the tool wrote `path` as it is now, holding `rows`; its sha256."""
     digest = sha256_of(path)
     _write_ledger(path, {"sha256": digest})
+    _write_rows(path, rows)
     return digest
+
+
+def _rows_file(real: Path) -> Path:
+    return cache_dir("outputs", "ledger") / f"{_key(real)}.rows"
+
+
+def _write_rows(path: Path, rows: Rows | None) -> None:
+    record = _rows_file(_real(path))
+    if rows is None:
+        record.unlink(missing_ok=True)
+        return
+    temporary = record.with_name(f"{record.name}.{os.getpid()}.tmp")
+    temporary.write_bytes(zlib.compress(orjson.dumps({"kind": rows.kind, "keys": sorted(rows.keys)}), 1))
+    os.replace(temporary, record)
+
+
+def recorded_rows(path: str | os.PathLike[str]) -> Rows | None:
+    """The rows the ledger recorded when the tool last finished writing `path` (None when it recorded none); what
+    they are worth depends on the file still being the tool's (`is_ours`)."""
+    try:
+        record = orjson.loads(zlib.decompress(_rows_file(_real(Path(path))).read_bytes()))
+    except (OSError, zlib.error, orjson.JSONDecodeError):
+        return None
+    return Rows(record["kind"], set(record["keys"]))
+
+
+def _tell_lost_rows(path: Path, rows: Rows | None, session: OutputSession) -> None:
+    """One warning when the file of the tool's that `path` was when the command first claimed it held rows that
+    `rows` (what it holds now) lacks; at most once per file and command."""
+    key = _key(_real(path))
+    before = session.before.get(key)
+    if before is None or rows is None or before.kind != rows.kind or key in session.told:
+        return
+    lost = sorted(before.keys - rows.keys)
+    if not lost:
+        return
+    session.told.add(key)
+    named = ", ".join(lost[:_NAMED_ROWS]) + (f" and {len(lost) - _NAMED_ROWS} more" if len(lost) > _NAMED_ROWS
+                                             else "")
+    log.warning("%s replaced: %d of the %d %s it held are not in the new file and are gone (%s; it now holds %d); "
+                "to keep them, write to another path, or write them all in one run", path, len(lost),
+                len(before.keys), before.kind, named, len(rows.keys))
 
 
 def is_ours(path: str | os.PathLike[str]) -> bool:
@@ -184,9 +256,14 @@ def check_output_file(path: str | os.PathLike[str], option: str = "output") -> P
     return path
 
 
-def _refuse_foreign(path: Path, option: str, session: OutputSession) -> None:
-    if session.overwrite or not (path.exists() or path.is_symlink()) or is_ours(path):
-        return
+def _refuse_foreign(path: Path, option: str, session: OutputSession) -> bool:
+    """Refuse a file of the user's (unless `--overwrite`); whether `path` is a file of the tool's."""
+    if not (path.exists() or path.is_symlink()):
+        return False
+    if is_ours(path):
+        return True
+    if session.overwrite:
+        return False
     if path.is_symlink():
         raise ScidocsEvalError(f"{option} {path} is a symbolic link (to {os.readlink(path)}); nothing is written "
                                f"through it: {HOW_TO_PROCEED}")
@@ -202,8 +279,14 @@ def claim_output(path: str | os.PathLike[str], option: str = "output") -> Path:
     with _session() as session:
         _refuse_input(path, option, session.inputs, session.input_folders)
         _lock(session, path, option)
-        _refuse_foreign(path, option, session)
+        ours = _refuse_foreign(path, option, session)
+        session.before.setdefault(_key(_real(path)), recorded_rows(path) if ours else None)
     return path
+
+
+def _finish_write(path: Path, rows: Rows | None, session: OutputSession) -> None:
+    record_written(path, rows)
+    _tell_lost_rows(path, rows, session)
 
 
 def _input_source(path: Path, inputs: dict[Path, str], folders: dict[Path, str] | None = None) -> str | None:
@@ -302,10 +385,18 @@ def _mode_for(path: Path) -> int:
 # -- writing a loose file ----------------------------------------------------------------------------------------
 
 @contextmanager
-def atomic_write(path: str | os.PathLike[str], option: str = "output") -> Iterator[IO[bytes]]:
+def atomic_write(path: str | os.PathLike[str], option: str = "output", *, rows: Rows | None) -> Iterator[IO[bytes]]:
     """A binary handle whose bytes replace `path` only when the block ends without an exception (claimed first,
-    see `claim_output`); the file is then recorded as the tool's."""
-    path = claim_output(path, option)
+    see `claim_output`); the file is then recorded as the tool's, holding `rows` (see `Rows`; None: one whole)."""
+    with _session() as session:
+        path = claim_output(path, option)
+        with _atomic_handle(path, option) as handle:
+            yield handle
+        _finish_write(path, rows, session)
+
+
+@contextmanager
+def _atomic_handle(path: Path, option: str) -> Iterator[IO[bytes]]:
     with disk_errors(path, option):
         path.parent.mkdir(parents=True, exist_ok=True)
         mode = _mode_for(path)
@@ -320,24 +411,32 @@ def atomic_write(path: str | os.PathLike[str], option: str = "output") -> Iterat
         except BaseException:
             Path(temporary).unlink(missing_ok=True)
             raise
-        record_written(path)
 
 
-def write_bytes_atomically(path: str | os.PathLike[str], data: bytes, option: str = "output") -> Path:
+def write_bytes_atomically(path: str | os.PathLike[str], data: bytes, option: str = "output", *,
+                           rows: Rows | None) -> Path:
     """`path.write_bytes(data)` through `atomic_write`."""
-    with atomic_write(path, option) as handle:
+    with atomic_write(path, option, rows=rows) as handle:
         handle.write(data)
     return Path(path)
 
 
 @contextmanager
 def growing_file(path: str | os.PathLike[str], option: str = "output", append: bool = False,
-                 keep_bytes: int | None = None) -> Iterator[IO[bytes]]:
+                 keep_bytes: int | None = None, *, rows: Rows | None) -> Iterator[IO[bytes]]:
     """A handle (positioned at the end) on `path` for a long write that an interrupted run may continue
     (`append`: keep what is there, its first `keep_bytes` bytes when given; else start empty). The file stays the
     tool's while it grows, so an interrupted run's file can be resumed; a full disk or a read-only folder puts
-    back what was there (nothing, for a new file)."""
-    path = claim_output(path, option)
+    back what was there (nothing, for a new file). `rows`: what the file holds when the block ends (see `Rows`)."""
+    with _session() as session:
+        path = claim_output(path, option)
+        with _growing_handle(path, option, append, keep_bytes) as handle:
+            yield handle
+        _finish_write(path, rows, session)
+
+
+@contextmanager
+def _growing_handle(path: Path, option: str, append: bool, keep_bytes: int | None) -> Iterator[IO[bytes]]:
     with disk_errors(path, option):
         path.parent.mkdir(parents=True, exist_ok=True)
         existed = append and path.is_file() and not path.is_symlink()
@@ -364,19 +463,21 @@ def growing_file(path: str | os.PathLike[str], option: str = "output", append: b
                                   or path.stat().st_size == 0):
                 path.unlink(missing_ok=True)  # nothing to resume: no file left
             raise
-        record_written(path)
 
 
 def move_ours(source: str | os.PathLike[str], target: str | os.PathLike[str], option: str = "output") -> Path:
     """Move a file the tool wrote (`is_ours`) to `target`, which must be claimable (`claim_output`); the ledger
     then knows `target`. A `source` that is not the tool's is an error and nothing moves."""
-    source, target = Path(source), claim_output(target, option)
-    if not is_ours(source):
-        raise ScidocsEvalError(f"{option} {source} was not written by scidocs-eval (or was changed since); it is "
-                               f"not moved to {target}")
-    with disk_errors(target, option):
-        os.replace(source, target)
-    record_written(target)
+    with _session() as session:
+        source, target = Path(source), claim_output(target, option)
+        if not is_ours(source):
+            raise ScidocsEvalError(f"{option} {source} was not written by scidocs-eval (or was changed since); it is "
+                                   f"not moved to {target}")
+        rows = recorded_rows(source)
+        with disk_errors(target, option):
+            os.replace(source, target)
+        _write_rows(source, None)
+        _finish_write(target, rows, session)
     return target
 
 
@@ -451,6 +552,12 @@ class OwnedFolder:
     def _move(self, new: dict[str, Path], replace_all: bool) -> None:
         old = set(self.files) - set(new) if replace_all else set()
         self.refuse_in_the_way(new, [name for name in old if self.owns(name)])
+        if old:
+            named = ", ".join(sorted(old)[:_NAMED_ROWS]) + (f" and {len(old) - _NAMED_ROWS} more"
+                                                           if len(old) > _NAMED_ROWS else "")
+            log.warning("%s %s rebuilt: %d of the %d files the earlier build wrote are not in this one and are gone "
+                        "(%s); to keep them, build into another folder, or build them all in one run", self.option,
+                        self.folder, len(old), len(self.files), named)
         with disk_errors(self.folder, self.option):
             self.folder.mkdir(parents=True, exist_ok=True)
             digests = {name: sha256_of(source) for name, source in new.items()}
@@ -487,7 +594,7 @@ class OwnedFolder:
     def write_manifest(self) -> None:
         write_bytes_atomically(self.folder / MANIFEST, orjson.dumps(
             {"written_by": self.command, "files": dict(sorted(self.files.items()))}, option=orjson.OPT_INDENT_2),
-            self.option)
+            self.option, rows=None)  # the folder's files are its rows: a rebuild names those it drops (`_move`)
 
     @contextmanager
     def staging(self) -> Iterator[Path]:
@@ -547,6 +654,16 @@ def open_owned_folder(folder: str | os.PathLike[str], command: str, option: str 
         _lock(session, folder, option)
         files = _read_manifest(folder, command, option, replaces, session.overwrite)
         yield OwnedFolder(folder, command, option, files)
+
+
+def claim_output_folder(folder: str | os.PathLike[str], command: str, option: str = "output",
+                        replaces: Collection[str] | None = None) -> Path:
+    """Lock `folder` for the command and refuse now, before any work, what `owned_folder` would refuse when the
+    command writes it at the end: a folder of the user's, one another command built, a file of the tool's that the
+    user changed since."""
+    with open_owned_folder(folder, command, option, replaces) as owned:
+        owned.refuse_in_the_way(list(owned.files))
+    return Path(folder)
 
 
 @contextmanager

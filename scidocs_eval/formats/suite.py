@@ -144,8 +144,10 @@ class Suite:
 
     @property
     def is_synthetic(self) -> bool:
-        """True for a generated demo suite (it carries a SYNTHETIC.md marker)."""
-        return (self.root / SYNTHETIC_MARKER).exists()
+        """True for a generated suite (the demo, or one built from it): it carries a SYNTHETIC.md marker, or one of
+        its task folders does (a task folder of a suite built from the demo, copied into another suite)."""
+        return (self.root / SYNTHETIC_MARKER).exists() or any(
+            (folder / SYNTHETIC_MARKER).exists() for folder in self.root.glob("*/") if folder.is_dir())
 
     def path(self, relative: str) -> Path:
         return self.root / relative

@@ -21,7 +21,7 @@ from scidocs_eval.formats.embeddings import format_embedding_line
 from scidocs_eval.formats.embeddings_output import write_embeddings_file
 from scidocs_eval.formats.embeddings_writers import output_kind, write_through_json_lines
 from scidocs_eval.formats.provenance import check_dimension, read_settings, settings_file, start_embeddings_output
-from scidocs_eval.formats.safe_output import claim_output, discard, growing_file
+from scidocs_eval.formats.safe_output import Rows, claim_output, discard, growing_file
 from scidocs_eval.formats.suite import Paper
 from scidocs_eval.models.adapter import Adapter
 from scidocs_eval.progress import announce, progress_bar
@@ -96,7 +96,8 @@ def _append_embeddings(adapter: Adapter, papers: Sequence[Paper], path: Path, re
     if todo:
         announce(f"embedding {len(todo)} papers with {adapter.name} into {path}"
                  + (f" ({len(done)} already there)" if done else ""), enabled=progress)
-    with growing_file(path, option, append=resume, keep_bytes=whole) as out, progress_bar(
+    rows = Rows("papers", {*done, *(paper.paper_id for paper in todo)})
+    with growing_file(path, option, append=resume, keep_bytes=whole, rows=rows) as out, progress_bar(
             total=len(todo), unit="paper", desc=f"embedding with {adapter.name}", enabled=progress) as bar:
         for paper in (p for p in todo if not p.has_text):
             out.write(format_embedding_line(paper.paper_id, None))
@@ -118,7 +119,7 @@ def _put_in_input_order(path: Path, papers: Sequence[Paper], option: str) -> Non
     if list(lines)[:len(wanted)] == wanted:
         return
     rest = [paper_id for paper_id in lines if paper_id not in set(wanted)] if len(lines) > len(wanted) else []
-    write_embeddings_file(path, (lines[paper_id] for paper_id in [*wanted, *rest]), option)
+    write_embeddings_file(path, (lines[paper_id] for paper_id in [*wanted, *rest]), option, paper_ids=lines.keys())
 
 
 def _digest(papers: Sequence[Paper]) -> str:

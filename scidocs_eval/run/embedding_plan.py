@@ -218,19 +218,19 @@ def file_papers(plan: EmbeddingPlan, file_key: str | None) -> list[Paper]:
     return list(seen.values())
 
 
-def plan_file_lines(plan: EmbeddingPlan, vectors: Sequence[np.ndarray], file_key: str | None) -> list[bytes]:
-    """The official JSON lines of the file `file_key`: every paper of its groups once, in input order."""
+def plan_file_lines(plan: EmbeddingPlan, vectors: Sequence[np.ndarray], file_key: str | None) -> dict[str, bytes]:
+    """{paper id: its official JSON line} of the file `file_key`: every paper of its groups once, in input order."""
     seen: dict[str, bytes] = {}
     for group in plan.files[file_key]:
         rows = plan.groups[group]
         for paper_id, row in zip(rows.ids, rows.rows):
             if paper_id not in seen:
                 seen[paper_id] = format_embedding_line(paper_id, None if row == NO_TEXT else vectors[rows.job][row])
-    return list(seen.values())
+    return seen
 
 
 def write_plan_files(plan: EmbeddingPlan, vectors: Sequence[np.ndarray], path_of: Callable[[str | None], Path],
                      option: str = "output") -> dict[str | None, Path]:
     """Write each file of the plan (`path_of(file_key)`), every paper's line in input order; returns them."""
-    return {key: write_embeddings_file(path_of(key), plan_file_lines(plan, vectors, key), option)
-            for key in plan.files}
+    return {key: write_embeddings_file(path_of(key), (lines := plan_file_lines(plan, vectors, key)).values(), option,
+                                       paper_ids=lines.keys()) for key in plan.files}

@@ -33,7 +33,7 @@ from scidocs_eval.formats.corpus import read_papers
 from scidocs_eval.formats.embeddings import EmbeddingStore
 from scidocs_eval.formats.embeddings_output import write_embeddings_file
 from scidocs_eval.formats.embeddings_writers import output_kind, write_through_json_lines
-from scidocs_eval.formats.provenance import write_settings
+from scidocs_eval.formats.provenance import WRITTEN_FOR, write_settings
 from scidocs_eval.formats.safe_output import claim_inputs_are_not_outputs, claim_output
 from scidocs_eval.formats.suite import Paper, Suite
 from scidocs_eval.formats.vector_cache import VectorCache
@@ -122,7 +122,8 @@ def embed_and_score(
         with silenced(not progress):  # an adapter's own bars (its --tune grid) follow `progress` too
             fit_adapter(adapter, corpus, suite)
     fitted = time.perf_counter()
-    settings = fitted_settings(corpus, train_corpus_path)
+    settings = {**fitted_settings(corpus, train_corpus_path),
+                WRITTEN_FOR: {"tasks": list(names), "split": config.split, "data": str(suite.root)}}
     plan = plan_embedding(suite, names, needs, (lambda group: adapters[group]) if adapters is not None
                           else (lambda group: model), per_group=adapters is not None)  # type: ignore[arg-type,return-value]
     log.info("embedding plan: %d distinct texts in %d job(s) for %d group(s)", plan.distinct_inputs(),
@@ -169,7 +170,8 @@ def _write_files(plan: EmbeddingPlan, vectors: Sequence[Any], embeddings_path: E
 
         def write(target: Path, key: str | None = key, record: Mapping[str, Any] = record,
                   adapter: Adapter = adapter) -> None:
-            write_embeddings_file(target, plan_file_lines(plan, vectors, key), option)
+            lines = plan_file_lines(plan, vectors, key)
+            write_embeddings_file(target, lines.values(), option, paper_ids=lines.keys())
             write_settings(target, output_settings(adapter, record), option)
 
         if output_kind(path) == "jsonl":

@@ -189,7 +189,7 @@ class _ShardedRun:
                                    f"{missing[0]!r}); rerun with --resume")
         write_embeddings_file(self.out, (lines[paper.paper_id] if paper.has_text else
                                          format_embedding_line(paper.paper_id, None) for paper in self.papers),
-                              self.option)
+                              self.option, paper_ids=[paper.paper_id for paper in self.papers])
         for written in [*part_files, self.parts / MANIFEST]:
             written.unlink(missing_ok=True)
         self.parts.rmdir()
