@@ -126,7 +126,8 @@ class SparkEngine(_Timed):
             builder = builder.config("spark.driver.memory", memory)
         if temp_directory:
             builder = builder.config("spark.local.dir", str(temp_directory))
-        self.session = builder.getOrCreate()
+        with _pandas_version_warning_ignored():
+            self.session = builder.getOrCreate()
         self.session.sparkContext.setLogLevel("ERROR")
         self.functions = require("pyspark.sql.functions", "data build --engine spark", extra="spark")
         self._cached: dict[str, Any] = {}
