@@ -271,3 +271,64 @@ def test_no_module_outside_the_tasks_and_the_task_base_branches_on_a_family() ->
     found = [branch for name, path in package_modules().items() if not name.startswith(TASK_BASE)
              for branch in family_branches(name, path)]
     assert found == []
+
+
+def registered_name_owners() -> dict[str, set[str]]:
+    """Every registered task and benchmark name -> the modules that may compare a value with it: the task's own
+    module, and the module that registers the benchmark (`Benchmark("name", ...)`)."""
+    from scidocs_eval.evaluation.task import BENCHMARKS, TASKS
+
+    owners: dict[str, set[str]] = {name: {cls.__module__} for name, cls in TASKS.items()}
+    benchmarks = set(BENCHMARKS.names())
+    for module, path in package_modules().items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) == "Benchmark" \
+                    and node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value in benchmarks:
+                owners.setdefault(node.args[0].value, set()).add(module)
+    return owners
+
+
+def _literals(node: ast.AST) -> list[str]:
+    """The string literals a comparison operand spells: a constant, or the constants of a tuple, list or set."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return [node.value]
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return [item.value for item in node.elts if isinstance(item, ast.Constant) and isinstance(item.value, str)]
+    return []
+
+
+def name_comparisons(name: str, path: Path, owners: dict[str, set[str]]) -> list[str]:
+    """Where module `name` compares a value (==, !=, in, not in, match) with the name of a registered task or
+    benchmark it does not own."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Compare) and any(isinstance(op, (ast.Eq, ast.NotEq, ast.In, ast.NotIn))
+                                                 for op in node.ops):
+            spelled = [literal for operand in (node.left, *node.comparators) for literal in _literals(operand)]
+        elif isinstance(node, ast.MatchValue):
+            spelled = _literals(node.value)
+        else:
+            continue
+        found += [f"{name}:{node.lineno} compares with {literal!r}" for literal in spelled
+                  if literal in owners and name not in owners[literal]]
+    return found
+
+
+def test_the_name_check_catches_a_comparison_with_a_task_or_benchmark_name(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text("def f(a, b):\n    if a == 'scirepeval' or b in ('x', 'mag'):\n        return 1\n"
+                      "    match a:\n        case 'sci':\n            return 2\n    return a != 'mine'\n")
+    owners = {"scirepeval": {"tasks.scirepeval"}, "mag": {"tasks.classification"}, "sci": {"tasks.sci"},
+              "mine": {"m"}}
+    assert name_comparisons("m", module, owners) == [
+        "m:2 compares with 'scirepeval'", "m:2 compares with 'mag'", "m:5 compares with 'sci'"]
+
+
+def test_no_module_compares_a_value_with_a_task_or_benchmark_name_it_does_not_register() -> None:
+    """The CLI, the tables, the leaderboard, downloads and export ask a benchmark or a task what they need
+    (`Benchmark.table`, `Benchmark.download`, `Benchmark.hints`, the task's declarations), never compare its
+    name: a new benchmark or task is one module, with no edit elsewhere."""
+    owners = registered_name_owners()
+    found = [comparison for name, path in package_modules().items()
+             for comparison in name_comparisons(name, path, owners)]
+    assert found == []
