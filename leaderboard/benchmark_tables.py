@@ -9,13 +9,15 @@ from collections.abc import Sequence
 
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluation.results import RunResult
-from scidocs_eval.evaluation.task import BENCHMARK_TABLES, Benchmark, BenchmarkTable
+from scidocs_eval.evaluation.task import BENCHMARK_TABLES, TASKS, Benchmark, BenchmarkTable
+from scidocs_eval.leaderboard import scirepeval_table
 from scidocs_eval.leaderboard.sci_table import render_sci_table
-from scidocs_eval.leaderboard.scirepeval_table import render_scirepeval_table
-from scidocs_eval.leaderboard.table1 import render_table1, table1_row
+from scidocs_eval.leaderboard.table1 import COLUMNS, paper_table1_rows, render_table1, table1_row
 from scidocs_eval.leaderboard.task_table import PER_TASK, other_tasks, render_task_table
 
 Sources = Sequence[str | os.PathLike[str]] | None
+TABLE1_AVG = "Table 1 Avg"
+PAPER_SOURCE = "SPECTER paper, Table 1"
 
 
 @BENCHMARK_TABLES.register
@@ -41,6 +43,16 @@ class Table1(BenchmarkTable):
             tables.append(render_task_table(results, sources))
         return "\n".join(tables)
 
+    def averages(self, benchmark: Benchmark) -> dict[str, list[tuple[str, str]]]:
+        """Table 1's Avg (the plain mean of its 12 columns), when a registered task fills each column."""
+        by_column = {column: (name, metric) for name, cls in TASKS.items()
+                     for metric, column in cls.spec.table1.items()}
+        table1 = [by_column[c] for c in COLUMNS if c in by_column]
+        return {TABLE1_AVG: table1} if len(table1) == len(COLUMNS) else {}
+
+    def published(self, average: str) -> list[tuple[str, float, str, str]]:
+        return [(row.name, row.avg, PAPER_SOURCE, "") for row in paper_table1_rows() if row.avg is not None]
+
 
 @BENCHMARK_TABLES.register
 class SciRepEvalColumns(BenchmarkTable):
@@ -51,7 +63,20 @@ class SciRepEvalColumns(BenchmarkTable):
 
     def render(self, benchmark: Benchmark, results: Sequence[RunResult], sources: Sources, include_paper: bool,
                ci: bool) -> str:
-        return render_scirepeval_table(results, include_paper=include_paper, sources=sources)
+        return scirepeval_table.render_scirepeval_table(results, include_paper=include_paper, sources=sources)
+
+    def averages(self, benchmark: Benchmark) -> dict[str, list[tuple[str, str]]]:
+        """SciRepEval's columns (`scirepeval_table.GROUPS`, their Average) whose tasks are all registered."""
+        return {f"SciRepEval {column}": [(task, metric) for task, metrics in tasks.items() for metric in metrics]
+                for column, tasks in scirepeval_table.COLUMNS.items() if all(task in TASKS for task in tasks)}
+
+    def published(self, average: str) -> list[tuple[str, float, str, str]]:
+        column = average.removeprefix("SciRepEval ")
+        return [(row.name, value, row.source, " ".join(row.notes)) for row in scirepeval_table.published_rows()
+                if (value := row.values.get(column)) is not None]
+
+    def published_note(self, average: str) -> str:
+        return scirepeval_table.DEFINITION
 
 
 @BENCHMARK_TABLES.register

@@ -275,3 +275,37 @@ def test_a_mapping_given_as_settings_becomes_run_settings_and_mapping_reads_are_
         assert result.settings.get("exclude") is None
     with pytest.raises(ScidocsEvalError, match="field 'settings.split' must be a string"):
         RunResult("m", {}, settings={"split": 3})
+
+
+def keyword_form_calls(code: str) -> list[str]:
+    """The calls of `evaluate`, `evaluate_model` or `run_baseline` in `code` that use the deprecated keyword form:
+    a `RunConfig` field or `benchmark=` as a keyword, an `EncodeConfig` field as a keyword, or a literal second
+    argument (the suite) instead of a config."""
+    import ast
+
+    deprecated = {f.name for f in dataclasses.fields(RunConfig)} | {f.name for f in dataclasses.fields(EncodeConfig)} \
+        | {"benchmark"}
+    found = []
+    for node in ast.walk(ast.parse(code)):
+        name = getattr(node, "func", None) and getattr(node.func, "id", getattr(node.func, "attr", None))
+        if not isinstance(node, ast.Call) or name not in ENTRY_POINTS:
+            continue
+        keywords = [k.arg for k in node.keywords if k.arg in deprecated]
+        if keywords or (len(node.args) > 1 and isinstance(node.args[1], (ast.Constant, ast.JoinedStr))):
+            found.append(f"line {node.lineno}: {name}({', '.join(keywords) or 'a suite second'})")
+    return found
+
+
+def test_the_keyword_form_check_catches_each_kind() -> None:
+    code = 'evaluate("e.jsonl", "demo")\nevaluate_model(m, config, batch_size=8)\nrun_baseline("r", benchmark="x")\n' \
+           'evaluate("e.jsonl", config, model="m")\n'
+    assert keyword_form_calls(code) == ["line 1: evaluate(a suite second)", "line 2: evaluate_model(batch_size)",
+                                        "line 3: run_baseline(benchmark)"]
+
+
+def test_the_docs_python_examples_use_the_config_form() -> None:
+    from tests.test_docs_examples import PAGES, blocks_of
+
+    found = [f"{block.where} {call}" for page in PAGES for block in blocks_of(page) if block.language == "python"
+             for call in keyword_form_calls(block.code)]
+    assert found == []

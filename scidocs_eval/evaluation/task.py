@@ -338,6 +338,19 @@ class BenchmarkTable(ABC):
         """What `run` and `baseline` print of this table after their own (None: nothing)."""
         return None
 
+    def averages(self, benchmark: Benchmark) -> dict[str, list[tuple[str, str]]]:
+        """The averages of this table that `leaderboard` ranks: name -> the (task, metric) pairs it averages, each
+        task registered (none by default)."""
+        return {}
+
+    def published(self, average: str) -> list[tuple[str, float, str, str]]:
+        """The published values of one of its `averages`: (label, value, source, note), in the source's order."""
+        return []
+
+    def published_note(self, average: str) -> str:
+        """What a ranking of `average` beside published values says of how the average is defined ("": nothing)."""
+        return ""
+
 
 BENCHMARK_TABLES: Registry[type[BenchmarkTable]] = Registry("benchmark table", BenchmarkTable,
                                                             plugins="scidocs_eval.leaderboard.benchmark_tables")
