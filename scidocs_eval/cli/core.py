@@ -250,15 +250,17 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     table = subparsers.add_parser("table", help="render Table 1 as markdown from results files",
                                   description="Table 1 of the paper as markdown: a row per results file, then the "
                                   "paper's published rows; Avg only for rows with all 12 columns. With --benchmark "
-                                  "scirepeval: SciRepEval's table (In-Train, Out-of-Train, SciDocs, Average) instead.")
+                                  "NAME: that benchmark's table (SciRepEval's columns, the sci averages, ...) instead.")
     table.add_argument("results", nargs="*", help="results files, globs or folders (a folder's results files are "
                        f"told by content, whatever their names; default: {DEFAULT_RESULTS_DIR}/)")
     add_hidden_alias(table, table.add_argument("--no-paper-rows", dest="no_paper", action="store_true",
                                                help="leave out the paper's published rows"), "--no-paper")
     table.add_argument("--ci", action="store_true", help="show each value's 95%% bootstrap interval")
-    table.add_argument("--benchmark", default=DEFAULT_BENCHMARK, help="whose table: scidocs (Table 1 of the SPECTER "
-                       "paper, default) or scirepeval (SciRepEval's In-Train, Out-of-Train, SciDocs and Average "
-                       "columns beside the rows its BENCHMARKING.md publishes; docs/scirepeval.md)")
+    table.add_argument("--benchmark", default=DEFAULT_BENCHMARK, help="whose table (each benchmark has its own): "
+                       "scidocs (Table 1 of the SPECTER paper, default), scirepeval (SciRepEval's In-Train, "
+                       "Out-of-Train, SciDocs and Average columns beside the rows its BENCHMARKING.md publishes; "
+                       "docs/scirepeval.md), sci (each owner's averages side by side), any other: a column per "
+                       f"task's main score ({', '.join(BENCHMARKS.names())})")
     add_hidden_alias(table, add_output(table, "-o", "--out", dest="output", kind="file",
                                        help="write the markdown here instead of printing it"), "--output")
     table.set_defaults(func=_table)
