@@ -115,10 +115,11 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     add_hidden_alias(download, add_output(download, "--out-dir", dest="dest", kind="folder",
                                           help="where to put it (default: $SCIDOCS_EVAL_DATA or the per-user data "
                                           "dir)"), "--dest")
-    download.add_argument("--benchmark", help="the benchmark whose data to fetch (default: scidocs, the official "
-                          "release from S3); mteb-scidocs, mteb-sci or sci: their datasets from the Hugging Face hub "
-                          "at the revisions MTEB pins, one folder per task (retrieval sets in the BEIR layout, "
-                          "clustering and classification sets as their rows)")
+    download.add_argument("--benchmark", help="the benchmark whose data to fetch, from where it says "
+                          "(`Benchmark.download`; default: scidocs, the official release from S3); mteb-scidocs, "
+                          "mteb-sci or sci: their datasets from the Hugging Face hub at the revisions MTEB pins, one "
+                          "folder per task (retrieval sets in the BEIR layout, clustering and classification sets as "
+                          "their rows); scirepeval: SciRepEval's two hub datasets")
     download.add_argument("--tasks", help="comma-separated tasks of --benchmark to download (default: every task "
                           "of it with a hub dataset)")
     download.add_argument("--with-embeddings", action="store_true",
