@@ -2,7 +2,8 @@
 `scidocs_eval.evaluation.ranking_groups`'s), published rows placed by score, as markdown and JSON.
 
 Which averages are ranked is the leaderboard's definition: Table 1's Avg (the plain mean of its 12 columns) and
-SciRepEval's columns (`scirepeval_table.GROUPS`, their Average); each is ranked in a cohort whose results all hold
+SciRepEval's columns (`scirepeval_table.GROUPS`, their Average), as each benchmark's table declares them
+(`BenchmarkTable.averages`); each is ranked in a cohort whose results all hold
 every metric it averages. Published rows (the SPECTER paper's Table 1, BENCHMARKING.md, SPECTER2's README) are
 placed by their score in the rankings of the same definition, marked, with no letter: they have no per-item
 results to test. They are shown beside a cohort's rows only when it scored the test split of a suite that is not
@@ -18,26 +19,26 @@ from pathlib import Path
 from scidocs_eval.data.build import REPORT_FILE
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluation.ranking_groups import Cohort, Component, Leaderboard, Ranking, rank_results
-from scidocs_eval.evaluation.task import TASKS
-from scidocs_eval.leaderboard import scirepeval_table
+from scidocs_eval.evaluation.task import BENCHMARK_TABLES, BENCHMARKS, TASKS, Benchmark, BenchmarkTable
+from scidocs_eval.leaderboard.benchmark_tables import PAPER_SOURCE, TABLE1_AVG
 from scidocs_eval.leaderboard.runs import LoadedRun, collect_results, load_runs
-from scidocs_eval.leaderboard.table1 import COLUMNS, paper_table1_rows
+from scidocs_eval.leaderboard.table1 import paper_table1_rows
 
-TABLE1_AVG = "Table 1 Avg"
-PAPER_SOURCE = "SPECTER paper, Table 1"
+__all__ = ["PAPER_SOURCE", "TABLE1_AVG"]
 PAPER_NOTE = ("published rows (SPECTER paper, Table 1): the SciDocs test set, as printed (1 decimal); comparable "
               "only to rows scored on the official SciDocs suite; Avg is the paper's own")
 
 
+def _tables() -> list[tuple[Benchmark, BenchmarkTable]]:
+    """Each registered benchmark with its table (`Benchmark.table_kind`)."""
+    return [(benchmark, BENCHMARK_TABLES[benchmark.table_kind]()) for _, benchmark in BENCHMARKS.items()]
+
+
 def averages() -> dict[str, list[Component]]:
-    """Every average the leaderboard ranks: Table 1's Avg, SciRepEval's columns (name -> (task, metric)s)."""
-    by_column = {column: (name, metric) for name, cls in TASKS.items() for metric, column in cls.spec.table1.items()}
-    table1 = [by_column[c] for c in COLUMNS if c in by_column]
-    out = {TABLE1_AVG: table1} if len(table1) == len(COLUMNS) else {}
-    for column, tasks in scirepeval_table.COLUMNS.items():
-        if all(task in TASKS for task in tasks):
-            out[f"SciRepEval {column}"] = [(task, metric) for task, metrics in tasks.items() for metric in metrics]
-    return out
+    """Every average the leaderboard ranks, as each benchmark's table declares them (`BenchmarkTable.averages`:
+    Table 1's Avg, SciRepEval's columns; name -> (task, metric)s)."""
+    return {name: components for benchmark, table in _tables()
+            for name, components in table.averages(benchmark).items()}
 
 
 @dataclass(frozen=True)
@@ -53,17 +54,20 @@ class PublishedRow:
 def published_rows(ranking: Ranking) -> list[PublishedRow]:
     """The published values of the same definition as `ranking`: Table 1's column of a task's main score (and its
     Avg), BENCHMARKING.md's and SPECTER2's SciRepEval columns."""
-    if ranking.name == TABLE1_AVG:
-        return [PublishedRow(row.name, row.avg, PAPER_SOURCE) for row in paper_table1_rows() if row.avg is not None]
-    if ranking.name.startswith("SciRepEval "):
-        column = ranking.name.removeprefix("SciRepEval ")
-        return [PublishedRow(row.name, value, row.source, " ".join(row.notes)) for row in
-                scirepeval_table.published_rows() if (value := row.values.get(column)) is not None]
+    for benchmark, table in _tables():
+        if ranking.name in table.averages(benchmark):
+            return [PublishedRow(*row) for row in table.published(ranking.name)]
     if ranking.name in TASKS and len(ranking.components) == 1:
         column = TASKS[ranking.name].spec.table1.get(ranking.metric)
         if column:
             return [PublishedRow(row.name, row.values[column], PAPER_SOURCE) for row in paper_table1_rows()]
     return []
+
+
+def published_note(ranking: Ranking) -> str:
+    """How the average `ranking` ranks is defined, as its benchmark's table says beside published values."""
+    return next((table.published_note(ranking.name) for benchmark, table in _tables()
+                 if ranking.name in table.averages(benchmark)), "")
 
 
 def shows_published(cohort: Cohort) -> str | None:
@@ -137,8 +141,8 @@ def render_markdown(board: Leaderboard) -> str:
                                                   if row.note})
             if published and any(row.source == PAPER_SOURCE for row in published):
                 notes.append(PAPER_NOTE)
-            if ranking.name.startswith("SciRepEval ") and published:
-                notes.append(scirepeval_table.DEFINITION)
+            if published and (note := published_note(ranking)):
+                notes.append(note)
             block += ["", *(f"- {note}" for note in notes), ""] if notes else [""]
         if not_published:
             block += [f"{not_published}.", ""]

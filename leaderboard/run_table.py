@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 from scidocs_eval.evaluation.results import RunResult
-from scidocs_eval.evaluation.task import TASKS
+from scidocs_eval.evaluation.task import DEFAULT_SYNTHETIC_LABEL, benchmarks_of
 
 
 def format_run(result: RunResult, ci: bool = False) -> str:
     """A plain-text table for the terminal: one line per task with its metrics and coverage; with `ci`, each
     metric's 95% bootstrap interval too."""
-    scirepeval = result.tasks and all(name in TASKS and TASKS[name].spec.benchmark == "scirepeval"
-                                      for name in result.tasks)
-    generated = "synthetic SciRepEval copy" if scirepeval else "synthetic demo suite"
+    labels = {benchmark.synthetic_label for benchmark in benchmarks_of(list(result.tasks))}
+    generated = labels.pop() if len(labels) == 1 else DEFAULT_SYNTHETIC_LABEL
     label = f"{result.model} ({generated})" if result.synthetic else result.model
     if excluded := result.settings.exclude:
         label += f" (leaked items excluded, per {excluded.audit})"

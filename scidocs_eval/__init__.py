@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from scidocs_eval.evaluation.config import RunConfig
     from scidocs_eval.evaluation.results import RunResult, RunSettings
     from scidocs_eval.evaluation.runner import evaluate
-    from scidocs_eval.evaluation.task import Task, TaskResult, get_task, register_task
+    from scidocs_eval.evaluation.task import BENCHMARKS, Benchmark, Task, TaskResult, get_task, register_task
     from scidocs_eval.formats.embeddings import EmbeddingStore
     from scidocs_eval.formats.embeddings_tables import ReadOptions
     from scidocs_eval.formats.embeddings_writers import convert_embeddings
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from scidocs_eval.models.adapter import Adapter, get_adapter, register_adapter
     from scidocs_eval.run.baseline import run_baseline
     from scidocs_eval.run.embedding import write_embeddings
-    from scidocs_eval.run.model_object import evaluate_model
+    from scidocs_eval.run.model_object import EncodeConfig, evaluate_model
     from scidocs_eval.training.specter import train_specter
 
 _PUBLIC = {
@@ -33,7 +33,7 @@ _PUBLIC = {
     "scidocs_eval.evaluation.config": ("RunConfig",),
     "scidocs_eval.evaluation.results": ("RunResult", "RunSettings"),
     "scidocs_eval.evaluation.runner": ("evaluate",),
-    "scidocs_eval.evaluation.task": ("Task", "TaskResult", "get_task", "register_task"),
+    "scidocs_eval.evaluation.task": ("BENCHMARKS", "Benchmark", "Task", "TaskResult", "get_task", "register_task"),
     "scidocs_eval.formats.embeddings": ("EmbeddingStore",),
     "scidocs_eval.formats.embeddings_tables": ("ReadOptions",),
     "scidocs_eval.formats.embeddings_writers": ("convert_embeddings",),
@@ -41,7 +41,7 @@ _PUBLIC = {
     "scidocs_eval.models.adapter": ("Adapter", "get_adapter", "register_adapter"),
     "scidocs_eval.run.baseline": ("run_baseline",),
     "scidocs_eval.run.embedding": ("write_embeddings",),
-    "scidocs_eval.run.model_object": ("evaluate_model",),
+    "scidocs_eval.run.model_object": ("EncodeConfig", "evaluate_model"),
     "scidocs_eval.training.specter": ("train_specter",),
 }
 """module -> the public names it defines, re-exported here."""
@@ -51,10 +51,11 @@ _MODULE_OF = {name: module for module, names in _PUBLIC.items() for name in name
 __version__ = metadata.version("scidocs-eval")
 
 __all__ = [
-    "Adapter", "Comparison", "EmbeddingStore", "InputError", "MissingEmbeddingsError", "Paper", "ReadOptions",
-    "RunConfig", "RunResult", "RunSettings", "ScidocsEvalError", "Suite", "SuiteNotFoundError", "Task",
-    "TaskResult", "compare", "convert_embeddings", "evaluate", "evaluate_model", "get_adapter", "get_task",
-    "register_adapter", "register_task", "run_baseline", "train_specter", "write_embeddings",
+    "Adapter", "BENCHMARKS", "Benchmark", "Comparison", "EmbeddingStore", "EncodeConfig", "InputError",
+    "MissingEmbeddingsError", "Paper", "ReadOptions", "RunConfig", "RunResult", "RunSettings", "ScidocsEvalError",
+    "Suite", "SuiteNotFoundError", "Task", "TaskResult", "compare", "convert_embeddings", "evaluate", "evaluate_model",
+    "get_adapter", "get_task", "register_adapter", "register_task", "run_baseline", "train_specter",
+    "write_embeddings",
 ]
 
 

@@ -30,13 +30,14 @@ T = TypeVar("T")
 
 
 def import_submodules(package: str) -> ModuleType:
-    """Import `package` and all its direct submodules (alphabetical order); return the package.
+    """Import `package` and all its direct submodules (alphabetical order); return the package (a plain module is
+    imported alone).
 
     Plugin modules must import optional heavy dependencies (torch, gensim, ...) inside their methods, so
     that registering them costs nothing and works without those extras installed.
     """
     module = importlib.import_module(package)
-    for info in sorted(pkgutil.iter_modules(module.__path__), key=lambda i: i.name):
+    for info in sorted(pkgutil.iter_modules(getattr(module, "__path__", [])), key=lambda i: i.name):
         importlib.import_module(f"{package}.{info.name}")
     return module
 
@@ -120,7 +121,8 @@ class Registry(Generic[T]):
 
         def key(position: int, entry: T) -> tuple[int, str, int]:
             module = entry.__module__ if isinstance(entry, type) else ""
-            return (0, module, position) if self.plugins and module.startswith(prefix) else (1, "", position)
+            inside = self.plugins and (module == self.plugins or module.startswith(prefix))
+            return (0, module, position) if inside else (1, "", position)
 
         ordered = sorted(enumerate(self._entries.items()), key=lambda item: key(item[0], item[1][1]))
         return [pair for _, pair in ordered]

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from scidocs_eval.data.download import S3Release
 from scidocs_eval.evaluation.integrity import DataShape, LabelledSplit
 from scidocs_eval.evaluation.metrics import macro_f1
 from scidocs_eval.evaluation.task import (
@@ -31,7 +32,7 @@ from scidocs_eval.formats.suite import METADATA_FILES, LabelledPapers, Suite
 from scidocs_eval.params import POSITIVE, InputPath, Interval, ListOf
 
 BENCHMARKS.register(Benchmark("scidocs", "the SciDocs suite of SPECTER (ACL 2020): MAG, MeSH, co-view, co-read, "
-                               "cite, co-cite, recommendation"))
+                               "cite, co-cite, recommendation", table_kind="table1", download=S3Release()))
 
 OFFICIAL_C_GRID = (1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0)
 

@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from scidocs_eval.data.hf_datasets import HubDatasets
 from scidocs_eval.errors import InputError
 from scidocs_eval.evaluation.integrity import ClusteredSplit, DataShape
 from scidocs_eval.evaluation.metrics import percent
@@ -53,7 +54,7 @@ log = logging.getLogger("scidocs_eval")
 
 BENCHMARKS.register(Benchmark("mteb-sci", "MTEB 2.x's other scientific (Academic, English) tasks: retrieval sets, "
                                           "their Nano and decontaminated versions, paper clustering and "
-                                          "ArxivClassification.v2"))
+                                          "ArxivClassification.v2", download=HubDatasets()))
 
 
 def clustering_spec(name: str, description: str, mteb_task: str, hub_id: str, revision: str) -> TaskSpec:

@@ -25,6 +25,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from scidocs_eval.data.hf_datasets import HubDatasets
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluation.integrity import DataShape, JudgedSplit
 from scidocs_eval.evaluation.metrics import (
@@ -62,7 +63,7 @@ from scidocs_eval.params import InputPath, Options, validate_params
 log = logging.getLogger("scidocs_eval")
 
 BENCHMARKS.register(Benchmark("mteb-scidocs", "SciDocs as MTEB reports it: SCIDOCS retrieval (BEIR), SciDocsRR "
-                                              "reranking, NanoSCIDOCS (NanoBEIR)"))
+                                              "reranking, NanoSCIDOCS (NanoBEIR)", download=HubDatasets()))
 BENCHMARKS.register(Benchmark("full-corpus", "a suite's cite, co-cite, co-view and co-read queries against every "
                                              "paper of the suite (written by `data build --format beir`)"))
 QUERY_GROUP, DOCUMENT_GROUP = "queries", "corpus"

@@ -4,8 +4,10 @@ prints each owner's own averages side by side (`scidocs_eval.leaderboard.sci_tab
 
 from __future__ import annotations
 
+from scidocs_eval.data.hf_datasets import HubDatasets
 from scidocs_eval.evaluation.task import BENCHMARKS, Benchmark
 
 BENCHMARKS.register(Benchmark("sci", "every scientific task in one run: SciDocs (2020), MTEB's SciDocs tasks and its "
                                      "other scientific sets, SciRepEval; each owner's averages side by side",
-                              members=("scidocs", "mteb-scidocs", "mteb-sci", "scirepeval")))
+                              members=("scidocs", "mteb-scidocs", "mteb-sci", "scirepeval"), table_kind="sci",
+                              download=HubDatasets()))

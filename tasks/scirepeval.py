@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from scidocs_eval.data.scirepeval import SciRepEvalHub
 from scidocs_eval.errors import ScidocsEvalError, UndefinedMetricError
 from scidocs_eval.evaluation.integrity import DataShape, JudgedSplit, LabelledSplit, SampledEvaluation
 from scidocs_eval.evaluation.metrics import trec_measures
@@ -52,7 +53,9 @@ from scidocs_eval.formats.suite import Paper, Suite, paper_of_record
 from scidocs_eval.params import InstanceOf, Interval, Options, validate_params
 
 BENCHMARKS.register(Benchmark("scirepeval", "SciRepEval (EMNLP 2023): classification, regression, proximity and "
-                              "ad-hoc search tasks on allenai/scirepeval data, SciRepEval's models and metrics"))
+                              "ad-hoc search tasks on allenai/scirepeval data, SciRepEval's models and metrics",
+                              table_kind="scirepeval", download=SciRepEvalHub(),
+                              synthetic_label="synthetic SciRepEval copy"))
 
 log = logging.getLogger("scidocs_eval")
 BENCHMARK = "scirepeval"

@@ -272,3 +272,89 @@ def test_no_module_outside_the_tasks_and_the_task_base_branches_on_a_family() ->
     found = [branch for name, path in package_modules().items() if not name.startswith(TASK_BASE)
              for branch in family_branches(name, path)]
     assert found == []
+
+
+def registered_name_owners() -> dict[str, set[str]]:
+    """Every registered task and benchmark name -> the modules that may compare a value with it: the task's own
+    module, and the module that registers the benchmark (`Benchmark("name", ...)`)."""
+    from scidocs_eval.evaluation.task import BENCHMARKS, TASKS
+
+    owners: dict[str, set[str]] = {name: {cls.__module__} for name, cls in TASKS.items()}
+    benchmarks = set(BENCHMARKS.names())
+    for module, path in package_modules().items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) == "Benchmark" \
+                    and node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value in benchmarks:
+                owners.setdefault(node.args[0].value, set()).add(module)
+    return owners
+
+
+def name_constants() -> dict[str, str]:
+    """Module-level constants that hold a registered task or benchmark name (`DEFAULT_BENCHMARK = "scidocs"`) ->
+    that name: comparing with one is comparing with the name."""
+    from scidocs_eval.evaluation.task import BENCHMARKS, TASKS
+
+    names = {*TASKS.names(), *BENCHMARKS.names()}
+    return {target.id: node.value.value for path in package_modules().values()
+            for node in ast.parse(path.read_text(encoding="utf-8")).body if isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Constant) and node.value.value in names
+            for target in node.targets if isinstance(target, ast.Name)}
+
+
+def _literals(node: ast.AST, constants: dict[str, str]) -> list[str]:
+    """The names a comparison operand spells: a string constant, a constant holding a name (`constants`), or those
+    of a tuple, list or set of them."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return [node.value]
+    if isinstance(node, (ast.Name, ast.Attribute)):
+        constant = node.id if isinstance(node, ast.Name) else node.attr
+        return [constants[constant]] if constant in constants else []
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return [name for item in node.elts for name in _literals(item, constants)]
+    return []
+
+
+def name_comparisons(name: str, path: Path, owners: dict[str, set[str]],
+                     constants: dict[str, str] | None = None) -> list[str]:
+    """Where module `name` compares a value (==, !=, in, not in, match) with the name of a registered task or
+    benchmark it does not own, spelled or through a constant that holds it (`constants`; the module that defines
+    such a constant may compare with it)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    defined = {target.id for node in tree.body if isinstance(node, ast.Assign) for target in node.targets
+               if isinstance(target, ast.Name)}
+    constants = {key: value for key, value in (constants or {}).items() if key not in defined}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare) and any(isinstance(op, (ast.Eq, ast.NotEq, ast.In, ast.NotIn))
+                                                 for op in node.ops):
+            spelled = [literal for operand in (node.left, *node.comparators)
+                       for literal in _literals(operand, constants)]
+        elif isinstance(node, ast.MatchValue):
+            spelled = _literals(node.value, constants)
+        else:
+            continue
+        found += [f"{name}:{node.lineno} compares with {literal!r}" for literal in spelled
+                  if literal in owners and name not in owners[literal]]
+    return found
+
+
+def test_the_name_check_catches_a_comparison_with_a_task_or_benchmark_name(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text("def f(a, b):\n    if a == 'scirepeval' or b in ('x', 'mag'):\n        return 1\n"
+                      "    match a:\n        case 'sci':\n            return 2\n    if a != task.DEFAULT:\n"
+                      "        return 3\n    return a != 'mine'\n")
+    owners = {"scirepeval": {"tasks.scirepeval"}, "mag": {"tasks.classification"}, "sci": {"tasks.sci"},
+              "mine": {"m"}, "scidocs": {"tasks.classification"}}
+    assert sorted(name_comparisons("m", module, owners, {"DEFAULT": "scidocs"})) == [
+        "m:2 compares with 'mag'", "m:2 compares with 'scirepeval'", "m:5 compares with 'sci'",
+        "m:7 compares with 'scidocs'"]
+
+
+def test_no_module_compares_a_value_with_a_task_or_benchmark_name_it_does_not_register() -> None:
+    """The CLI, the tables, the leaderboard, downloads and export ask a benchmark or a task what they need
+    (`Benchmark.table`, `Benchmark.download`, `Benchmark.hints`, the task's declarations), never compare its
+    name: a new benchmark or task is one module, with no edit elsewhere."""
+    owners, constants = registered_name_owners(), name_constants()
+    found = [comparison for name, path in package_modules().items()
+             for comparison in name_comparisons(name, path, owners, constants)]
+    assert found == []

@@ -162,7 +162,7 @@ def test_download_writes_the_pinned_revision_in_the_tasks_layout_and_run_scores_
     # the printed next command runs as printed from the same folder; `run` on what was written gives the numbers
     # the synthetic copies themselves give
     tasks = ",".join(TASKS_SERVED)
-    assert f"score it: scidocs-eval run --data mteb-data --benchmark mteb-sci --tasks {tasks}" in done.stdout
+    assert "its embeddings groups: " in done.stdout and "score it" not in done.stdout
     hinted = next(line for line in done.stdout.splitlines() if line.startswith("Next:")).split("`")[1].split()[1:]
     assert hinted == ["baseline", "random", "--data", "mteb-data", "--benchmark", "mteb-sci", "--tasks", tasks]
     monkeypatch.chdir(folder)

@@ -16,6 +16,7 @@ import pytest
 
 from scidocs_eval.cli.main import main
 from scidocs_eval.data.download import STATE_FILE, _State
+from scidocs_eval.evaluation.config import RunConfig
 from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.runner import evaluate
 from scidocs_eval.evaluation.task import DEFAULT_MIN_COVERAGE, CoverageError
@@ -97,7 +98,7 @@ def test_all_zero_vectors_raise_no_raw_numpy_warning(tmp_path: Path) -> None:
     emb = _write_embeddings(tmp_path / "zero.jsonl", [p for p, _ in rows] + [f"t{i}" for i in range(4)], zero=True)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        result = evaluate(str(emb), Suite(root), tasks=["mag"], progress=False, cache=False)
+        result = evaluate(str(emb), RunConfig(data=Suite(root), tasks=["mag"], progress=False, cache=False))
     assert "f1" in result.tasks["mag"].metrics
 
 

@@ -96,6 +96,8 @@ def test_dangling_judgements_are_warnings(tmp_path: Path) -> None:
 def test_data_build_beir_makes_a_runnable_full_corpus_suite(tiny_suite: Any, tmp_path: Path, capsys: Any) -> None:
     out = tmp_path / "full"
     assert main(["data", "build", "--format", "beir", "--data", str(tiny_suite.root), "--out", str(out)]) == 0
+    commands = [line for line in capsys.readouterr().out.splitlines() if "scidocs-eval " in line]
+    assert len(commands) == 1 and commands[0].startswith("Next: ")  # one hint line, no placeholder command beside
     papers = tiny_suite.papers()
     cite = read_retrieval_data(out / "cite-full", "test")
     assert len(cite.corpus) == sum(p.has_text for p in papers)

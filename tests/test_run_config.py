@@ -4,7 +4,9 @@ same configuration, and RunSettings: results files of earlier versions load, a s
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import logging
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +18,7 @@ from scidocs_eval import evaluate_model
 from scidocs_eval.cli.core import run_config
 from scidocs_eval.cli.main import build_parser, main
 from scidocs_eval.errors import InputError, ScidocsEvalError
-from scidocs_eval.evaluation.config import RunConfig
+from scidocs_eval.evaluation.config import RunConfig, config_from_keywords
 from scidocs_eval.evaluation.results import LeakExclusion, ModelInfo, RunResult, RunSettings
 from scidocs_eval.evaluation.runner import evaluate
 from scidocs_eval.evaluation.task import TaskResult
@@ -24,6 +26,7 @@ from scidocs_eval.formats.embeddings import format_embedding_line
 from scidocs_eval.formats.suite import Suite
 from scidocs_eval.params import ParameterError
 from scidocs_eval.run.baseline import run_baseline
+from scidocs_eval.run.model_object import EncodeConfig
 
 BAD_VALUES: dict[str, Any] = {
     "data": 3, "tasks": [], "benchmarks": [1], "split": "train", "missing": "ignore", "task_params": {"mag": 3},
@@ -126,7 +129,7 @@ def test_baseline_and_run_baseline_write_the_same_settings(demo_suite: Suite, tm
     api = run_baseline("random", config=config, out_dir=tmp_path / "api")
     assert api is not None
     cli = RunResult.load(tmp_path / "cli" / "random.results.json")
-    assert cli.settings == api.settings and cli.settings.benchmark == "scidocs" and cli.settings.missing == "error"
+    assert cli.settings == api.settings and cli.settings.benchmarks == ("scidocs",) and cli.settings.missing == "error"
     assert cli.tasks["cite"].metrics == api.tasks["cite"].metrics
 
 
@@ -141,11 +144,58 @@ def test_evaluate_model_takes_the_config_and_keywords_override_it(demo_suite: Su
         return np.array([[len(text), text.count(" ") + 1.0] for text in texts])
 
     config = RunConfig(data=demo_suite.root, tasks=["cite"], progress=False, cache=False)
-    by_config = evaluate_model(encode, config=config)
-    by_keywords = evaluate_model(encode, demo_suite.root, tasks=["cite"], progress=False, cache=False)
+    by_config = evaluate_model(encode, config, encode=EncodeConfig(batch_size=8))
+    with pytest.warns(DeprecationWarning, match=r"evaluate_model\(\)'s data, tasks, progress, cache, batch_size "
+                      r"keyword form is deprecated .*RunConfig\(data=.*encode=EncodeConfig\(batch_size=\.\.\.\)"):
+        by_keywords = evaluate_model(encode, demo_suite.root, tasks=["cite"], progress=False, cache=False,
+                                     batch_size=8)
     assert by_config.settings == by_keywords.settings and by_config.tasks["cite"].metrics == \
-        by_keywords.tasks["cite"].metrics
-    assert evaluate_model(encode, config=config, split="val").settings.split == "val"
+        by_keywords.tasks["cite"].metrics and by_config.model_info == by_keywords.model_info
+    with pytest.warns(DeprecationWarning, match="split keyword form"):
+        assert evaluate_model(encode, config, split="val").settings.split == "val"
+
+
+ENTRY_POINTS = {"evaluate": (evaluate, ["embeddings", "config", "model", "read_options", "keywords"]),
+                "evaluate_model": (evaluate_model, ["model", "config", "encode", "name", "save_embeddings",
+                                                    "keywords"]),
+                "run_baseline": (run_baseline, ["name", "config", "out_dir", "params", "train_corpus", "resume",
+                                                "embeddings_format", "keywords"])}
+"""Each entry point's parameters: what it scores with (the model), the `RunConfig`, how the model is called and
+where files go; `**keywords` is the keyword form of earlier versions (16, 20 and 15 parameters then)."""
+
+
+@pytest.mark.parametrize("entry", ENTRY_POINTS)
+def test_each_entry_point_takes_the_config_and_nothing_that_repeats_its_fields(entry: str) -> None:
+    function, expected = ENTRY_POINTS[entry]
+    parameters = list(inspect.signature(function).parameters)
+    assert parameters == expected
+    assert not set(parameters) & {field.name for field in dataclasses.fields(RunConfig)}
+
+
+@pytest.mark.parametrize("entry", ENTRY_POINTS)
+def test_the_keyword_form_of_every_field_builds_the_same_config_with_one_deprecation_warning(
+        entry: str, tmp_path: Path) -> None:
+    given = {"tasks": ["cite"], "split": "val", "missing": "error", "task_params": {"cite": {}},
+             "min_coverage": 0.5, "dtype": "float64", "progress": False, "cache": False,
+             "output": tmp_path / "r.json", "exclude": tmp_path / "a.json"}
+    expected = RunConfig(data="demo", benchmarks=["scidocs"], **given)
+    assert set(given) | {"data", "benchmarks"} == {field.name for field in dataclasses.fields(RunConfig)}
+    with pytest.warns(DeprecationWarning, match=f"{entry}") as caught:
+        assert config_from_keywords(entry, "demo", {**given, "benchmark": "scidocs"}) == expected
+    assert len(caught) == 1
+    with pytest.warns(DeprecationWarning):
+        assert config_from_keywords(entry, RunConfig(split="val"), {"benchmarks": ["scidocs"]}) == \
+            RunConfig(split="val", benchmarks=["scidocs"])
+    with pytest.raises(TypeError, match=f"{entry}\\(\\) got an unexpected keyword argument 'splits'"):
+        config_from_keywords(entry, None, {"splits": "val"})
+    with pytest.raises(ScidocsEvalError, match="give benchmark or benchmarks, not both"), \
+            pytest.warns(DeprecationWarning):
+        config_from_keywords(entry, None, {"benchmark": "scidocs", "benchmarks": ["scidocs"]})
+    config = RunConfig(split="val")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert config_from_keywords(entry, config, {}) is config and config_from_keywords(entry, None, {}) == \
+            RunConfig()
 
 
 # ----- RunSettings: results files of every version ----------------------------------------------------------
@@ -167,6 +217,8 @@ FIRST_VERSION = {"data": "/suite", "tasks": ["cite"], "split": "test", "missing"
     ({**FIRST_VERSION, "benchmarks": ["scidocs", "mteb-scidocs"], "split": "val", "task_params": {"mag": {"folds": 3}}},
      RunSettings(data="/suite", tasks=("cite",), dtype="float32", benchmarks=("scidocs", "mteb-scidocs"),
                  split="val", task_params={"mag": {"folds": 3}})),
+    ({**FIRST_VERSION, "benchmark": "scirepeval"},
+     RunSettings(data="/suite", tasks=("cite",), dtype="float32", benchmarks=("scirepeval",))),
     ({"split": "val"}, RunSettings(split="val")),
     ({}, RunSettings()),
 ])
@@ -203,7 +255,7 @@ def test_a_malformed_setting_is_a_one_line_error_naming_it(tmp_path: Path, setti
 
 
 def test_save_load_round_trip_is_exact(tmp_path: Path) -> None:
-    settings = RunSettings(data="/suite", benchmark=None, tasks=("cite", "mag"), split="val", missing="error",
+    settings = RunSettings(data="/suite", tasks=("cite", "mag"), split="val", missing="error",
                            task_params={"mag": {"c_grid": [0.1, 1.0]}}, dtype="float64", min_coverage=0.5,
                            exclude=LeakExclusion("audit.json", "ab" * 32, ("exact", "near"), {"cite": 8, "mag": 0}),
                            benchmarks=("scidocs", "mteb-scidocs"), other={"note": [1, 2]})
@@ -223,3 +275,37 @@ def test_a_mapping_given_as_settings_becomes_run_settings_and_mapping_reads_are_
         assert result.settings.get("exclude") is None
     with pytest.raises(ScidocsEvalError, match="field 'settings.split' must be a string"):
         RunResult("m", {}, settings={"split": 3})
+
+
+def keyword_form_calls(code: str) -> list[str]:
+    """The calls of `evaluate`, `evaluate_model` or `run_baseline` in `code` that use the deprecated keyword form:
+    a `RunConfig` field or `benchmark=` as a keyword, an `EncodeConfig` field as a keyword, or a literal second
+    argument (the suite) instead of a config."""
+    import ast
+
+    deprecated = {f.name for f in dataclasses.fields(RunConfig)} | {f.name for f in dataclasses.fields(EncodeConfig)} \
+        | {"benchmark"}
+    found = []
+    for node in ast.walk(ast.parse(code)):
+        name = getattr(node, "func", None) and getattr(node.func, "id", getattr(node.func, "attr", None))
+        if not isinstance(node, ast.Call) or name not in ENTRY_POINTS:
+            continue
+        keywords = [k.arg for k in node.keywords if k.arg in deprecated]
+        if keywords or (len(node.args) > 1 and isinstance(node.args[1], (ast.Constant, ast.JoinedStr))):
+            found.append(f"line {node.lineno}: {name}({', '.join(keywords) or 'a suite second'})")
+    return found
+
+
+def test_the_keyword_form_check_catches_each_kind() -> None:
+    code = 'evaluate("e.jsonl", "demo")\nevaluate_model(m, config, batch_size=8)\nrun_baseline("r", benchmark="x")\n' \
+           'evaluate("e.jsonl", config, model="m")\n'
+    assert keyword_form_calls(code) == ["line 1: evaluate(a suite second)", "line 2: evaluate_model(batch_size)",
+                                        "line 3: run_baseline(benchmark)"]
+
+
+def test_the_docs_python_examples_use_the_config_form() -> None:
+    from tests.test_docs_examples import PAGES, blocks_of
+
+    found = [f"{block.where} {call}" for page in PAGES for block in blocks_of(page) if block.language == "python"
+             for call in keyword_form_calls(block.code)]
+    assert found == []

@@ -198,7 +198,7 @@ def test_cli_table_benchmark_scirepeval(scored: tuple[RunResult, Path], capsys: 
 
 @pytest.mark.parametrize(("argv", "message"), [
     (["--benchmark", "nope"], "unknown benchmark 'nope'"),
-    (["--benchmark", "mteb-scidocs"], "benchmark 'mteb-scidocs' has no results table"),
+    (["--benchmark", "mteb-scidocs"], "holds a task of benchmark mteb-scidocs"),
     (["--benchmark", "scirepeval", "--ci"], "--ci"),
 ])
 def test_cli_table_errors_are_one_line(scored: tuple[RunResult, Path], capsys: pytest.CaptureFixture[str],

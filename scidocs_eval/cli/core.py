@@ -33,21 +33,23 @@ from scidocs_eval.evaluation.task import (
     DEFAULT_BENCHMARK,
     DEFAULT_MIN_COVERAGE,
     TASKS,
+    benchmarks_of,
     claim_task_inputs,
     embedding_groups,
     get_task,
     task_names,
 )
 from scidocs_eval.formats.safe_output import Rows, claim_inputs_are_not_outputs, claim_output, write_bytes_atomically
-from scidocs_eval.leaderboard import render_table1, table1_row
+from scidocs_eval.leaderboard import render_table1
 from scidocs_eval.leaderboard.run_table import format_run
 from scidocs_eval.leaderboard.runs import results_paths
-from scidocs_eval.leaderboard.sci_table import render_sci_table
 from scidocs_eval.models.adapter import adapter_names
 from scidocs_eval.params import FRACTION, argument_type
 from scidocs_eval.run.baseline import EMBEDDINGS_FORMATS, run_baseline
 
 DEFAULT_RESULTS_DIR = "scidocs-results"
+DEMO_SCALES = {"small": DemoConfig.small, "scidocs": DemoConfig.scidocs}
+"""`demo --scale`: the demo suite's sizes."""
 
 
 def _add_evaluation_options(parser: argparse.ArgumentParser) -> None:
@@ -105,9 +107,10 @@ def _print_result(result: RunResult, written: list[Path], ci: bool = False) -> i
     if any(TASKS[name].spec.table1 for name in result.tasks if name in TASKS):
         print()
         print(render_table1([result], include_paper="same-name"))
-    if result.settings.benchmark == "sci":  # each owner's averages side by side
-        print()
-        print(render_sci_table([result]), end="")
+    for benchmark in benchmarks_of(list(result.tasks), result.settings.benchmarks):
+        if (table := benchmark.after_run(result)) is not None:
+            print()
+            print(table, end="")
     results_file = next((path for path in written if path.name.endswith(".json")), None)
     if written:
         print(f"Wrote {', '.join(_describe_file(path) for path in written if path.exists())}.")
@@ -165,23 +168,13 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _table(args: argparse.Namespace) -> int:
-    from scidocs_eval.leaderboard.scirepeval_table import render_scirepeval_table
-
-    renderers = {DEFAULT_BENCHMARK: lambda results: _scidocs_tables(results, paths, args),
-                 "scirepeval": lambda results: render_scirepeval_table(results, include_paper=not args.no_paper,
-                                                                       sources=paths),
-                 "sci": render_sci_table}
-    BENCHMARKS.check([args.benchmark])
-    if args.benchmark not in renderers:
-        raise ScidocsEvalError(f"benchmark {args.benchmark!r} has no results table; tables: {', '.join(renderers)}")
-    if args.ci and args.benchmark != DEFAULT_BENCHMARK:
-        raise ScidocsEvalError(f"--ci: the {args.benchmark} table shows averages, it has no intervals")
+    benchmark = BENCHMARKS[args.benchmark]
     paths = results_paths(args.results or [DEFAULT_RESULTS_DIR])
     if args.output:
         claim_inputs_are_not_outputs(paths, {"--out": args.output})
         claim_output(args.output, "--out")
     results = [RunResult.load(p) for p in paths]
-    markdown = renderers[args.benchmark](results)
+    markdown = benchmark.table(results, sources=paths, include_paper=not args.no_paper, ci=args.ci)
     if args.output:
         write_bytes_atomically(args.output, markdown.encode("utf-8"), "--out",
                                rows=Rows("results rows", {result.model for result in results}))
@@ -189,23 +182,6 @@ def _table(args: argparse.Namespace) -> int:
     else:
         print(markdown, end="")
     return 0
-
-
-def _scidocs_tables(results: list[RunResult], paths: list[Path], args: argparse.Namespace) -> str:
-    """Table 1 for the runs that fill a column of it, then a table of the other tasks' main scores (MTEB's, ...)
-    for the runs that scored one: no run shown as a row of dashes."""
-    from scidocs_eval.leaderboard.task_table import other_tasks, render_task_table
-
-    in_table1 = [index for index, result in enumerate(results) if table1_row(result)]
-    if not any(other_tasks(result) for result in results):
-        in_table1 = list(range(len(results)))
-    tables = []
-    if in_table1:
-        tables.append(render_table1([results[i] for i in in_table1], include_paper=not args.no_paper, ci=args.ci,
-                                    sources=[paths[i] for i in in_table1]))
-    if any(other_tasks(result) for result in results):
-        tables.append(render_task_table(results, paths))
-    return "\n".join(tables)
 
 
 def _baseline(args: argparse.Namespace) -> int:
@@ -220,7 +196,7 @@ def _baseline(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    config = DemoConfig.scidocs(args.seed) if args.scale == "scidocs" else DemoConfig.small(args.seed)
+    config = DEMO_SCALES[args.scale](args.seed)
     suite = build_demo_suite(args.dest, config, option="dest")
     print(f"synthetic demo suite ({args.scale}, seed {args.seed}) written to {suite.root}")
     print_next(hint("baseline", "random", "--data", args.dest, gives="a first score of it"))
@@ -278,15 +254,17 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     table = subparsers.add_parser("table", help="render Table 1 as markdown from results files",
                                   description="Table 1 of the paper as markdown: a row per results file, then the "
                                   "paper's published rows; Avg only for rows with all 12 columns. With --benchmark "
-                                  "scirepeval: SciRepEval's table (In-Train, Out-of-Train, SciDocs, Average) instead.")
+                                  "NAME: that benchmark's table (SciRepEval's columns, the sci averages, ...) instead.")
     table.add_argument("results", nargs="*", help="results files, globs or folders (a folder's results files are "
                        f"told by content, whatever their names; default: {DEFAULT_RESULTS_DIR}/)")
     add_hidden_alias(table, table.add_argument("--no-paper-rows", dest="no_paper", action="store_true",
                                                help="leave out the paper's published rows"), "--no-paper")
     table.add_argument("--ci", action="store_true", help="show each value's 95%% bootstrap interval")
-    table.add_argument("--benchmark", default=DEFAULT_BENCHMARK, help="whose table: scidocs (Table 1 of the SPECTER "
-                       "paper, default) or scirepeval (SciRepEval's In-Train, Out-of-Train, SciDocs and Average "
-                       "columns beside the rows its BENCHMARKING.md publishes; docs/scirepeval.md)")
+    table.add_argument("--benchmark", default=DEFAULT_BENCHMARK, help="whose table (each benchmark has its own): "
+                       "scidocs (Table 1 of the SPECTER paper, default), scirepeval (SciRepEval's In-Train, "
+                       "Out-of-Train, SciDocs and Average columns beside the rows its BENCHMARKING.md publishes; "
+                       "docs/scirepeval.md), sci (each owner's averages side by side), any other: a column per "
+                       f"task's main score ({', '.join(BENCHMARKS.names())})")
     add_hidden_alias(table, add_output(table, "-o", "--out", dest="output", kind="file",
                                        help="write the markdown here instead of printing it"), "--output")
     table.set_defaults(func=_table)
@@ -319,7 +297,7 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
                                  "structured text, qrels, clicks with known propensities); results on it are "
                                  "labelled synthetic.")
     add_output(demo, "dest", kind="folder", help="the folder to write (new, empty, or an earlier demo suite)")
-    demo.add_argument("--scale", choices=("small", "scidocs"), default="small",
+    demo.add_argument("--scale", choices=tuple(DEMO_SCALES), default="small",
                       help="small (seconds, the default) or scidocs (the official suite's sizes)")
     demo.add_argument("--seed", type=seed_type(), default=0, help="seeds the synthetic suite (default: %(default)s)")
     demo.set_defaults(func=_demo)

@@ -24,49 +24,38 @@ from scidocs_eval.params import POSITIVE, Interval, argument_type
 from scidocs_eval.paths import default_data_dir
 
 
-def _download_hub(benchmark: str, dest: Path, tasks: list[str] | None) -> int:
-    """The tasks of `benchmark` (or those of `tasks` in it) that name a hub dataset, each into `dest/{task}`."""
-    from scidocs_eval.data.hf_datasets import check_destination, check_hub, fetch_task_dataset
-    from scidocs_eval.evaluation.task import TASKS, get_task, selected_tasks
-
-    names = [name for name in selected_tasks(tasks, benchmark) if TASKS[name].spec.dataset]
-    if not names:
-        raise ScidocsEvalError(f"{'--tasks' if tasks else f'benchmark {benchmark!r}'} has no task with a hub dataset "
-                               "to download")
-    check_hub()
-    for name in names:  # every folder checked before the first download
-        check_destination(dest / name)
-    for name in names:
-        spec = TASKS[name].spec
-        folder = fetch_task_dataset(spec.dataset, dest / name, get_task(name).required_files("test"))
-        print(f"{spec.dataset['path']}@{spec.dataset['revision'][:10]} -> {folder}")
-    groups = list(dict.fromkeys(group for name in names for group in reversed(TASKS[name].groups())))
-    picked = ("--tasks", ",".join(names)) if tasks else ()
-    score = " ".join(("scidocs-eval", "run", "--data", str(dest), "--benchmark", benchmark, *picked))
-    print(f"score it: {score} --embeddings FILE (or --embeddings GROUP=FILE per group: {', '.join(groups)})")
-    print_next(hint("baseline", "random", "--data", dest, "--benchmark", benchmark, *picked,
-                    gives="a first score of it"))
-    return 0
-
-
 def _download(args: argparse.Namespace) -> int:
-    from scidocs_eval.data.download import DownloadError, S3Downloader, download_release
+    from scidocs_eval.data.sources import DownloadOptions, TaskDataset
+    from scidocs_eval.evaluation.task import BENCHMARKS, DEFAULT_BENCHMARK, TASKS, get_task, selected_tasks
 
-    dest = args.dest or default_data_dir()
+    benchmark = BENCHMARKS[args.benchmark or DEFAULT_BENCHMARK]
+    dest = Path(args.dest or default_data_dir())
     tasks = task_list(args.tasks)
-    if args.benchmark not in (None, "scidocs"):
-        return _download_hub(args.benchmark, Path(dest), tasks)
-    if tasks is not None:
-        raise ScidocsEvalError("--tasks picks among the hub datasets of --benchmark mteb-scidocs, mteb-sci or sci; the "
-                               "official release (the default) is downloaded whole")
-    client = S3Downloader(args.endpoint, retries=args.retries, timeout=args.timeout)
-    report = download_release(dest, prefix=args.prefix, with_embeddings=args.with_embeddings, downloader=client,
-                              progress=not args.quiet)
-    print(f"{client.endpoint}/{args.prefix} -> {dest}")
-    print(report.summary())
-    if report.failed:
-        raise DownloadError(f"{len(report.failed)} file(s) not downloaded; run the command again to resume:\n"
-                            + "\n".join(f"FAILED {why}" for why in report.failed.values()))
+    source = benchmark.download
+    if source is None:
+        raise ScidocsEvalError(f"benchmark {benchmark.name!r} has nothing to download ({benchmark.description})")
+    per_task = [name for name in BENCHMARKS.names() if BENCHMARKS[name].download is not None
+                and BENCHMARKS[name].download.per_task]
+    if tasks is not None and not source.per_task:
+        raise ScidocsEvalError(f"--tasks picks among the hub datasets of --benchmark {' or '.join(per_task)}; "
+                               f"benchmark {benchmark.name}'s data is downloaded whole")
+    names = [name for name in selected_tasks(tasks, benchmark.name) if TASKS[name].spec.dataset] \
+        if source.per_task else []
+    if source.per_task and not names:
+        raise ScidocsEvalError(f"{'--tasks' if tasks else f'benchmark {benchmark.name!r}'} has no task with a hub "
+                               "dataset to download")
+    datasets = [TaskDataset(name, TASKS[name].spec.dataset, tuple(get_task(name).required_files("test")))
+                for name in names]
+    options = DownloadOptions(endpoint=args.endpoint, prefix=args.prefix, with_embeddings=args.with_embeddings,
+                              retries=args.retries, timeout=args.timeout, progress=not args.quiet)
+    for line in source.fetch(dest, datasets, options):
+        print(line)
+    if source.per_task:
+        groups = list(dict.fromkeys(group for name in names for group in reversed(TASKS[name].groups())))
+        print(f"its embeddings groups: {', '.join(groups)} (`run --embeddings GROUP=FILE` gives each its file)")
+        picked = ("--tasks", ",".join(names)) if tasks else ()
+        print_next(hint("baseline", "random", "--data", dest, *benchmark.option(), *picked,
+                        gives="a first score of it"))
     return 0
 
 
@@ -159,7 +148,6 @@ def _build_full_corpus(args: argparse.Namespace) -> int:
     declare_inputs([suite.root])  # nothing written into --out may be a file of the suite it reads
     report = build_full_corpus(suite, args.out, task_names(paper_pairs=True))
     print(report.format())
-    print(f"score embeddings of it: scidocs-eval run --data {args.out} --benchmark full-corpus --embeddings FILE")
     print_next(hint("baseline", "random", "--data", args.out, "--benchmark", "full-corpus",
                     gives="a first score of it"))
     return 0
@@ -176,10 +164,11 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     add_hidden_alias(download, add_output(download, "--out-dir", dest="dest", kind="folder",
                                           help="where to put it (default: $SCIDOCS_EVAL_DATA or the per-user data "
                                           "dir)"), "--dest")
-    download.add_argument("--benchmark", help="the benchmark whose data to fetch (default: scidocs, the official "
-                          "release from S3); mteb-scidocs, mteb-sci or sci: their datasets from the Hugging Face hub "
-                          "at the revisions MTEB pins, one folder per task (retrieval sets in the BEIR layout, "
-                          "clustering and classification sets as their rows)")
+    download.add_argument("--benchmark", help="the benchmark whose data to fetch, from where it says "
+                          "(`Benchmark.download`; default: scidocs, the official release from S3); mteb-scidocs, "
+                          "mteb-sci or sci: their datasets from the Hugging Face hub at the revisions MTEB pins, one "
+                          "folder per task (retrieval sets in the BEIR layout, clustering and classification sets as "
+                          "their rows); scirepeval: SciRepEval's two hub datasets")
     download.add_argument("--tasks", help="comma-separated tasks of --benchmark to download (default: every task "
                           "of it with a hub dataset)")
     download.add_argument("--with-embeddings", action="store_true",

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from scidocs_eval.evaluation.results import RunResult, is_results_file
-from scidocs_eval.evaluation.task import TASKS
+from scidocs_eval.evaluation.task import benchmarks_of
 from scidocs_eval.extras import available
 from scidocs_eval.formats.safe_output import MANIFEST, is_ours
 
@@ -62,14 +62,13 @@ def free_folder(name: str) -> str:
 
 
 def results_hints(results_file: Path, result: RunResult) -> list[Hint]:
-    """After a run or a baseline wrote `results_file`: its folder's table (SciRepEval's where the run scored
-    SciRepEval's tasks), a comparison with the newest other results file of the folder over the same suite and a
-    task in common (none without one), and the report page (where the [plot] extra is installed)."""
+    """After a run or a baseline wrote `results_file`: its folder's table of each benchmark the run named (else of
+    its tasks' benchmarks: `Benchmark.option` names it), a comparison with the newest other results file of the
+    folder over the same suite and a task in common (none without one), and the report page (where the [plot] extra
+    is installed)."""
     folder = folder_argument(results_file.parent)
-    scirepeval = any(name in TASKS and TASKS[name].spec.benchmark == "scirepeval" for name in result.tasks)
-    table = hint("table", folder, *(("--benchmark", "scirepeval") if scirepeval else ()),
-                 gives="the results table beside the published rows")
-    hints = [table]
+    hints = [hint("table", folder, *benchmark.option(), gives=benchmark.shows())
+             for benchmark in benchmarks_of(list(result.tasks), result.settings.benchmarks)]
     if (other := _comparable(results_file, result)) is not None:
         hints.append(hint("compare", other, results_file, gives="is the difference more than noise?"))
     if available("jinja2") and available("matplotlib"):  # the [plot] extra: no hint that would stop on it

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 
+from scidocs_eval.data.sources import DownloadOptions, DownloadSource, TaskDataset
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.formats.safe_output import MANIFEST, OwnedFolder, disk_errors, open_owned_folder
 from scidocs_eval.progress import progress_bar
@@ -365,3 +366,20 @@ def _download_into(owned: OwnedFolder, endpoint: str | None, prefix: str, with_e
     if parts_folder.is_dir() and not any(parts_folder.iterdir()):
         parts_folder.rmdir()
     return report
+
+
+@dataclass(frozen=True)
+class S3Release(DownloadSource):
+    """The official SciDocs release in its public S3 bucket (`download_release`), fetched whole."""
+
+    prefix: str = DEFAULT_PREFIX
+
+    def fetch(self, dest: Path, datasets: Sequence[TaskDataset], options: DownloadOptions) -> list[str]:
+        client = S3Downloader(options.endpoint, retries=options.retries, timeout=options.timeout)
+        prefix = options.prefix or self.prefix
+        report = download_release(dest, prefix=prefix, with_embeddings=options.with_embeddings, downloader=client,
+                                  progress=options.progress)
+        if report.failed:
+            raise DownloadError(f"{report.summary()}\n{len(report.failed)} file(s) not downloaded; run the command "
+                                "again to resume:\n" + "\n".join(f"FAILED {why}" for why in report.failed.values()))
+        return [f"{client.endpoint}/{prefix} -> {dest}", report.summary()]

@@ -15,12 +15,13 @@ revision; a task folder the tool did not write is refused before anything is dow
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from scidocs_eval.data.hub import HUB_PROBE_SECONDS, env_flag, hub_reachable
+from scidocs_eval.data.sources import DownloadOptions, DownloadSource, TaskDataset
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.extras import require
 from scidocs_eval.formats.hf_rows import write_rows
@@ -181,15 +182,56 @@ def fetch_rows(hub_id: str, revision: str, splits: tuple[str, ...], dest: str | 
     return Path(dest)
 
 
+def _beir_loader(dataset: Mapping[str, str], dest: str | os.PathLike[str], reranking: bool) -> Path:
+    return fetch_hub_dataset(dataset["path"], dataset["revision"], dataset.get("split", "test"), dest, reranking,
+                             dataset.get("subset", ""))
+
+
+def _rows_loader(dataset: Mapping[str, str], dest: str | os.PathLike[str], reranking: bool) -> Path:
+    splits = tuple(dataset.get("splits", dataset.get("split", "test")).split(","))
+    return fetch_rows(dataset["path"], dataset["revision"], splits, dest)
+
+
+def _litsearch_loader(dataset: Mapping[str, str], dest: str | os.PathLike[str], reranking: bool) -> Path:
+    return fetch_litsearch(dataset["path"], dataset["revision"], dest)
+
+
+Loader = Callable[[Mapping[str, str], "str | os.PathLike[str]", bool], Path]
+LOADERS: dict[str, Loader] = {"beir": _beir_loader, "rows": _rows_loader, "litsearch": _litsearch_loader}
+"""`TaskSpec.dataset["loader"]` -> what writes that hub dataset into a task's folder (dataset, folder, whether its
+candidate lists are fetched too); a plugin whose dataset needs its own reading adds one (`register_loader`)."""
+
+
+def register_loader(name: str, loader: Loader) -> Loader:
+    """Add a hub-dataset loader under `name` (a taken name is an error)."""
+    if name in LOADERS and LOADERS[name] is not loader:
+        raise ValueError(f"hub-dataset loader {name!r} is already registered")
+    LOADERS[name] = loader
+    return loader
+
+
 def fetch_task_dataset(dataset: Mapping[str, str], dest: str | os.PathLike[str], files: Sequence[str] = ()) -> Path:
-    """A task's hub dataset (`TaskSpec.dataset`: path, revision, split, and `loader` "beir" (default), "rows" or
-    "litsearch", `subset`, `splits`) into `dest`; `files`: the files the task reads (`Task.required_files`), whose
+    """A task's hub dataset (`TaskSpec.dataset`: path, revision, split, and `loader`: a key of `LOADERS`, "beir" by
+    default, `subset`, `splits`) into `dest`; `files`: the files the task reads (`Task.required_files`), whose
     BEIR layout says whether its candidate lists (top_ranked) are fetched too."""
-    hub_id, revision, loader = dataset["path"], dataset["revision"], dataset.get("loader", "beir")
+    name = dataset.get("loader", "beir")
+    if name not in LOADERS:
+        raise ScidocsEvalError(f"{dataset['path']}: no hub-dataset loader {name!r} (loaders: {', '.join(LOADERS)})")
     check_hub()
-    reranking = any("/top_ranked/" in f for f in files)
-    if loader == "rows":
-        return fetch_rows(hub_id, revision, tuple(dataset.get("splits", dataset.get("split", "test")).split(",")), dest)
-    if loader == "litsearch":
-        return fetch_litsearch(hub_id, revision, dest)
-    return fetch_hub_dataset(hub_id, revision, dataset.get("split", "test"), dest, reranking, dataset.get("subset", ""))
+    return LOADERS[name](dataset, dest, any("/top_ranked/" in f for f in files))
+
+
+class HubDatasets(DownloadSource):
+    """Each chosen task's own hub dataset (`TaskSpec.dataset`) at its pinned revision, into DEST/TASK."""
+
+    per_task = True
+
+    def fetch(self, dest: Path, datasets: Sequence[TaskDataset], options: DownloadOptions) -> list[str]:
+        check_hub()
+        for chosen in datasets:  # every folder checked before the first download
+            check_destination(dest / chosen.task)
+        lines = []
+        for chosen in datasets:
+            folder = fetch_task_dataset(chosen.dataset, dest / chosen.task, chosen.files)
+            lines.append(f"{chosen.dataset['path']}@{chosen.dataset['revision'][:10]} -> {folder}")
+        return lines

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import orjson
 
+from scidocs_eval.data.sources import DownloadOptions, DownloadSource, TaskDataset
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.extras import require
 from scidocs_eval.formats.safe_output import atomic_write
@@ -60,6 +61,13 @@ def download_scirepeval(dest: str | os.PathLike[str], titles: Sequence[str] | No
         for split, rows in datasets.load_dataset(TEST_DATASET, config).items():
             _write_lines(dest / test_file(config, split), rows)
     return dest
+
+
+class SciRepEvalHub(DownloadSource):
+    """SciRepEval's two hub datasets, every task's configs (`download_scirepeval`), into a new folder."""
+
+    def fetch(self, dest: Path, datasets: Sequence[TaskDataset], options: DownloadOptions) -> list[str]:
+        return [f"{META_DATASET}, {TEST_DATASET} -> {download_scirepeval(dest)}"]
 
 
 class _Papers:

@@ -1,9 +1,11 @@
 """`RunConfig`: what a run scores and how, built once (by the CLI or the Python API) and checked in one place.
 
-`evaluate`, `evaluate_model` and `run_baseline` take it as `config=`; their keyword parameters are a thin layer
-that builds one (`RunConfig.build`). The model (an embeddings file, a model object, an adapter) and how it is
-called stay the entry point's own arguments: the configuration says what is scored, on which data, under which
-rules, and where the results go. What a results file records of it is `RunSettings` (`evaluation/results.py`).
+`evaluate(embeddings, config)`, `evaluate_model(model, config)` and `run_baseline(name, config)` take it; their
+keyword forms of earlier versions (`evaluate(file, "demo", tasks=[...])`) still work for a release, as a thin
+layer that builds the config (`config_from_keywords`) with a DeprecationWarning. The model (an embeddings file, a
+model object, an adapter) and how it is called stay the entry point's own arguments: the configuration says what
+is scored, on which data, under which rules, and where the results go. What a results file records of it is
+`RunSettings` (`evaluation/results.py`).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -157,10 +160,46 @@ class RunConfig:
     def settings(self, suite_root: str | os.PathLike[str], names: Sequence[str],
                  exclusion: LeakExclusion | None = None) -> RunSettings:
         """What the results file records of this configuration, for a run of the tasks `names` on the suite at
-        `suite_root` (one benchmark named: `benchmark`; several: `benchmarks`)."""
-        several = self.benchmarks is not None and len(self.benchmarks) > 1
-        return RunSettings(data=str(suite_root), benchmark=self.benchmarks[0] if self.benchmarks and not several
-                           else None, tasks=tuple(names), split=self.split, missing=self.missing,
+        `suite_root`."""
+        return RunSettings(data=str(suite_root), tasks=tuple(names), split=self.split, missing=self.missing,
                            task_params={task: dict(params) for task, params in self.task_params.items()},
                            dtype=self.dtype, min_coverage=self.min_coverage, exclude=exclusion,
-                           benchmarks=self.benchmarks if several else None)
+                           benchmarks=self.benchmarks)
+
+
+KEYWORD_ALIASES = {"benchmark": "benchmarks"}
+"""keyword parameters of earlier versions' entry points -> the `RunConfig` field each was."""
+
+
+def config_from_keywords(entry: str, config: Any, keywords: Mapping[str, Any],
+                         handled: Mapping[str, str] | None = None) -> RunConfig:
+    """The `RunConfig` of an entry point (`entry`: "evaluate", ...) given `config` (a RunConfig, None, or, in the
+    form of earlier versions, the suite as the second argument) and the keyword parameters of earlier versions
+    (`split=`, `tasks=`, `benchmark=`, ...: each not None put into the config, as `RunConfig.build` does), with one
+    DeprecationWarning naming them (and those of `handled`, {keyword: what replaces it}, which the entry point
+    took itself); an unknown keyword is a TypeError, as Python's own."""
+    unknown = sorted(set(keywords) - {f.name for f in dataclasses.fields(RunConfig)} - set(KEYWORD_ALIASES))
+    if unknown:
+        raise TypeError(f"{entry}() got an unexpected keyword argument {unknown[0]!r}")
+    given = dict(keywords)
+    names = [*(["data"] if config is not None and not isinstance(config, RunConfig) else []), *keywords]
+    handled = dict(handled or {})
+    if config is not None and not isinstance(config, RunConfig):
+        if "data" in given:
+            raise TypeError(f"{entry}() got the suite twice: as its second argument ({config!r}) and as data=")
+        given["data"] = config  # the second positional parameter was `data`
+        config = None
+    if names or handled:
+        replacements = [f"RunConfig({', '.join(f'{n}=...' for n in names)})"] if names else []
+        replacements += list(dict.fromkeys(handled.values()))
+        warnings.warn(f"{entry}()'s {', '.join([*names, *handled])} keyword form is deprecated and goes in the next "
+                      f"release: pass {entry}(..., {', '.join(replacements)})", DeprecationWarning, stacklevel=3)
+    if not given:
+        return config if config is not None else RunConfig()
+    for old, new in KEYWORD_ALIASES.items():
+        if old in given:
+            if given.get(new) is not None and given[old] is not None:
+                raise ScidocsEvalError(f"{entry}(): give {old} or {new}, not both")
+            value = given.pop(old)
+            given[new] = given.get(new) if value is None else value
+    return RunConfig.build(config, **given)

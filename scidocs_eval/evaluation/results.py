@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import os
+import types
+import typing
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -37,13 +40,24 @@ def package_versions() -> dict[str, str]:
     return versions
 
 
-_RUN_FIELDS: dict[str, tuple[type, ...]] = {
-    "model": (str,), "tasks": (dict,), "settings": (dict,), "skipped": (dict,), "fingerprints": (dict,),
-    "versions": (dict,), "timings": (dict,), "synthetic": (bool,), "model_info": (dict, type(None)),
-    "failed": (dict,)}
-_TASK_FIELDS: dict[str, tuple[type, ...]] = {
-    "task": (str,), "metrics": (dict,), "coverage": (dict,), "details": (dict,), "seconds": (int, float),
-    "ci": (dict,), "items": (dict,)}
+_JSON_KINDS: dict[Any, tuple[type, ...]] = {str: (str,), bool: (bool,), float: (int, float), int: (int,),
+                                            type(None): (type(None),)}
+"""A field's Python type -> the JSON values that give it (anything else is read from a JSON object)."""
+
+
+def json_kinds(cls: type) -> dict[str, tuple[type, ...]]:
+    """{field: the JSON value types it is read from} of the dataclass `cls`, from its type annotations: the
+    results file's schema, generated from the classes that hold it (a field of an unknown type: a JSON object)."""
+    hints = typing.get_type_hints(cls)
+    kinds = {}
+    for item in dataclasses.fields(cls):
+        options = typing.get_args(hints[item.name]) if isinstance(hints[item.name], types.UnionType) \
+            else (hints[item.name],)
+        kinds[item.name] = tuple(kind for option in options
+                                 for kind in _JSON_KINDS.get(typing.get_origin(option) or option, (dict,)))
+    return kinds
+
+
 _REQUIRED = ("model", "tasks")
 _TYPE_NAMES = {str: "a string", dict: "an object", bool: "true or false", int: "a number", float: "a number"}
 
@@ -102,7 +116,7 @@ def unknown_fields(data: dict[str, Any]) -> list[str]:
     """The fields of a results file (and of its tasks, as "tasks.NAME.FIELD") this version does not know."""
     unknown = [name for name in data if name not in _RUN_FIELDS and name != "format"]
     unknown += [f"settings.{name}" for name in data.get("settings", {}) if name not in _SETTINGS_FIELDS
-                and name not in LEGACY_SETTINGS]
+                and name not in (*LEGACY_SETTINGS, LEGACY_BENCHMARK)]
     return unknown + [f"tasks.{task}.{name}" for task, fields in data["tasks"].items() for name in fields
                       if name not in _TASK_FIELDS]
 
@@ -132,18 +146,18 @@ def _is_exclusion(value: Any) -> bool:
         and _is_counts(value.get("items_excluded"))
 
 
-_SETTINGS_FIELDS: dict[str, list[Declared]] = {
-    "data": [str, None], "benchmark": [str, None], "tasks": [ListOf(InstanceOf(str))], "split": [str],
-    "missing": [str],
-    "task_params": [Satisfies(lambda v: isinstance(v, Mapping) and all(isinstance(p, Mapping) for p in v.values()),
-                              "an object {task: {parameter: value}}")],
-    "dtype": [str, None], "min_coverage": [float, None],
-    "exclude": [Satisfies(_is_exclusion, "an object {audit, sha256, leaked_if: [...], items_excluded: {task: "
-                          "count}}"), None],
-    "benchmarks": [ListOf(InstanceOf(str)), None]}
-"""the settings a results file holds, each with the rules of its JSON value (`scidocs_eval.params`)."""
+_TASK_PARAMS = Satisfies(lambda v: isinstance(v, Mapping) and all(isinstance(p, Mapping) for p in v.values()),
+                         "an object {task: {parameter: value}}")
+_EXCLUSION = Satisfies(_is_exclusion, "an object {audit, sha256, leaked_if: [...], items_excluded: {task: count}}")
 LEGACY_SETTINGS = ("adapter", "model_object")
 """settings of earlier versions that `ModelInfo` now holds; kept as they are, without a warning."""
+LEGACY_BENCHMARK = "benchmark"
+"""the one benchmark a run named, as results files before `benchmarks` recorded it; read into `benchmarks`."""
+
+
+def _json(*rules: Declared) -> dict[str, Any]:
+    """A `RunSettings` field's metadata: the rules of its JSON value in a results file (`scidocs_eval.params`)."""
+    return {"json": list(rules)}
 
 
 def settings_problem(settings: Any) -> str | None:
@@ -182,7 +196,6 @@ class RunSettings:
 
     Args:
         data: the suite folder scored.
-        benchmark: the benchmark named, when one was.
         tasks: the tasks the run scored or skipped.
         split: "test" or "val".
         missing: the missing-embedding rule, "official" or "error".
@@ -190,26 +203,25 @@ class RunSettings:
         dtype: the vectors' precision ("float32", "float64").
         min_coverage: the coverage guard's least share.
         exclude: the audit whose leaked items were not scored (`run --exclude`), if any.
-        benchmarks: the benchmarks named, when several were (embedded with one plan).
+        benchmarks: the benchmarks named (several: embedded with one plan), when any was.
         other: keys of `settings` this version does not know.
     """
 
-    data: str | None = None
-    benchmark: str | None = None
-    tasks: tuple[str, ...] = ()
-    split: str = "test"
-    missing: str = "official"
-    task_params: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    dtype: str | None = None
-    min_coverage: float | None = None
-    exclude: LeakExclusion | None = None
-    benchmarks: tuple[str, ...] | None = None
+    data: str | None = field(default=None, metadata=_json(str, None))
+    tasks: tuple[str, ...] = field(default=(), metadata=_json(ListOf(InstanceOf(str))))
+    split: str = field(default="test", metadata=_json(str))
+    missing: str = field(default="official", metadata=_json(str))
+    task_params: Mapping[str, Mapping[str, Any]] = field(default_factory=dict, metadata=_json(_TASK_PARAMS))
+    dtype: str | None = field(default=None, metadata=_json(str, None))
+    min_coverage: float | None = field(default=None, metadata=_json(float, None))
+    exclude: LeakExclusion | None = field(default=None, metadata=_json(_EXCLUSION, None))
+    benchmarks: tuple[str, ...] | None = field(default=None, metadata=_json(ListOf(InstanceOf(str)), None))
     other: Mapping[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object of a results file's `settings`: the keys earlier versions wrote (those not recorded
         left out), then `other`."""
-        data: dict[str, Any] = {"data": self.data, "benchmark": self.benchmark, "tasks": list(self.tasks),
+        data: dict[str, Any] = {"data": self.data, "tasks": list(self.tasks),
                                 "split": self.split, "missing": self.missing,
                                 "task_params": {task: dict(params) for task, params in self.task_params.items()},
                                 "dtype": self.dtype, "min_coverage": self.min_coverage,
@@ -222,13 +234,17 @@ class RunSettings:
         """The settings of a results file (any version); a malformed known key is a `ScidocsEvalError` naming it."""
         if problem := settings_problem(dict(data)):
             raise ScidocsEvalError(f"malformed results settings: {problem}")
-        known = {key: value for key, value in data.items() if key in _SETTINGS_FIELDS and value is not None}
+        known = {key: value for key, value in data.items()
+                 if key in _SETTINGS_FIELDS and key != LEGACY_BENCHMARK and value is not None}
+        if isinstance(data.get(LEGACY_BENCHMARK), str) and "benchmarks" not in known:
+            known["benchmarks"] = [data[LEGACY_BENCHMARK]]
         exclude = known.pop("exclude", None)
         known.update({key: tuple(known[key]) for key in ("tasks", "benchmarks") if key in known},
                      task_params={task: dict(params) for task, params in known.get("task_params", {}).items()})
         return cls(**known, exclude=LeakExclusion(exclude["audit"], exclude["sha256"], tuple(exclude["leaked_if"]),
                                                   dict(exclude["items_excluded"])) if exclude else None,
-                   other={key: value for key, value in data.items() if key not in _SETTINGS_FIELDS})
+                   other={key: value for key, value in data.items()
+                          if key not in _SETTINGS_FIELDS and key != LEGACY_BENCHMARK})
 
     def __getitem__(self, key: str) -> Any:
         """Read as the dict of earlier versions (deprecated: read the attributes)."""
@@ -286,6 +302,12 @@ class ModelInfo:
         if isinstance(model_object, Mapping):
             return cls(name=str(model_object.get("class", "model object")), call=dict(model_object))
         return None
+
+
+_SETTINGS_FIELDS: dict[str, list[Declared]] = {
+    item.name: [*item.metadata["json"]] for item in dataclasses.fields(RunSettings) if "json" in item.metadata}
+"""the settings a results file holds, each with the rules of its JSON value, from `RunSettings`'s fields."""
+_SETTINGS_FIELDS[LEGACY_BENCHMARK] = [str, None]
 
 
 def is_results_file(path: str | os.PathLike[str]) -> bool:
@@ -385,3 +407,9 @@ class RunResult:
             raise InputError(path, f"malformed results file: {problem}")
         raise InputError(path, f"not a scidocs-eval results file ({problem}; they are written by `scidocs-eval run "
                          "--out` and `scidocs-eval baseline`)")
+
+
+_RUN_FIELDS = {name: kinds for name, kinds in json_kinds(RunResult).items() if name != "unknown"}
+"""the fields of a results file and the JSON values each is read from, from `RunResult`'s fields."""
+_TASK_FIELDS = json_kinds(TaskResult)
+"""the fields of a task's results, from `TaskResult`'s fields."""

@@ -13,7 +13,7 @@ import numpy as np
 
 from scidocs_eval.data.resolve import resolve_suite
 from scidocs_eval.errors import ScidocsEvalError, UndefinedMetricError
-from scidocs_eval.evaluation.config import RunConfig
+from scidocs_eval.evaluation.config import RunConfig, config_from_keywords
 from scidocs_eval.evaluation.contamination import (
     AuditReport,
     check_same_suite,
@@ -193,63 +193,35 @@ def _default_model_name(sources: list[tuple[str, Any]]) -> str:
 
 def evaluate(
     embeddings: EmbeddingsSource | Mapping[str, EmbeddingsSource],
-    data: str | os.PathLike[str] | Suite | None = None,
-    *,
     config: RunConfig | None = None,
-    tasks: Sequence[str] | None = None,
-    benchmark: str | Sequence[str] | None = None,
-    split: str | None = None,
-    missing: MissingPolicy | None = None,
-    task_params: Mapping[str, Mapping[str, Any]] | None = None,
+    *,
     model: str | None = None,
-    output: str | os.PathLike[str] | None = None,
-    cache: bool | None = None,
-    dtype: Any = None,
-    progress: bool | None = None,
     read_options: ReadOptions | None = None,
-    min_coverage: float | None = None,
-    exclude: str | os.PathLike[str] | None = None,
+    **keywords: Any,
 ) -> RunResult:
-    """Score embeddings on the SciDocs tasks.
+    """Score embeddings on the tasks the configuration names.
 
-    What is scored and how is a `RunConfig` (`config`); each of its fields may also be given as a keyword
-    parameter below, which, when not None, overrides the config's (or the default's) value. `scidocs-eval run`
-    builds the config from its options and calls this.
+    `scidocs-eval run` builds the config from its options and calls this. The keyword form of earlier versions
+    (`evaluate(file, "demo", tasks=[...], split="val")`: the suite second, `RunConfig`'s fields and `benchmark=` as
+    keywords) still works for a release, with a DeprecationWarning (`config_from_keywords`).
 
     Args:
         embeddings: one embeddings file (any kind `EmbeddingStore.load` reads; "-" for standard input) or
-            EmbeddingStore for every task, or a mapping from the official
-            groups ("cls", "user-citation", "recomm") to one file each.
-        data: suite directory, "demo", a Suite, or None for the default data directory.
-        config: the run's configuration (default: `RunConfig()`'s defaults).
-        tasks: task names, of any benchmark (default: the benchmark's tasks). Tasks whose files are absent are
-            skipped with a note.
-        benchmark: a registered benchmark (`BENCHMARKS`; default "scidocs", the 2020 suite's seven), or several;
-            with `tasks`, each must belong to one of them (`RunConfig.benchmarks`).
-            A task whose optional package is missing is not run and is listed in `result.failed` with the extra to
-            install (the other tasks are scored; the CLI exits with status 2).
-        split: "test" (what the paper reports, default) or "val".
-        missing: "official" (the official rules for papers without an embedding, default) or "error".
-        task_params: constructor parameters per task name, e.g. {"recomm": {"seeds": 3}}.
+            EmbeddingStore for every task, or a mapping from the embeddings groups ("cls", "user-citation",
+            "recomm", ...) to one each.
+        config: what is scored and how (`RunConfig`: suite, tasks, benchmarks, split, missing-embedding rule, task
+            parameters, coverage guard, dtype, progress, parsed-embeddings cache, results file, audit exclusion;
+            default: `RunConfig()`). Tasks whose files are absent are skipped with a note; a task whose optional
+            package is missing is not run and is listed in `result.failed` with the extra to install.
         model: the name results and tables show (default: the embeddings file's stem).
-        output: where to write the results JSON (none by default).
-        cache: reuse/write the parsed-embeddings cache (default True).
-        dtype: the matrix's dtype (float32, default; float64 keeps every digit of the file).
         read_options: where a table or array file holds its ids and vectors (`ReadOptions`: an ids sidecar for
             a .npy, the id and embedding columns of a table).
-        min_coverage: the least share (0..1, default 0.8) of each task's queries, candidates or papers with a
-            usable embedding; below it, or with none at all, a CoverageError (a warning line whenever any lacks
-            one).
-        exclude: an audit file (`scidocs-eval audit --out`): every task is scored without the items it found
-            leaked (made on the same suite files and split, and auditing every task run; else an error).
 
     Returns:
         a RunResult; `result.tasks[name].metrics` holds the numbers (×100, 2 decimals); `result.settings` the
         `RunSettings` the config recorded.
     """
-    config = RunConfig.build(config, data=data, tasks=tasks, benchmarks=benchmark, split=split, missing=missing,
-                             task_params=task_params, output=output, cache=cache, dtype=dtype, progress=progress,
-                             min_coverage=min_coverage, exclude=exclude)
+    config = config_from_keywords("evaluate", config, keywords)
     names = config.task_names()
     checked = config.built_tasks()
     output, exclude = config.output, config.exclude

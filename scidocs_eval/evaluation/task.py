@@ -19,6 +19,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, ClassVar, Generic, Literal, TypeVar
 
+from scidocs_eval.data.sources import DownloadSource
 from scidocs_eval.errors import MissingEmbeddingsError, ScidocsEvalError
 from scidocs_eval.evaluation.integrity import DataShape, EvaluationItems, Problem, shape_findings
 from scidocs_eval.extras import Requirement
@@ -408,18 +409,106 @@ def group_input_formats() -> dict[str, str]:
     return {group: input_format for _, cls in TASKS.items() for group, input_format in _group_formats(cls.spec)}
 
 
+class BenchmarkTable(ABC):
+    """How a kind of benchmark table is rendered from results (`Benchmark.table`): SciDocs' Table 1, SciRepEval's
+    columns, the `sci` benchmark's averages side by side, a column per task. Rendering is the leaderboard's job: the
+    leaderboard registers these (`scidocs_eval.leaderboard.benchmark_tables`), found by `name` on first use."""
+
+    name: ClassVar[str]
+    shows: ClassVar[str]
+    """what it shows, for the hint that suggests it ("Table 1 beside the paper's rows")."""
+    intervals: ClassVar[bool] = False
+    """whether it can show each value's 95% bootstrap interval (`table --ci`)."""
+
+    @abstractmethod
+    def render(self, benchmark: Benchmark, results: Sequence[Any], sources: Sequence[str | Path] | None,
+               include_paper: bool, ci: bool) -> str:
+        """Markdown of `results` (`RunResult`s; `sources` their files, for labels), with the published rows unless
+        `include_paper` is False."""
+
+    def after_run(self, benchmark: Benchmark, result: Any) -> str | None:
+        """What `run` and `baseline` print of this table after their own (None: nothing)."""
+        return None
+
+    def averages(self, benchmark: Benchmark) -> dict[str, list[tuple[str, str]]]:
+        """The averages of this table that `leaderboard` ranks: name -> the (task, metric) pairs it averages, each
+        task registered (none by default)."""
+        return {}
+
+    def published(self, average: str) -> list[tuple[str, float, str, str]]:
+        """The published values of one of its `averages`: (label, value, source, note), in the source's order."""
+        return []
+
+    def published_note(self, average: str) -> str:
+        """What a ranking of `average` beside published values says of how the average is defined ("": nothing)."""
+        return ""
+
+
+BENCHMARK_TABLES: Registry[type[BenchmarkTable]] = Registry("benchmark table", BenchmarkTable,
+                                                            plugins="scidocs_eval.leaderboard.benchmark_tables")
+"""Every kind of benchmark table by name, registered by the leaderboard (or a plugin)."""
+
+
+DEFAULT_SYNTHETIC_LABEL = "synthetic demo suite"
+
+
 @dataclass(frozen=True)
 class Benchmark:
-    """A named group of tasks (`run --benchmark NAME`): its tasks are those whose spec names it."""
+    """A named group of tasks (`run --benchmark NAME`) and what it owns: its tasks (those whose spec names it, and
+    those of its `members`), its results table, where its data comes from, what a synthetic copy of it is called.
+    Register one with `BENCHMARKS.register(Benchmark(...))` in the module of its tasks; the CLI, `table`,
+    `leaderboard`, `data download` and the hints ask it, never compare its name (tests/test_architecture.py).
+
+    Args:
+        name: registry name (`--benchmark NAME`), lowercase.
+        description: one line for `scidocs-eval benchmarks`.
+        members: other benchmarks whose tasks it holds too (`sci`: every scientific benchmark, in one run).
+        table_kind: its results table, a `BENCHMARK_TABLES` name ("table1", "scirepeval", "sci", "tasks": a column
+            per task's main score, the default).
+        download: where `data download --benchmark NAME` fetches its data from (`scidocs_eval.data.sources`);
+            None: it has no download.
+        synthetic_label: what a run's label adds when its suite is generated data.
+    """
 
     name: str
     description: str
     members: tuple[str, ...] = ()
-    """other benchmarks whose tasks it holds too (`sci`: every scientific benchmark, in one run)."""
+    table_kind: str = "tasks"
+    download: DownloadSource | None = None
+    synthetic_label: str = DEFAULT_SYNTHETIC_LABEL
 
     def __post_init__(self) -> None:
         if not _NAME.fullmatch(self.name):
             raise ValueError(f"benchmark name {self.name!r} must be lowercase letters, digits, '-' or '_'")
+        object.__setattr__(self, "members", tuple(self.members))
+
+    def task_names(self) -> list[str]:
+        """Its tasks (and its members'), in the registry's order."""
+        return task_names(benchmark=self.name)
+
+    def owns(self, task: str) -> bool:
+        """Whether the registered task `task` is one of its own (not a member benchmark's)."""
+        return task in TASKS and TASKS[task].spec.benchmark == self.name
+
+    def option(self) -> tuple[str, ...]:
+        """The command-line words that name it (none for the default benchmark)."""
+        return () if self.name == DEFAULT_BENCHMARK else ("--benchmark", self.name)
+
+    def table(self, results: Sequence[Any], sources: Sequence[str | Path] | None = None, include_paper: bool = True,
+              ci: bool = False) -> str:
+        """Its results table (markdown) of `results` (`RunResult`s; `sources`: their files, for labels)."""
+        renderer = BENCHMARK_TABLES[self.table_kind]()
+        if ci and not renderer.intervals:
+            raise ScidocsEvalError(f"the {self.name} table shows averages, it has no intervals (--ci)")
+        return renderer.render(self, results, sources, include_paper, ci)
+
+    def shows(self) -> str:
+        """What its table shows (a hint's "gives")."""
+        return BENCHMARK_TABLES[self.table_kind].shows
+
+    def after_run(self, result: Any) -> str | None:
+        """What a run that named it prints of its table after the run's own (the `sci` table), or None."""
+        return BENCHMARK_TABLES[self.table_kind]().after_run(self, result)
 
 
 DEFAULT_BENCHMARK = "scidocs"
@@ -427,6 +516,12 @@ DEFAULT_BENCHMARK = "scidocs"
 BENCHMARKS: Registry[Benchmark] = Registry("benchmark", Benchmark, plugins="scidocs_eval.tasks",
                                           entry_points=ENTRY_POINT_GROUPS["task"])
 """Every named benchmark, registered by the task plugin modules that define its tasks."""
+
+
+def benchmarks_of(tasks: Sequence[str], named: Sequence[str] | None = None) -> list[Benchmark]:
+    """The benchmarks a run named (`named`), else those of its registered `tasks`, each once, in order."""
+    names = list(named) if named else [TASKS[task].spec.benchmark for task in tasks if task in TASKS]
+    return [BENCHMARKS[name] for name in dict.fromkeys(names) if name in BENCHMARKS]
 
 
 def task_names(family: str | None = None, benchmark: str | None = None, paper_pairs: bool | None = None

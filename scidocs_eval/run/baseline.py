@@ -10,13 +10,12 @@ from typing import Any
 
 from scidocs_eval.data.resolve import resolve_suite
 from scidocs_eval.errors import ScidocsEvalError
-from scidocs_eval.evaluation.config import RunConfig
+from scidocs_eval.evaluation.config import RunConfig, config_from_keywords
 from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.task import TASKS, claim_task_inputs
 from scidocs_eval.formats.corpus import read_papers
 from scidocs_eval.formats.provenance import settings_file
 from scidocs_eval.formats.safe_output import claim_output
-from scidocs_eval.formats.suite import Suite
 from scidocs_eval.models.adapter import Adapter, adapter_inputs
 from scidocs_eval.models.distributed import is_main_process
 from scidocs_eval.models.tuning import baseline_adapter
@@ -68,39 +67,30 @@ def claim_baseline_outputs(name: str, adapter: Adapter, out_dir: Path, config: R
 
 def run_baseline(
     name: str,
-    data: str | os.PathLike[str] | Suite | None = None,
-    *,
     config: RunConfig | None = None,
+    *,
     out_dir: str | os.PathLike[str] = "scidocs-results",
     params: Mapping[str, Any] | None = None,
     train_corpus: str | os.PathLike[str] | None = None,
-    tasks: Sequence[str] | None = None,
-    split: str | None = None,
-    task_params: Mapping[str, Mapping[str, Any]] | None = None,
     resume: bool = False,
-    progress: bool | None = None,
     embeddings_format: str = "jsonl",
-    min_coverage: float | None = None,
-    benchmark: str | Sequence[str] | None = None,
-    cache: bool | None = None,
+    **keywords: Any,
 ) -> RunResult | None:
     """Fit the adapter `name` on the suite's papers (or `train_corpus`), embed the papers the tasks need, score,
     save the results.
 
-    What is scored and how is a `RunConfig` (`config`); `data`, `tasks`, `split`, `task_params`, `progress`,
-    `min_coverage`, `benchmark` (its `benchmarks`) and `cache`, when not None, override its fields (as in
-    `evaluate`). `scidocs-eval baseline` builds the config from its options and calls this. With `tasks` (or the
-    tasks of the benchmarks, one or several, embedded with one plan; default "scidocs"), only their papers are
-    fitted on and embedded. `cache`: read and add to the embedding cache across runs (an adapter that learns from
-    a corpus, a transductive one and a checkpoint whose weights cannot be hashed are never cached). The results
-    go to `{out_dir}/{name}.results.json` (the config's `output` must be None). Writes
-    `{out_dir}/{name}.{embeddings_format}` (embeddings: "jsonl" or "parquet"; `{name}-{group}.{format}` per
+    What is scored and how is `config` (`RunConfig`; default: `RunConfig()`); `scidocs-eval baseline` builds it
+    from its options and calls this. Only the papers of its tasks (or of its benchmarks' tasks, one or several,
+    embedded with one plan) are fitted on and embedded. `config.cache`: read and add to the embedding cache across
+    runs (an adapter that learns from a corpus, a transductive one and a checkpoint whose weights cannot be hashed
+    are never cached). The results go to `{out_dir}/{name}.results.json` (the config's `output` must be None).
+    Writes `{out_dir}/{name}.{embeddings_format}` (embeddings: "jsonl" or "parquet"; `{name}-{group}.{format}` per
     embeddings group embedded apart: SPECTER2 by group, the queries and documents of retrieval tasks;
     `{name}-{input format}.{format}` per input format for an adapter that embeds by format). Under torchrun every
-    process embeds a share and only rank 0 scores: the others return None.
+    process embeds a share and only rank 0 scores: the others return None. The keyword form of earlier versions
+    (`run_baseline(name, "demo", tasks=[...])`) still works for a release, with a DeprecationWarning.
     """
-    config = RunConfig.build(config, data=data, tasks=tasks, split=split, task_params=task_params,
-                             progress=progress, min_coverage=min_coverage, benchmarks=benchmark, cache=cache)
+    config = config_from_keywords("run_baseline", config, keywords)
     if config.output is not None:
         raise ScidocsEvalError(f"run_baseline writes its results to {OUT_DIR_OPTION} (out_dir); leave the "
                                f"config's output out, not {str(config.output)!r}")

@@ -1,4 +1,4 @@
-"""Score a model held as a Python object: `evaluate_model(model, data)`.
+"""Score a model held as a Python object: `evaluate_model(model, config, encode=EncodeConfig(...))`.
 
 `model` is anything with ``encode(texts, batch_size=..., **kwargs) -> (n, d)`` (a sentence-transformers
 model, a user's class), an MTEB 2.x encoder (``encode(inputs: DataLoader, *, task_metadata, hf_split, hf_subset,
@@ -20,6 +20,7 @@ import logging
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,14 +29,14 @@ import orjson
 
 from scidocs_eval.data.resolve import resolve_suite
 from scidocs_eval.errors import ScidocsEvalError
-from scidocs_eval.evaluation.config import RunConfig
+from scidocs_eval.evaluation.config import RunConfig, config_from_keywords
 from scidocs_eval.evaluation.papers import EmbeddingRole
 from scidocs_eval.evaluation.results import RunResult
-from scidocs_eval.evaluation.task import MissingPolicy, claim_task_inputs
+from scidocs_eval.evaluation.task import claim_task_inputs
 from scidocs_eval.extras import require
 from scidocs_eval.formats.corpus import paper_text
 from scidocs_eval.formats.safe_output import claim_output
-from scidocs_eval.formats.suite import Paper, Suite
+from scidocs_eval.formats.suite import Paper
 from scidocs_eval.models.adapter import Adapter
 from scidocs_eval.models.format_prompts import FORMAT_PROMPTS, FormatPrompts
 from scidocs_eval.models.weights import object_fingerprint
@@ -261,67 +262,73 @@ def speaks_mteb_protocol(encode: Callable[..., Any]) -> bool:
                for name in MTEB_ENCODE_PARAMETERS)
 
 
+@dataclass(frozen=True)
+class EncodeConfig:
+    """How `evaluate_model` calls a model object (see `EncoderAdapter`).
+
+    Args:
+        batch_size: texts per call of the model.
+        inputs: "text" (title [SEP] abstract strings) or "papers" ({"paper_id", "title", "abstract"} records);
+            default: the model's `scidocs_inputs`, else "text".
+        separator: what joins title and abstract (default: the model's tokenizer's sep token, else " ").
+        encode_kwargs: extra keyword arguments of each `encode` call.
+        format_prompts: a prompt per input format (`FORMAT_PROMPTS`), for a model that embeds papers by format.
+        fingerprint: what identifies the model's vectors in the embedding cache when its weights cannot be hashed
+            (change it whenever the model changes).
+    """
+
+    batch_size: int = 32
+    inputs: str | None = None
+    separator: str | None = None
+    encode_kwargs: Mapping[str, Any] | None = None
+    format_prompts: Mapping[str, str] | None = None
+    fingerprint: str | None = None
+
+
+ENCODE_KEYWORDS = tuple(item.name for item in fields(EncodeConfig))
+
+
 def evaluate_model(
     model: Any,
-    data: str | os.PathLike[str] | Suite | None = None,
-    tasks: Sequence[str] | None = None,
-    split: str | None = None,
-    batch_size: int = 32,
-    *,
     config: RunConfig | None = None,
+    *,
+    encode: EncodeConfig | None = None,
     name: str | None = None,
     save_embeddings: str | os.PathLike[str] | None = None,
-    cache: bool | None = None,
-    fingerprint: str | None = None,
-    inputs: str | None = None,
-    separator: str | None = None,
-    encode_kwargs: Mapping[str, Any] | None = None,
-    missing: MissingPolicy | None = None,
-    task_params: Mapping[str, Mapping[str, Any]] | None = None,
-    output: str | os.PathLike[str] | None = None,
-    progress: bool | None = None,
-    benchmark: str | None = None,
-    benchmarks: Sequence[str] | None = None,
-    format_prompts: Mapping[str, str] | None = None,
+    **keywords: Any,
 ) -> RunResult:
     """Embed every text the tasks need with `model` (each distinct text once per role) and score the vectors in
     memory, as `evaluate` scores a file.
 
-    What is scored and how is a `RunConfig` (`config`); `data`, `tasks`, `split`, `cache`, `missing`,
-    `task_params`, `output`, `progress` and `benchmark`/`benchmarks` (its `benchmarks`), when not None, override
-    its fields (as in `evaluate`); the other parameters say how the model is called.
+    The keyword form of earlier versions (`evaluate_model(model, "demo", tasks=[...], batch_size=8)`: the suite
+    second, `RunConfig`'s and `EncodeConfig`'s fields as keywords) still works for a release, with a
+    DeprecationWarning.
 
     Args:
         model: an object with ``encode(texts, batch_size=..., **kwargs) -> (n, d)`` or a callable
             ``texts -> (n, d)`` (numpy arrays, torch tensors or nested lists); see `EncoderAdapter`.
-        data: suite directory, "demo", a Suite, or None for the default data directory.
-        tasks: task names, of any benchmark (default: the benchmarks'); only their papers are embedded.
-        split: "test" (default) or "val".
-        batch_size: texts per call of the model.
-        config: the run's configuration (default: `RunConfig()`'s defaults).
+        config: what is scored and how (`RunConfig`; default: `RunConfig()`); only the papers of its tasks are
+            embedded. `config.cache`: read and add to the embedding cache across runs
+            (`scidocs_eval.formats.vector_cache`): a model whose torch weights can be hashed (a
+            sentence-transformers model) is found by that hash and how it is called; any other (a plain function)
+            only when `encode.fingerprint` names it.
+        encode: how the model is called (`EncodeConfig`: batch size, inputs, separator, encode kwargs, format
+            prompts, fingerprint; default: `EncodeConfig()`).
         name: the model's name in results.
         save_embeddings: also write the embeddings here (official JSON lines; Parquet, .npz or Arrow when the
             name ends in .parquet, .npz, .arrow); the file must not exist yet. Texts embedded apart (a retrieval
             task's, a search's queries) go beside it, one file a group: `{stem}-{group}{suffix}`.
-        cache: read and add to the embedding cache across runs (`scidocs_eval.formats.vector_cache`; default
-            True): a model whose torch weights can be hashed (a sentence-transformers model) is found by that hash
-            and how it is called; any other (a plain function) only when `fingerprint` names it.
-        fingerprint: what identifies the model's vectors when its weights cannot be hashed (change it whenever
-            the model changes).
-        inputs, separator, encode_kwargs, format_prompts: how the model is called (see `EncoderAdapter`).
-        missing, task_params, output, progress: as in `evaluate`.
-        benchmark, benchmarks: the benchmark(s) whose tasks are scored, all embedded with one plan.
 
     Returns:
         the RunResult; ``model_info.call`` records how the model was called.
     """
-    if benchmark is not None and benchmarks is not None:
-        raise ScidocsEvalError("give benchmark or benchmarks, not both")
-    config = RunConfig.build(config, data=data, tasks=tasks, split=split, cache=cache, missing=missing,
-                             task_params=task_params, output=output, progress=progress,
-                             benchmarks=benchmarks if benchmarks is not None else benchmark)
-    adapter = EncoderAdapter(model, batch_size=batch_size, inputs=inputs, separator=separator,
-                             encode_kwargs=encode_kwargs, format_prompts=format_prompts, fingerprint=fingerprint)
+    calling = {key: keywords.pop(key) for key in ENCODE_KEYWORDS if key in keywords}
+    config = config_from_keywords("evaluate_model", config, keywords,
+                                  dict.fromkeys(calling, f"encode=EncodeConfig({'=..., '.join(calling)}=...)"))
+    if calling:
+        encode = replace(encode or EncodeConfig(), **{k: v for k, v in calling.items() if v is not None})
+    encode = encode or EncodeConfig()
+    adapter = EncoderAdapter(model, **{item.name: getattr(encode, item.name) for item in fields(EncodeConfig)})
     adapter.name = name or getattr(model, "__name__", None) or type(model).__name__
     if save_embeddings is not None and adapter.by_format:
         raise ScidocsEvalError("save_embeddings keeps one vector a paper, but with format_prompts a paper has one "
