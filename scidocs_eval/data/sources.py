@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import shutil
 import urllib.parse
-import urllib.request
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -58,7 +57,9 @@ def local_path(url: str) -> Path:
     """The folder or file a `file://` URL or a plain path names."""
     parsed = urllib.parse.urlparse(url)
     if parsed.scheme == "file":
-        return Path(urllib.request.url2pathname(parsed.path))
+        from urllib.request import url2pathname  # with http.client and ssl: not at start-up
+
+        return Path(url2pathname(parsed.path))
     if parsed.scheme and len(parsed.scheme) > 1:
         raise ScidocsEvalError(f"download source {url!r}: only a folder or a file:// URL can be copied")
     return Path(url)

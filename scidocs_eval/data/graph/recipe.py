@@ -55,6 +55,29 @@ _TASK_SEEDS = {"cite": 1, "cocite": 2, "mag": 3, "mesh": 4, "specter": 5}
 
 
 @dataclass(frozen=True)
+class _RankingTask:
+    direct: bool
+    """True: a query's own references are its positives (cite); False: the works cited together with it (co-cite)."""
+
+
+@dataclass(frozen=True)
+class _ClassificationTask:
+    column: str
+    """the works table's column that holds the label"""
+    limited: bool
+    """keep only the `Recipe.mesh_classes` largest classes (as SciDocs' MeSH task keeps 11)"""
+    lacking_in_s2: str | None = None
+    """why Semantic Scholar's datasets cannot give this task (None: they can)"""
+
+
+_RANKING_TASKS = {"cite": _RankingTask(direct=True), "cocite": _RankingTask(direct=False)}
+_CLASSIFICATION_TASKS = {"mag": _ClassificationTask("field", limited=False),
+                         "mesh": _ClassificationTask("mesh", limited=True,
+                                                     lacking_in_s2="Semantic Scholar's datasets carry no MeSH "
+                                                                   "descriptors")}
+
+
+@dataclass(frozen=True)
 class Filters:
     """Which works are kept (besides: not retracted, not paratext, with a title): publication years (inclusive
     bounds, None: open), languages, work types, top-level fields (empty: all), and whether an abstract is
@@ -316,7 +339,7 @@ class _Build:
         """For the queries of `batch` that qualify: (related works with their strength, sorted by id; the works
         that may not be negatives)."""
         self.ids_table("batch", batch)
-        if task == "cite":
+        if _RANKING_TASKS[task].direct:
             rows = self.engine.rows("SELECT e.citing, e.cited, 1 FROM batch AS b JOIN edges AS e ON e.citing = b.id "
                                     "ORDER BY 1, 2")
         else:
@@ -327,7 +350,7 @@ class _Build:
         linked: dict[str, list[tuple[str, int]]] = {}
         for query, other, n in rows:
             linked.setdefault(query, []).append((other, int(n)))
-        threshold, needed = (1, 2) if task == "cite" else (self.recipe.min_cocitations, 1)
+        threshold, needed = (1, 2) if _RANKING_TASKS[task].direct else (self.recipe.min_cocitations, 1)
         out = {}
         for query, others in linked.items():
             strong = [(o, n) for o, n in others if n >= threshold]
@@ -339,7 +362,7 @@ class _Build:
         """Draw the queries of `task`, their positives and negatives; write `{task}/{val,test}.qrel`."""
         recipe = self.recipe
         candidates = f"{task}_candidates"
-        if task == "cite":
+        if _RANKING_TASKS[task].direct:
             condition = "SELECT citing AS id FROM edges GROUP BY citing HAVING count(*) >= 2"
         else:  # co-cited with some work by >= min_cocitations works: cited by at least as many
             condition = f"SELECT cited AS id FROM edges GROUP BY cited HAVING count(*) >= {recipe.min_cocitations}"
@@ -415,7 +438,7 @@ class _Build:
     def classification(self, task: str, out: Path) -> dict[str, list[str]]:
         """Draw `{task}/{train,val,test}.csv`: up to `papers_per_class` papers of each class (test from after the
         cutoff, train and val from before it); returns the ids of each split."""
-        column = "field" if task == "mag" else "mesh"
+        column = _CLASSIFICATION_TASKS[task].column
         recipe = self.recipe
         periods = "('after', 'before')" if self.cutoff is not None else "('all')"
         self.engine.create(f"{task}_labelled", f"""
@@ -431,7 +454,7 @@ class _Build:
         else:
             usable = [c for c, n in counts.items() if n.get("all", 0) >= 5]
         usable.sort(key=lambda c: (-sum(counts[c].values()), c))
-        limit = recipe.mesh_classes if task == "mesh" else None
+        limit = recipe.mesh_classes if _CLASSIFICATION_TASKS[task].limited else None
         classes = sorted(usable[:limit])
         if len(classes) < 2:
             self.report.not_supported[task] = ("fewer than 2 classes with enough labelled works"
@@ -633,15 +656,15 @@ def _spill_folder(under: str | os.PathLike[str] | None, out_dir: Path) -> Iterat
 def _write_tasks(build: _Build, out: Path) -> None:
     report = build.report
     classification: dict[str, dict[str, list[str]]] = {}
-    for task in ("mag", "mesh"):
-        if task == "mesh" and build.snapshot.source == "s2":
-            report.not_supported["mesh"] = "Semantic Scholar's datasets carry no MeSH descriptors"
+    for task, how in _CLASSIFICATION_TASKS.items():
+        if how.lacking_in_s2 and build.snapshot.source == "s2":
+            report.not_supported[task] = how.lacking_in_s2
             continue
         if splits := build.classification(task, out):
             classification[task] = splits
     pool_size = build.count("SELECT id FROM pool")
     queries: set[str] = set()
-    for task in ("cite", "cocite"):
+    for task in _RANKING_TASKS:
         queries |= build.ranking(task, pool_size, out)
     if not report.built_tasks():
         raise ScidocsEvalError(f"{build.snapshot.root}: the kept works are too few for any task, nothing written: "
