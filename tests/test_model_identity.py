@@ -100,8 +100,8 @@ def test_the_model_object_cache_never_serves_vectors_of_other_weights(demo_suite
     evaluate_model(model, demo_suite, tasks=["cite"], name="tiny", progress=False)
     calls = model.calls
     evaluate_model(model, demo_suite, tasks=["cite"], name="tiny", progress=False)
-    assert model.calls == calls  # same weights: served from the cache
+    assert model.calls == calls + 1  # same weights: served from the cache (after one call on the probe texts)
     with torch.no_grad():
         model.layer.weight.mul_(-1.0)
     evaluate_model(model, demo_suite, tasks=["cite"], name="tiny", progress=False)
-    assert model.calls == 2 * calls  # other weights under the same name: every text embedded again
+    assert model.calls == 2 * calls + 1  # other weights under the same name: every text embedded again

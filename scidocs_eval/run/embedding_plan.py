@@ -145,14 +145,66 @@ def plan_embedding(suite: Suite, names: Sequence[str], needs: Mapping[str, Group
 
 
 def encode_plan(plan: EmbeddingPlan, cache: VectorCache | None, progress: bool = True) -> list[np.ndarray]:
-    """Each job's vectors, row i for its input i: read from `cache` where it holds them, the rest encoded (each
-    distinct input once, inside `adapter.embedding_role`) and added to it."""
+    """Each job's vectors, row i for its input i: read from `cache` where it holds them (and the model still embeds
+    the entry's probe texts as it did), the rest encoded (each distinct input once, inside `adapter.embedding_role`)
+    and added to it."""
     return [_encode_job(job, cache, progress) for job in plan.jobs]
+
+
+PROBE_PAPERS = (
+    Paper("scidocs-eval-probe-1", "Graph neural networks", "We study message passing on citation graphs."),
+    Paper("scidocs-eval-probe-2", "A short title", ""),
+    Paper("scidocs-eval-probe-3", "Long documents and truncation",
+          " ".join(f"Sentence {i} of a long abstract about embeddings, retrieval and citation prediction."
+                   for i in range(60))),
+)
+"""Texts every cached entry's model embeds again before its vectors are served (`probe_note`): a short one, a
+title alone, and one longer than any usual maximum sequence length (so a changed truncation shows)."""
+PROBE_TOLERANCE = 1e-5
+"""How far (relative to the largest value of the cached probe vectors) a probe vector may move and still be the
+same model: float32 noise between two calls is about 1e-7; a changed setting or weight moves it by far more."""
+
+
+def embed_rows(adapter: Adapter, papers: Sequence[Paper]) -> np.ndarray:
+    """(len(papers), dim) vectors of `papers` in their order, whatever order the adapter's batches come in."""
+    position = {id(paper): row for row, paper in enumerate(papers)}
+    vectors: np.ndarray | None = None
+    for batch, batch_vectors in adapter.transform_batches(list(papers)):
+        if vectors is None:
+            vectors = np.empty((len(papers), batch_vectors.shape[1]), dtype=batch_vectors.dtype)
+        vectors[[position[id(paper)] for paper in batch]] = batch_vectors
+    assert vectors is not None
+    return vectors
+
+
+def probe_note(cached: np.ndarray | None, now: np.ndarray) -> str | None:
+    """What differs between the probe vectors cached with an entry and the model's now; None: the same model."""
+    if cached is None:
+        return "the entry has no probe vectors to check it with"
+    if cached.shape != now.shape:
+        return f"the model now makes {now.shape[1]}-d vectors, the cached ones are {cached.shape[1]}-d"
+    moved = float(np.max(np.abs(now.astype(np.float64) - cached)))
+    limit = PROBE_TOLERANCE * max(float(np.max(np.abs(cached))), 1e-12)
+    if moved > limit:
+        return (f"the probe texts now embed up to {moved:.2e} away from the cached vectors (tolerance {limit:.1e}): "
+                "a weight or setting the cache key does not cover changed")
+    return None
 
 
 def _encode_job(job: Job, cache: VectorCache | None, progress: bool) -> np.ndarray:
     fingerprint = job.adapter.cache_fingerprint() if cache is not None else None
-    found = cache.get(fingerprint, job.view, job.keys) if cache is not None and fingerprint is not None else {}
+    found: dict[int, np.ndarray] = {}
+    probe: tuple[list[bytes], np.ndarray] | None = None
+    if cache is not None and fingerprint is not None:
+        found = cache.get(fingerprint, job.view, job.keys)
+        if job.papers:  # checks the cached vectors, or is recorded beside the new ones
+            with job.adapter.embedding_role(job.role):
+                probe = [job.adapter.input_key(p) for p in PROBE_PAPERS], embed_rows(job.adapter, PROBE_PAPERS)
+        if found and (note := probe_note(cache.probe(fingerprint, job.view, probe[0]), probe[1])) is not None:
+            log.warning("embedding cache: %d cached vector(s) of %s%s not used: %s", len(found), job.adapter.name,
+                        f" ({job.view})" if job.view else "", note)
+            cache.drop(fingerprint, job.view)
+            found = {}
     todo = [row for row in range(len(job.papers)) if row not in found]
     vectors: np.ndarray | None = None
     if found:
@@ -182,9 +234,9 @@ def _encode_job(job: Job, cache: VectorCache | None, progress: bool) -> np.ndarr
     finally:  # what was computed is kept, also when a later batch fails
         if cache is not None and fingerprint is not None and done and vectors is not None:
             if len(done) == len(job.papers):  # every row computed here: the matrix as it is, not a copy
-                cache.put(fingerprint, job.view, job.keys, vectors)
+                cache.put(fingerprint, job.view, job.keys, vectors, probe)
             else:
-                cache.put(fingerprint, job.view, [job.keys[row] for row in done], vectors[done])
+                cache.put(fingerprint, job.view, [job.keys[row] for row in done], vectors[done], probe)
     assert vectors is not None
     return vectors
 
