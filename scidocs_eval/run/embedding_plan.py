@@ -220,13 +220,11 @@ def _encode_job(job: Job, cache: VectorCache | None, progress: bool, checkpoint_
         done: list[int] = []
         pending: list[int] = []
         mine: np.ndarray | None = None
-        papers = [job.papers[row] for row in todo]
         try:
             with job.adapter.embedding_role(job.role), progress_bar(
                     total=len(todo), unit="paper", desc=f"embedding with {job.adapter.name}",
                     enabled=progress and dist.is_main) as bar:
-                for batch, (positions, batch_vectors) in enumerate(share(job.adapter, papers, dist), start=1):
-                    rows = [todo[position] for position in positions]
+                for batch, (rows, batch_vectors) in enumerate(share(job.adapter, job.papers, found, dist), start=1):
                     if mine is None:
                         mine = np.empty((len(job.papers), batch_vectors.shape[1]), dtype=batch_vectors.dtype)
                     elif batch_vectors.shape[1] != mine.shape[1]:

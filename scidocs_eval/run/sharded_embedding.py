@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import heapq
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
@@ -110,20 +110,27 @@ def all_gather(dist: Distributed, value: T) -> list[T]:
     return values
 
 
-def share(adapter: Adapter, papers: Sequence[Paper], dist: Distributed) -> Iterator[tuple[list[int], np.ndarray]]:
-    """(positions in `papers`, their vectors) of each batch this process embeds of `papers` (inside the adapter's
-    role): all of them, in the adapter's batches, on one process; its share of them under torchrun."""
-    encoder = getattr(adapter, "encoder", None) if dist.world_size > 1 else None
+def share(adapter: Adapter, papers: Sequence[Paper], done: Collection[int],
+          dist: Distributed) -> Iterator[tuple[list[int], np.ndarray]]:
+    """(positions in `papers`, their vectors) of each batch this process embeds (inside the adapter's role) of the
+    papers whose positions are not `done`: all of them on one process, its share under torchrun.
+
+    A transformers adapter's batches are planned over every paper, as a run that had none done makes them, and a
+    batch is skipped only when all its papers are done: a resumed run's batches, and so its vectors, are the
+    uninterrupted run's bit for bit. Any other adapter embeds the papers not done in its own batches (a model
+    object's batches, longest texts first, are again the uninterrupted run's: the done ones are its first batches).
+    """
+    encoder = getattr(adapter, "encoder", None)
     if isinstance(encoder, TransformerEncoder):
         texts = encoder.paper_texts(papers)
-        plan = encoder.plan_batches(texts)
+        plan = [(rows, cost) for rows, cost in encoder.plan_batches(texts) if not all(int(r) in done for r in rows)]
         mine = [plan[index][0] for index in balance([cost for _, cost in plan], dist.world_size)[dist.rank]]
         for rows, vectors in zip(mine, encoder.encode_planned(texts, mine)):
             yield [int(row) for row in rows], vectors
         return
-    rows = list(range(len(papers)))
+    rows = [row for row in range(len(papers)) if row not in done]
     if dist.world_size > 1:
-        rows = [int(row) for row in np.array_split(np.arange(len(papers)), dist.world_size)[dist.rank]]
+        rows = [rows[int(i)] for i in np.array_split(np.arange(len(rows)), dist.world_size)[dist.rank]]
     position = {id(papers[row]): row for row in rows}
     if rows:
         for batch, vectors in adapter.transform_batches([papers[row] for row in rows]):
