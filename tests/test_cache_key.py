@@ -216,9 +216,10 @@ def test_a_changed_checkpoint_misses_the_cache_and_an_unchanged_one_hits(
     from scidocs_eval.models.transformer_adapter import TransformerAdapter
 
     counted = Counted()
-    encode_papers = TransformerEncoder.encode_papers
-    monkeypatch.setattr(TransformerEncoder, "encode_papers",
-                        lambda self, papers: _count_papers(counted, encode_papers(self, papers)))
+    encode_planned = TransformerEncoder.encode_planned
+    monkeypatch.setattr(TransformerEncoder, "encode_planned",
+                        lambda self, texts, batches: _count_texts(counted, texts, batches,
+                                                                  encode_planned(self, texts, batches)))
     cache = VectorCache(tmp_path / "vectors")
     encoded(TransformerAdapter(model=str(checkpoint), pooling="mean", device="cpu"), cache)
     encoded(TransformerAdapter(model=str(checkpoint), pooling="mean", device="cpu"), cache)
@@ -228,11 +229,12 @@ def test_a_changed_checkpoint_misses_the_cache_and_an_unchanged_one_hits(
     assert counted.papers == 2 * len(PAPERS)  # a miss: every paper embedded again
 
 
-def _count_papers(counted: Counted, batches: Iterator[tuple[list[Paper], np.ndarray]]) -> Iterator[tuple[list[Paper],
-                                                                                                       np.ndarray]]:
-    for papers, vectors in batches:
-        counted.papers += sum(paper not in PROBE_PAPERS for paper in papers)
-        yield papers, vectors
+def _count_texts(counted: Counted, texts: list[str], batches: list[np.ndarray],
+                 vectors: Iterator[np.ndarray]) -> Iterator[np.ndarray]:
+    probes = tuple(paper.title for paper in PROBE_PAPERS)
+    for rows, batch_vectors in zip(batches, vectors):
+        counted.papers += sum(not texts[row].startswith(probes) for row in rows)
+        yield batch_vectors
 
 
 class Scaled:
