@@ -284,7 +284,8 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     baseline.add_argument("--vectors", help="word vectors for fasttext-sum/sif (.vec/.bin file, or 'glove')")
     baseline.add_argument("--citations", help="citation edges (TSV citing<TAB>cited) for sgc")
     add_model_options(baseline)
-    baseline.add_argument("--resume", action="store_true", help="keep papers already in NAME.jsonl")
+    baseline.add_argument("--resume", action="store_true", help="continue an interrupted run from the "
+                          "embedding cache (which a long encode fills every few batches; every run reads it)")
     baseline.add_argument("--no-cache", action="store_true", help="do not read or add to the embedding cache "
                           "across runs (`scidocs-eval cache info`)")
     baseline.add_argument("--embeddings-format", choices=EMBEDDINGS_FORMATS, default="jsonl",

@@ -65,7 +65,8 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     embed.add_argument("--input-format", choices=INPUT_FORMATS, default="proximity",
                        help="what the papers are embedded for, for a model that embeds by format (SPECTER2's "
                        "adapters, --format-prompt): default %(default)s")
-    embed.add_argument("--resume", action="store_true", help="keep papers already in --out")
+    embed.add_argument("--resume", action="store_true", help="continue an interrupted run from the embedding cache "
+                       "(which a long encode fills every few batches; every run reads it)")
     embed.set_defaults(func=_embed)
 
     train = subparsers.add_parser("train", help="train a model (specter: citation-triplet fine-tuning)",

@@ -2,16 +2,19 @@
 
 A vector is found by (model fingerprint, the model's view of a role, the exact input): the fingerprint says which
 weights and settings made it (`Adapter.cache_fingerprint`), the view what the model was told (an input format, a
-prompt type), the input key the text (and the id, for a model that reads ids). Each (fingerprint, view) has a
-folder of segment files; a run adds one segment with the vectors it computed. A segment is written to a temporary
-name and renamed, under a lock of its folder (`filelock`), so a reader never sees half of one and two runs never
-collide; on read its header must name the same fingerprint and view and its payload must hash to the digest the
-header records: a corrupt or foreign segment is never used (a warning names it; its vectors are computed again).
-Reading a segment touches it, so `prune(older_than)` removes what no run has used for that long.
+prompt type), the input key the text (and the id, for a model that reads ids). Each (fingerprint, view) is an
+entry: a folder of segment files and the entry's probe (the vectors of a few fixed texts, `run.embedding_plan`
+compares them with the model's before any cached vector is served). A run adds segments with the vectors it
+computed, every few batches of a long encode, so the cache is also the checkpoint of an interrupted run. A segment
+is written to a temporary name and renamed, under a lock of its folder (`filelock`), so a reader never sees half
+of one and two runs never collide; on read its sha256 (over the header and the payload) must match the one it
+ends with and its header must name the same fingerprint and view: a corrupt or foreign segment is never used (a
+warning names it; its vectors are computed again). Reading a segment touches it, so `prune(older_than)` removes
+what no run has used for that long.
 
-Layout: `{root}/{sha256(PRODUCER, fingerprint, view)[:32]}/{segment}.vec`, each segment `MAGIC`, an 8-byte little-endian
-header length, a JSON header (fingerprint, view, dtype, dim, count, payload sha256), then the payload: `count`
-32-byte sha256 digests of the input keys and the `count` x `dim` vectors.
+Layout: `{root}/{sha256(PRODUCER, fingerprint, view)[:32]}/{segment}.vec` (and `probe.probe`), each file `MAGIC`,
+an 8-byte little-endian header length, a JSON header (fingerprint, view, dtype, dim, count), the payload (`count`
+32-byte sha256 digests of the input keys, then the `count` x `dim` vectors) and the sha256 of everything before it.
 """
 
 from __future__ import annotations
@@ -40,8 +43,9 @@ except metadata.PackageNotFoundError:  # run from a source tree that is not inst
 
 log = logging.getLogger("scidocs_eval")
 
-MAGIC = b"SCIDOCS-EVAL-VECTORS 1\n"
+MAGIC = b"SCIDOCS-EVAL-VECTORS 2\n"
 SUFFIX = ".vec"
+PROBE = "probe.probe"
 LOCK = ".lock"
 _KEY_BYTES = 32
 
@@ -107,30 +111,44 @@ class VectorCache:
                     break
         return found
 
-    def put(self, fingerprint: str, view: str, keys: Sequence[bytes], vectors: np.ndarray) -> None:
-        """Add the vectors of `keys` (row i of `vectors` for keys[i]) as one new segment."""
-        from filelock import FileLock
-
+    def put(self, fingerprint: str, view: str, keys: Sequence[bytes], vectors: np.ndarray,
+            probe: tuple[Sequence[bytes], np.ndarray] | None = None) -> None:
+        """Add the vectors of `keys` (row i of `vectors` for keys[i]) as one new segment; `probe` (its texts' keys
+        and vectors) is recorded as the entry's probe when the entry has none yet."""
         if not len(keys):
             return
-        vectors = np.ascontiguousarray(vectors)
-        digests = b"".join(key_digest(key) for key in keys)
-        payload = (digests, memoryview(vectors).cast("B"))  # written and hashed in place: no copy of the vectors
-        digest = hashlib.sha256()
-        for part in payload:
-            digest.update(part)
-        header = orjson.dumps({"fingerprint": fingerprint, "view": view, "dtype": vectors.dtype.str,
-                               "dim": int(vectors.shape[1]), "count": len(keys), "sha256": digest.hexdigest()})
         folder = self._folder(fingerprint, view)
         folder.mkdir(parents=True, exist_ok=True)
-        name = f"{time.time_ns()}-{uuid.uuid4().hex[:8]}"
-        temporary = folder / f".{name}.tmp"
+        from filelock import FileLock
+
         with FileLock(folder / LOCK):
-            with open(temporary, "wb") as handle:
-                handle.write(MAGIC + len(header).to_bytes(8, "little") + header)
-                for part in payload:
-                    handle.write(part)
-            os.replace(temporary, folder / f"{name}{SUFFIX}")
+            if probe is not None and not (folder / PROBE).is_file():
+                _write_segment(folder, PROBE, fingerprint, view, *probe)
+            _write_segment(folder, f"{time.time_ns()}-{uuid.uuid4().hex[:8]}{SUFFIX}", fingerprint, view, keys,
+                           vectors)
+
+    def probe(self, fingerprint: str, view: str, keys: Sequence[bytes]) -> np.ndarray | None:
+        """The entry's probe vectors, row i for keys[i]; None when it has none for these keys (or it is unusable)."""
+        path = self._folder(fingerprint, view) / PROBE
+        if not path.is_file():
+            return None
+        read = _read_segment(path, fingerprint, view)
+        if read is None or read[0] != [key_digest(key) for key in keys]:
+            return None
+        return read[1]
+
+    def drop(self, fingerprint: str, view: str) -> int:
+        """Remove the entry (its segments and probe: vectors its model no longer makes); returns the segments."""
+        folder = self._folder(fingerprint, view)
+        if not folder.is_dir():
+            return 0
+        from filelock import FileLock
+
+        with FileLock(folder / LOCK):
+            segments = list(folder.glob(f"*{SUFFIX}"))
+            for path in [*segments, folder / PROBE]:
+                path.unlink(missing_ok=True)
+        return len(segments)
 
     def info(self) -> CacheInfo:
         models = segments = vectors = size = 0
@@ -159,6 +177,8 @@ class VectorCache:
                     if stat.st_mtime < limit:
                         segment.unlink()
                         removed, freed = removed + 1, freed + stat.st_size
+                if not any(folder.glob(f"*{SUFFIX}")):
+                    (folder / PROBE).unlink(missing_ok=True)
         return removed, freed
 
     def clear(self) -> tuple[int, int]:
@@ -171,6 +191,7 @@ class VectorCache:
                 for segment in folder.glob(f"*{SUFFIX}"):
                     removed, freed = removed + 1, freed + segment.stat().st_size
                     segment.unlink()
+                (folder / PROBE).unlink(missing_ok=True)
             if not any(path.name != LOCK for path in folder.iterdir()):
                 shutil.rmtree(folder, ignore_errors=True)
         return removed, freed
@@ -181,43 +202,65 @@ class VectorCache:
                       and all(c in "0123456789abcdef" for c in path.name))
 
 
-def _header(handle: object, segment: Path) -> dict | None:
-    start = handle.read(len(MAGIC))  # type: ignore[attr-defined]
-    if start != MAGIC:
+def _write_segment(folder: Path, name: str, fingerprint: str, view: str, keys: Sequence[bytes],
+                   vectors: np.ndarray) -> None:
+    """Write a segment (see the module docstring) to a temporary name, then rename it `name` (caller holds the
+    folder's lock). The vectors are written and hashed in place: no copy of them."""
+    vectors = np.ascontiguousarray(vectors)
+    header = orjson.dumps({"fingerprint": fingerprint, "view": view, "dtype": vectors.dtype.str,
+                           "dim": int(vectors.shape[1]), "count": len(keys)})
+    parts = (MAGIC + len(header).to_bytes(8, "little") + header, b"".join(key_digest(key) for key in keys),
+             memoryview(vectors).cast("B"))
+    digest = hashlib.sha256()
+    temporary = folder / f".{name}.{uuid.uuid4().hex[:8]}.tmp"
+    with open(temporary, "wb") as handle:
+        for part in parts:
+            digest.update(part)
+            handle.write(part)
+        handle.write(digest.digest())
+    os.replace(temporary, folder / name)
+
+
+def _header(data: bytes | memoryview) -> tuple[dict, int] | None:
+    """(header, where the payload starts) of a segment's bytes; None when they do not start like a segment."""
+    if bytes(data[:len(MAGIC)]) != MAGIC:
         return None
-    length = int.from_bytes(handle.read(8), "little")  # type: ignore[attr-defined]
+    start = len(MAGIC) + 8
+    length = int.from_bytes(data[len(MAGIC):start], "little")
     try:
-        header = orjson.loads(handle.read(length))  # type: ignore[attr-defined]
+        header = orjson.loads(bytes(data[start:start + length]))
     except orjson.JSONDecodeError:
         return None
-    return header if isinstance(header, dict) else None
+    return (header, start + length) if isinstance(header, dict) else None
 
 
 def _count(segment: Path) -> int:
     with open(segment, "rb") as handle:
-        header = _header(handle, segment)
-    return int(header.get("count", 0)) if header else 0
+        start = handle.read(len(MAGIC) + 8)
+        read = _header(start + handle.read(int.from_bytes(start[len(MAGIC):], "little")))
+    return int(read[0].get("count", 0)) if read else 0
 
 
 def _read_segment(segment: Path, fingerprint: str, view: str) -> tuple[list[bytes], np.ndarray] | None:
     """(key digests, vectors) of a segment that is whole and of (fingerprint, view); None, with a warning, else."""
     try:
-        with open(segment, "rb") as handle:
-            header = _header(handle, segment)
-            payload = handle.read()
+        data = memoryview(segment.read_bytes())
     except FileNotFoundError:  # pruned meanwhile
         return None
+    read = _header(data)
     problem = None
-    if header is None:
-        problem = "not a cache segment (unreadable header)"
-    elif header.get("fingerprint") != fingerprint or header.get("view") != view:
-        problem = "of another model or role than its folder says"
-    elif hashlib.sha256(payload).hexdigest() != header.get("sha256"):
+    if read is None:
+        problem = "not a cache segment of this release's format (unreadable header)"
+    elif len(data) < read[1] + _KEY_BYTES or hashlib.sha256(data[:-_KEY_BYTES]).digest() != data[-_KEY_BYTES:]:
         problem = "corrupt (its bytes do not match the digest it records)"
+    elif read[0].get("fingerprint") != fingerprint or read[0].get("view") != view:
+        problem = "of another model or role than its folder says"
     if problem is None:
-        assert header is not None
+        assert read is not None
+        header, start = read
         try:
             count, dim, dtype = int(header["count"]), int(header["dim"]), np.dtype(header["dtype"])
+            payload = data[start:-_KEY_BYTES]
             vectors = np.frombuffer(payload, dtype=dtype, offset=count * _KEY_BYTES).reshape(count, dim)
         except (KeyError, TypeError, ValueError) as error:
             problem = f"malformed ({error})"
@@ -225,5 +268,5 @@ def _read_segment(segment: Path, fingerprint: str, view: str) -> tuple[list[byte
         log.warning("embedding cache: %s is %s; not used, its vectors are computed again (`scidocs-eval cache "
                     "clear` removes it)", segment, problem)
         return None
-    digests = [payload[row * _KEY_BYTES:(row + 1) * _KEY_BYTES] for row in range(count)]
+    digests = [bytes(payload[row * _KEY_BYTES:(row + 1) * _KEY_BYTES]) for row in range(count)]
     return digests, vectors

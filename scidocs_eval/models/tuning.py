@@ -68,9 +68,14 @@ class ValScorer:
 
     Args:
         suite: the suite whose `{task}/val.qrel` files define the val papers and the score.
+        encode: (adapter, val papers, the suite's papers) -> the val papers' vectors; the pipeline gives the
+            embedding plan's (`run.embedding_plan.embed_papers`, the one road to vectors); None: the adapter's
+            `transform` (a transductive adapter's over every paper of the suite).
     """
 
-    def __init__(self, suite: Suite | None):
+    def __init__(self, suite: Suite | None,
+                 encode: Callable[[Adapter, Sequence[Paper], Sequence[Paper]], np.ndarray] | None = None):
+        self.encode = encode
         if suite is None:
             raise ScidocsEvalError("--tune needs a suite with a val split to tune on")
         self.suite = suite
@@ -99,6 +104,8 @@ class ValScorer:
 
     def score_adapter(self, adapter: Adapter) -> float:
         """Mean val MAP (×100) of a fitted adapter's embeddings of the val papers."""
+        if self.encode is not None:
+            return self.score(self.encode(adapter, self.papers, self.nodes))
         if not adapter.transductive:
             return self.score(adapter.transform(self.papers))
         rows = {paper.paper_id: row for row, paper in enumerate(self.nodes)}

@@ -20,6 +20,7 @@ from scidocs_eval.formats.corpus import read_citations
 from scidocs_eval.formats.suite import METADATA_FILES, Paper, Suite
 from scidocs_eval.models.adapter import Adapter, Edge
 from scidocs_eval.models.tuning import TunedAdapter, ValScorer
+from scidocs_eval.run.embedding_plan import embed_papers
 
 log = logging.getLogger("scidocs_eval")
 
@@ -32,7 +33,7 @@ def fit_adapter(adapter: Adapter, corpus: Sequence[Paper], suite: Suite) -> Adap
     if adapter.citation_files() is not None:
         inputs["citations"] = fit_citations(adapter, suite, corpus)
     if isinstance(adapter, TunedAdapter) and adapter.scorer is None:
-        inputs["val"] = ValScorer(suite)
+        inputs["val"] = ValScorer(suite, encode=embed_papers)
     return adapter.fit(corpus, **inputs)  # type: ignore[call-arg]
 
 

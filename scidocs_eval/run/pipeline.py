@@ -5,9 +5,10 @@ or {embeddings group: adapter} when each group has a model of its own; it fits e
 metadata files the tasks read (or a separate corpus), plans the embedding of every task of every chosen benchmark
 (`scidocs_eval.run.embedding_plan`: each distinct (text, role as the model sees it) once, the embedding cache
 first), scores the vectors in memory with `evaluate` and records what embedded them as the result's `ModelInfo`.
-Embeddings files are written only when asked (`embeddings_path`), every paper's line in input order. A resumed run
-(`resume`) and a run under torchrun (every process embeds a share, rank 0 scores) go through the files
-(`run.embedding.write_embeddings`), which then are the checkpoint.
+Embeddings files are written from those vectors only when asked (`embeddings_path`), every paper's line in input
+order. There is one road to vectors: under torchrun every process embeds a share of each job's missing rows and
+rank 0 scores (`run.sharded_embedding`); an interrupted run is continued from the embedding cache, which a long
+encode fills every few batches (`resume` only asks for that).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import logging
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -30,27 +31,17 @@ from scidocs_eval.evaluation.papers import EmbeddingRole, GroupNeed, embedding_n
 from scidocs_eval.evaluation.results import ModelInfo, RunResult
 from scidocs_eval.evaluation.runner import evaluate
 from scidocs_eval.formats.corpus import read_papers
-from scidocs_eval.formats.embeddings import EmbeddingStore
-from scidocs_eval.formats.embeddings_output import write_embeddings_file
-from scidocs_eval.formats.embeddings_writers import output_kind, write_through_json_lines
-from scidocs_eval.formats.provenance import WRITTEN_FOR, write_settings
+from scidocs_eval.formats.provenance import WRITTEN_FOR
 from scidocs_eval.formats.safe_output import claim_inputs_are_not_outputs, claim_output
 from scidocs_eval.formats.suite import Paper, Suite
 from scidocs_eval.formats.vector_cache import VectorCache
 from scidocs_eval.models.adapter import Adapter, adapter_inputs, get_adapter
 from scidocs_eval.models.distributed import is_main_process
 from scidocs_eval.progress import silenced
-from scidocs_eval.run.embedding import fitted_settings, output_settings, write_embeddings
-from scidocs_eval.run.embedding_plan import (
-    EmbeddingPlan,
-    encode_plan,
-    file_papers,
-    group_stores,
-    plan_embedding,
-    plan_file_lines,
-)
+from scidocs_eval.run.embedding import RESUME_NEEDS_CACHE, fitted_settings, write_embeddings, write_plan_outputs
+from scidocs_eval.run.embedding_plan import encode_plan, group_stores, plan_embedding
 from scidocs_eval.run.fit_inputs import fit_adapter
-from scidocs_eval.run.sharded_embedding import process_count
+from scidocs_eval.run.sharded_embedding import process_group
 
 log = logging.getLogger("scidocs_eval")
 
@@ -98,7 +89,8 @@ def embed_and_score(
         name: the model's name in results and tables.
         train_corpus: what a fitted adapter learns from (default: every paper of the tasks' metadata files);
             `train_corpus_path` names it in the results.
-        resume: keep the papers already in the embeddings files (same settings only, see `write_embeddings`).
+        resume: continue an interrupted run: its vectors come from the embedding cache (as every run's do; with
+            `config.cache` off this is an error).
         vector_cache: where the embedding cache is when `config.cache` (default: `VectorCache()`'s folder).
         call: how a model object was called (recorded in `ModelInfo.call`).
         option: the option naming the embeddings files, for messages (`--out-dir`).
@@ -128,70 +120,26 @@ def embed_and_score(
                           else (lambda group: model), per_group=adapters is not None)  # type: ignore[arg-type,return-value]
     log.info("embedding plan: %d distinct texts in %d job(s) for %d group(s)", plan.distinct_inputs(),
              len(plan.jobs), len(plan.groups))
-    stores: Mapping[str, Path | EmbeddingStore]
-    if resume or process_count() > 1:
-        if embeddings_path is None:
-            raise ScidocsEvalError("resuming, or embedding under torchrun, needs embeddings files to write")
-        stores = _through_files(plan, embeddings_path, settings, resume, progress, option)
-    else:
+    if resume and not config.cache:
+        raise ScidocsEvalError(RESUME_NEEDS_CACHE)
+    with process_group(models):
         vectors = encode_plan(plan, (vector_cache or VectorCache()) if config.cache else None, progress)
-        written = _write_files(plan, vectors, embeddings_path, settings, option) if embeddings_path else {}
-        stores = group_stores(plan, vectors, np.dtype(config.dtype))
-        digests = {key: file_sha256(path) for key, path in written.items()}
-        for group, store in stores.items():  # the results name the file a group's vectors were also written to
-            key = plan.groups[group].file_key
-            if key in written:
-                store.source, store.sha256 = str(written[key]), digests[key]
-    embedded = time.perf_counter()
     if not is_main_process():
         return None
+    written = write_plan_outputs(plan, vectors, embeddings_path, settings, option) if embeddings_path else {}
+    stores = group_stores(plan, vectors, np.dtype(config.dtype))
+    digests = {key: file_sha256(path) for key, path in written.items()}
+    for group, store in stores.items():  # the results name the file a group's vectors were also written to
+        key = plan.groups[group].file_key
+        if key in written:
+            store.source, store.sha256 = str(written[key]), digests[key]
+    embedded = time.perf_counter()
     result = evaluate(dict(stores), config=replace(config, data=suite, output=None), model=name)
     result.model_info = model_info(model, train_corpus_path, call)
     result.timings.update(fit=round(fitted - started, 3), embed=round(embedded - fitted, 3))
     if config.output is not None:
         result.save(config.output)
     return result
-
-
-def _file_settings(plan: EmbeddingPlan, key: str | None, settings: Mapping[str, Any]) -> tuple[Adapter, EmbeddingRole,
-                                                                                               dict[str, Any]]:
-    """The adapter and role of the file `key`'s papers and what its settings record holds."""
-    job = plan.jobs[plan.groups[plan.files[key][0]].job]
-    return job.adapter, job.role, {**settings, "role": asdict(job.role)} if job.adapter.by_format else dict(settings)
-
-
-def _write_files(plan: EmbeddingPlan, vectors: Sequence[Any], embeddings_path: EmbeddingsPath,
-                 settings: Mapping[str, Any], option: str) -> dict[str | None, Path]:
-    """Each file of the plan from the vectors in memory, with its settings record."""
-    written = {}
-    for key in plan.files:
-        adapter, _, record = _file_settings(plan, key, settings)
-        path = claim_output(embeddings_path(key), option)
-
-        def write(target: Path, key: str | None = key, record: Mapping[str, Any] = record,
-                  adapter: Adapter = adapter) -> None:
-            lines = plan_file_lines(plan, vectors, key)
-            write_embeddings_file(target, lines.values(), option, paper_ids=lines.keys())
-            write_settings(target, output_settings(adapter, record), option)
-
-        if output_kind(path) == "jsonl":
-            write(path)
-        else:
-            write_through_json_lines(path, False, write)
-        written[key] = path
-    return written
-
-
-def _through_files(plan: EmbeddingPlan, embeddings_path: EmbeddingsPath, settings: Mapping[str, Any], resume: bool,
-                   progress: bool, option: str) -> dict[str, Path]:
-    """Each file of the plan by `write_embeddings` (resumable; a share per torchrun process); {group: its file}."""
-    files = {}
-    for key in plan.files:
-        adapter, role, record = _file_settings(plan, key, settings)
-        with adapter.embedding_role(role):  # recorded, so a resume never mixes vectors embedded for other uses
-            files[key] = write_embeddings(adapter, file_papers(plan, key), embeddings_path(key), resume=resume,
-                                          progress=progress, settings=record, option=option)
-    return {group: files[rows.file_key] for group, rows in plan.groups.items()}
 
 
 def _fit_corpus(suite: Suite, names: Sequence[str], needs: Mapping[str, GroupNeed]) -> list[Paper]:
@@ -217,8 +165,6 @@ def embed_metadata(adapter_name: str, params: Mapping[str, Any], metadata: str |
     if is_main_process():
         claim_output(out, option)
     papers = read_papers(metadata)
-    role = EmbeddingRole(input_format)
-    with adapter.embedding_role(role):
-        path = write_embeddings(adapter, papers, out, resume=resume, progress=progress, option=option,
-                                settings={"role": asdict(role)} if adapter.by_format else None)
+    path = write_embeddings(adapter, papers, out, resume=resume, progress=progress, option=option,
+                            role=EmbeddingRole(input_format))
     return path, len(papers)
