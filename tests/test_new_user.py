@@ -164,7 +164,7 @@ def test_a_cache_variable_naming_a_file_is_an_error_naming_the_variable(tmp_path
     afile = tmp_path / "cache"
     afile.write_text("not a folder", encoding="utf-8")
     monkeypatch.setenv("SCIDOCS_EVAL_CACHE", str(afile))
-    assert main(["baseline", "random", "--data", str(tmp_path / "nowhere"), "--out-dir", str(tmp_path / "o")]) == 2
+    assert main(["baseline", "random", "--data", "demo", "--out-dir", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"$SCIDOCS_EVAL_CACHE={str(afile)!r}: {afile} is a file, not a folder" in err
 
