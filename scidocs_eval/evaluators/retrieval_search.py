@@ -75,7 +75,7 @@ def _keep_top(scores: np.ndarray, indices: np.ndarray, id_rank: np.ndarray, k: i
         part = np.argpartition(scores, scores.shape[1] - k, axis=1)[:, -k:]
         top_scores = np.take_along_axis(scores, part, axis=1)
         kth = top_scores.min(axis=1)
-        tied_rows = np.nonzero((scores >= kth[:, None]).sum(axis=1) > k)[0]
+        tied_rows = np.nonzero(np.count_nonzero(scores >= kth[:, None], axis=1) > k)[0]
         top_indices = np.take_along_axis(indices, part, axis=1)
         for row in tied_rows:  # rare: ties at the k-th score, settled by document id as trec_eval does
             ranks = np.where(indices[row] >= 0, id_rank[indices[row]], -1)
@@ -112,13 +112,12 @@ class _RunningTop:
         n_queries, width = block_scores.shape
         if width > self.k and np.isneginf(self.threshold).all():  # the first block: its k-th best scores
             self.threshold = np.partition(block_scores, width - self.k, axis=1)[:, width - self.k]
-        passed = block_scores >= self.threshold[:, None]
-        counts = np.count_nonzero(passed, axis=1)
+        kept = np.flatnonzero(block_scores >= self.threshold[:, None])  # flat indices, in row order
+        rows = np.arange(n_queries)
+        counts = np.diff(np.searchsorted(kept, np.arange(n_queries + 1) * width))
         capacity = self.scores.shape[1]
         self.merge(np.nonzero(self.filled + counts > capacity)[0])
-        kept = np.flatnonzero(passed)  # flat indices, and each row's shifts repeated: no division, no gather
-        starts = np.cumsum(counts) - counts
-        rows = np.arange(n_queries)
+        starts = np.cumsum(counts) - counts  # each row's shifts repeated: no division, no gather
         slots = np.arange(len(kept)) + np.repeat(rows * capacity + self.filled - starts, counts)
         self.scores.reshape(-1)[slots] = block_scores.reshape(-1)[kept]
         self.indices.reshape(-1)[slots] = kept - np.repeat(rows * width - first_index, counts)
