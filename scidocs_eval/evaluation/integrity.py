@@ -286,7 +286,8 @@ class JudgedSplit(DataShape):
                 findings.append(Problem("warning", self.file, f"{len(without)} judged query(ies) have no candidate "
                                         f"(left out of the scores): {listed(without)}", "query-without-candidates"))
         if self.corpus is not None:
-            absent = sorted({d for grades in self.judgements.values() for d in grades if d not in self.corpus})
+            corpus = self.corpus if isinstance(self.corpus, (set, frozenset, dict)) else set(self.corpus)
+            absent = sorted({d for grades in self.judgements.values() for d in grades if d not in corpus})
             if absent:
                 findings.append(Problem("warning", self.file, f"{len(absent)} judged candidate(s) not in the corpus "
                                         f"(never ranked): {listed(absent)}", "candidate-not-in-corpus"))

@@ -44,7 +44,7 @@ def prepare(vectors: np.ndarray, similarity: str) -> np.ndarray:
     """float32 vectors as the similarity uses them (unit length for cosine, as torch's normalize: eps 1e-12)."""
     if similarity not in SIMILARITIES:
         raise ValueError(f"similarity must be one of {', '.join(SIMILARITIES)}, not {similarity!r}")
-    vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+    vectors = np.require(vectors, np.float32, ["C_CONTIGUOUS", "ALIGNED"])  # BLAS reads aligned rows
     if similarity == "cosine":
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         vectors = vectors / np.maximum(norms, np.float32(1e-12))
@@ -75,7 +75,7 @@ def _keep_top(scores: np.ndarray, indices: np.ndarray, id_rank: np.ndarray, k: i
         part = np.argpartition(scores, scores.shape[1] - k, axis=1)[:, -k:]
         top_scores = np.take_along_axis(scores, part, axis=1)
         kth = top_scores.min(axis=1)
-        tied_rows = np.nonzero((scores >= kth[:, None]).sum(axis=1) > k)[0]
+        tied_rows = np.nonzero(np.count_nonzero(scores >= kth[:, None], axis=1) > k)[0]
         top_indices = np.take_along_axis(indices, part, axis=1)
         for row in tied_rows:  # rare: ties at the k-th score, settled by document id as trec_eval does
             ranks = np.where(indices[row] >= 0, id_rank[indices[row]], -1)
@@ -109,14 +109,18 @@ class _RunningTop:
         self.threshold = np.full(n_queries, -np.inf, dtype=np.float32)
 
     def add(self, block_scores: np.ndarray, first_index: int) -> None:
-        kept = np.flatnonzero(block_scores >= self.threshold[:, None])
-        rows, columns = np.divmod(kept, block_scores.shape[1])
-        counts = np.bincount(rows, minlength=len(self.filled))
+        n_queries, width = block_scores.shape
+        if width > self.k and np.isneginf(self.threshold).all():  # the first block: its k-th best scores
+            self.threshold = np.partition(block_scores, width - self.k, axis=1)[:, width - self.k]
+        kept = np.flatnonzero(block_scores >= self.threshold[:, None])  # flat indices, in row order
+        rows = np.arange(n_queries)
+        counts = np.diff(np.searchsorted(kept, np.arange(n_queries + 1) * width))
         capacity = self.scores.shape[1]
         self.merge(np.nonzero(self.filled + counts > capacity)[0])
-        slots = rows * capacity + np.arange(len(rows)) - (np.cumsum(counts) - counts)[rows] + self.filled[rows]
-        self.scores.reshape(-1)[slots] = block_scores.reshape(-1)[kept]  # flat indices: cheaper than (row, column)
-        self.indices.reshape(-1)[slots] = columns + first_index
+        starts = np.cumsum(counts) - counts  # each row's shifts repeated: no division, no gather
+        slots = np.arange(len(kept)) + np.repeat(rows * capacity + self.filled - starts, counts)
+        self.scores.reshape(-1)[slots] = block_scores.reshape(-1)[kept]
+        self.indices.reshape(-1)[slots] = kept - np.repeat(rows * width - first_index, counts)
         self.filled += counts
         self.merge(np.nonzero(np.isneginf(self.threshold) & (self.filled > self.k))[0])
 

@@ -131,8 +131,14 @@ class EmbeddingStore:
         return codes
 
     def vectors(self, ids: Sequence[str], dtype: np.dtype | type = np.float32) -> np.ndarray:
-        """(len(ids), dim) matrix; absent and empty embeddings give zero rows."""
+        """(len(ids), dim) matrix; absent and empty embeddings give zero rows. Ids that are consecutive rows of the
+        store give a read-only view of them (no copy), others a new array."""
         rows = self.rows(ids)
+        if len(rows) and rows[0] >= 0 and self.matrix.dtype == dtype and \
+                np.array_equal(rows, np.arange(rows[0], rows[0] + len(rows))):
+            view = np.asarray(self.matrix[rows[0]: rows[0] + len(rows)])
+            view.flags.writeable = False
+            return view
         out = np.zeros((len(ids), self.dim), dtype=dtype)
         found = rows >= 0
         out[found] = self.matrix[rows[found]]

@@ -288,9 +288,46 @@ def _npz(name: str, data: bytes | Path, options: ReadOptions) -> MatrixWithIds:
             raise InputError(name, f"an .npz needs arrays 'ids' and 'embeddings'; it holds {keys}")
         try:
             empty = archive[EMPTY_ARRAY] if EMPTY_ARRAY in keys else None
-            return _array_ids(name, archive[ids_key]), archive[matrix_key], empty
+            matrix = _mapped_member(data, archive.zip.getinfo(f"{matrix_key}.npy")) \
+                if isinstance(data, Path) else None
+            return _array_ids(name, archive[ids_key]), archive[matrix_key] if matrix is None else matrix, empty
         except _UNREADABLE as error:  # a damaged member, or an object array (which needs pickle)
             raise InputError(name, f"cannot be read as a NumPy .npz archive ({error})") from None
+
+
+def _mapped_member(path: Path, member: zipfile.ZipInfo) -> np.ndarray | None:
+    """An uncompressed (``np.savez``) .npz member memory-mapped where it lies in the file, its CRC checked as
+    `np.load` checks it; None for a member that cannot be mapped (compressed, an object or version-3 array):
+    `np.load` then reads it into memory."""
+    if member.compress_type != zipfile.ZIP_STORED:
+        return None
+    with path.open("rb") as handle:
+        handle.seek(member.header_offset)
+        local = handle.read(30)
+        if len(local) < 30 or local[:4] != b"PK\x03\x04":
+            raise zipfile.BadZipFile(f"bad local header of member {member.filename}")
+        start = member.header_offset + 30 + int.from_bytes(local[26:28], "little") + \
+            int.from_bytes(local[28:30], "little")
+        handle.seek(start)
+        version = np.lib.format.read_magic(handle)
+        if version not in ((1, 0), (2, 0)):
+            return None
+        read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else \
+            np.lib.format.read_array_header_2_0
+        shape, fortran_order, dtype = read_header(handle)
+        offset = handle.tell()
+        handle.seek(start)
+        header = handle.read(offset - start)
+    size = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    if dtype.hasobject or size == 0:
+        return None
+    if offset - start + size != member.file_size:
+        raise ValueError(f"member {member.filename} holds {member.file_size - offset + start} bytes of data for an "
+                         f"array of {size}")
+    raw = np.memmap(path, dtype=np.uint8, mode="r", offset=offset, shape=(size,))
+    if zlib.crc32(raw, zlib.crc32(header)) != member.CRC:
+        raise zipfile.BadZipFile(f"Bad CRC-32 for file {member.filename!r}")
+    return raw.view(dtype).reshape(shape[::-1]).T if fortran_order else raw.view(dtype).reshape(shape)
 
 
 def _open_binary(name: str, path: Path, files: contextlib.ExitStack) -> BinaryIO:

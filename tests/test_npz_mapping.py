@@ -1,0 +1,54 @@
+"""An `.npz` written by `np.savez` is read without a copy: its embeddings member memory-mapped where it lies in the
+file (its CRC checked as `np.load` checks it), and consecutive rows handed out as a read-only view; a compressed
+member is read into memory, and a damaged one is the reader's one-line error."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from scidocs_eval.errors import InputError
+from scidocs_eval.formats.embeddings import EmbeddingStore
+
+IDS = np.array([f"p{i}" for i in range(6)])
+MATRIX = np.arange(6 * 4, dtype=np.float32).reshape(6, 4) / 7
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_a_stored_member_is_mapped_and_equal(tmp_path: Path, order: str) -> None:
+    path = tmp_path / "e.npz"
+    np.savez(path, ids=IDS, embeddings=np.asarray(MATRIX, order=order))
+    store = EmbeddingStore.load(path)
+    assert isinstance(store.matrix.base, np.memmap) or isinstance(store.matrix, np.memmap)
+    assert np.array_equal(store.matrix, MATRIX)
+
+
+def test_a_compressed_member_is_read_into_memory(tmp_path: Path) -> None:
+    path = tmp_path / "e.npz"
+    np.savez_compressed(path, ids=IDS, embeddings=MATRIX)
+    store = EmbeddingStore.load(path)
+    assert not isinstance(store.matrix, np.memmap) and np.array_equal(store.matrix, MATRIX)
+
+
+def test_a_damaged_mapped_member_is_refused_by_its_crc(tmp_path: Path) -> None:
+    path = tmp_path / "e.npz"
+    np.savez(path, ids=IDS, embeddings=MATRIX)
+    data = bytearray(path.read_bytes())
+    data[data.find(MATRIX.tobytes()) + 9] ^= 1
+    path.write_bytes(bytes(data))
+    with pytest.raises(InputError, match=r"e\.npz.*CRC"):
+        EmbeddingStore.load(path)
+
+
+def test_consecutive_rows_are_a_read_only_view_and_others_a_copy(tmp_path: Path) -> None:
+    store = EmbeddingStore.from_mapping({f"p{i}": row for i, row in enumerate(MATRIX)})
+    view = store.vectors(["p2", "p3", "p4"])
+    assert np.shares_memory(view, store.matrix) and not view.flags.writeable
+    assert np.array_equal(view, MATRIX[2:5])
+    for ids in (["p3", "p2"], ["p1", "p3"], ["p5", "absent"]):
+        gathered = store.vectors(ids)
+        assert not np.shares_memory(gathered, store.matrix)
+        assert np.array_equal(gathered, [MATRIX[int(i[1:])] if i != "absent" else np.zeros(4) for i in ids])
+    assert store.vectors(["p0", "p1"], dtype=np.float64).dtype == np.float64
