@@ -358,3 +358,15 @@ def test_no_module_compares_a_value_with_a_task_or_benchmark_name_it_does_not_re
     found = [comparison for name, path in package_modules().items()
              for comparison in name_comparisons(name, path, owners, constants)]
     assert found == []
+
+
+def test_every_subpackage_is_in_the_wheel() -> None:
+    """setup.cfg lists its packages by name: a new subpackage left out of it is missing from a wheel (an installed
+    `scidocs-eval` would fail to import it), which an editable install never shows."""
+    import configparser
+
+    setup = configparser.ConfigParser()
+    setup.read(Path(__file__).resolve().parents[1] / "setup.cfg", encoding="utf-8")
+    listed = set(setup["options"]["packages"].split())
+    found = {name for name, path in package_modules().items() if path.name == "__init__.py"}
+    assert found - listed == set(), "add these to setup.cfg's [options] packages"

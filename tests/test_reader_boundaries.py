@@ -42,6 +42,9 @@ class TextFormat:
     separator: str | None = None
     header: bool = False
     accepts: tuple[tuple[str, str], ...] = ()
+    by_a_model: bool = False
+    """read through a model's run (`baseline random`): with the vectors given, `run` reads only the ids of the file
+    (a retrieval corpus), so its texts are checked where they are embedded"""
 
 
 TEXT_FORMATS = [
@@ -49,7 +52,7 @@ TEXT_FORMATS = [
     TextFormat("suite qrel", "cite", "cite/test.qrel", 3, " ", False, (("duplicate", "pair-judged-twice"),)),
     TextFormat("recomm CSV", "recomm", "recomm/test.csv", 1, ",", True, (("duplicate", "repeated-impression"),)),
     TextFormat("BEIR qrels TSV", "scifact", "scifact/qrels/test.tsv", 2, "\t", True),
-    TextFormat("BEIR corpus JSON lines", "scifact", "scifact/corpus.jsonl", "text"),
+    TextFormat("BEIR corpus JSON lines", "scifact", "scifact/corpus.jsonl", "text", by_a_model=True),
     TextFormat("BEIR queries JSON lines", "scifact", "scifact/queries.jsonl", "text"),
     TextFormat("BEIR candidate lists JSON lines", "peerqa", "peerqa/top_ranked/test.jsonl", "corpus-ids"),
     TextFormat("SciRepEval labels JSON lines", "scirepeval-biomimicry", "scirepeval_test/biomimicry/train.jsonl",
@@ -157,8 +160,13 @@ def test_a_text_reader_at_its_boundaries(fmt: TextFormat, hostile: str, world: P
     (data / fmt.file).write_bytes(_hostile_lines(fmt, lines, hostile))
     out = tmp_path / "results.json"
     seeds = ["--task-param", "recomm.seeds=1"] if fmt.task == "recomm" else []
-    code = main(["run", "--embeddings", str(embeddings), "--data", str(data), "--tasks", fmt.task, "-o", str(out),
-                 "--quiet", *seeds])
+    if fmt.by_a_model:
+        out = tmp_path / "model" / "random.results.json"
+        code = main(["baseline", "random", "--data", str(data), "--tasks", fmt.task, "--out-dir", str(out.parent),
+                     "--quiet"])
+    else:
+        code = main(["run", "--embeddings", str(embeddings), "--data", str(data), "--tasks", fmt.task, "-o",
+                     str(out), "--quiet", *seeds])
     errors, warnings = _outcome(capsys, caplog)
     accepted = dict(fmt.accepts)
     if hostile in accepted:
@@ -223,8 +231,12 @@ def test_an_hf_parquet_reader_at_its_boundaries(config: str, hostile: str, tmp_p
         path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
     else:
         _parquet(folder, config, changed)
-    code = main(["run", "--embeddings", str(embeddings), "--data", str(tmp_path / "data"), "--tasks",
-                 "scidocs-retrieval", "--quiet"])
+    if config == "corpus":  # with the vectors given, `run` reads the corpus' ids only: its texts are read to embed
+        code = main(["baseline", "random", "--data", str(tmp_path / "data"), "--tasks", "scidocs-retrieval",
+                     "--out-dir", str(tmp_path / "model"), "--quiet"])
+    else:
+        code = main(["run", "--embeddings", str(embeddings), "--data", str(tmp_path / "data"), "--tasks",
+                     "scidocs-retrieval", "--quiet"])
     errors, _ = _outcome(capsys, caplog)
     assert code == 2 and len(errors) == 1, (config, hostile, errors)
     line = errors[0]
