@@ -187,7 +187,7 @@ def test_training_readers(tmp_path: Path, shared_data: Path) -> None:
     assert read_training_data([one]).positives == {"q1": {"p1"}}
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"query": "a", "pos": "b"}\n{"query": "a", "pos": [1]}\n')
-    with pytest.raises(InputError, match=r"bad.jsonl:2: 'pos'"):
+    with pytest.raises(InputError, match=r"bad.jsonl:2: field 'pos'"):
         read_training_data([bad])
     spaced = tmp_path / "ids.txt"
     spaced.write_text("a\nb c\n")

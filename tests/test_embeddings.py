@@ -246,14 +246,18 @@ def test_a_cache_entry_for_other_bytes_is_rejected(tmp_path: Path, parses: list[
     assert len(parses) == 2
 
 
-def test_an_unusable_cache_folder_is_a_warning_not_a_failure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                             caplog: pytest.LogCaptureFixture) -> None:
+def test_a_cache_variable_naming_a_file_is_one_error_naming_the_variable(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A misplaced cache is the user's setting to fix, not a cache to skip quietly (docs/errors_and_files.md)."""
+    from scidocs_eval.errors import ScidocsEvalError
+
     path = write_lines(tmp_path / "e.jsonl", [GOOD])
     not_a_folder = tmp_path / "cache-is-a-file"
     not_a_folder.write_text("")
     monkeypatch.setenv("SCIDOCS_EVAL_CACHE", str(not_a_folder))
-    assert EmbeddingStore.load(path).ids == EmbeddingStore.load(path, cache=False).ids
-    assert "embeddings parse cache unusable" in caplog.text
+    assert list(EmbeddingStore.load(path, cache=False).ids) == ["ok"]  # without the cache, nothing to refuse
+    with pytest.raises(ScidocsEvalError, match=r"\$SCIDOCS_EVAL_CACHE=.*is a file, not a folder"):
+        EmbeddingStore.load(path)
 
 
 def test_no_cache_writes_nothing(tmp_path: Path) -> None:

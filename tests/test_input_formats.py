@@ -81,10 +81,13 @@ def test_format_prompts_embed_each_format_with_its_prompt_once(tiny_bert: Path, 
     results = orjson.loads((tmp_path / "transformer.results.json").read_bytes())
     assert results["model_info"]["params"]["format_prompts"] == {"classification": "Classify: "}
     assert set(results["tasks"]) == {"mesh", "cite"}
-    # a resume with other prompts would mix vectors: refused, naming what differs
+    # a resume continues from the embedding cache, whose key holds the prompts: other prompts mix no old vector
     assert main(["baseline", "transformer", "--model", str(tiny_bert), "--format-prompt", "classification=Other: ",
                  "--prompt", "Paper: ", "--data", str(tiny_suite.root), "--tasks", "mesh", "--max-length", "32",
-                 "--device", "cpu", "--out-dir", str(tmp_path), "--quiet", "--resume"]) == 2
+                 "--device", "cpu", "--out-dir", str(tmp_path), "--quiet", "--resume"]) == 0
+    resumed = _embeddings(tmp_path / "transformer-classification.jsonl")
+    np.testing.assert_allclose(np.array([resumed[p.paper_id] for p in mesh_papers]),
+                               _encode(tiny_bert, "Other: ", mesh_papers), atol=1e-5)
 
 
 def test_search_queries_are_embedded_apart_with_their_formats_prompt(tiny_bert: Path,

@@ -26,10 +26,14 @@ ALLOWED = {
     "scidocs_eval/data/download.py": (7, "partial files in the download's own parts folder; OwnedFolder.write_bytes"),
     "scidocs_eval/formats/embeddings_cache.py": (5, "the parsed-embeddings cache (per user cache dir)"),
     "scidocs_eval/models/model_cache.py": (2, "the fitted-model cache (per user cache dir)"),
-    "scidocs_eval/formats/vector_cache.py": (5, "the embedding cache across runs (per user cache dir): segments "
-                                                "renamed into place under a lock; prune and clear remove its own"),
-    "scidocs_eval/run/sharded_embedding.py": (6, "the parts folder of a sharded run (refused unless its own "
-                                                    "manifest is in it); the merged file goes through atomic_write"),
+    "scidocs_eval/formats/vector_cache.py": (8, "the embedding cache across runs (per user cache dir): segments "
+                                                "and the entry's probe renamed into place under a lock; a stale "
+                                                "entry dropped; prune and clear remove its own"),
+    "scidocs_eval/data/graph/recipe.py": (2, "specter/data.json streamed into the build's staging folder "
+                                             "(`owned_folder`); the engine's spill folder (a mkdtemp of its own)"),
+    "scidocs_eval/data/graph/synthetic.py": (1, "a synthetic snapshot for tests and benches, into a new or empty "
+                                                "folder only"),
+    "scidocs_eval/cli/row_schema_docs.py": (1, "a developer script that regenerates the repository's own docs page"),
     "scidocs_eval/models/word_vectors.py": (1, "a temporary folder of its own"),
     "scidocs_eval/models/weights.py": (3, "the weight-digest memo (per user cache dir)"),
     "scidocs_eval/formats/embeddings_writers.py": (2, "members of a .npz inside an `atomic_write` handle"),

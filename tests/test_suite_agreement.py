@@ -60,7 +60,7 @@ REJECTED = {
                                   "query_id,clicked_id,shown) is missing"),
     "recomm_authors_a_string": ("recomm", "paper_metadata_recomm.json", None, lambda root: edit_metadata(
         root / "paper_metadata_recomm.json", lambda data: first_record(data).update(authors="A. Author")),
-        "'authors' must be a list, got str"),
+        "field 'authors' is string 'A. Author', expected a list"),
     "recomm_metadata_not_json": ("recomm", "paper_metadata_recomm.json", None,
                                  lambda root: (root / "paper_metadata_recomm.json").write_text("{oops"),
                                  "malformed JSON"),
@@ -89,10 +89,10 @@ TOLERATED = {
     "view_cite_read_record_not_object": ("coview", "paper_metadata_view_cite_read.json",
                                          lambda root: edit_metadata(root / "paper_metadata_view_cite_read.json",
                                                                     lambda data: data.update(extra=[1, 2])),
-                                         "paper 'extra': expected an object with title and abstract"),
+                                         "paper 'extra': the row is list [1, 2], expected an object"),
     "mag_mesh_title_a_list": ("mesh", "paper_metadata_mag_mesh.json", lambda root: edit_metadata(
         root / "paper_metadata_mag_mesh.json", lambda data: first_record(data).update(title=["a", "b"])),
-        "'title' must be a string, got list"),
+        "field 'title' is list ['a', 'b'], expected a string"),
 }
 
 

@@ -70,10 +70,10 @@ def test_every_problem_is_reported(suite_copy: Path, capsys: pytest.CaptureFixtu
         "WARNING [query-without-positive] cite/test.qrel: 1 query(ies) without a positive (they score 0): ghost-q",
         "WARNING [paper-without-metadata] cite/test.qrel: 1 id(s) have no metadata in "
         "paper_metadata_view_cite_read.json: ghost-q",
-        f"ERROR recomm/test.csv:{n_rows + 1}: query {impression.query_id!r}: clicked paper 'elsewhere' is not in "
-        "the shown list",
-        f"ERROR recomm/test.csv:{n_rows + 2}: query {impression.query_id!r}: clicked paper 'nowhere' is not in "
-        "the shown list",
+        f"ERROR recomm/test.csv:{n_rows + 1}: query {impression.query_id!r}: clicked paper 'elsewhere' "
+        "(field 'clicked_id') is not in the shown list",
+        f"ERROR recomm/test.csv:{n_rows + 2}: query {impression.query_id!r}: clicked paper 'nowhere' "
+        "(field 'clicked_id') is not in the shown list",
         f"WARNING [repeated-impression] recomm/test.csv: 1 line(s) repeat an impression (each is scored): line "
         f"{n_rows + 3} repeats 2",
     ]
@@ -98,7 +98,8 @@ def test_unparsable_files_are_errors_and_stop_only_their_task(suite_copy: Path) 
     beyond = {split: sum(i.clicked_position > 2 for i in Suite(suite_copy).impressions(split))
               for split in ("train", "val", "test")}
     assert [str(p).split(" (no propensity")[0] for p in report.errors] == [
-        f"ERROR mag/val.csv:{lines}: class label 'not-a-number' is not an integer",
+        f"ERROR mag/val.csv:{lines}: field 'class_label' is string 'not-a-number' (not an integer), expected an "
+        "integer",
         "ERROR coread/val.qrel:1: expected 4 fields 'query_id 0 candidate_id relevance', got 3",
         *(f"ERROR [propensity-positions] recomm/{split}.csv: {beyond[split]} impression(s) have their click at a "
           "position beyond the 2 of recomm/propensity_scores.json" for split in ("train", "val", "test")),
@@ -149,7 +150,8 @@ def test_a_folder_no_task_reads_is_checked_and_scored_as_the_task_with_a_folder_
     report = verify_suite(suite_copy)  # which task reads it is a guess: a folder none parses is a warning
     assert "venue" not in report.complete and report.usable()
     assert [str(p) for p in report.problems] == [f"WARNING venue: no registered task reads this folder (as mag reads "
-                                                 f"it, venue/test.csv:{lines}: class label 'x' is not an integer)"]
+                                                 f"it, venue/test.csv:{lines}: field 'class_label' is string 'x' "
+                                                 "(not an integer), expected an integer)"]
     (suite_copy / "venue/test.csv").write_text((suite_copy / "mag/test.csv").read_text())
     store = tmp_path / "e.jsonl"
     store.write_text("".join(orjson.dumps({"paper_id": p, "embedding": [float(i % 7), 1.0]}).decode() + "\n"

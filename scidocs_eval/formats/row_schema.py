@@ -30,6 +30,7 @@ from functools import cached_property
 from typing import Any, NamedTuple
 
 from scidocs_eval.errors import InputError
+from scidocs_eval.extras import require
 
 INT64 = 2**63
 """integers are those numpy and pyarrow hold (int64): a larger one is an error, never an overflow or a float."""
@@ -344,8 +345,14 @@ _KIND_CHECKS: dict[str, Callable[[object, bool], tuple[Any, str | None]]] = {
 
 # --- tables (parquet): the same rules, checked in bulk on each column -----------------------------------------
 
+def _arrow() -> tuple[Any, Any]:
+    """pyarrow and its compute module (the [formats] extra: a parquet file is read only with it installed)."""
+    return require("pyarrow", "checking a parquet file's columns"), require("pyarrow.compute",
+                                                                           "checking a parquet file's columns")
+
+
 def _arrow_accepts(kind: str, arrow_type: Any) -> bool:
-    import pyarrow as pa
+    pa, _ = _arrow()
 
     text = pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type)
     integer = pa.types.is_integer(arrow_type)
@@ -359,8 +366,7 @@ def check_table(path: str | os.PathLike[str], table: Any, schema: RowSchema) -> 
     after checking each column at once: its type (one for the column, by construction), nulls, empty lists and
     values (finite numbers, non-empty ids, 0/1 flags, grades pytrec_eval takes); an error names the file, the
     first row at fault (from 1) and the column."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
+    pa, pc = _arrow()
 
     columns: dict[str, Any] = {}
     first = 1 if table.num_rows else None
@@ -403,7 +409,7 @@ def _first_row(path: str | os.PathLike[str], name: str, mask: Any, what: str, sp
                parents: Any = None, values: Any = None) -> None:
     """An error naming the first row where `mask` is true (`parents`: the row of each item of a list column;
     `values`: the values the mask is of, the one at fault shown)."""
-    import pyarrow.compute as pc
+    _, pc = _arrow()
 
     if len(mask) and pc.any(mask).as_py():
         index = pc.index(mask, True).as_py()
@@ -415,8 +421,7 @@ def _first_row(path: str | os.PathLike[str], name: str, mask: Any, what: str, sp
 def _check_column_values(path: str | os.PathLike[str], name: str, spec: Field, values: Any, parents: Any) -> None:
     """The value domain of a column's values (a list column's items, flattened), by kind: finite numbers,
     non-empty ids, flags, grades."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
+    pa, pc = _arrow()
 
     kinds, value_type = spec.kinds, values.type
     if "number" in kinds and pa.types.is_floating(value_type):

@@ -15,6 +15,8 @@ from pathlib import Path
 import numpy as np
 import orjson
 
+from scidocs_eval.errors import ScidocsEvalError
+
 FIELDS = ("Art", "Biology", "Business", "Chemistry", "Computer science", "Economics", "Engineering",
           "Environmental science", "Geography", "Geology", "History", "Materials science", "Mathematics",
           "Medicine", "Philosophy", "Physics", "Political science", "Psychology", "Sociology")
@@ -59,8 +61,10 @@ def write_synthetic_snapshot(folder: str | os.PathLike[str], works: int = 300, *
                              last_year: int = 2024, works_per_part: int = 5000) -> SyntheticGraph:
     """Write a snapshot of `works` works (about `references` references each, to earlier works) under `folder`,
     in the layout of `source` ("openalex" or "s2"); the same arguments write the same bytes."""
-    rng = np.random.default_rng(seed)
     folder = Path(folder)
+    if folder.exists() and any(folder.iterdir()):
+        raise ScidocsEvalError(f"{folder}: not empty; a synthetic snapshot is written into a new or empty folder only")
+    rng = np.random.default_rng(seed)
     n = works
     days = (datetime.date(last_year, 12, 31) - datetime.date(first_year, 1, 1)).days
     day = np.sort(rng.integers(0, days + 1, n))
