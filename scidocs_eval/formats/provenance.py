@@ -1,10 +1,10 @@
 """What produced a resumable output, so that `--resume` never mixes two runs' work in one output.
 
-An output that a later run may continue (an embeddings file of `baseline`/`embed`, a checkpoint of
-`train specter`) records the settings that determine its content: adapter, its parameters (model, pooling,
-dimension, ...), the corpus it was fitted on, training hyperparameters. A resume compares the settings it has
-with the recorded ones and refuses, naming the first setting that differs, so that a resumed output is what an
-uninterrupted run with those settings would have written.
+An embeddings file of `baseline`/`embed` records what produced it (adapter, its parameters, the weights' identity,
+the corpus it was fitted on) and what its papers were chosen for; a checkpoint of `train specter`, which a later
+run may continue, records its training settings, and a resume compares them with its own and refuses, naming the
+first setting that differs. (An embeddings run resumes from the embedding cache, whose key holds what produced
+the vectors: `formats/vector_cache.py`.)
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from scidocs_eval.errors import InputError, ScidocsEvalError
+from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.formats.safe_output import write_bytes_atomically
 
 SETTINGS_SUFFIX = ".settings.json"
@@ -110,55 +110,3 @@ def other_papers_cause(output: str | Path, task: str, split: str) -> str | None:
 def write_settings(output: Path, settings: Mapping[str, Any], option: str = "output") -> None:
     write_bytes_atomically(settings_file(output), orjson.dumps(settings, default=str, option=orjson.OPT_INDENT_2 |
                                                                orjson.OPT_NON_STR_KEYS), option, rows=None)
-
-
-def start_embeddings_output(path: Path, settings: Mapping[str, Any], resume: bool,
-                            option: str = "output") -> tuple[set[str], int | None, int]:
-    """Prepare an embeddings file for writing by `settings`; returns (ids already in it, their dimension, the
-    length of its whole lines: what to keep of it).
-
-    Without `resume` the file is started afresh. With it, the file's recorded settings must equal `settings`
-    (an error names the first that differs; a file without a record is refused), a torn last line left by an
-    interrupted run is left out, and the ids and dimension of the lines already written are returned.
-    """
-    written = path.read_bytes() if resume and path.is_file() else b""
-    done: set[str] = set()
-    dim = None
-    if written.strip():
-        recorded = read_settings(path)
-        if recorded is None:
-            raise ScidocsEvalError(f"--resume: {path} has no record of the settings that produced it "
-                                   f"({settings_file(path).name}), so it cannot be continued safely; write a new "
-                                   "output without --resume")
-        check_same_settings(path, recorded, settings)
-    whole = written[: written.rfind(b"\n") + 1]
-    for number, line in enumerate(whole.splitlines(), start=1):
-        if line.strip():
-            paper_id, vector = _written_record(path, line, number)
-            done.add(paper_id)
-            dim = dim or len(vector) or None
-    write_settings(path, settings, option)
-    return done, dim, len(whole)
-
-
-def _written_record(path: Path, line: bytes, number: int) -> tuple[str, list]:
-    """(paper_id, embedding) of a whole line of an embeddings file being resumed; anything else is an error
-    naming the line (checked before anything is cut or added, so a refusal leaves the file as it was)."""
-    try:
-        record = orjson.loads(line)
-    except orjson.JSONDecodeError as error:
-        record, problem = None, f"not JSON ({error})"
-    else:
-        problem = "not a record {paper_id, embedding}"
-    if isinstance(record, dict) and isinstance(record.get("paper_id"), str) and isinstance(
-            record.get("embedding"), list):
-        return record["paper_id"], record["embedding"]
-    raise InputError(path, f"--resume: this line is {problem}, so the file cannot be continued safely; write a "
-                     "new output without --resume", number)
-
-
-def check_dimension(path: Path, dim: int | None, vectors_dim: int) -> None:
-    """An error when new vectors would not have the dimension of those already in `path`."""
-    if dim is not None and vectors_dim != dim:
-        raise ScidocsEvalError(f"--resume: {path} holds {dim}-d vectors, this run makes {vectors_dim}-d ones; "
-                               "write a new output without --resume")
