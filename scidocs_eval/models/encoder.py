@@ -4,7 +4,8 @@ Speed comes from four things a plain loop does not do: papers are sorted by toke
 each batch is padded only to its own longest text (dynamic padding), the forward pass runs under
 `torch.inference_mode`, on CUDA under bf16 (or fp16) autocast, and with [CLS] pooling the last layer
 computes the [CLS] row alone (`scidocs_eval.models.cls_shortcut`). Batches are yielded as they are computed
-so a caller can write them out at once (`scidocs_eval.run.baseline.write_embeddings`) and resume after a crash.
+so a caller can add them to the embedding cache as they come (`scidocs_eval.run.embedding_plan.encode_plan`)
+and resume after a crash.
 torch and transformers are imported inside functions: they are optional dependencies.
 """
 
