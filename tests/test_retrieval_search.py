@@ -67,7 +67,7 @@ def test_documents_in_worst_order_and_all_equal_scores() -> None:
 
 def test_block_shape_keeps_to_the_memory_limit() -> None:
     queries, documents = block_shape(1000, 1_000_000, 1000)
-    assert (queries, documents) == (1000, 2097)
+    assert (queries, documents) == (1000, 8388)
     queries, documents = block_shape(1000, 1_000_000, 100_000, memory_bytes=1 << 28)
     assert documents == 100_000 and queries * 12 * (100_000 + documents) <= 1 << 28
     assert block_shape(3, 10, 20) == (3, 20)

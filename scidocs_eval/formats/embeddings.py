@@ -54,6 +54,8 @@ PRESENT, EMPTY, MISSING = 0, 1, 2
 _CHUNK_BYTES = 1 << 24
 _PARALLEL_BYTES = 64 << 20
 _MAX_WORKERS = 4
+_FINITE_CHUNK = 1 << 16
+"""values checked for NaN and infinity at a time (their mask stays in the cache)."""
 PARSER_VERSION = 3
 """part of every parse-cache key: a change to what the parser reads must bump it, so no entry outlives it."""
 SHOWN_IDS = 5
@@ -88,7 +90,7 @@ class EmbeddingStore:
     index: dict[str, int] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self.index = {paper_id: row for row, paper_id in enumerate(self.ids)}
+        self.index = dict(zip(self.ids, range(len(self.ids))))
 
     @property
     def dim(self) -> int:
@@ -100,7 +102,7 @@ class EmbeddingStore:
     @property
     def padded_ids(self) -> list[str]:
         """Ids with leading or trailing whitespace (a suite's ids have none, so these match nothing)."""
-        return [paper_id for paper_id in self.ids if paper_id != paper_id.strip()]
+        return [paper_id for paper_id, stripped in zip(self.ids, map(str.strip, self.ids)) if paper_id != stripped]
 
     def warn_about_ids(self) -> None:
         """Log a warning for repeated ids and for ids with surrounding whitespace, with examples."""
@@ -268,7 +270,8 @@ class _StoreBuilder:
     def add_columns(self, columns: Columns, first_row: int = 1) -> None:
         """A table's rows (`embeddings_tables.Columns`), the first being row `first_row`, under the rules `add`
         applies."""
-        ids = [_checked_id(self, value, row) for row, value in enumerate(columns.ids, start=first_row)]
+        ids = columns.ids if set(map(type, columns.ids)) <= {str} else \
+            [_checked_id(self, value, row) for row, value in enumerate(columns.ids, start=first_row)]
         values, lengths = columns.values, columns.lengths
         ends = np.cumsum(lengths)
         if values.dtype.kind not in "iuf":
@@ -287,9 +290,9 @@ class _StoreBuilder:
         with np.errstate(over="ignore"):  # integers round as JSON's do: to float64 first
             converted = values.astype(self.dtype, copy=False) if values.dtype.kind == "f" else \
                 values.astype(np.float64).astype(self.dtype, copy=False)
-        bad = np.flatnonzero(~np.isfinite(converted))
-        if bad.size:
-            row = int(np.searchsorted(ends, bad[0], side="right"))
+        bad = _first_non_finite(converted)
+        if bad is not None:
+            row = int(np.searchsorted(ends, bad, side="right"))
             self._check_values(ids[row], values[ends[row] - lengths[row]: ends[row]].astype(np.float64),
                                first_row + row)
         rows = converted.reshape(-1, self.dim)
@@ -340,9 +343,7 @@ class _StoreBuilder:
     def finish(self, sha256: str | None, source: str | None) -> EmbeddingStore:
         self.check_complete()
         self._flush()
-        last_line_of = {}
-        for line, paper_id in enumerate(self.ids):
-            last_line_of[paper_id] = line
+        last_line_of = dict(zip(self.ids, range(len(self.ids))))  # a repeated id: its place, its last line
         rows = np.fromiter(last_line_of.values(), dtype=np.int64, count=len(last_line_of))
         every_line = np.concatenate(self.blocks) if len(self.blocks) > 1 else self.blocks[0]
         matrix = every_line if len(rows) == len(every_line) else every_line[rows]
@@ -351,6 +352,16 @@ class _StoreBuilder:
             [paper_id for paper_id, count in Counter(self.ids).items() if count > 1]
         return EmbeddingStore(list(last_line_of), matrix, empty, source=source,
                               duplicates=len(self.ids) - len(rows), sha256=sha256, repeated=repeated, unit=self.unit)
+
+
+def _first_non_finite(values: np.ndarray) -> int | None:
+    """Index of the first NaN or infinity in 1-d `values`, None if none; a chunk at a time (no mask of the whole
+    array: a corpus' vectors are checked at the speed of reading them)."""
+    for start in range(0, len(values), _FINITE_CHUNK):
+        chunk = values[start:start + _FINITE_CHUNK]
+        if not np.isfinite(chunk).all():
+            return start + int(np.flatnonzero(~np.isfinite(chunk))[0])
+    return None
 
 
 def _id_problem(value: object) -> str | None:

@@ -13,9 +13,11 @@ import contextlib
 import hashlib
 import io
 import json
+import threading
 import zipfile
 import zlib
 from collections.abc import Iterator, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -70,13 +72,18 @@ class Columns:
         ids: the id of each row as the file holds it (str, int, or anything the builder then refuses).
         values: every row's values, end to end (numeric; an object array when some value is not a number).
         lengths: (n_rows,) number of values per row; 0 means "no embedding".
-        sha256: hex digest of the file's bytes (of the data files in order, for a saved HF dataset).
+        digest: hex sha256 of the file's bytes (of the data files in order, for a saved HF dataset), or its
+            future while a thread still reads the file (`sha256` waits for it).
     """
 
     ids: list[Any]
     values: np.ndarray
     lengths: np.ndarray
-    sha256: str
+    digest: str | Future[str]
+
+    @property
+    def sha256(self) -> str:
+        return self.digest if isinstance(self.digest, str) else self.digest.result()
 
 
 def read_columns(source: EmbeddingsInput, options: ReadOptions) -> Columns:
@@ -85,10 +92,11 @@ def read_columns(source: EmbeddingsInput, options: ReadOptions) -> Columns:
         raise ScidocsEvalError(f"--ids is for a .npy matrix or a safetensors file without ids; {source.name} is "
                                f"{source.kind} and holds its own ids")
     if source.kind in (NPY, NPZ, SAFETENSORS):
+        digest: str | Future[str]
         if source.regular:  # read from the file (a .npy memory-mapped), not from a copy of its bytes
             assert source.path is not None
             data: bytes | Path = source.path
-            digest = _files_digest([source.path])
+            digest = _digest_in_background([source.path])
         else:
             data = source.read_all()
             digest = hashlib.sha256(data).hexdigest()
@@ -156,6 +164,21 @@ def _dataset_files(folder: Path) -> list[Path]:
     if not files or absent:
         raise InputError(folder, f"the dataset's data files are missing: {', '.join(absent) or 'none listed'}")
     return files
+
+
+def _digest_in_background(files: Sequence[Path]) -> Future[str]:
+    """`_files_digest` read by a thread of its own (hashlib and file reads release the GIL), so the vectors are
+    read and checked meanwhile; a daemon, so an error in the file is not held back until the digest is done."""
+    future: Future[str] = Future()
+
+    def digest() -> None:
+        try:
+            future.set_result(_files_digest(files))
+        except BaseException as error:  # raised again where the digest is asked for
+            future.set_exception(error)
+
+    threading.Thread(target=digest, name="embeddings-digest", daemon=True).start()
+    return future
 
 
 def _files_digest(files: Sequence[Path]) -> str:
