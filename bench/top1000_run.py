@@ -14,7 +14,9 @@ search), then the command itself, with each stage timed by wrapping the function
   metrics (`mteb_top_k_measures` / `mteb_retrieval_measures`), intervals (`confidence_intervals`);
 - other: the rest of the run's wall time (argument checks, the run of dicts the older code builds, writing).
 
-It prints each stage and the ratio of the run's wall time to the product's, the figure that carries across loads.
+It prints each stage and the ratio of the run's wall time to the product's, the figure that carries across loads,
+and beside them the CPU times (`time.process_time`: every thread of the process) of the run, the product and the
+stages: on a shared machine wall times swing with the other jobs, CPU times much less.
 
     python bench/top1000_run.py                                    # 1,000 x 200,000 x 768: the issue's size
     python bench/top1000_run.py --documents 50000 --before /work/main
@@ -47,29 +49,30 @@ queries, documents = matrix[is_query], matrix[~is_query]
 del archive, matrix
 product = []
 for _ in range(2):
-    began = time.perf_counter()
+    began, cpu = time.perf_counter(), time.process_time()
     out = np.empty((len(queries), 20_000), dtype=np.float32)
     for block in range(0, len(documents), 20_000):
         part = documents[block:block + 20_000]
         np.matmul(queries, part.T, out=out[:, :len(part)])
-    product.append(time.perf_counter() - began)
+    product.append((time.perf_counter() - began, time.process_time() - cpu))
 del queries, documents, out
 
-stages = {}
+stages, stages_cpu = {}, {}
 def timed(owner, name, stage):
     function = getattr(owner, name, None)
     if function is None:
         return
     @functools.wraps(function)
     def wrapper(*args, **kwargs):
-        began = time.perf_counter()
+        began, cpu = time.perf_counter(), time.process_time()
         try:
             return function(*args, **kwargs)
         finally:
             stages[stage] = stages.get(stage, 0.0) + time.perf_counter() - began
+            stages_cpu[stage] = stages_cpu.get(stage, 0.0) + time.process_time() - cpu
     setattr(owner, name, staticmethod(wrapper) if isinstance(owner, type) else wrapper)
 
-run_start = time.perf_counter()
+run_start, run_cpu = time.perf_counter(), time.process_time()
 import colorsys  # marks, in -X importtime's output, where the run's imports begin
 from scidocs_eval.cli.main import main
 import scidocs_eval.evaluation.runner as runner
@@ -77,11 +80,12 @@ import scidocs_eval.formats.embeddings as embeddings
 import scidocs_eval.tasks.retrieval as retrieval
 load = embeddings.EmbeddingStore.load.__func__
 def loaded(cls, *args, **kwargs):
-    began = time.perf_counter()
+    began, cpu = time.perf_counter(), time.process_time()
     try:
         return load(cls, *args, **kwargs)
     finally:
         stages["read vectors"] = stages.get("read vectors", 0.0) + time.perf_counter() - began
+        stages_cpu["read vectors"] = stages_cpu.get("read vectors", 0.0) + time.process_time() - cpu
 embeddings.EmbeddingStore.load = classmethod(loaded)
 timed(retrieval, "read_retrieval_data", "read corpus")
 timed(retrieval, "search", "search")
@@ -90,8 +94,10 @@ timed(retrieval, "mteb_retrieval_measures", "metrics")
 timed(runner, "confidence_intervals", "intervals")
 status = main(["run", "--embeddings", vectors_file, "--data", data, "--tasks", "scidocs-retrieval", "--no-cache",
                "--quiet", "--overwrite", "-o", results])
-run = time.perf_counter() - run_start
-print(json.dumps({"status": status, "product": min(product), "run": run, "stages": stages}))
+run, cpu = time.perf_counter() - run_start, time.process_time() - run_cpu
+product_wall, product_cpu = min(product)
+print(json.dumps({"status": status, "product": product_wall, "product_cpu": product_cpu, "run": run, "run_cpu": cpu,
+                  "stages": stages, "stages_cpu": stages_cpu}))
 """
 
 
@@ -146,9 +152,13 @@ def measure(checkout: Path, data: Path, vectors: Path) -> dict:
 
 
 def report(label: str, figures: dict) -> None:
-    stages = ", ".join(f"{name} {seconds:.1f}" for name, seconds in figures["stages"].items())
+    cpu = figures["stages_cpu"]
+    stages = ", ".join(f"{name} {seconds:.1f}" + (f" ({cpu[name]:.1f})" if name in cpu else "")
+                       for name, seconds in figures["stages"].items())
     print(f"{label}: run {figures['run']:.1f} s = {figures['run'] / figures['product']:.2f} x numpy's product "
-          f"({figures['product']:.1f} s)  [{stages}]")
+          f"({figures['product']:.1f} s); CPU {figures['run_cpu']:.1f} s = "
+          f"{figures['run_cpu'] / figures['product_cpu']:.2f} x the product's ({figures['product_cpu']:.1f} s)  "
+          f"[stages, wall (CPU): {stages}]")
 
 
 def main() -> None:

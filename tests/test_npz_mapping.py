@@ -4,6 +4,7 @@ member is read into memory, and a damaged one is the reader's one-line error."""
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import numpy as np
@@ -52,3 +53,20 @@ def test_consecutive_rows_are_a_read_only_view_and_others_a_copy(tmp_path: Path)
         assert not np.shares_memory(gathered, store.matrix)
         assert np.array_equal(gathered, [MATRIX[int(i[1:])] if i != "absent" else np.zeros(4) for i in ids])
     assert store.vectors(["p0", "p1"], dtype=np.float64).dtype == np.float64
+
+
+def test_a_non_finite_value_past_the_first_chunks_names_its_paper(tmp_path: Path) -> None:
+    """The finite check runs a chunk of values at a time: a NaN deep in a large matrix is still found, and named."""
+    rows, dim = 3000, 64  # 192,000 values: three chunks of the check
+    matrix = np.random.default_rng(0).standard_normal((rows, dim), dtype=np.float32)
+    matrix[2345, 17] = np.nan
+    path = tmp_path / "e.npz"
+    np.savez(path, ids=np.array([f"p{i}" for i in range(rows)]), embeddings=matrix)
+    with pytest.raises(InputError, match=r"e\.npz.*paper 'p2345': embedding value 17 is nan"):
+        EmbeddingStore.load(path)
+
+
+def test_the_digest_read_beside_the_vectors_is_the_file_s(tmp_path: Path) -> None:
+    path = tmp_path / "e.npz"
+    np.savez(path, ids=IDS, embeddings=MATRIX)
+    assert EmbeddingStore.load(path).sha256 == hashlib.sha256(path.read_bytes()).hexdigest()

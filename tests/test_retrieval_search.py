@@ -71,3 +71,46 @@ def test_block_shape_keeps_to_the_memory_limit() -> None:
     queries, documents = block_shape(1000, 1_000_000, 100_000, memory_bytes=1 << 28)
     assert documents == 100_000 and queries * 12 * (100_000 + documents) <= 1 << 28
     assert block_shape(3, 10, 20) == (3, 20)
+
+
+@pytest.mark.parametrize("similarity", ["cosine", "dot", "neg-l2"])
+def test_any_number_of_threads_keeps_the_same_top_k(similarity: str) -> None:
+    """Threads share each block (a slice of its documents prepared and a slice of the queries scored by each):
+    the result is the reference's whatever their number, with more threads than queries too."""
+    rng = np.random.default_rng(5)
+    queries, documents = _tied_vectors(rng, 23), _tied_vectors(rng, 400)
+    ids = [f"d{i}" for i in rng.permutation(400)]
+    rank = np.argsort(np.argsort(np.asarray(ids, dtype=object), kind="stable"))
+    indices, scores = _reference(queries, documents, ids, 40, similarity)
+    for threads in (1, 2, 3, 64):
+        found = exact_top_k(queries, documents, rank, 40, similarity, block_bytes=4 * 23 * 50, threads=threads)
+        np.testing.assert_array_equal(found.indices, indices)
+        np.testing.assert_array_equal(found.scores, scores)
+
+
+@pytest.mark.parametrize("similarity", ["cosine", "dot", "neg-l2"])
+def test_unaligned_and_float64_documents_are_prepared_as_a_float32_copy_would_be(similarity: str) -> None:
+    """A block read from an unaligned memory map is normalised from it, and float64 rows are cast first: the same
+    scores, bit for bit, as from an aligned float32 copy of the same rows."""
+    rng = np.random.default_rng(6)
+    queries = rng.standard_normal((9, 16), dtype=np.float32)
+    documents = rng.standard_normal((500, 16), dtype=np.float32)
+    raw = np.empty(documents.nbytes + 1, dtype=np.uint8)
+    unaligned = raw[1:].view(np.float32).reshape(documents.shape)
+    unaligned[...] = documents
+    assert not unaligned.flags.aligned
+    rank = np.arange(500)
+    expected = exact_top_k(queries, documents, rank, 30, similarity, block_bytes=4 * 9 * 64)
+    for variant in (unaligned, documents.astype(np.float64)):
+        found = exact_top_k(queries, variant, rank, 30, similarity, block_bytes=4 * 9 * 64)
+        np.testing.assert_array_equal(found.indices, expected.indices)
+        np.testing.assert_array_equal(found.scores, expected.scores)
+
+
+def test_cosine_preparation_is_numpy_s_normalisation_bit_for_bit() -> None:
+    """`prepare` takes `np.linalg.norm`'s steps into reused buffers: the same bits as dividing by its result."""
+    vectors = np.random.default_rng(7).standard_normal((300, 768), dtype=np.float32) * 3
+    vectors[5] = 0  # a zero row: divided by the 1e-12 floor, as torch's normalize
+    expected = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), np.float32(1e-12))
+    np.testing.assert_array_equal(prepare(vectors, "cosine"), expected)
+    np.testing.assert_array_equal(prepare(vectors[1:], "cosine"), expected[1:])

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import itertools
 import json
 import logging
 import os
@@ -54,7 +55,7 @@ PRESENT, EMPTY, MISSING = 0, 1, 2
 _CHUNK_BYTES = 1 << 24
 _PARALLEL_BYTES = 64 << 20
 _MAX_WORKERS = 4
-_FINITE_CHUNK = 1 << 16
+_FINITE_CHUNK = 1 << 18
 """values checked for NaN and infinity at a time (their mask stays in the cache)."""
 PARSER_VERSION = 3
 """part of every parse-cache key: a change to what the parser reads must bump it, so no entry outlives it."""
@@ -122,7 +123,7 @@ class EmbeddingStore:
     def rows(self, ids: Sequence[str]) -> np.ndarray:
         """Row of each id, -1 where the id is absent; shape (len(ids),)."""
         index = self.index
-        return np.fromiter((index.get(i, -1) for i in ids), dtype=np.int64, count=len(ids))
+        return np.fromiter(map(index.get, ids, itertools.repeat(-1)), dtype=np.int64, count=len(ids))
 
     def status(self, ids: Sequence[str]) -> np.ndarray:
         """PRESENT, EMPTY or MISSING for each id; shape (len(ids),), int8."""
@@ -357,6 +358,7 @@ class _StoreBuilder:
 def _first_non_finite(values: np.ndarray) -> int | None:
     """Index of the first NaN or infinity in 1-d `values`, None if none; a chunk at a time (no mask of the whole
     array: a corpus' vectors are checked at the speed of reading them)."""
+    values = values.view(np.ndarray)  # a memory map's slices would each run np.memmap's Python hooks
     for start in range(0, len(values), _FINITE_CHUNK):
         chunk = values[start:start + _FINITE_CHUNK]
         if not np.isfinite(chunk).all():
