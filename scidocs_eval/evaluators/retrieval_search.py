@@ -136,8 +136,9 @@ def _keep_top(scores: np.ndarray, indices: np.ndarray, id_rank: np.ndarray, k: i
 
 MERGE_AT = 3
 """a query's candidates are merged down to k once they reach this many times k (or the buffer is full): its
-threshold then follows its k-th best score closely, so fewer of the next blocks' scores pass it (1,000 × 200,000
-× 768: about a seventh less CPU than merging only when the buffer is full, results identical)."""
+threshold then follows its k-th best score closely, so fewer of the next blocks' scores pass it (with the
+buffer's k + block slots alone, thresholds set by the first block let about k scores of every later block
+through)."""
 
 
 class _RunningTop:
@@ -195,8 +196,8 @@ class _RunningTop:
 
 
 SCORE_BLOCK_BYTES = 1 << 25
-"""bytes of one block of scores: wide enough for BLAS to run near its peak (at 1,000 queries a block of 2,097
-documents cost a quarter more than blocks of 8,388 or more), and few survivors after the first block's
+"""bytes of one block of scores: wide enough for BLAS to run near its peak (at 1,000 queries, blocks of 2,097
+documents ran measurably slower than blocks of 8,000 or more), and a first block large enough for good
 thresholds."""
 MEMORY_BYTES = 1 << 29
 """working memory of a search beyond the vectors (`block_shape`)."""
