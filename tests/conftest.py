@@ -160,12 +160,29 @@ def _cuda_available() -> bool:
     return torch.cuda.is_available()
 
 
+def _covered_by_a_slow_variant(items: list[pytest.Item]) -> list[pytest.Item]:
+    """The docs pages' default runs whose page also runs with its slow blocks in this session: that run executes
+    every block the default one does and checks every output it checks, and more."""
+    def runs(item: pytest.Item, test: str) -> str | None:
+        return item.callspec.id if getattr(item, "originalname", None) == test else None  # the page
+
+    slow_pages = {runs(item, "test_page_examples_run_with_slow_blocks") for item in items} - {None}
+    return [item for item in items if runs(item, "test_page_examples_run") in slow_pages]
+
+
+@pytest.hookimpl(trylast=True)  # after `-m` and `-k` deselected theirs
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tests marked `gpu` skip, with the reason, where torch sees no CUDA device."""
+    """Tests marked `gpu` skip, with the reason, where torch sees no CUDA device. Where slow tests are selected
+    (CI runs the whole suite in one `pytest -n auto --dist worksteal`), they run first, so the longest start while
+    the many short ones are left to balance the workers; a test that a selected slow one repeats is deselected."""
     gpu_tests = [item for item in items if "gpu" in item.keywords]
     if gpu_tests and not _cuda_available():
         for item in gpu_tests:
             item.add_marker(pytest.mark.skip(reason="needs a CUDA GPU (torch.cuda.is_available() is False)"))
+    if repeated := _covered_by_a_slow_variant(items):
+        config.hook.pytest_deselected(items=repeated)
+        items[:] = [item for item in items if item not in repeated]
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable: each kind keeps its order
 
 
 def _not_installed(module: str) -> bool:

@@ -8,6 +8,7 @@ layers listed in SIBLINGS, which must stay independent.
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.util
 from pathlib import Path
 
@@ -49,11 +50,22 @@ def package_modules() -> dict[str, Path]:
     return modules
 
 
+@functools.cache
+def _tree(source: str) -> ast.Module:
+    return ast.parse(source)
+
+
+def parsed(path: Path) -> ast.Module:
+    """`path`'s syntax tree, parsed once per source text (the checks here walk every module several times); read
+    only."""
+    return _tree(path.read_text(encoding="utf-8"))
+
+
 def imports_of(name: str, path: Path, known: set[str]) -> set[str]:
     """The package modules that module `name` (file `path`) imports, anywhere in its body."""
     is_package = path.name == "__init__.py"
     found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(parsed(path)):
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -160,7 +172,7 @@ def test_top_level_stays_small_and_each_subpackage_says_its_job_in_two_lines() -
     root = Path(importlib.util.find_spec("scidocs_eval").submodule_search_locations[0])
     assert len([p for p in root.glob("*.py") if p.name != "__init__.py"]) <= MAX_TOP_LEVEL_MODULES
     for init in root.glob("*/__init__.py"):
-        docstring = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8")))
+        docstring = ast.get_docstring(parsed(init))
         assert docstring and len(docstring.splitlines()) == 2, init
 
 
@@ -197,7 +209,7 @@ def family_branches(name: str, path: Path) -> list[str]:
     """Where a module reads a task's family (`.family`), names a closed list of families (`FAMILIES`) or selects
     tasks by family (`task_names` given a family)."""
     found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(parsed(path)):
         if isinstance(node, ast.Attribute) and node.attr == "family":
             found.append(f"{name}:{node.lineno} reads .family")
         elif isinstance(node, ast.Name) and node.id.endswith("FAMILIES") and node.id != "MTEB_FAMILIES":
@@ -229,7 +241,7 @@ def declaration_bypasses(name: str, path: Path, members: set[str]) -> list[str]:
     """Where a module duck-types a task (getattr/hasattr of a member only some tasks have) or spells a piece of a
     task family's file layout."""
     found = []
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = parsed(path)
     docstrings = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Expr)}
     for node in ast.walk(tree):
         if id(node) in docstrings:
@@ -282,7 +294,7 @@ def registered_name_owners() -> dict[str, set[str]]:
     owners: dict[str, set[str]] = {name: {cls.__module__} for name, cls in TASKS.items()}
     benchmarks = set(BENCHMARKS.names())
     for module, path in package_modules().items():
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(parsed(path)):
             if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) == "Benchmark" \
                     and node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value in benchmarks:
                 owners.setdefault(node.args[0].value, set()).add(module)
@@ -296,7 +308,7 @@ def name_constants() -> dict[str, str]:
 
     names = {*TASKS.names(), *BENCHMARKS.names()}
     return {target.id: node.value.value for path in package_modules().values()
-            for node in ast.parse(path.read_text(encoding="utf-8")).body if isinstance(node, ast.Assign)
+            for node in parsed(path).body if isinstance(node, ast.Assign)
             and isinstance(node.value, ast.Constant) and node.value.value in names
             for target in node.targets if isinstance(target, ast.Name)}
 
@@ -319,7 +331,7 @@ def name_comparisons(name: str, path: Path, owners: dict[str, set[str]],
     """Where module `name` compares a value (==, !=, in, not in, match) with the name of a registered task or
     benchmark it does not own, spelled or through a constant that holds it (`constants`; the module that defines
     such a constant may compare with it)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = parsed(path)
     defined = {target.id for node in tree.body if isinstance(node, ast.Assign) for target in node.targets
                if isinstance(target, ast.Name)}
     constants = {key: value for key, value in (constants or {}).items() if key not in defined}

@@ -94,9 +94,13 @@ def test_every_block_is_runnable_or_marked() -> None:
     assert not problems, "\n".join(problems)
 
 
+PARSER = build_parser()
+"""Built once (each build takes about 17 ms; the checks below look up hundreds of documented commands); read only."""
+
+
 def _parser_of(words: list[str]) -> argparse.ArgumentParser:
     """The parser of the (sub)command that `words` (after `scidocs-eval`) name."""
-    parser = build_parser()
+    parser = PARSER
     for word in words:
         choices = next((action.choices for action in parser._actions
                         if isinstance(action, argparse._SubParsersAction)), None)

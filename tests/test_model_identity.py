@@ -44,16 +44,17 @@ def test_the_fingerprint_follows_the_weights_not_the_path(checkpoint: Path) -> N
 
 @pytest.mark.parametrize("command", ["embed", "baseline"])
 def test_a_resume_after_the_weights_changed_embeds_with_the_new_weights_only(
-        command: str, checkpoint: Path, demo_suite: Suite, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        command: str, checkpoint: Path, tiny_suite: Suite, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`baseline` on the tiny suite's cite task (about 40 papers, three runs of MiniLM: the proof needs no more)."""
     metadata = tmp_path / "papers.jsonl"
     metadata.write_bytes(b"".join(orjson.dumps({"paper_id": p.paper_id, "title": p.title, "abstract": p.abstract})
-                                  + b"\n" for p in demo_suite.papers()[:6]))
+                                  + b"\n" for p in tiny_suite.papers()[:6]))
 
     def args(out: Path) -> list[str]:
         if command == "embed":
             return ["embed", "--metadata", str(metadata), "--out", str(out), "--adapter", "transformer",
                     "--model", str(checkpoint), "--quiet"]
-        return ["baseline", "transformer", "--data", str(demo_suite.root), "--tasks", "cite", "--out-dir",
+        return ["baseline", "transformer", "--data", str(tiny_suite.root), "--tasks", "cite", "--out-dir",
                 str(out.parent), "--model", str(checkpoint), "--quiet"]
 
     out = tmp_path / "runs" / "transformer.jsonl" if command == "baseline" else tmp_path / "out.jsonl"

@@ -156,12 +156,14 @@ RECIPES: dict[str, Callable[[World], list[str]]] = {
 """How to make a valid invocation of each command that writes, its outputs left out (the test adds them)."""
 
 
-def _name(parser: argparse.ArgumentParser) -> str:
-    return parser.prog.removeprefix(build_parser().prog).strip()
+PARSER = build_parser()
+"""Built once (about 20 ms a build; this module asks for a command's parser hundreds of times), read only: every
+run goes through `main`, which builds its own."""
+LEAVES = {leaf.prog.removeprefix(PARSER.prog).strip(): leaf for leaf in leaf_parsers(PARSER)}
 
 
 def _outputs() -> list[tuple[str, str]]:
-    return [(_name(leaf), _flag(action)) for leaf in leaf_parsers(build_parser()) for action in output_actions(leaf)]
+    return [(name, _flag(action)) for name, leaf in LEAVES.items() for action in output_actions(leaf)]
 
 
 def _flag(action: argparse.Action) -> str:
@@ -169,7 +171,7 @@ def _flag(action: argparse.Action) -> str:
 
 
 def _leaf(command: str) -> argparse.ArgumentParser:
-    return next(leaf for leaf in leaf_parsers(build_parser()) if _name(leaf) == command)
+    return LEAVES[command]
 
 
 def _kind(command: str, flag: str) -> str:
@@ -242,7 +244,7 @@ def test_every_command_that_writes_has_a_recipe() -> None:
 
 def test_every_option_naming_an_output_is_declared_with_add_output() -> None:
     """An output option declared with a bare add_argument would escape every test here."""
-    for leaf in leaf_parsers(build_parser()):
+    for leaf in LEAVES.values():
         declared = set(output_actions(leaf))
         for action in leaf._actions:
             words = set(action.dest.replace("-", "_").split("_"))
@@ -253,7 +255,7 @@ def test_every_option_naming_an_output_is_declared_with_add_output() -> None:
 
 
 def test_every_command_that_writes_takes_overwrite() -> None:
-    for leaf in leaf_parsers(build_parser()):
+    for leaf in LEAVES.values():
         overwrite = [a for a in leaf._actions if "--overwrite" in a.option_strings]
         assert bool(overwrite) == bool(output_actions(leaf)), leaf.prog
 
