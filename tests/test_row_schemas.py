@@ -16,6 +16,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +39,11 @@ FILE_NAMES = {"JSON lines": "rows/test.jsonl", "JSON lines (or a JSON array)": "
               "parquet": "config/test-00000-of-00001.parquet", "a JSON object {paper_id: row}": "metadata.json",
               "a JSON object {query: {candidate: row}}": "data.json",
               "CSV with a header": "recomm/test.csv", "TSV with a header": "qrels/test.tsv",
-              "space-separated lines": "cite/test.qrel"}
+              "space-separated lines": "cite/test.qrel", "TSV lines (a header row allowed)": "citations.tsv",
+              "lines, one id a line": "train.txt", "one JSON object": "recomm/propensity_scores.json"}
+ONE_RECORD = "one JSON object"
+"""a file of one record (its example has one row)."""
+ONE_CELL_LINES = ("space-separated lines", "lines, one id a line")
 KINDS = list(FILE_KINDS.values())
 
 
@@ -64,12 +69,15 @@ def _write(schema: RowSchema, rows: list[dict[str, Any]], folder: Path) -> tuple
         queries = [f"q{n}" for n in range(len(rows))]
         path.write_text(json.dumps({query: {f"c{n}": row} for n, (query, row) in enumerate(zip(queries, rows))}))
         return path, [f"query {query!r}" for query in queries]
+    if schema.container == ONE_RECORD:
+        path.write_text(json.dumps(rows[-1]))
+        return path, [f"{path.name}:"]
     if schema.container.startswith("a JSON object"):
         keys = [str(row.get("paper_id") or f"p{n}") for n, row in enumerate(rows)]
         path.write_text(json.dumps(dict(zip(keys, rows))))
         return path, [f"paper {key!r}" for key in keys]
     lines = [[_cell(row[name]) for name in names if name in row] for row in rows]
-    if schema.container == "space-separated lines":
+    if schema.container in ONE_CELL_LINES:
         path.write_text("".join(" ".join(cells) + "\n" for cells in lines))
         return path, [f"{path.name}:{n}:" for n in range(1, len(rows) + 1)]
     text = io.StringIO()
@@ -120,6 +128,8 @@ def _hostile_rows(schema: RowSchema, spec: Field, hostile: str, item: bool) -> l
     one type); None when the container cannot hold it."""
     rows = [dict(row) for row in schema.example]
     targets = rows if schema.container == "parquet" else rows[-1:]
+    if schema.container == "lines, one id a line" and hostile in ("null", "empty-string", "missing"):
+        return None  # a blank line is no row
     if hostile == "mixed-types":
         first = rows[0].get(spec.name)
         sample = first[0] if spec.many and isinstance(first, list) and first else first
@@ -189,7 +199,10 @@ def test_bytes_that_are_not_utf8_are_one_line_naming_the_file(kind: str, tmp_pat
 def test_every_file_kind_reads_its_example(kind: str, tmp_path: Path) -> None:
     schema = FILE_KINDS[kind]
     assert kind in READERS, f"file kind {kind!r} has no registered reader (formats.row_schema.reads)"
-    assert len(schema.example) >= 2, "an example of two rows (the last one gets the hostile value)"
+    if schema.container == ONE_RECORD:
+        assert len(schema.example) == 1, "a file of one record: an example of one row"
+    else:
+        assert len(schema.example) >= 2, "an example of two rows (the last one gets the hostile value)"
     error, _, _ = _read(schema, [dict(row) for row in schema.example], tmp_path)
     assert error is None, str(error)
 
@@ -212,6 +225,42 @@ def test_every_row_reader_declares_its_file_kinds() -> None:
             continue
         assert "file_kind(" in source and ("reads(" in source), \
             f"formats/{module.name} reads rows but declares no file kind (formats.row_schema.file_kind, reads)"
+
+
+PARSING = re.compile(r"\b((or)?json\.loads?|csv\.reader|csv\.DictReader|utf8_lines|json_lines|read_table|read_parquet|"
+                     r"read_csv|np\.loadtxt)\(|\.read(_text)?\(\)\.split")
+"""calls that parse a file's rows (or a whole file into values)."""
+PARSES_NO_DATASET = {
+    "scidocs_eval/cli/options.py": "a JSON option value (-p, --task-param), checked by the parameter's declaration",
+    "scidocs_eval/data/download.py": "its own download state file (.scidocs-download.json)",
+    "scidocs_eval/data/graph/badrows.py": "OpenAlex/S2 snapshot parts, typed by the recipe's Spark DDL schemas "
+                                         "(data/graph): it counts the rows they refuse",
+    "scidocs_eval/data/graph/recipe.py": "an abstract's inverted index inside a typed snapshot row, and the qrels "
+                                         "it has just written",
+    "scidocs_eval/evaluation/contamination.py": "an audit file the tool wrote (AuditReport.load checks its format)",
+    "scidocs_eval/evaluation/results.py": "results files: their schema is RunResult's dataclasses (results.json_kinds)",
+    "scidocs_eval/models/weights.py": "its own digest memo, and a tokenizer's definition (hashed, not read as rows)",
+    "scidocs_eval/models/word_vectors.py": "GloVe's word index shipped with the vectors (a model's file)",
+    "scidocs_eval/training/specter.py": "a checkpoint's settings record, written by the tool",
+}
+"""modules outside formats/ that parse a file, and why it is no dataset file (a dataset file is read by a reader
+of formats/ that declares its kind)."""
+
+
+def test_no_module_outside_formats_parses_dataset_rows() -> None:
+    """data/, training/, evaluators/, run/, evaluation/, models/, tasks/ and baselines/ read a dataset file only
+    through a formats reader (which declares its kind, above); a module that parses one itself fails here."""
+    import scidocs_eval
+
+    package = Path(scidocs_eval.__file__).parent
+    root = package.parent
+    modules = [path for path in sorted(package.rglob("*.py")) if path.relative_to(package).parts[0] != "formats"]
+    modules += sorted((root / "tasks").glob("*.py")) + sorted((root / "baselines").glob("*.py"))
+    parsing = {str(path.relative_to(root)) for path in modules if PARSING.search(path.read_text())}
+    assert parsing - set(PARSES_NO_DATASET) == set(), \
+        "these modules parse a file themselves: read a dataset file through formats/ (a declared file kind), or " \
+        "list the module in PARSES_NO_DATASET with what it parses"
+    assert set(PARSES_NO_DATASET) <= parsing, "PARSES_NO_DATASET lists a module that parses nothing now"
 
 
 def test_the_docs_table_is_the_registry() -> None:

@@ -61,6 +61,9 @@ QRELS = file_kind(RowSchema("SciDocs qrels", "space-separated lines", (
     Field("query_id", "id"), Field("iteration", "text"), Field("candidate_id", "id"), Field("relevance", "grade")),
     cells=True, example=({"query_id": "q1", "iteration": "0", "candidate_id": "p1", "relevance": 1},
                          {"query_id": "q1", "iteration": "0", "candidate_id": "p2", "relevance": 0})))
+PROPENSITIES = file_kind(RowSchema("SciDocs recomm propensities", "one JSON object", (
+    Field("scores", "number", many=True),), example=({"scores": [1.0, 0.62, 0.5]},)))
+"""recomm's position bias: the propensity of each display position, from the first (each a positive number)."""
 LABELS_HEADER = "paper_id,class_label"
 IMPRESSIONS_HEADER = "query_id,clicked_id,shown"
 
@@ -263,19 +266,25 @@ class Suite:
     @cached_property
     def propensities(self) -> np.ndarray:
         """`recomm/propensity_scores.json`: propensity of each display position (float64, shape (n_positions,))."""
-        path = self.require("recomm/propensity_scores.json", '{"scores": [p_1, p_2, ...]}')
-        try:
-            scores = orjson.loads(path.read_bytes())["scores"]
-            values = np.asarray(scores, dtype=np.float64)
-        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as error:
-            raise InputError(path, f'expected {{"scores": [numbers]}} ({error})') from None
-        if values.ndim != 1 or not values.size or not (np.isfinite(values) & (values > 0)).all():
-            raise InputError(path, "scores must be a non-empty list of positive numbers")
-        return values
+        return read_propensities(self.require("recomm/propensity_scores.json", '{"scores": [p_1, p_2, ...]}'))
 
     def fingerprint(self, relatives: list[str]) -> dict[str, str]:
         """sha256 of each given file that exists (for the results file)."""
         return {relative: _sha256(self.path(relative)) for relative in relatives if self.has(relative)}
+
+
+@reads(PROPENSITIES)
+def read_propensities(path: str | os.PathLike[str]) -> np.ndarray:
+    """The propensity of each display position (`PROPENSITIES`: float64, shape (n_positions,))."""
+    try:
+        record = orjson.loads(Path(path).read_bytes())
+    except orjson.JSONDecodeError as error:
+        raise InputError(path, f'malformed JSON ({error}); expected {{"scores": [p_1, p_2, ...]}}') from None
+    scores = PROPENSITIES.checker(path).row(record)["scores"]
+    if (bad := next((n for n, score in enumerate(scores) if score <= 0), None)) is not None:
+        raise InputError(path, f"field 'scores[{bad}]' is {scores[bad]!r}, expected a positive number (the "
+                         "propensity of a display position)")
+    return np.asarray(scores, dtype=np.float64)
 
 
 reads(METADATA)(lambda path: Suite(Path(path).parent).metadata(Path(path).name))
