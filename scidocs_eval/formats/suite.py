@@ -141,6 +141,7 @@ class Suite:
         self.root = Path(root)
         self._metadata: dict[str, dict[str, dict]] = {}
         self._queries: dict[str, list[str]] = {}
+        self._impressions: dict[str, tuple[list[Impression], list[InputError]]] = {}
 
     def __repr__(self) -> str:
         return f"Suite({str(self.root)!r})"
@@ -257,11 +258,20 @@ class Suite:
 
     def impressions(self, split: str) -> list[Impression]:
         """`recomm/{split}.csv`: one impression per row; the clicked id must be among those shown."""
-        path = self.require(f"recomm/{split}.csv", 'a header row, then query_id,clicked_id,"id1,id2,..."')
-        impressions = read_impressions(path)
+        impressions, problems = self.impression_rows(split)
+        if problems:
+            raise problems[0]
         if not impressions:
-            raise InputError(path, "no rows after the header")
+            raise InputError(self.path(f"recomm/{split}.csv"), "no rows after the header")
         return impressions
+
+    def impression_rows(self, split: str) -> tuple[list[Impression], list[InputError]]:
+        """`recomm/{split}.csv` read once: its good rows, and an InputError for each bad row (left out)."""
+        if split not in self._impressions:
+            path = self.require(f"recomm/{split}.csv", 'a header row, then query_id,clicked_id,"id1,id2,..."')
+            problems: list[InputError] = []
+            self._impressions[split] = (read_impressions(path, problems), problems)
+        return self._impressions[split]
 
     @cached_property
     def propensities(self) -> np.ndarray:
