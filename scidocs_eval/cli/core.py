@@ -178,7 +178,7 @@ def _table(args: argparse.Namespace) -> int:
     benchmark = BENCHMARKS[args.benchmark]
     paths = results_paths(args.results or [DEFAULT_RESULTS_DIR])
     if args.output:
-        claim_inputs_are_not_outputs(paths, {"--out": args.output})
+        claim_inputs_are_not_outputs(given_as("RESULTS", paths), {"--out": args.output})
         claim_output(args.output, "--out")
     results = [RunResult.load(p) for p in paths]
     markdown = benchmark.table(results, sources=paths, include_paper=not args.no_paper, ci=args.ci)
