@@ -546,8 +546,8 @@ COMMAND_INPUTS = [("run", "--embeddings"), ("run", "--data"), ("run", "--exclude
 """Each command with each option through which it reads files (a folder's files included)."""
 READERS_NAMED = {("run", "--embeddings"): "read by the command as its --embeddings", ("run", "--data"): "by task cite",
                  ("run", "--exclude"): "read by the command as its --exclude",
-                 ("baseline", "--data"): "read by baseline as its data",
-                 ("baseline", "--train-corpus"): "read by baseline as its train_corpus",
+                 ("baseline", "--data"): "read by the command as its --data",
+                 ("baseline", "--train-corpus"): "read by the command as its --train-corpus",
                  ("audit", "--train"): "read by the command as its --train", ("audit", "--data"): "by task cite",
                  ("export", "RESULTS"): "read by export as its RESULTS.json"}
 """What the refusal says of who reads the file (a suite's file: the task that reads it)."""

@@ -104,10 +104,9 @@ def run_baseline(
     out_dir = Path(out_dir)
     files, folders = adapter_inputs(name, {key: value for key, value in (params or {}).items() if key != "tune"})
     claim_baseline_outputs(name, adapter, out_dir, config,
-                           [*given_as("train_corpus", [train_corpus], "baseline"),
-                            *given_as("exclude", [config.exclude], "baseline"), *files,
-                            *given_as("data", [config.data] if isinstance(config.data, (str, os.PathLike)) else [],
-                                      "baseline")],  # suite files
+                           [*given_as("--train-corpus", [train_corpus]), *given_as("--exclude", [config.exclude]),
+                            *files, *given_as("--data", [config.data] if isinstance(config.data, (str, os.PathLike))
+                                              else [])],  # suite files
                            folders, embeddings_format)
     return embed_and_score(
         adapter.group_adapters() or adapter, replace(config, output=out_dir / f"{name}.results.json"),

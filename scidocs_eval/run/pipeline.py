@@ -160,7 +160,8 @@ def embed_metadata(adapter_name: str, params: Mapping[str, Any], metadata: str |
     adapter = get_adapter(adapter_name, **params)
     adapter.check_fitted()
     files, folders = adapter_inputs(adapter_name, params)  # a checkpoint folder, a vectors file, ...
-    claim_inputs_are_not_outputs([*given_as("metadata", [metadata], "embed"), *files], {option: out}, folders)
+    metadata_option = "--metadata" if option.startswith("--") else "metadata"  # the CLI's words, or the call's
+    claim_inputs_are_not_outputs([*given_as(metadata_option, [metadata]), *files], {option: out}, folders)
     adapter.validate()  # may read the checkpoint
     if is_main_process():
         claim_output(out, option)
