@@ -284,3 +284,21 @@ def test_recomm_reads_each_impressions_file_once(demo_suite: Suite) -> None:
     impressions = [Path(path).name for path in opened if Path(path).parent.name == "recomm"
                    and path.endswith(".csv")]
     assert sorted(impressions) == ["test.csv", "train.csv", "val.csv"], impressions
+
+
+def test_train_specter_writes_no_checkpoint_in_its_training_folder_or_base_model(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """`train specter --out-dir` inside `--data-dir` or inside a `--base-model` folder (whose config.json a checkpoint
+    would replace): refused before anything is read, `--overwrite` or not, naming the option."""
+    pytest.importorskip("transformers")
+    monkeypatch.chdir(tmp_path)
+    data, base = tmp_path / "data", tmp_path / "base"
+    _plant((data / "data.json", data / "metadata.json", data / "train.txt", base / "config.json"), ())
+    train = ["train", "specter", "--data-dir", str(data), "--base-model", str(base), "--overwrite", "--quiet"]
+    for out, option in ((data, "--data-dir"), (data / "model", "--data-dir"), (base, "--base-model"),
+                        (base / "run", "--base-model")):
+        for form in _forms(out, tmp_path):
+            _refused([*train, "--out-dir", form], capsys, f"read whole by the command as its {option}")
+    assert sorted(p.name for p in data.iterdir()) == ["data.json", "metadata.json", "train.txt"]
+    assert sorted(p.name for p in base.iterdir()) == ["config.json"]
+    assert (base / "config.json").read_bytes() == USER_BYTES
