@@ -302,3 +302,16 @@ def test_train_specter_writes_no_checkpoint_in_its_training_folder_or_base_model
     assert sorted(p.name for p in data.iterdir()) == ["data.json", "metadata.json", "train.txt"]
     assert sorted(p.name for p in base.iterdir()) == ["config.json"]
     assert (base / "config.json").read_bytes() == USER_BYTES
+
+
+def test_data_build_from_a_snapshot_builds_nothing_inside_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """`data build --from openalex SNAP --out-dir SNAP/suite`: the snapshot is read whole; refused at once."""
+    monkeypatch.chdir(tmp_path)
+    snapshot = tmp_path / "snapshot"
+    _plant((snapshot / "works" / "part_000.gz",), ())
+    for out in (snapshot, snapshot / "suite"):
+        for form in _forms(out, tmp_path):
+            _refused(["data", "build", "--from", "openalex", str(snapshot), "--out-dir", form, "--overwrite",
+                      "--quiet"], capsys, "read whole by the command as its --from openalex")
+    assert [p.relative_to(snapshot) for p in snapshot.rglob("*")] == [Path("works"), Path("works/part_000.gz")]

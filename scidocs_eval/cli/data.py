@@ -19,7 +19,7 @@ from scidocs_eval.data.download import DEFAULT_PREFIX, ENDPOINT_ENV
 from scidocs_eval.data.graph.engines import ENGINES
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.formats.corpus import Published, parse_published
-from scidocs_eval.formats.safe_output import declare_inputs, given_as
+from scidocs_eval.formats.safe_output import claim_inputs_are_not_outputs, declare_inputs, given_as
 from scidocs_eval.params import POSITIVE, Interval, argument_type
 from scidocs_eval.paths import default_data_dir
 
@@ -100,6 +100,8 @@ def _build_from_snapshot(args: argparse.Namespace) -> int:
     if given or args.format != "suite":
         raise ScidocsEvalError(f"--from {source} builds the suite (and its BEIR layout) from the snapshot; "
                                f"{', '.join(given) or '--format beir'} is for the other ways of `data build`")
+    # the snapshot is read whole: no suite is built inside it, refused before the engine starts
+    claim_inputs_are_not_outputs([], {"--out-dir": args.out}, given_as(f"--from {source}", [folder]))
     first, last = args.years or (None, None)
     filters = Filters(first, last, _names(args.languages), _names(args.types), _names(args.fields),
                       args.require_abstract)
