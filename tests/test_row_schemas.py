@@ -40,7 +40,10 @@ FILE_NAMES = {"JSON lines": "rows/test.jsonl", "JSON lines (or a JSON array)": "
               "a JSON object {query: {candidate: row}}": "data.json",
               "CSV with a header": "recomm/test.csv", "TSV with a header": "qrels/test.tsv",
               "space-separated lines": "cite/test.qrel", "TSV lines (a header row allowed)": "citations.tsv",
-              "lines, one id a line": "train.txt", "one JSON object": "recomm/propensity_scores.json"}
+              "lines, one id a line": "train.txt", "one JSON object": "recomm/propensity_scores.json",
+              "a JSON object {class_label: name}": "mag/class_names.json"}
+KEYED_BY_FIELD = "a JSON object {class_label: name}"
+"""a file of {key: value}: the first field is the key (JSON text), the second the value."""
 ONE_RECORD = "one JSON object"
 """a file of one record (its example has one row)."""
 ONE_CELL_LINES = ("space-separated lines", "lines, one id a line")
@@ -65,6 +68,11 @@ def _write(schema: RowSchema, rows: list[dict[str, Any]], folder: Path) -> tuple
 
         pq.write_table(pa.Table.from_pylist(rows), path)
         return path, [f"{path.name}: row {n}:" for n in range(1, len(rows) + 1)]
+    if schema.container == KEYED_BY_FIELD:
+        key_field, value_field = names
+        keys = [row[key_field] if isinstance(row[key_field], str) else json.dumps(row[key_field]) for row in rows]
+        path.write_text(json.dumps({key: row[value_field] for key, row in zip(keys, rows)}))
+        return path, [f"class {key!r}" for key in keys]
     if schema.container.startswith("a JSON object {query"):
         queries = [f"q{n}" for n in range(len(rows))]
         path.write_text(json.dumps({query: {f"c{n}": row} for n, (query, row) in enumerate(zip(queries, rows))}))
@@ -130,6 +138,8 @@ def _hostile_rows(schema: RowSchema, spec: Field, hostile: str, item: bool) -> l
     targets = rows if schema.container == "parquet" else rows[-1:]
     if schema.container == "lines, one id a line" and hostile in ("null", "empty-string", "missing"):
         return None  # a blank line is no row
+    if schema.container == KEYED_BY_FIELD and hostile == "missing":
+        return None  # a key always has a value
     if hostile == "mixed-types":
         first = rows[0].get(spec.name)
         sample = first[0] if spec.many and isinstance(first, list) and first else first
@@ -242,20 +252,25 @@ PARSES_NO_DATASET = {
     "scidocs_eval/models/weights.py": "its own digest memo, and a tokenizer's definition (hashed, not read as rows)",
     "scidocs_eval/models/word_vectors.py": "GloVe's word index shipped with the vectors (a model's file)",
     "scidocs_eval/training/specter.py": "a checkpoint's settings record, written by the tool",
+    "leaderboard/figures.py": "the training history `train specter` wrote",
+    "leaderboard/table1.py": "the paper's published Table 1, shipped in the package",
+    "leaderboard/scirepeval_table.py": "SciRepEval's published rows, shipped in the package",
 }
 """modules outside formats/ that parse a file, and why it is no dataset file (a dataset file is read by a reader
 of formats/ that declares its kind)."""
 
 
 def test_no_module_outside_formats_parses_dataset_rows() -> None:
-    """data/, training/, evaluators/, run/, evaluation/, models/, tasks/ and baselines/ read a dataset file only
-    through a formats reader (which declares its kind, above); a module that parses one itself fails here."""
+    """data/, training/, evaluators/, run/, evaluation/, models/, tasks/, baselines/ and leaderboard/ read a
+    dataset file only through a formats reader (which declares its kind, above); a module that parses one itself
+    fails here."""
     import scidocs_eval
 
     package = Path(scidocs_eval.__file__).parent
     root = package.parent
     modules = [path for path in sorted(package.rglob("*.py")) if path.relative_to(package).parts[0] != "formats"]
-    modules += sorted((root / "tasks").glob("*.py")) + sorted((root / "baselines").glob("*.py"))
+    modules += [path for folder in ("tasks", "baselines", "leaderboard")
+                for path in sorted((root / folder).glob("*.py"))]
     parsing = {str(path.relative_to(root)) for path in modules if PARSING.search(path.read_text())}
     assert parsing - set(PARSES_NO_DATASET) == set(), \
         "these modules parse a file themselves: read a dataset file through formats/ (a declared file kind), or " \

@@ -64,6 +64,10 @@ QRELS = file_kind(RowSchema("SciDocs qrels", "space-separated lines", (
 PROPENSITIES = file_kind(RowSchema("SciDocs recomm propensities", "one JSON object", (
     Field("scores", "number", many=True),), example=({"scores": [1.0, 0.62, 0.5]},)))
 """recomm's position bias: the propensity of each display position, from the first (each a positive number)."""
+CLASS_NAMES = file_kind(RowSchema("SciDocs class names", "a JSON object {class_label: name}", (
+    Field("class_label", "int"), Field("name", "text")),
+    example=({"class_label": 0, "name": "Biology"}, {"class_label": 1, "name": "Physics"})))
+"""a classification task's optional names of its classes (figures' legends): each key an integer label."""
 LABELS_HEADER = "paper_id,class_label"
 IMPRESSIONS_HEADER = "query_id,clicked_id,shown"
 
@@ -278,9 +282,32 @@ class Suite:
         """`recomm/propensity_scores.json`: propensity of each display position (float64, shape (n_positions,))."""
         return read_propensities(self.require("recomm/propensity_scores.json", '{"scores": [p_1, p_2, ...]}'))
 
+    def class_names(self, task: str) -> dict[int, str]:
+        """`{task}/class_names.json` as {class_label: name}, or {} when the suite has none."""
+        relative = f"{task}/{CLASS_NAMES_FILE}"
+        return read_class_names(self.path(relative)) if self.has(relative) else {}
+
     def fingerprint(self, relatives: list[str]) -> dict[str, str]:
         """sha256 of each given file that exists (for the results file)."""
         return {relative: _sha256(self.path(relative)) for relative in relatives if self.has(relative)}
+
+
+@reads(CLASS_NAMES)
+def read_class_names(path: str | os.PathLike[str]) -> dict[int, str]:
+    """{class_label: name} of a class names file (`CLASS_NAMES`)."""
+    try:
+        data = orjson.loads(Path(path).read_bytes())
+    except orjson.JSONDecodeError as error:
+        raise InputError(path, f"malformed JSON ({error}); expected {{class_label: name}}") from None
+    if not isinstance(data, dict):
+        raise InputError(path, f"expected a JSON object {{class_label: name}}, got a JSON {type(data).__name__}")
+    checker = CLASS_NAMES.checker(path)
+    names = {}
+    for key, name in data.items():
+        label = int(key) if key.strip().lstrip("-").isdigit() else key  # a JSON key is text: "3" is the label 3
+        row = checker.row({"class_label": label, "name": name}, where=f"class {key!r}")
+        names[row["class_label"]] = row["name"]
+    return names
 
 
 @reads(PROPENSITIES)
