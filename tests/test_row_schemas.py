@@ -283,3 +283,31 @@ def test_the_docs_table_is_the_registry() -> None:
 
     page = DOC.read_text(encoding="utf-8")
     assert updated_page(page) == page, "docs/errors_and_files.md is stale: python -m scidocs_eval.cli.row_schema_docs"
+
+
+CLI_CASES = {
+    "citations": ("e.tsv", "a\tb\nb\t\n", ["data", "build", "--papers", "{dir}/p.jsonl", "--citations", "{file}",
+                                            "--out-dir", "{dir}/out"], "e.tsv:2: field 'cited' is empty"),
+    "id list": ("ids.txt", "p1\np2 p3\n", ["audit", "--train", "{file}", "--data", "{suite}", "--tasks", "cite"],
+                "ids.txt:2: expected one paper id a line (field 'id')"),
+    "SPECTER data.json": ("data.json", '{"q": {"c": {"count": 5}, "d": {"count": 1.5}}}',
+                          ["audit", "--train", "{file}", "--data", "{suite}", "--tasks", "cite"],
+                          "data.json: query 'q', candidate 'd': field 'count' is number 1.5, expected an integer"),
+}
+"""A hostile file of each kind typed last, through the command that reads it: (file, text, argv, the line)."""
+
+
+@pytest.mark.parametrize("kind", CLI_CASES)
+def test_a_hostile_row_of_the_later_kinds_is_one_line_and_exit_2_from_the_cli(
+        kind: str, tmp_path: Path, demo_suite: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    from scidocs_eval.cli.main import main
+
+    name, text, argv, line = CLI_CASES[kind]
+    (tmp_path / name).write_text(text)
+    (tmp_path / "p.jsonl").write_text('{"paper_id": "a", "title": "t", "abstract": "x"}\n'
+                                      '{"paper_id": "b", "title": "u", "abstract": "y"}\n')
+    filled = [arg.format(dir=tmp_path, file=tmp_path / name, suite=demo_suite.root) for arg in argv]
+    assert main([*filled, "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "Traceback" not in err and line in err, err
+    assert kind in FILE_KINDS
