@@ -49,8 +49,8 @@ def embeddings_files(name: str, adapter: Adapter, out_dir: Path, embeddings_form
 
 
 def claim_baseline_outputs(name: str, adapter: Adapter, out_dir: Path, config: RunConfig,
-                           inputs: Sequence[str | os.PathLike[str] | None], folders: Sequence[str] = (),
-                           embeddings_format: str = "jsonl") -> None:
+                           inputs: Sequence[str | os.PathLike[str] | None],
+                           folders: Sequence[str | os.PathLike[str]] = (), embeddings_format: str = "jsonl") -> None:
     """Lock (and check) every file `baseline` writes in `out_dir` before the adapter is fitted; none of them may
     be a path the command reads: the tasks' (`claim_task_inputs`), the command's other `inputs` and the `folders`
     it reads whole (a checkpoint). Rank 0 alone writes, under torchrun."""
