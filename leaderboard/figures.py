@@ -28,7 +28,7 @@ from scidocs_eval.extras import require
 from scidocs_eval.formats.embeddings import EMPTY, MISSING, EmbeddingStore
 from scidocs_eval.formats.embeddings_tables import ReadOptions
 from scidocs_eval.formats.safe_output import atomic_write
-from scidocs_eval.formats.suite import CLASS_NAMES_FILE, Suite
+from scidocs_eval.formats.suite import Suite
 from scidocs_eval.leaderboard.runs import LoadedRun
 from scidocs_eval.leaderboard.table1 import COLUMNS, our_row
 from scidocs_eval.progress import progress_bar
@@ -80,15 +80,7 @@ class LabelledSample:
 
 def class_names(suite: Suite, task: str) -> dict[int, str]:
     """`{task}/class_names.json` as {label: name}, or {} when the suite has no names file."""
-    relative = f"{task}/{CLASS_NAMES_FILE}"
-    if not suite.has(relative):
-        return {}
-    path = suite.path(relative)
-    try:
-        data = orjson.loads(path.read_bytes())
-        return {int(label): str(name) for label, name in data.items()}
-    except (orjson.JSONDecodeError, AttributeError, ValueError) as error:
-        raise InputError(path, f"expected a JSON object {{class_label: name}} ({error})") from None
+    return suite.class_names(task)
 
 
 def sample_papers(suite: Suite, task: str, split: str = "test", size: int | None = 3000,

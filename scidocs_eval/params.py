@@ -242,13 +242,14 @@ def validate_params(constraints: Constraints, params: Mapping[str, Any], what: s
             check_value(name, value, constraints[name], what)
 
 
-def input_paths(constraints: Constraints, params: Mapping[str, Any]) -> list[tuple[str, bool]]:
-    """(value, read as a folder) of every parameter of `params` that `constraints` declares an `InputPath`."""
+def input_paths(constraints: Constraints, params: Mapping[str, Any]) -> list[tuple[str, str, bool]]:
+    """(name, value, read as a folder) of every parameter of `params` that `constraints` declares an
+    `InputPath`."""
     found = []
     for name, value in params.items():
         rule = next((rule for rule in constraints.get(name, ()) if isinstance(rule, InputPath)), None)
         if rule is not None and isinstance(value, str) and value:
-            found.append((value, rule.folder))
+            found.append((name, value, rule.folder))
     return found
 
 

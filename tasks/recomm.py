@@ -29,7 +29,7 @@ from scidocs_eval.evaluators.recomm_features import RecommFeaturizer, ShownPaper
 from scidocs_eval.evaluators.recomm_rankers import RANKERS, impression_metrics, impression_terms
 from scidocs_eval.extras import Requirement
 from scidocs_eval.formats.embeddings import EmbeddingStore
-from scidocs_eval.formats.suite import METADATA_FILES, Impression, Suite, read_impressions
+from scidocs_eval.formats.suite import METADATA_FILES, Impression, Suite
 from scidocs_eval.params import AT_LEAST_ONE, SEED, InstanceOf, Options
 from scidocs_eval.progress import progress_bar
 from scidocs_eval.registry import check_params
@@ -104,10 +104,8 @@ class RecommTask(Task[ImpressionSplits]):
     def read(self, suite: Suite, split: str, texts: bool = True) -> ImpressionSplits:
         rows, problems, files = {}, {}, {}
         for role in dict.fromkeys(("train", "val", split)):
-            relative = f"recomm/{role}.csv"
-            problems[role] = []
-            files[role] = str(suite.require(relative, 'a header row, then query_id,clicked_id,"id1,id2,..."'))
-            rows[role] = read_impressions(suite.path(relative), problems[role])
+            rows[role], problems[role] = suite.impression_rows(role)  # train and val: read once for every split
+            files[role] = str(suite.path(f"recomm/{role}.csv"))
         return ImpressionSplits(split, texts, rows, problems, files)
 
     def paper_ids(self, suite: Suite, split: str) -> list[str]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +39,14 @@ FILE_NAMES = {"JSON lines": "rows/test.jsonl", "JSON lines (or a JSON array)": "
               "parquet": "config/test-00000-of-00001.parquet", "a JSON object {paper_id: row}": "metadata.json",
               "a JSON object {query: {candidate: row}}": "data.json",
               "CSV with a header": "recomm/test.csv", "TSV with a header": "qrels/test.tsv",
-              "space-separated lines": "cite/test.qrel"}
+              "space-separated lines": "cite/test.qrel", "TSV lines (a header row allowed)": "citations.tsv",
+              "lines, one id a line": "train.txt", "one JSON object": "recomm/propensity_scores.json",
+              "a JSON object {class_label: name}": "mag/class_names.json"}
+KEYED_BY_FIELD = "a JSON object {class_label: name}"
+"""a file of {key: value}: the first field is the key (JSON text), the second the value."""
+ONE_RECORD = "one JSON object"
+"""a file of one record (its example has one row)."""
+ONE_CELL_LINES = ("space-separated lines", "lines, one id a line")
 KINDS = list(FILE_KINDS.values())
 
 
@@ -60,16 +68,24 @@ def _write(schema: RowSchema, rows: list[dict[str, Any]], folder: Path) -> tuple
 
         pq.write_table(pa.Table.from_pylist(rows), path)
         return path, [f"{path.name}: row {n}:" for n in range(1, len(rows) + 1)]
+    if schema.container == KEYED_BY_FIELD:
+        key_field, value_field = names
+        keys = [row[key_field] if isinstance(row[key_field], str) else json.dumps(row[key_field]) for row in rows]
+        path.write_text(json.dumps({key: row[value_field] for key, row in zip(keys, rows)}))
+        return path, [f"class {key!r}" for key in keys]
     if schema.container.startswith("a JSON object {query"):
         queries = [f"q{n}" for n in range(len(rows))]
         path.write_text(json.dumps({query: {f"c{n}": row} for n, (query, row) in enumerate(zip(queries, rows))}))
         return path, [f"query {query!r}" for query in queries]
+    if schema.container == ONE_RECORD:
+        path.write_text(json.dumps(rows[-1]))
+        return path, [f"{path.name}:"]
     if schema.container.startswith("a JSON object"):
         keys = [str(row.get("paper_id") or f"p{n}") for n, row in enumerate(rows)]
         path.write_text(json.dumps(dict(zip(keys, rows))))
         return path, [f"paper {key!r}" for key in keys]
     lines = [[_cell(row[name]) for name in names if name in row] for row in rows]
-    if schema.container == "space-separated lines":
+    if schema.container in ONE_CELL_LINES:
         path.write_text("".join(" ".join(cells) + "\n" for cells in lines))
         return path, [f"{path.name}:{n}:" for n in range(1, len(rows) + 1)]
     text = io.StringIO()
@@ -120,6 +136,10 @@ def _hostile_rows(schema: RowSchema, spec: Field, hostile: str, item: bool) -> l
     one type); None when the container cannot hold it."""
     rows = [dict(row) for row in schema.example]
     targets = rows if schema.container == "parquet" else rows[-1:]
+    if schema.container == "lines, one id a line" and hostile in ("null", "empty-string", "missing"):
+        return None  # a blank line is no row
+    if schema.container == KEYED_BY_FIELD and hostile == "missing":
+        return None  # a key always has a value
     if hostile == "mixed-types":
         first = rows[0].get(spec.name)
         sample = first[0] if spec.many and isinstance(first, list) and first else first
@@ -189,7 +209,10 @@ def test_bytes_that_are_not_utf8_are_one_line_naming_the_file(kind: str, tmp_pat
 def test_every_file_kind_reads_its_example(kind: str, tmp_path: Path) -> None:
     schema = FILE_KINDS[kind]
     assert kind in READERS, f"file kind {kind!r} has no registered reader (formats.row_schema.reads)"
-    assert len(schema.example) >= 2, "an example of two rows (the last one gets the hostile value)"
+    if schema.container == ONE_RECORD:
+        assert len(schema.example) == 1, "a file of one record: an example of one row"
+    else:
+        assert len(schema.example) >= 2, "an example of two rows (the last one gets the hostile value)"
     error, _, _ = _read(schema, [dict(row) for row in schema.example], tmp_path)
     assert error is None, str(error)
 
@@ -214,8 +237,77 @@ def test_every_row_reader_declares_its_file_kinds() -> None:
             f"formats/{module.name} reads rows but declares no file kind (formats.row_schema.file_kind, reads)"
 
 
+PARSING = re.compile(r"\b((or)?json\.loads?|csv\.reader|csv\.DictReader|utf8_lines|json_lines|read_table|read_parquet|"
+                     r"read_csv|np\.loadtxt)\(|\.read(_text)?\(\)\.split")
+"""calls that parse a file's rows (or a whole file into values)."""
+PARSES_NO_DATASET = {
+    "scidocs_eval/cli/options.py": "a JSON option value (-p, --task-param), checked by the parameter's declaration",
+    "scidocs_eval/data/download.py": "its own download state file (.scidocs-download.json)",
+    "scidocs_eval/data/graph/badrows.py": "OpenAlex/S2 snapshot parts, typed by the recipe's Spark DDL schemas "
+                                         "(data/graph): it counts the rows they refuse",
+    "scidocs_eval/data/graph/recipe.py": "an abstract's inverted index inside a typed snapshot row, and the qrels "
+                                         "it has just written",
+    "scidocs_eval/evaluation/contamination.py": "an audit file the tool wrote (AuditReport.load checks its format)",
+    "scidocs_eval/evaluation/results.py": "results files: their schema is RunResult's dataclasses (results.json_kinds)",
+    "scidocs_eval/models/weights.py": "its own digest memo, and a tokenizer's definition (hashed, not read as rows)",
+    "scidocs_eval/models/word_vectors.py": "GloVe's word index shipped with the vectors (a model's file)",
+    "scidocs_eval/training/specter.py": "a checkpoint's settings record, written by the tool",
+    "leaderboard/figures.py": "the training history `train specter` wrote",
+    "leaderboard/table1.py": "the paper's published Table 1, shipped in the package",
+    "leaderboard/scirepeval_table.py": "SciRepEval's published rows, shipped in the package",
+}
+"""modules outside formats/ that parse a file, and why it is no dataset file (a dataset file is read by a reader
+of formats/ that declares its kind)."""
+
+
+def test_no_module_outside_formats_parses_dataset_rows() -> None:
+    """data/, training/, evaluators/, run/, evaluation/, models/, tasks/, baselines/ and leaderboard/ read a
+    dataset file only through a formats reader (which declares its kind, above); a module that parses one itself
+    fails here."""
+    import scidocs_eval
+
+    package = Path(scidocs_eval.__file__).parent
+    root = package.parent
+    modules = [path for path in sorted(package.rglob("*.py")) if path.relative_to(package).parts[0] != "formats"]
+    modules += [path for folder in ("tasks", "baselines", "leaderboard")
+                for path in sorted((root / folder).glob("*.py"))]
+    parsing = {str(path.relative_to(root)) for path in modules if PARSING.search(path.read_text())}
+    assert parsing - set(PARSES_NO_DATASET) == set(), \
+        "these modules parse a file themselves: read a dataset file through formats/ (a declared file kind), or " \
+        "list the module in PARSES_NO_DATASET with what it parses"
+    assert set(PARSES_NO_DATASET) <= parsing, "PARSES_NO_DATASET lists a module that parses nothing now"
+
+
 def test_the_docs_table_is_the_registry() -> None:
     from scidocs_eval.cli.row_schema_docs import DOC, updated_page
 
     page = DOC.read_text(encoding="utf-8")
     assert updated_page(page) == page, "docs/errors_and_files.md is stale: python -m scidocs_eval.cli.row_schema_docs"
+
+
+CLI_CASES = {
+    "citations": ("e.tsv", "a\tb\nb\t\n", ["data", "build", "--papers", "{dir}/p.jsonl", "--citations", "{file}",
+                                            "--out-dir", "{dir}/out"], "e.tsv:2: field 'cited' is empty"),
+    "id list": ("ids.txt", "p1\np2 p3\n", ["audit", "--train", "{file}", "--data", "{suite}", "--tasks", "cite"],
+                "ids.txt:2: expected one paper id a line (field 'id')"),
+    "SPECTER data.json": ("data.json", '{"q": {"c": {"count": 5}, "d": {"count": 1.5}}}',
+                          ["audit", "--train", "{file}", "--data", "{suite}", "--tasks", "cite"],
+                          "data.json: query 'q', candidate 'd': field 'count' is number 1.5, expected an integer"),
+}
+"""A hostile file of each kind typed last, through the command that reads it: (file, text, argv, the line)."""
+
+
+@pytest.mark.parametrize("kind", CLI_CASES)
+def test_a_hostile_row_of_the_later_kinds_is_one_line_and_exit_2_from_the_cli(
+        kind: str, tmp_path: Path, demo_suite: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    from scidocs_eval.cli.main import main
+
+    name, text, argv, line = CLI_CASES[kind]
+    (tmp_path / name).write_text(text)
+    (tmp_path / "p.jsonl").write_text('{"paper_id": "a", "title": "t", "abstract": "x"}\n'
+                                      '{"paper_id": "b", "title": "u", "abstract": "y"}\n')
+    filled = [arg.format(dir=tmp_path, file=tmp_path / name, suite=demo_suite.root) for arg in argv]
+    assert main([*filled, "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "Traceback" not in err and line in err, err
+    assert kind in FILE_KINDS

@@ -103,7 +103,10 @@ def test_recomm_files(tmp_path: Path) -> None:
     write(tmp_path / "recomm" / "propensity_scores.json", '{"scores": [1.0, 0.5]}')
     np.testing.assert_array_equal(Suite(tmp_path).propensities, [1.0, 0.5])
     write(tmp_path / "recomm" / "propensity_scores.json", '{"scores": [1.0, 0]}')
-    with pytest.raises(InputError, match="scores must be a non-empty list of positive numbers"):
+    with pytest.raises(InputError, match=r"field 'scores\[1\]' is 0, expected a positive number"):
+        _ = Suite(tmp_path).propensities
+    write(tmp_path / "recomm" / "propensity_scores.json", '{"scores": [1.0, "0.5"]}')
+    with pytest.raises(InputError, match=r"field 'scores\[1\]' is string '0\.5', expected a finite number"):
         _ = Suite(tmp_path).propensities
 
 

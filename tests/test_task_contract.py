@@ -386,7 +386,7 @@ def test_an_output_inside_an_input_folder_or_read_through_an_option_is_refused(
     before = (training / "metadata.json").read_bytes()
     assert main(["audit", "--train", str(training), "--data", str(world), "--tasks", "mag",
                  "--out", str(training / "metadata.json"), "--overwrite"]) == 2
-    assert "in the input folder" in _one_line_error(capsys)
+    assert f"in {training}, read by the command as its --train" in _one_line_error(capsys)
     assert (training / "metadata.json").read_bytes() == before
     audit = tmp_path / "audit.json"
     audit.write_text("{}")
@@ -544,6 +544,13 @@ def _case(command: str, source: str, world: Path, embeddings: Path, tmp_path: Pa
 COMMAND_INPUTS = [("run", "--embeddings"), ("run", "--data"), ("run", "--exclude"), ("baseline", "--data"),
                   ("baseline", "--train-corpus"), ("audit", "--train"), ("audit", "--data"), ("export", "RESULTS")]
 """Each command with each option through which it reads files (a folder's files included)."""
+READERS_NAMED = {("run", "--embeddings"): "read by the command as its --embeddings", ("run", "--data"): "by task cite",
+                 ("run", "--exclude"): "read by the command as its --exclude",
+                 ("baseline", "--data"): "read by the command as its --data",
+                 ("baseline", "--train-corpus"): "read by the command as its --train-corpus",
+                 ("audit", "--train"): "read by the command as its --train", ("audit", "--data"): "by task cite",
+                 ("export", "RESULTS"): "read by export as its RESULTS.json"}
+"""What the refusal says of who reads the file (a suite's file: the task that reads it)."""
 
 
 @pytest.mark.parametrize(("command", "source"), COMMAND_INPUTS, ids=[f"{c} {s}" for c, s in COMMAND_INPUTS])
@@ -553,7 +560,8 @@ def test_no_command_writes_a_file_it_reads(command: str, source: str, world: Pat
     before = target.read_bytes()
     capsys.readouterr()
     assert main([*argv, "--overwrite"]) == 2, argv
-    assert "is also an input of this command" in _one_line_error(capsys)
+    error = _one_line_error(capsys)
+    assert "is also an input of this command" in error and READERS_NAMED[command, source] in error, error
     assert target.read_bytes() == before
 
 

@@ -47,10 +47,12 @@ def _forms(path: Path, cwd: Path) -> list[str]:
     return [str(path), relative, os.path.join(relative.split(os.sep)[0], "..", relative)]
 
 
-def _refused(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+def _refused(argv: list[str], capsys: pytest.CaptureFixture[str], reader: str = "") -> str:
+    """The one-line refusal; `reader`: who reads the path, as the refusal must name it."""
     assert main(argv) == 2, argv
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "is also an input of this command" in err, (argv, err)
+    assert reader in err, (reader, err)
     return err
 
 
@@ -81,12 +83,20 @@ def test_run_refuses_an_output_where_a_task_reads(task: str, param: str | None, 
            *(["--task-param", f"{task}.{param}={params[param]}"] if param else [])]
     for path in inputs.files:
         for target in _forms(path, tmp_path):
-            _refused([*run, "-o", target], capsys)
+            _refused([*run, "-o", target], capsys, _reader(task, param, path, params))
         assert path.read_bytes() == USER_BYTES
     for folder in inputs.folders:
         for target in _forms(folder / "results.json", tmp_path):
-            _refused([*run, "-o", target], capsys)
+            _refused([*run, "-o", target], capsys, _reader(task, param, folder, params))
         assert not (folder / "results.json").exists()
+
+
+def _reader(task: str, param: str | None, path: Path, params: dict[str, str]) -> str:
+    """How the refusal names who reads `path`: the task, and the parameter when the path is (or is in) its value."""
+    given = Path(params[param]) if param else None
+    if given is not None and (path == given or given in path.parents):
+        return f"task {task}: its '{param}' parameter"
+    return f"task {task}: its "
 
 
 @pytest.mark.parametrize(("adapter", "param", "folder"), ADAPTER_CASES)
@@ -102,16 +112,17 @@ def test_an_adapters_path_parameters_are_inputs(adapter: str, param: str, folder
     baseline = ["baseline", adapter, "--data", str(demo_suite.root), "--tasks", "cite", "-p", f"{param}={value}",
                 "--overwrite", "--quiet"]
     targets = [out_dir, out_dir / "inside"] if folder else [out_dir]
+    reader = f"adapter {adapter}: its '{param}' parameter"
     for target in targets:
         for form in _forms(target, tmp_path):
-            _refused([*baseline, "--out-dir", form], capsys)
+            _refused([*baseline, "--out-dir", form], capsys, reader)
     metadata = tmp_path / "papers.jsonl"
     metadata.write_text('{"paper_id": "p", "title": "t", "abstract": "a"}\n')
     if not ADAPTERS[adapter].requires_fit:
         target = out_dir / "embedded.jsonl" if folder else value
         for form in _forms(target, tmp_path):
             _refused(["embed", "--adapter", adapter, "-p", f"{param}={value}", "--metadata", str(metadata), "-o", form,
-                      "--overwrite", "--quiet"], capsys)
+                      "--overwrite", "--quiet"], capsys, reader)
     assert (out_dir / "weights.bin" if folder else value).read_bytes() == USER_BYTES
     assert sorted(p.name for p in out_dir.iterdir()) == ["weights.bin" if folder else value.name]
 
@@ -126,7 +137,8 @@ def test_baseline_refuses_an_out_dir_inside_a_dataset_folder(tmp_path: Path, cap
     (tmp_path / "suite").mkdir()
     (tmp_path / "suite" / "other.txt").write_bytes(USER_BYTES)
     _refused(["baseline", "random", "--data", str(tmp_path / "suite"), "--tasks", task, "--task-param",
-              f"{task}.folder={dataset}", "--out-dir", str(dataset), "--overwrite", "--quiet"], capsys)
+              f"{task}.folder={dataset}", "--out-dir", str(dataset), "--overwrite", "--quiet"], capsys,
+             f"read whole by task {task}: its 'folder' parameter")
     assert sorted(p.name for p in dataset.iterdir()) == ["test.jsonl"]
     assert (dataset / "test.jsonl").read_bytes() == USER_BYTES
 
@@ -141,7 +153,8 @@ def test_evaluate_model_and_audit_refuse_an_output_where_a_task_reads(tmp_path: 
     _plant(inputs.files, inputs.folders)
     target = folder / "test.csv"
     for option in ("output", "save_embeddings"):
-        with pytest.raises(ScidocsEvalError, match=f"{option} .*is also an input of this command"):
+        with pytest.raises(ScidocsEvalError, match=f"{option} .*is also an input of this command .*read by task mag: "
+                                                   "its 'folder' parameter's data file"):
             evaluate_model(lambda texts: [[1.0, 0.0]] * len(texts), suite, tasks=["mag"],
                            task_params={"mag": {"folder": str(folder)}}, **{option: target})
     assert target.read_bytes() == USER_BYTES
@@ -149,7 +162,9 @@ def test_evaluate_model_and_audit_refuse_an_output_where_a_task_reads(tmp_path: 
     train.write_text('{"paper_id": "t", "title": "a title", "abstract": "an abstract"}\n')
     metadata = next(path for path in inputs.files if path.name.endswith(".json"))
     _refused(["audit", "--train", str(train), "--data", str(suite), "--tasks", "mag", "--out", str(metadata),
-              "--overwrite", "--quiet"], capsys)
+              "--overwrite", "--quiet"], capsys, "read by task mag: its metadata file")
+    _refused(["audit", "--train", str(train), "--data", str(suite), "--tasks", "mag", "--out", str(train),
+              "--overwrite", "--quiet"], capsys, "read by the command as its --train")
     assert metadata.read_bytes() == USER_BYTES
 
 
@@ -222,3 +237,81 @@ def test_data_build_writes_over_none_of_its_inputs(shared_data: Path, tmp_path: 
     _refused(["data", "build", "--papers", str(papers), "--citations", str(tmp_path / "edges.tsv"), "--out",
               str(tmp_path), "--overwrite", "--quiet"], capsys)
     assert papers.read_bytes() == before
+
+
+# -- what a fit reads beyond its tasks: SGC's leakage guard ----------------------------------------------------------
+
+def test_sgc_declares_every_file_its_leakage_guard_reads(demo_suite: Suite, tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """The guard reads the val/test files of every registered task the suite holds, whatever --tasks says
+    (`run.fit_inputs.guarded_splits`): those are declared (`fit_reads`, from the same resolution), an --out-dir
+    among them is refused naming the guard, and every file the guard opens is among them."""
+    import shutil
+
+    from scidocs_eval.models.adapter import get_adapter
+    from scidocs_eval.run.fit_inputs import fit_reads, guard_edges, metadata_citations
+
+    root = tmp_path / "suite"
+    shutil.copytree(demo_suite.root, root)
+    suite = Suite(root)
+    files, folders = fit_reads(get_adapter("sgc"), suite)
+    assert fit_reads(get_adapter("sif"), suite) == ([], [])  # an adapter without citations reads no more
+    with _opened() as opened:
+        guard_edges([], suite)
+        metadata_citations(suite)
+    real = Path(os.path.realpath(root))
+    declared = {Path(os.path.realpath(file)) for file in files}
+    whole = [Path(os.path.realpath(folder)) for folder in folders]
+    read = {Path(os.path.realpath(path)) for path in opened}
+    undeclared = sorted(str(p) for p in read if real in p.parents and p not in declared
+                        and not any(folder in p.parents for folder in whole))
+    assert read and not undeclared, undeclared
+    before = sorted(p.relative_to(root) for p in root.rglob("*"))
+    for task in ("cite", "mesh"):  # neither is scored: only the guard reads them
+        _refused(["baseline", "sgc", "--data", str(root), "--tasks", "mag", "--out-dir", str(root / task),
+                  "--overwrite", "--quiet"], capsys, f"adapter sgc's leakage guard (task {task}: its ")
+    assert sorted(p.relative_to(root) for p in root.rglob("*")) == before
+
+
+def test_recomm_reads_each_impressions_file_once(demo_suite: Suite) -> None:
+    """The guard loads recomm's val and test splits; each holds train and val: each file is parsed once a run."""
+    from scidocs_eval.run.fit_inputs import guard_edges
+
+    suite = Suite(demo_suite.root)
+    with _opened() as opened:
+        guard_edges([], suite)
+        get_task("recomm").load(suite, "test")
+    impressions = [Path(path).name for path in opened if Path(path).parent.name == "recomm"
+                   and path.endswith(".csv")]
+    assert sorted(impressions) == ["test.csv", "train.csv", "val.csv"], impressions
+
+
+def test_train_specter_writes_no_checkpoint_in_its_training_folder_or_base_model(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """`train specter --out-dir` inside `--data-dir` or inside a `--base-model` folder (whose config.json a checkpoint
+    would replace): refused before anything is read, `--overwrite` or not, naming the option."""
+    pytest.importorskip("transformers")
+    monkeypatch.chdir(tmp_path)
+    data, base = tmp_path / "data", tmp_path / "base"
+    _plant((data / "data.json", data / "metadata.json", data / "train.txt", base / "config.json"), ())
+    train = ["train", "specter", "--data-dir", str(data), "--base-model", str(base), "--overwrite", "--quiet"]
+    for out, option in ((data, "--data-dir"), (data / "model", "--data-dir"), (base, "--base-model"),
+                        (base / "run", "--base-model")):
+        for form in _forms(out, tmp_path):
+            _refused([*train, "--out-dir", form], capsys, f"read whole by the command as its {option}")
+    assert sorted(p.name for p in data.iterdir()) == ["data.json", "metadata.json", "train.txt"]
+    assert sorted(p.name for p in base.iterdir()) == ["config.json"]
+    assert (base / "config.json").read_bytes() == USER_BYTES
+
+
+def test_data_build_from_a_snapshot_builds_nothing_inside_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """`data build --from openalex SNAP --out-dir SNAP/suite`: the snapshot is read whole; refused at once."""
+    monkeypatch.chdir(tmp_path)
+    snapshot = tmp_path / "snapshot"
+    _plant((snapshot / "works" / "part_000.gz",), ())
+    for out in (snapshot, snapshot / "suite"):
+        for form in _forms(out, tmp_path):
+            _refused(["data", "build", "--from", "openalex", str(snapshot), "--out-dir", form, "--overwrite",
+                      "--quiet"], capsys, "read whole by the command as its --from openalex")
+    assert [p.relative_to(snapshot) for p in snapshot.rglob("*")] == [Path("works"), Path("works/part_000.gz")]

@@ -97,11 +97,33 @@ def test_missing_or_malformed_training_files_are_named(tmp_path: Path) -> None:
         TrainingData.read(tmp_path)
     folder = _write(tmp_path / "bad", {"q": {"c": 5}}, {"q": "t"}, ["q"])
     (folder / "data.json").write_text('{"q": {"c": {"n": 5}}}')
-    with pytest.raises(InputError, match="query q: every candidate needs an integer 'count'"):
+    with pytest.raises(InputError, match="query 'q', candidate 'c': field 'count' is missing"):
         TrainingData.read(folder)
     folder = _write(tmp_path / "binary", {"q": {"c": 5}}, {"q": "t"}, ["q"])
     (folder / "train.txt").write_bytes(b"q\n\x80\xff\n")  # not UTF-8: one line naming the file and line
     with pytest.raises(InputError, match=r"train\.txt:2: byte 0x80 at column 1 is not UTF-8"):
+        TrainingData.read(folder)
+
+
+@pytest.mark.parametrize(("count", "message"), [
+    (1.5, r"field 'count' is number 1\.5, expected an integer"),  # once truncated to 1 without a word
+    ("5", r"field 'count' is string '5', expected an integer"),
+    (None, r"field 'count' is null, expected an integer"),
+    (True, r"field 'count' is boolean True, expected an integer")])
+def test_training_reads_data_json_through_its_file_kind(count: object, message: str, tmp_path: Path) -> None:
+    """SPECTER training and the audit read data.json through one reader (`formats.training_data.specter_counts`,
+    the kind "SPECTER data.json" the row-schema fuzz test covers): a count that is not an integer is one line."""
+    folder = _write(tmp_path, {"q": {"c": 5, "d": 1}}, {"q": "t", "c": "t", "d": "t"}, ["q"])
+    (folder / "data.json").write_text(json.dumps({"q": {"c": {"count": 5}, "d": {"count": count}}}))
+    with pytest.raises(InputError, match=r"data\.json: query 'q', candidate 'd': " + message):
+        TrainingData.read(folder)
+
+
+def test_training_reads_query_lists_through_their_file_kind(tmp_path: Path) -> None:
+    """train.txt is an id list (the kind "id list"): two ids on a line are one line naming it, not two queries."""
+    folder = _write(tmp_path, {"q": {"c": 5, "d": 1}}, {"q": "t", "c": "t", "d": "t"}, ["q"])
+    (folder / "train.txt").write_text("q\n\nq c\n")
+    with pytest.raises(InputError, match=r"train\.txt:3: expected one paper id a line \(field 'id'\), got 'q c'"):
         TrainingData.read(folder)
 
 

@@ -32,14 +32,16 @@ def _audit(args: argparse.Namespace) -> int:
     from scidocs_eval.data.resolve import resolve_suite
     from scidocs_eval.evaluation.results import RunResult
     from scidocs_eval.evaluation.task import build_tasks, claim_task_inputs, selected_tasks
-    from scidocs_eval.formats.safe_output import claim_output
+    from scidocs_eval.formats.safe_output import claim_output, given_as
     from scidocs_eval.formats.training_data import read_training_data
 
     tasks = task_list(args.tasks)  # before any reading
     suite = resolve_suite(args.data)
     if args.out:
         claim_task_inputs(suite, build_tasks(selected_tasks(tasks, args.benchmark)).values(), args.split,
-                          {"--out": args.out}, [*args.train, args.results, args.data])
+                          {"--out": args.out},
+                          [*given_as("--train", args.train), *given_as("--results", [args.results]),
+                           *given_as("--data", [args.data])])
         claim_output(args.out, "--out")
     result = RunResult.load(args.results) if args.results else None
     training = read_training_data(args.train)

@@ -8,7 +8,7 @@ import sys
 from scidocs_eval.cli.options import COMMANDS, CommandGroup, add_hidden_alias, add_output, seed_type
 from scidocs_eval.evaluation.comparison import ALPHA, compare, write_json
 from scidocs_eval.evaluation.significance import RESAMPLES
-from scidocs_eval.formats.safe_output import claim_inputs_are_not_outputs, claim_output
+from scidocs_eval.formats.safe_output import claim_inputs_are_not_outputs, claim_output, given_as
 from scidocs_eval.leaderboard.compare_table import comparison_markdown, format_comparison
 from scidocs_eval.params import Interval, argument_type
 
@@ -20,7 +20,7 @@ FEW_RESAMPLES = 1000
 
 def _compare(args: argparse.Namespace) -> int:
     if args.json:
-        claim_inputs_are_not_outputs(args.results, {"--out": args.json})
+        claim_inputs_are_not_outputs(given_as("RESULTS", args.results), {"--out": args.json})
         claim_output(args.json, "--out")
     if args.resamples < FEW_RESAMPLES:
         print(f"scidocs-eval: warning: --resamples {args.resamples} is below {FEW_RESAMPLES}: the 95% intervals' ends "

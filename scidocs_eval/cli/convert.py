@@ -12,11 +12,11 @@ from scidocs_eval.cli.options import (
     embeddings_read_options,
 )
 from scidocs_eval.formats.embeddings_writers import TABLE_SUFFIXES, convert_embeddings, output_kind
-from scidocs_eval.formats.safe_output import claim_inputs_are_not_outputs, claim_output
+from scidocs_eval.formats.safe_output import claim_inputs_are_not_outputs, claim_output, given_as
 
 
 def _convert(args: argparse.Namespace) -> int:
-    claim_inputs_are_not_outputs([args.input, args.ids], {"OUT": args.out})
+    claim_inputs_are_not_outputs([*given_as("IN", [args.input]), *given_as("--ids", [args.ids])], {"OUT": args.out})
     out = claim_output(args.out, "OUT")
     rows = convert_embeddings(args.input, out, embeddings_read_options(args), dtype=args.dtype,
                               progress=not args.quiet)

@@ -39,7 +39,13 @@ from scidocs_eval.evaluation.task import (
     get_task,
     task_names,
 )
-from scidocs_eval.formats.safe_output import Rows, claim_inputs_are_not_outputs, claim_output, write_bytes_atomically
+from scidocs_eval.formats.safe_output import (
+    Rows,
+    claim_inputs_are_not_outputs,
+    claim_output,
+    given_as,
+    write_bytes_atomically,
+)
 from scidocs_eval.leaderboard import render_table1
 from scidocs_eval.leaderboard.run_table import format_run
 from scidocs_eval.leaderboard.runs import results_paths
@@ -161,7 +167,8 @@ def _run(args: argparse.Namespace) -> int:
     if output is not None:
         inputs = list(embeddings.values()) if isinstance(embeddings, dict) else [embeddings]
         claim_task_inputs(resolve_suite(config.data), config.built_tasks().values(), config.split, {"--out": output},
-                          [*inputs, args.exclude, args.ids, _data_folder(args.data)])
+                          [*given_as("--embeddings", inputs), *given_as("--exclude", [args.exclude]),
+                           *given_as("--ids", [args.ids]), *given_as("--data", [_data_folder(args.data)])])
         claim_output(output, "--out")
     result = evaluate(embeddings, config=config, model=args.name, read_options=embeddings_read_options(args))
     return _print_result(result, [output] if output else [], ci=args.ci)
@@ -171,7 +178,7 @@ def _table(args: argparse.Namespace) -> int:
     benchmark = BENCHMARKS[args.benchmark]
     paths = results_paths(args.results or [DEFAULT_RESULTS_DIR])
     if args.output:
-        claim_inputs_are_not_outputs(paths, {"--out": args.output})
+        claim_inputs_are_not_outputs(given_as("RESULTS", paths), {"--out": args.output})
         claim_output(args.output, "--out")
     results = [RunResult.load(p) for p in paths]
     markdown = benchmark.table(results, sources=paths, include_paper=not args.no_paper, ci=args.ci)

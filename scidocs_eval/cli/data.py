@@ -19,7 +19,7 @@ from scidocs_eval.data.download import DEFAULT_PREFIX, ENDPOINT_ENV
 from scidocs_eval.data.graph.engines import ENGINES
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.formats.corpus import Published, parse_published
-from scidocs_eval.formats.safe_output import declare_inputs
+from scidocs_eval.formats.safe_output import claim_inputs_are_not_outputs, declare_inputs, given_as
 from scidocs_eval.params import POSITIVE, Interval, argument_type
 from scidocs_eval.paths import default_data_dir
 
@@ -79,7 +79,8 @@ def _build(args: argparse.Namespace) -> int:
                                "from --papers and --citations")
     if not (args.papers and args.citations):
         raise ScidocsEvalError("data build needs --papers and --citations (or --format beir --data SUITE)")
-    declare_inputs([args.papers, args.citations])  # nothing written into --out may be one of them
+    # nothing written into --out may be one of them
+    declare_inputs([*given_as("--papers", [args.papers]), *given_as("--citations", [args.citations])])
     report = build_suite(args.papers, args.citations, args.out, seed=args.seed, label_task=args.label_task,
                          queries_per_split=args.queries_per_split, test_after=args.test_after)
     print(report.format())
@@ -99,6 +100,8 @@ def _build_from_snapshot(args: argparse.Namespace) -> int:
     if given or args.format != "suite":
         raise ScidocsEvalError(f"--from {source} builds the suite (and its BEIR layout) from the snapshot; "
                                f"{', '.join(given) or '--format beir'} is for the other ways of `data build`")
+    # the snapshot is read whole: no suite is built inside it, refused before the engine starts
+    claim_inputs_are_not_outputs([], {"--out-dir": args.out}, given_as(f"--from {source}", [folder]))
     first, last = args.years or (None, None)
     filters = Filters(first, last, _names(args.languages), _names(args.types), _names(args.fields),
                       args.require_abstract)
@@ -145,7 +148,7 @@ def _build_full_corpus(args: argparse.Namespace) -> int:
         raise ScidocsEvalError("--format beir reads a suite (--data SUITE), not --papers/--citations: build the "
                                "suite first with `data build --papers ... --citations ... --out-dir SUITE`")
     suite = resolve_suite(args.data)
-    declare_inputs([suite.root])  # nothing written into --out may be a file of the suite it reads
+    declare_inputs(given_as("--data", [suite.root]))  # nothing written into --out may be a file of the suite it reads
     report = build_full_corpus(suite, args.out, task_names(paper_pairs=True))
     print(report.format())
     print_next(hint("baseline", "random", "--data", args.out, "--benchmark", "full-corpus",

@@ -14,6 +14,7 @@ from scidocs_eval.formats.safe_output import (
     claim_inputs_are_not_outputs,
     claim_output,
     claim_output_folder,
+    given_as,
     write_bytes_atomically,
 )
 from scidocs_eval.params import Interval, argument_type
@@ -30,7 +31,7 @@ def _leaderboard(args: argparse.Namespace) -> int:
 
     files, warnings = collect_results(args.results)
     outputs = {"--out": args.json, "--out-dir": args.html}
-    claim_inputs_are_not_outputs([str(f) for f in files], outputs)
+    claim_inputs_are_not_outputs(given_as("RESULTS", [str(f) for f in files]), outputs)
     if args.json:  # every output is claimed before the board is computed: a refusal comes at once
         claim_output(args.json, "--out")
     if args.html:

@@ -21,7 +21,7 @@ import orjson
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.task import TASKS
-from scidocs_eval.formats.safe_output import declare_inputs, owned_folder, write_bytes_atomically
+from scidocs_eval.formats.safe_output import declare_inputs, given_as, owned_folder, write_bytes_atomically
 
 NO_REVISION = "no_revision_available"
 """MTEB's revision folder for a model without a known revision."""
@@ -89,7 +89,8 @@ def export_mteb(results: Sequence[str | os.PathLike[str]], out_dir: str | os.Pat
         model_name: the model's MTEB name ("org/name"); default: each results file's model name.
         revision: the model's revision folder (default MTEB's "no_revision_available").
     """
-    declare_inputs(results)  # no file written into `out_dir` may be one of them, --overwrite or not
+    # no file written into `out_dir` may be one of them, --overwrite or not
+    declare_inputs(given_as("RESULTS.json", results, "export"))
     loaded = [(str(path), RunResult.load(path)) for path in results]
     if model_name is not None and len({run.model for _, run in loaded}) > 1:
         raise ScidocsEvalError("--model-name names one model, but the results files are of several models: "

@@ -42,7 +42,7 @@ from scidocs_eval.formats.embeddings import EmbeddingStore
 from scidocs_eval.formats.embeddings_files import STDIN
 from scidocs_eval.formats.embeddings_tables import ReadOptions
 from scidocs_eval.formats.provenance import other_papers_cause
-from scidocs_eval.formats.safe_output import claim_output
+from scidocs_eval.formats.safe_output import claim_output, given_as
 from scidocs_eval.formats.suite import Suite
 
 log = logging.getLogger("scidocs_eval")
@@ -231,8 +231,11 @@ def evaluate(
     if output is not None:  # before anything is read: no output where the run reads
         sources = embeddings.values() if isinstance(embeddings, Mapping) else [embeddings]
         claim_task_inputs(suite, checked.values(), config.split, {"output": output},
-                          [*(s for s in sources if isinstance(s, (str, os.PathLike))), exclude,
-                           *([config.data] if isinstance(config.data, (str, os.PathLike)) else [])])
+                          [*given_as("embeddings", [s for s in sources if isinstance(s, (str, os.PathLike))],
+                                     "evaluate"),
+                           *given_as("exclude", [exclude], "evaluate"),
+                           *given_as("data", [config.data] if isinstance(config.data, (str, os.PathLike)) else [],
+                                     "evaluate")])
         claim_output(output)
     audit = AuditReport.load(exclude) if exclude is not None else None
     sources = _as_sources(embeddings, names)

@@ -24,7 +24,7 @@ from scidocs_eval.errors import MissingEmbeddingsError, ScidocsEvalError
 from scidocs_eval.evaluation.integrity import DataShape, EvaluationItems, Problem, shape_findings
 from scidocs_eval.extras import Requirement
 from scidocs_eval.formats.embeddings import MISSING, EmbeddingStore
-from scidocs_eval.formats.safe_output import claim_inputs_are_not_outputs
+from scidocs_eval.formats.safe_output import Read, claim_inputs_are_not_outputs
 from scidocs_eval.formats.suite import Paper, Suite
 from scidocs_eval.params import Constraints, InputPath, input_paths, validate_params
 from scidocs_eval.registry import ENTRY_POINT_GROUPS, Registry, check_params
@@ -174,14 +174,33 @@ class TaskData:
 class TaskInputs:
     """Every path a task reads for a split, resolved as its loader resolves them (`Task.inputs`): `files`, and
     `folders` it reads whole (a dataset folder it lists, a folder a parameter names): no output may be written at
-    one of the files or anywhere below one of the folders."""
+    one of the files or anywhere below one of the folders; `readers`: who reads each, which a refusal names."""
 
     files: tuple[Path, ...] = ()
     folders: tuple[Path, ...] = ()
+    readers: Mapping[Path, tuple[tuple[str, str], ...]] = field(default_factory=dict, compare=False)
+    """path -> (task, what the path is to it: "data file", "'folder' parameter") of every task that reads it."""
 
     def union(self, other: TaskInputs) -> TaskInputs:
+        readers = dict(self.readers)
+        for path, found in other.readers.items():
+            readers[path] = tuple(dict.fromkeys(readers.get(path, ()) + found))
         return TaskInputs(tuple(dict.fromkeys(self.files + other.files)),
-                          tuple(dict.fromkeys(self.folders + other.folders)))
+                          tuple(dict.fromkeys(self.folders + other.folders)), readers)
+
+    def read_by(self, path: Path) -> str:
+        """Who reads `path`, in words: "task mag: its data file", "tasks cite and cocite: their metadata file"."""
+        by_role: dict[str, list[str]] = {}
+        for task, role in self.readers.get(path, ()):
+            by_role.setdefault(role, []).append(task)
+        return "; ".join(f"task {tasks[0]}: its {role}" if len(tasks) == 1 else
+                         f"tasks {', '.join(tasks[:-1])} and {tasks[-1]}: their {role}"
+                         for role, tasks in by_role.items())
+
+    def declared(self) -> tuple[list[Read], list[Read]]:
+        """(files, folders) as the output layer takes them, each with who reads it."""
+        return ([Read(path, self.read_by(path)) for path in self.files],
+                [Read(path, self.read_by(path)) for path in self.folders])
 
 
 _LOADED: weakref.WeakKeyDictionary[Suite, dict[tuple, TaskData]] = weakref.WeakKeyDictionary()
@@ -248,14 +267,26 @@ class Task(ABC, Generic[DataT]):
     def inputs(self, suite: Suite, split: str) -> TaskInputs:
         """Every path it reads for `split`: its input files and its metadata file, resolved against the suite as
         `read` resolves them, its input folders, and each path-valued parameter (`InputPath`: a folder, read whole,
-        or a file), resolved against the suite as well."""
-        files = [suite.path(name) for name in self.input_files(suite, split)]
+        or a file), resolved against the suite as well; each with what it is to the task (`TaskInputs.readers`)."""
+        given = [(f"'{name}' parameter", suite.path(value), folder or suite.path(value).is_dir())
+                 for name, value, folder in input_paths(self.parameter_constraints, self.params())]
+        readers: dict[Path, tuple[tuple[str, str], ...]] = {}
+
+        def read(path: Path, role: str) -> Path:
+            """`path`, noted as read in the `role` it has, or as a parameter's (a file in a parameter's folder)."""
+            parameter = next((name for name, value, _ in given if value == path), None)
+            inside = next((name for name, value, _ in given if value in path.parents), None)
+            role = parameter or (f"{inside}'s {role}" if inside else role)
+            readers[path] = tuple(dict.fromkeys((*readers.get(path, ()), (self.name, role))))
+            return path
+
+        files = [read(suite.path(name), "data file") for name in self.input_files(suite, split)]
         if self.spec.metadata_file:
-            files.append(suite.path(self.spec.metadata_file))
-        folders = list(self.input_folders(suite, split))
-        for value, folder in input_paths(self.parameter_constraints, self.params()):
-            (folders if folder or suite.path(value).is_dir() else files).append(suite.path(value))
-        return TaskInputs(tuple(dict.fromkeys(files)), tuple(dict.fromkeys(folders)))
+            files.append(read(suite.path(self.spec.metadata_file), "metadata file"))
+        folders = [read(folder, "dataset folder") for folder in self.input_folders(suite, split)]
+        for name, value, folder in given:
+            (folders if folder else files).append(read(value, name))
+        return TaskInputs(tuple(dict.fromkeys(files)), tuple(dict.fromkeys(folders)), readers)
 
     def params(self) -> dict[str, Any]:
         """Its parameters' values (those of `parameter_constraints`)."""
@@ -567,7 +598,8 @@ def claim_task_inputs(suite: Suite, tasks: Iterable[Task], split: str,
     a checkpoint); a one-line error when one of `outputs` ({option: path}, or (option, path) pairs when an option
     writes several files) is among them. Returns the tasks'."""
     read = run_inputs(suite, tasks, split)
-    files, whole = [*read.files, *inputs], [*read.folders, *folders]
+    task_files, task_folders = read.declared()
+    files, whole = [*task_files, *inputs], [*task_folders, *folders]
     for option, path in outputs.items() if isinstance(outputs, Mapping) else outputs:
         claim_inputs_are_not_outputs(files, {option: path}, whole)
     return read

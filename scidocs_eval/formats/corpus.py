@@ -176,20 +176,29 @@ def read_papers(path: str | os.PathLike[str]) -> list[Paper]:
     return papers
 
 
+CITATIONS = file_kind(RowSchema("citations", "TSV lines (a header row allowed)", (
+    Field("citing", "id"), Field("cited", "id")), cells=True,
+    example=({"citing": "p1", "cited": "p2"}, {"citing": "p2", "cited": "p3"})))
+"""a citation graph outside a suite: one link a line, the citing paper's id, a tab, the cited paper's id."""
+
+
+@reads(CITATIONS)
 def read_citations(path: str | os.PathLike[str], known: Container[str] | None = None) -> list[CitationLink]:
-    """Every citation link of a TSV file, in file order (see the module docstring for the header rule)."""
+    """Every citation link of a TSV file (`CITATIONS`), in file order (see the module docstring for the header
+    rule)."""
     path = Path(path)
     if not path.is_file():
         raise InputError(path, "citations file not found (expected TSV lines citing<TAB>cited)")
     links = []
+    checker = CITATIONS.checker(path)
     for line, text in enumerate(utf8_lines(path), start=1):
         if not text.strip():
             continue
-        fields = [field.strip() for field in text.rstrip("\n").split("\t")]
-        if len(fields) != 2 or not all(fields):
+        fields = [field.strip() for field in text.rstrip("\r\n").split("\t")]
+        if len(fields) != 2:
             raise InputError(path, f"expected 2 tab-separated fields citing<TAB>cited, got {len(fields)}", line)
-        citing, cited = fields
-        if line == 1 and known is not None and citing not in known and cited not in known:
+        if line == 1 and known is not None and fields[0] not in known and fields[1] not in known:
             continue
-        links.append((line, citing, cited))
+        row = checker.row(dict(zip(("citing", "cited"), fields)), line)
+        links.append((line, row["citing"], row["cited"]))
     return links

@@ -78,7 +78,8 @@ class Rows:
 @dataclass
 class OutputSession:
     """The outputs one command claimed: their locks (held until the session ends) and `overwrite`; `inputs`: every
-    file the command reads ({resolved path: how it was given}, `declare_inputs`), none of which it may write,
+    file the command reads ({resolved path: how it was given and who reads it}, `declare_inputs`), none of which
+    it may write,
     replace or delete, `--overwrite` or not; `input_folders`: the folders it reads whole; `before`: the rows each
     claimed file of the tool's held when the command first claimed it (None: a new file, a file of the user's, or
     one without recorded rows); `told`: the files whose lost rows were already named."""
@@ -87,10 +88,32 @@ class OutputSession:
     locks: dict[str, FileLock] = field(default_factory=dict)
     inputs: dict[Path, str] = field(default_factory=dict)
     input_folders: dict[Path, str] = field(default_factory=dict)
-    """{resolved folder: how it was given} of the folders a command reads as folders (a dataset folder whose files
-    it lists, a checkpoint): no path below one may be written, an existing file or a new one."""
+    """{resolved folder: how it was given and who reads it} of the folders a command reads as folders (a dataset
+    folder whose files it lists, a checkpoint): no path below one may be written, an existing file or a new one."""
     before: dict[str, Rows | None] = field(default_factory=dict)
     told: set[str] = field(default_factory=set)
+
+
+@dataclass(frozen=True)
+class Read:
+    """A path a command reads, and who reads it (`by`: "task mag: its data file", "baseline specter: its 'model'
+    parameter", "the command's --data option"), which a refusal to write there names. A path-like: it may stand
+    wherever a path does."""
+
+    path: str | os.PathLike[str]
+    by: str
+
+    def __fspath__(self) -> str:
+        return os.fspath(self.path)
+
+    def __str__(self) -> str:
+        return str(self.path)
+
+
+def given_as(option: str, paths: Iterable[str | os.PathLike[str] | None], reader: str = "the command"
+             ) -> list[Read]:
+    """The paths an option (or argument) names, as `Read`s: "read by the command as its --embeddings"."""
+    return [path if isinstance(path, Read) else Read(path, f"{reader} as its {option}") for path in paths if path]
 
 
 _SESSIONS: list[OutputSession] = []
@@ -294,9 +317,9 @@ def _input_source(path: Path, inputs: dict[Path, str], folders: dict[Path, str] 
     for key in (_real(path), Path(os.path.realpath(path))):
         if (source := inputs.get(key)) is not None:
             return source
-        for folder, given in (folders or {}).items():
+        for folder, source in (folders or {}).items():
             if key == folder or folder in key.parents:
-                return f"in the folder {given}, which it reads"
+                return source
     return None
 
 
@@ -310,7 +333,8 @@ def declare_inputs(inputs: Collection[str | os.PathLike[str] | None],
                    folders: Collection[str | os.PathLike[str]] = ()) -> dict[Path, str]:
     """Note every file `inputs` names (each file inside an input folder too, `input_files`) and every folder of
     `folders` (read whole: every path below it, present or not) as read by the command: no writer of its output
-    session then writes, replaces or deletes one of them, `--overwrite` or not. Returns the files."""
+    session then writes, replaces or deletes one of them, `--overwrite` or not; a refusal names who reads the path
+    (a `Read`'s `by`). Returns the files."""
     with _session() as session:
         return _declare(session, inputs, folders)
 
@@ -318,10 +342,13 @@ def declare_inputs(inputs: Collection[str | os.PathLike[str] | None],
 def _declare(session: OutputSession, inputs: Collection[str | os.PathLike[str] | None],
              folders: Collection[str | os.PathLike[str]]) -> dict[Path, str]:
     read = input_files(inputs)
-    session.inputs.update(read)
+    for key, source in read.items():
+        session.inputs.setdefault(key, source)
     for given in folders:
+        source = f"in {given}, read whole by {given.by}" if isinstance(given, Read) else \
+            f"in the folder {given}, which it reads"
         for key in (Path(os.path.realpath(given)), Path(os.path.abspath(given))):
-            session.input_folders.setdefault(key, str(given))
+            session.input_folders.setdefault(key, source)
     return read
 
 
@@ -333,15 +360,17 @@ def input_files(inputs: Collection[str | os.PathLike[str] | None]) -> dict[Path,
         if not given:
             continue
         path = Path(given)
+        by = f", read by {given.by}" if isinstance(given, Read) else ""
         if path.is_dir():
             for folder, _, names in os.walk(path, followlinks=True):
                 for name in names:
                     inside = Path(folder) / name
-                    read.setdefault(_real(inside), f"{inside}, in the input folder {given}")
-                    read.setdefault(Path(os.path.realpath(inside)), f"{inside}, in the input folder {given}")
+                    source = f"{inside}, in {given}{by}" if by else f"{inside}, in the input folder {given}"
+                    read.setdefault(_real(inside), source)
+                    read.setdefault(Path(os.path.realpath(inside)), source)
         else:
-            read.setdefault(_real(path), str(given))
-            read.setdefault(Path(os.path.realpath(path)), str(given))
+            read.setdefault(_real(path), f"{given}{by}")
+            read.setdefault(Path(os.path.realpath(path)), f"{given}{by}")
     return read
 
 

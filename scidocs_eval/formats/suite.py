@@ -61,6 +61,13 @@ QRELS = file_kind(RowSchema("SciDocs qrels", "space-separated lines", (
     Field("query_id", "id"), Field("iteration", "text"), Field("candidate_id", "id"), Field("relevance", "grade")),
     cells=True, example=({"query_id": "q1", "iteration": "0", "candidate_id": "p1", "relevance": 1},
                          {"query_id": "q1", "iteration": "0", "candidate_id": "p2", "relevance": 0})))
+PROPENSITIES = file_kind(RowSchema("SciDocs recomm propensities", "one JSON object", (
+    Field("scores", "number", many=True),), example=({"scores": [1.0, 0.62, 0.5]},)))
+"""recomm's position bias: the propensity of each display position, from the first (each a positive number)."""
+CLASS_NAMES = file_kind(RowSchema("SciDocs class names", "a JSON object {class_label: name}", (
+    Field("class_label", "int"), Field("name", "text")),
+    example=({"class_label": 0, "name": "Biology"}, {"class_label": 1, "name": "Physics"})))
+"""a classification task's optional names of its classes (figures' legends): each key an integer label."""
 LABELS_HEADER = "paper_id,class_label"
 IMPRESSIONS_HEADER = "query_id,clicked_id,shown"
 
@@ -138,6 +145,7 @@ class Suite:
         self.root = Path(root)
         self._metadata: dict[str, dict[str, dict]] = {}
         self._queries: dict[str, list[str]] = {}
+        self._impressions: dict[str, tuple[list[Impression], list[InputError]]] = {}
 
     def __repr__(self) -> str:
         return f"Suite({str(self.root)!r})"
@@ -254,28 +262,66 @@ class Suite:
 
     def impressions(self, split: str) -> list[Impression]:
         """`recomm/{split}.csv`: one impression per row; the clicked id must be among those shown."""
-        path = self.require(f"recomm/{split}.csv", 'a header row, then query_id,clicked_id,"id1,id2,..."')
-        impressions = read_impressions(path)
+        impressions, problems = self.impression_rows(split)
+        if problems:
+            raise problems[0]
         if not impressions:
-            raise InputError(path, "no rows after the header")
+            raise InputError(self.path(f"recomm/{split}.csv"), "no rows after the header")
         return impressions
+
+    def impression_rows(self, split: str) -> tuple[list[Impression], list[InputError]]:
+        """`recomm/{split}.csv` read once: its good rows, and an InputError for each bad row (left out)."""
+        if split not in self._impressions:
+            path = self.require(f"recomm/{split}.csv", 'a header row, then query_id,clicked_id,"id1,id2,..."')
+            problems: list[InputError] = []
+            self._impressions[split] = (read_impressions(path, problems), problems)
+        return self._impressions[split]
 
     @cached_property
     def propensities(self) -> np.ndarray:
         """`recomm/propensity_scores.json`: propensity of each display position (float64, shape (n_positions,))."""
-        path = self.require("recomm/propensity_scores.json", '{"scores": [p_1, p_2, ...]}')
-        try:
-            scores = orjson.loads(path.read_bytes())["scores"]
-            values = np.asarray(scores, dtype=np.float64)
-        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as error:
-            raise InputError(path, f'expected {{"scores": [numbers]}} ({error})') from None
-        if values.ndim != 1 or not values.size or not (np.isfinite(values) & (values > 0)).all():
-            raise InputError(path, "scores must be a non-empty list of positive numbers")
-        return values
+        return read_propensities(self.require("recomm/propensity_scores.json", '{"scores": [p_1, p_2, ...]}'))
+
+    def class_names(self, task: str) -> dict[int, str]:
+        """`{task}/class_names.json` as {class_label: name}, or {} when the suite has none."""
+        relative = f"{task}/{CLASS_NAMES_FILE}"
+        return read_class_names(self.path(relative)) if self.has(relative) else {}
 
     def fingerprint(self, relatives: list[str]) -> dict[str, str]:
         """sha256 of each given file that exists (for the results file)."""
         return {relative: _sha256(self.path(relative)) for relative in relatives if self.has(relative)}
+
+
+@reads(CLASS_NAMES)
+def read_class_names(path: str | os.PathLike[str]) -> dict[int, str]:
+    """{class_label: name} of a class names file (`CLASS_NAMES`)."""
+    try:
+        data = orjson.loads(Path(path).read_bytes())
+    except orjson.JSONDecodeError as error:
+        raise InputError(path, f"malformed JSON ({error}); expected {{class_label: name}}") from None
+    if not isinstance(data, dict):
+        raise InputError(path, f"expected a JSON object {{class_label: name}}, got a JSON {type(data).__name__}")
+    checker = CLASS_NAMES.checker(path)
+    names = {}
+    for key, name in data.items():
+        label = int(key) if key.strip().lstrip("-").isdigit() else key  # a JSON key is text: "3" is the label 3
+        row = checker.row({"class_label": label, "name": name}, where=f"class {key!r}")
+        names[row["class_label"]] = row["name"]
+    return names
+
+
+@reads(PROPENSITIES)
+def read_propensities(path: str | os.PathLike[str]) -> np.ndarray:
+    """The propensity of each display position (`PROPENSITIES`: float64, shape (n_positions,))."""
+    try:
+        record = orjson.loads(Path(path).read_bytes())
+    except orjson.JSONDecodeError as error:
+        raise InputError(path, f'malformed JSON ({error}); expected {{"scores": [p_1, p_2, ...]}}') from None
+    scores = PROPENSITIES.checker(path).row(record)["scores"]
+    if (bad := next((n for n, score in enumerate(scores) if score <= 0), None)) is not None:
+        raise InputError(path, f"field 'scores[{bad}]' is {scores[bad]!r}, expected a positive number (the "
+                         "propensity of a display position)")
+    return np.asarray(scores, dtype=np.float64)
 
 
 reads(METADATA)(lambda path: Suite(Path(path).parent).metadata(Path(path).name))

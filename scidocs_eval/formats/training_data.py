@@ -102,6 +102,20 @@ def read_training_source(path: str | os.PathLike[str], data: TrainingData) -> No
                          "new_pairs": data.pair_count - before[1]})
 
 
+def read_json_object(path: str | os.PathLike[str], missing: str) -> dict[str, Any]:
+    """The JSON object of the file at `path` (its rows checked by the caller, against the file's kind); an absent
+    file, malformed JSON or another value is one line naming the file (`missing`: what the folder should hold)."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(path, f"training file not found ({missing})")
+    value = _json(path)
+    if value is _NOT_JSON:
+        raise InputError(path, "malformed JSON (expected a JSON object)")
+    if not isinstance(value, dict):
+        raise InputError(path, f"expected a JSON object, got a JSON {type(value).__name__}")
+    return value
+
+
 def _json(path: Path) -> Any:
     try:
         return orjson.loads(path.read_bytes())
@@ -149,21 +163,29 @@ def _read_file(path: Path, data: TrainingData) -> str:
             data.add_text(record["paper_id"], record["title"], record["abstract"])
             data.mark([record["paper_id"]], CORPUS)
         return "papers"
-    ids = _id_list(path)
+    ids = read_id_list(path)
     data.mark(ids, CORPUS)
     return "paper ids"
 
 
-def _id_list(path: Path) -> list[str]:
-    """One id a line (blank lines skipped); a line with spaces inside is an error naming it."""
+ID_LIST = file_kind(RowSchema("id list", "lines, one id a line", (Field("id", "id"),), cells=True,
+                           example=({"id": "q1"}, {"id": "q2"})))
+"""SPECTER's train.txt / val.txt / test.txt, or a list of the papers a model saw: one paper id a line (a blank line
+is no row)."""
+
+
+@reads(ID_LIST)
+def read_id_list(path: str | os.PathLike[str]) -> list[str]:
+    """The ids of an id list (`ID_LIST`), in file order; a line with spaces inside is an error naming it."""
     ids = []
+    checker = ID_LIST.checker(path)
     for number, line in enumerate(utf8_lines(path), start=1):
         text = line.strip()
         if not text:
             continue
         if len(text.split()) != 1:
-            raise InputError(path, f"expected one paper id a line, got {text[:60]!r}", number)
-        ids.append(text)
+            raise InputError(path, f"expected one paper id a line (field 'id'), got {text[:60]!r}", number)
+        ids.append(checker.row({"id": text}, number)["id"])
     return ids
 
 
@@ -178,12 +200,7 @@ def _read_metadata(path: Path, whole: dict, data: TrainingData) -> None:
 def _read_counts(path: Path, whole: dict, queries: set[str] | None, data: TrainingData) -> None:
     """data.json: each trained query (all of them when `queries` is None), its positives (the highest count) and
     hard negatives (lower counts)."""
-    checker = SPECTER_COUNTS.checker(path)
-    for query, candidates in whole.items():
-        if not isinstance(candidates, dict):
-            raise InputError(path, f"query {query!r}: expected {{candidate_id: {{\"count\": c}}}}")
-        counts = {candidate: checker.row(value, where=f"query {query!r}, candidate {candidate!r}")["count"]
-                  for candidate, value in candidates.items()}
+    for query, counts in specter_counts(path, whole).items():
         if queries is not None and query not in queries:
             continue
         data.mark([query], QUERY)
@@ -194,6 +211,21 @@ def _read_counts(path: Path, whole: dict, queries: set[str] | None, data: Traini
                 data.add_pair(query, candidate)
             else:
                 data.mark([candidate], NEGATIVE)
+
+
+def specter_counts(path: str | os.PathLike[str], whole: object) -> dict[str, dict[str, int]]:
+    """{query: {candidate: count}} of SPECTER's data.json (parsed: `whole`), every row checked against
+    `SPECTER_COUNTS`: the one reading of the file, for the audit and for training (`training.triplets`)."""
+    if not isinstance(whole, dict):
+        raise InputError(path, "expected a JSON object {query: {candidate: {\"count\": c}}}")
+    checker = SPECTER_COUNTS.checker(path)
+    counts = {}
+    for query, candidates in whole.items():
+        if not isinstance(candidates, dict):
+            raise InputError(path, f"query {query!r}: expected {{candidate_id: {{\"count\": c}}}}")
+        counts[query] = {candidate: checker.row(value, where=f"query {query!r}, candidate {candidate!r}")["count"]
+                         for candidate, value in candidates.items()}
+    return counts
 
 
 SPECTER_COUNTS = file_kind(RowSchema("SPECTER data.json", "a JSON object {query: {candidate: row}}", (
@@ -221,10 +253,10 @@ def _read_specter_folder(folder: Path, data: TrainingData) -> str:
     if "data.json" not in present:
         return "specter folder (metadata.json only)"
     listed = [name for name in ("train.txt", "val.txt") if name in present]
-    queries = {q for name in listed for q in _id_list(folder / name)} if listed else None
+    queries = {q for name in listed for q in read_id_list(folder / name)} if listed else None
     whole = _json(folder / "data.json")
-    if not isinstance(whole, dict):
-        raise InputError(folder / "data.json", "expected a JSON object {query: {candidate: {count}}}")
+    if whole is _NOT_JSON:
+        raise InputError(folder / "data.json", "not JSON (expected a JSON object {query: {candidate: {count}}})")
     _read_counts(folder / "data.json", whole, queries, data)
     if queries:
         data.mark(queries, QUERY)

@@ -35,6 +35,7 @@ import numpy as np
 import orjson
 
 from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.formats.safe_output import Read
 from scidocs_eval.formats.suite import Paper
 from scidocs_eval.params import Constraints, input_paths, validate_params
 from scidocs_eval.registry import ENTRY_POINT_GROUPS, Registry, check_params
@@ -225,16 +226,17 @@ def adapter_names() -> list[str]:
     return sorted(ADAPTERS.names())
 
 
-def adapter_inputs(name: str, params: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+def adapter_inputs(name: str, params: Mapping[str, Any]) -> tuple[list[Read], list[Read]]:
     """(files, folders) the adapter `name` reads by the path-valued parameters (`InputPath`) of `params`: a path
     declared a folder, or one on disk, is read whole (a checkpoint folder); the command hands them to the output
-    layer as inputs."""
+    layer as inputs, each with who reads it ("adapter specter: its 'model' parameter")."""
     cls = ADAPTERS[name]
     given = {cls.renamed_params.get(key, key): value for key, value in params.items()}
-    files: list[str] = []
-    folders: list[str] = []
-    for value, folder in input_paths(cls.parameter_constraints, given):
-        (folders if folder or Path(value).is_dir() else files).append(value)
+    files: list[Read] = []
+    folders: list[Read] = []
+    for param, value, folder in input_paths(cls.parameter_constraints, given):
+        (folders if folder or Path(value).is_dir() else files).append(Read(value, f"adapter {name}: its '{param}' "
+                                                                                 "parameter"))
     return files, folders
 
 

@@ -15,10 +15,11 @@ from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.task import TASKS, claim_task_inputs
 from scidocs_eval.formats.corpus import read_papers
 from scidocs_eval.formats.provenance import settings_file
-from scidocs_eval.formats.safe_output import claim_output
+from scidocs_eval.formats.safe_output import claim_output, given_as
 from scidocs_eval.models.adapter import Adapter, adapter_inputs
 from scidocs_eval.models.distributed import is_main_process
 from scidocs_eval.models.tuning import baseline_adapter
+from scidocs_eval.run.fit_inputs import fit_reads
 from scidocs_eval.run.pipeline import embed_and_score
 
 OUT_DIR_OPTION = "--out-dir"
@@ -48,8 +49,8 @@ def embeddings_files(name: str, adapter: Adapter, out_dir: Path, embeddings_form
 
 
 def claim_baseline_outputs(name: str, adapter: Adapter, out_dir: Path, config: RunConfig,
-                           inputs: Sequence[str | os.PathLike[str] | None], folders: Sequence[str] = (),
-                           embeddings_format: str = "jsonl") -> None:
+                           inputs: Sequence[str | os.PathLike[str] | None],
+                           folders: Sequence[str | os.PathLike[str]] = (), embeddings_format: str = "jsonl") -> None:
     """Lock (and check) every file `baseline` writes in `out_dir` before the adapter is fitted; none of them may
     be a path the command reads: the tasks' (`claim_task_inputs`), the command's other `inputs` and the `folders`
     it reads whole (a checkpoint). Rank 0 alone writes, under torchrun."""
@@ -58,8 +59,11 @@ def claim_baseline_outputs(name: str, adapter: Adapter, out_dir: Path, config: R
     results = out_dir / f"{name}.results.json"
     embeddings = embeddings_files(name, adapter, out_dir, embeddings_format, config.task_names())
     outputs = [*embeddings, *map(settings_file, embeddings), results]
-    claim_task_inputs(resolve_suite(config.data), config.built_tasks().values(), config.split,
-                      [(OUT_DIR_OPTION, output) for output in outputs], inputs, folders)
+    suite = resolve_suite(config.data)
+    guard_files, guard_folders = fit_reads(adapter, suite)  # SGC's leakage guard reads every task's val/test files
+    claim_task_inputs(suite, config.built_tasks().values(), config.split,
+                      [(OUT_DIR_OPTION, output) for output in outputs], [*inputs, *guard_files],
+                      [*folders, *guard_folders])
     if is_main_process():
         for output in outputs:
             claim_output(output, OUT_DIR_OPTION)
@@ -100,8 +104,9 @@ def run_baseline(
     out_dir = Path(out_dir)
     files, folders = adapter_inputs(name, {key: value for key, value in (params or {}).items() if key != "tune"})
     claim_baseline_outputs(name, adapter, out_dir, config,
-                           [train_corpus, config.exclude, *files,
-                            *([config.data] if isinstance(config.data, (str, os.PathLike)) else [])],  # suite files
+                           [*given_as("--train-corpus", [train_corpus]), *given_as("--exclude", [config.exclude]),
+                            *files, *given_as("--data", [config.data] if isinstance(config.data, (str, os.PathLike))
+                                              else [])],  # suite files
                            folders, embeddings_format)
     return embed_and_score(
         adapter.group_adapters() or adapter, replace(config, output=out_dir / f"{name}.results.json"),

@@ -12,11 +12,13 @@ adapter: an adapter never holds the suite, so no test judgement can reach what i
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Iterable, Sequence
 
-from scidocs_eval.evaluation.task import TASKS, get_task, task_names
+from scidocs_eval.evaluation.task import TASKS, Task, TaskInputs, get_task, task_names
 from scidocs_eval.formats.corpus import read_citations
+from scidocs_eval.formats.safe_output import Read
 from scidocs_eval.formats.suite import METADATA_FILES, Paper, Suite
 from scidocs_eval.models.adapter import Adapter, Edge
 from scidocs_eval.models.tuning import TunedAdapter, ValScorer
@@ -61,22 +63,42 @@ def metadata_citations(suite: Suite) -> list[Edge]:
     return edges
 
 
+def guarded_splits(suite: Suite) -> list[tuple[Task, str]]:
+    """(task, split) of every registered task's val and test split that the suite holds: what the leakage guard
+    reads (`guard_edges`), and what a command declares it reads (`fit_reads`)."""
+    tasks = [get_task(name) for name in task_names()]
+    return [(task, split) for task in tasks for split in EVALUATED_SPLITS
+            if all(suite.has(file) for file in task.input_files(suite, split))]
+
+
 def guard_edges(edges: Iterable[Edge], suite: Suite) -> list[Edge]:
     """`edges` without query-candidate edges (either direction) and without citations of val/test queries: the
     held-out queries and pairs of every registered task's data shapes for the val and test splits the suite holds
     (`DataShape.held_out`)."""
     pairs: set[frozenset[str]] = set()
     queries: set[str] = set()
-    for name in task_names():
-        task = get_task(name)
-        for split in EVALUATED_SPLITS:
-            if all(suite.has(file) for file in task.input_files(suite, split)):
-                for shape in task.data_shapes(suite, split):
-                    judged, shown = shape.held_out()
-                    queries |= judged
-                    pairs |= shown
+    for task, split in guarded_splits(suite):
+        for shape in task.data_shapes(suite, split):
+            judged, shown = shape.held_out()
+            queries |= judged
+            pairs |= shown
     return [(citing, cited) for citing, cited in edges
             if cited not in queries and frozenset((citing, cited)) not in pairs]
+
+
+def fit_reads(adapter: Adapter, suite: Suite) -> tuple[list[Read], list[Read]]:
+    """(files, folders) of the suite that fitting `adapter` reads beyond its corpus and its own parameters' paths:
+    for an adapter that takes citations, the recomm metadata (its edges) and every file the leakage guard reads
+    (`guarded_splits`); nothing for the others. A command hands them to the output layer with its other inputs."""
+    if adapter.citation_files() is None:
+        return [], []
+    by = f"adapter {adapter.name}'s leakage guard"
+    read = functools.reduce(TaskInputs.union, (task.inputs(suite, split) for task, split in guarded_splits(suite)),
+                            TaskInputs())
+    files, folders = read.declared()
+    metadata = [Read(suite.path(METADATA_FILES["recomm"]), f"adapter {adapter.name}: the citations of its fit")]
+    return ([*metadata, *(Read(file.path, f"{by} ({file.by})") for file in files)],
+            [Read(folder.path, f"{by} ({folder.by})") for folder in folders])
 
 
 def _warn_where_unlinked(name: str, edges: Sequence[Edge], known: set[str], suite: Suite, read: int) -> None:

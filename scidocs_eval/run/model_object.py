@@ -35,7 +35,7 @@ from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.task import claim_task_inputs
 from scidocs_eval.extras import require
 from scidocs_eval.formats.corpus import paper_text
-from scidocs_eval.formats.safe_output import claim_output
+from scidocs_eval.formats.safe_output import claim_output, given_as
 from scidocs_eval.formats.suite import Paper
 from scidocs_eval.models.adapter import Adapter
 from scidocs_eval.models.format_prompts import FORMAT_PROMPTS, FormatPrompts
@@ -339,7 +339,8 @@ def evaluate_model(
     outputs = {"output": config.output, "save_embeddings": save_embeddings}
     if any(outputs.values()):  # no output where the tasks read, before anything is read or written
         claim_task_inputs(resolve_suite(config.data), config.built_tasks().values(), config.split, outputs,
-                          [config.data] if isinstance(config.data, (str, os.PathLike)) else [])
+                          given_as("data", [config.data] if isinstance(config.data, (str, os.PathLike)) else [],
+                                   "evaluate_model"))
     if config.output is not None:
         claim_output(config.output, "output")
     save = claim_output(save_embeddings, "save_embeddings") if save_embeddings is not None else None

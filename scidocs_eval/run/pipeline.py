@@ -32,7 +32,7 @@ from scidocs_eval.evaluation.results import ModelInfo, RunResult
 from scidocs_eval.evaluation.runner import evaluate
 from scidocs_eval.formats.corpus import read_papers
 from scidocs_eval.formats.provenance import WRITTEN_FOR
-from scidocs_eval.formats.safe_output import claim_inputs_are_not_outputs, claim_output
+from scidocs_eval.formats.safe_output import claim_inputs_are_not_outputs, claim_output, given_as
 from scidocs_eval.formats.suite import Paper, Suite
 from scidocs_eval.formats.vector_cache import VectorCache
 from scidocs_eval.models.adapter import Adapter, adapter_inputs, get_adapter
@@ -160,7 +160,8 @@ def embed_metadata(adapter_name: str, params: Mapping[str, Any], metadata: str |
     adapter = get_adapter(adapter_name, **params)
     adapter.check_fitted()
     files, folders = adapter_inputs(adapter_name, params)  # a checkpoint folder, a vectors file, ...
-    claim_inputs_are_not_outputs([metadata, *files], {option: out}, folders)
+    metadata_option = "--metadata" if option.startswith("--") else "metadata"  # the CLI's words, or the call's
+    claim_inputs_are_not_outputs([*given_as(metadata_option, [metadata]), *files], {option: out}, folders)
     adapter.validate()  # may read the checkpoint
     if is_main_process():
         claim_output(out, option)

@@ -29,7 +29,7 @@ from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.extras import require
 from scidocs_eval.formats.corpus import paper_text
 from scidocs_eval.formats.provenance import check_same_settings
-from scidocs_eval.formats.safe_output import OwnedFolder, open_owned_folder
+from scidocs_eval.formats.safe_output import OwnedFolder, claim_inputs_are_not_outputs, given_as, open_owned_folder
 from scidocs_eval.models.distributed import Distributed, init_distributed, leave_process_group
 from scidocs_eval.models.encoder import resolve_model
 from scidocs_eval.progress import progress_bar
@@ -214,6 +214,10 @@ def train_specter(
     if effective_batch_size < 1 or batch_size < 1 or epochs < 1:
         raise ScidocsEvalError("epochs, batch_size and effective_batch_size must be positive")
     out_dir = Path(out_dir)
+    # the training folder and a base model given as a folder are read whole: no checkpoint is written in either
+    claim_inputs_are_not_outputs([], {"--out-dir": out_dir}, [
+        *given_as("--data-dir", [data_dir]), *given_as("--base-model", [base_model] if Path(base_model).is_dir()
+                                                         else [])])
     checkpoint = latest_checkpoint(out_dir) if resume else None
     if resume and checkpoint is None:
         raise ScidocsEvalError(f"--resume: no checkpoint under {out_dir / CHECKPOINTS}")

@@ -20,16 +20,15 @@ import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import orjson
 
 from scidocs_eval.errors import InputError, ScidocsEvalError
-from scidocs_eval.formats.corpus import metadata_record, text_field
-from scidocs_eval.formats.lines import utf8_lines
-from scidocs_eval.formats.suite import SPLITS, Paper
+from scidocs_eval.formats.corpus import metadata_record
+from scidocs_eval.formats.suite import METADATA, SPLITS, Paper
+from scidocs_eval.formats.training_data import read_id_list, read_json_object, specter_counts
 
 log = logging.getLogger("scidocs_eval")
+
+SPECTER_FOLDER = "a SPECTER training folder has data.json, metadata.json and train.txt/val.txt/test.txt"
 
 
 @dataclass(frozen=True)
@@ -50,21 +49,12 @@ class TrainingData:
     @classmethod
     def read(cls, data_dir: str | os.PathLike[str]) -> TrainingData:
         data_dir = Path(data_dir)
-        counts_raw = _read_json(data_dir / "data.json")
-        metadata = _read_json(data_dir / "metadata.json")
-        counts: dict[str, dict[str, int]] = {}
-        for query, candidates in counts_raw.items():
-            if not isinstance(candidates, dict):
-                raise InputError(data_dir / "data.json", f"query {query}: expected {{candidate_id: {{count}}}}")
-            try:
-                counts[query] = {cand: int(value["count"]) for cand, value in candidates.items()}
-            except (TypeError, KeyError, ValueError):
-                raise InputError(data_dir / "data.json", f"query {query}: every candidate needs an integer "
-                                 "'count'") from None
-        records = {pid: metadata_record(data_dir / "metadata.json", pid, meta) for pid, meta in metadata.items()}
-        papers = {pid: Paper(pid, *(text_field(record, key, data_dir / "metadata.json", paper_id=pid)
-                                    for key in ("title", "abstract")))
-                  for pid, record in records.items()}
+        counts = specter_counts(data_dir / "data.json", read_json_object(data_dir / "data.json", SPECTER_FOLDER))
+        metadata = read_json_object(data_dir / "metadata.json", SPECTER_FOLDER)
+        checker = METADATA.checker(data_dir / "metadata.json")
+        records = {pid: metadata_record(data_dir / "metadata.json", pid, meta, checker)
+                   for pid, meta in metadata.items()}
+        papers = {pid: Paper(pid, record["title"], record["abstract"]) for pid, record in records.items()}
         if not (data_dir / "train.txt").is_file():
             raise InputError(data_dir / "train.txt", "training queries file not found (one query id per line)")
         if not (data_dir / "val.txt").is_file():
@@ -73,21 +63,8 @@ class TrainingData:
         queries = {}
         for split in SPLITS:
             path = data_dir / f"{split}.txt"
-            queries[split] = "".join(utf8_lines(path)).split() if path.is_file() else []
+            queries[split] = read_id_list(path) if path.is_file() else []
         return cls(counts, papers, queries)
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    if not path.is_file():
-        raise InputError(path, "training file not found (a SPECTER training folder has data.json, "
-                         "metadata.json and train.txt/val.txt/test.txt)")
-    try:
-        value = orjson.loads(path.read_bytes())
-    except orjson.JSONDecodeError as error:
-        raise InputError(path, f"malformed JSON ({error})") from None
-    if not isinstance(value, dict):
-        raise InputError(path, "expected a JSON object keyed by paper id")
-    return value
 
 
 def sample_triplets(data: TrainingData, queries: Sequence[str], seed: int = 0, hard_negatives: int = 2,
