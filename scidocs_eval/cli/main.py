@@ -15,6 +15,7 @@ from scidocs_eval.cli.options import COMMANDS, output_actions
 from scidocs_eval.cli.quiet import quiet_mode
 from scidocs_eval.errors import ScidocsEvalError, describe_error
 from scidocs_eval.formats.safe_output import output_session
+from scidocs_eval.progress import close_open_bars
 from scidocs_eval.warning_groups import each_warning_once
 
 
@@ -120,9 +121,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 each_warning_once(logging.getLogger().handlers):
             return int(args.func(args) or 0)
     except (ScidocsEvalError, OSError) as error:
+        close_open_bars()
         print(f"scidocs-eval: error: {one_line(describe_error(error))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
+        close_open_bars()
         print("scidocs-eval: interrupted", file=sys.stderr)
         return 130
 
