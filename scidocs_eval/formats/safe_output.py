@@ -267,8 +267,22 @@ def _refuse_foreign(path: Path, option: str, session: OutputSession) -> bool:
     if path.is_symlink():
         raise ScidocsEvalError(f"{option} {path} is a symbolic link (to {os.readlink(path)}); nothing is written "
                                f"through it: {HOW_TO_PROCEED}")
-    raise ScidocsEvalError(f"{option} {path} already exists and was not written by scidocs-eval (or was changed "
-                           f"since); it is not replaced: {HOW_TO_PROCEED}")
+    raise ScidocsEvalError(f"{option} {path} already exists and was not written by scidocs-eval "
+                           f"{_not_ours_because(path)}; it is not replaced: {HOW_TO_PROCEED}")
+
+
+def _not_ours_because(path: Path) -> str:
+    """Why the ledger does not prove `path` the tool's: changed since the tool wrote it, or no record of it at all
+    in this cache's ledger (a file of the user's, or the tool's written with another cache or before it was
+    cleared: the likelier cause when the user did not make the file)."""
+    try:
+        recorded = orjson.loads(_ledger_file(_real(path)).read_bytes()).get("path") == str(_real(path))
+    except (OSError, orjson.JSONDecodeError):
+        recorded = False
+    if recorded:
+        return "as it is now (it was changed since)"
+    return (f"(no record of it in this cache's ledger, {cache_dir('outputs', 'ledger')}: if scidocs-eval wrote it, "
+            "it was with another $SCIDOCS_EVAL_CACHE or before the cache was cleared)")
 
 
 def claim_output(path: str | os.PathLike[str], option: str = "output") -> Path:
