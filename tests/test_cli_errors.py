@@ -365,3 +365,4 @@ def test_a_refusal_names_why_the_file_is_not_the_tools(cite_suite: tuple[Path, P
     assert error_line(capsys) == (f"--out {out} already exists and was not written by scidocs-eval as it is now (it "
                                   "was changed since); it is not replaced: pass --overwrite to replace it, or choose "
                                   "another path")
+
