@@ -148,7 +148,7 @@ def test_a_loose_output_onto_a_file_of_a_built_folder_names_the_folder(tmp_path:
     refused as that folder's file, not as a file "not written by scidocs-eval"; once the user changed it, as
     changed."""
     folder = tmp_path / "suite"
-    build(folder, "demo", {"SYNTHETIC.md": "synthetic", "cite/test.qrel": "q 0 p 1\n"})
+    build(folder, "scidocs-eval demo", {"SYNTHETIC.md": "synthetic", "cite/test.qrel": "q 0 p 1\n"})
     target = folder / "cite" / "test.qrel"
     with output_session(), pytest.raises(ScidocsEvalError) as refused:
         claim_output(target, "--out")

@@ -282,7 +282,7 @@ def _not_ours_because(path: Path) -> str:
         if manifest.is_file() and not manifest.is_symlink() and is_ours(manifest):
             recorded = orjson.loads(manifest.read_bytes())
             digest = recorded.get("files", {}).get(real.relative_to(folder).as_posix())
-            built = f"the folder {folder} that scidocs-eval {recorded.get('written_by')} built"
+            built = f"the folder {folder} that {recorded.get('written_by')} built"
             if digest == sha256_of(path):
                 return f"is a file of {built} (its {MANIFEST} lists it), not an output of this command"
             if digest is not None:
