@@ -281,16 +281,19 @@ def baseline_adapter(name: str, params: Mapping[str, Any] | None = None) -> Adap
 def within_budget(grid: Sequence[Mapping[str, Any]], cost: Callable[[Mapping[str, Any]], int], budget: int,
                   desc: str) -> list[dict[str, Any]]:
     """The settings of `grid`, cheapest first, whose summed `cost` stays within `budget` (same unit as `cost`,
-    e.g. tokens trained). Each setting left out is logged as a warning naming `desc`; none fitting is an error."""
-    chosen, spent = [], 0
+    e.g. tokens trained). The settings left out are named in one warning naming `desc`; none fitting is an
+    error."""
+    chosen, skipped, spent = [], [], 0
     for setting in sorted(grid, key=cost):
         if spent + cost(setting) > budget:
-            log.warning("%s: skipping %s (it would bring the search to %d, over its budget of %d)", desc,
-                        dict(setting), spent + cost(setting), budget)
+            skipped.append(dict(setting))
             continue
         spent += cost(setting)
         chosen.append(dict(setting))
     if not chosen:
         raise ScidocsEvalError(f"{desc}: no setting fits the tuning budget of {budget} (the cheapest costs "
                                f"{min(map(cost, grid))}); raise the budget")
+    if skipped:
+        log.warning("%s: skipping %d of the %d settings, over its budget of %d (the %d kept cost %d): %s", desc,
+                    len(skipped), len(grid), budget, len(chosen), spent, ", ".join(map(str, skipped)))
     return chosen
