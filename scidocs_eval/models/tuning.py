@@ -187,25 +187,36 @@ class TunedAdapter(Adapter):
         self.best_adapter_: Adapter | None = None
         unusable: list[UnusableSetting] = []
         fitted: tuple[dict[str, Any], Adapter] | None = None  # the last fit, reused where only transform changes
+        warnings_of_fit: dict[int, list[logging.LogRecord]] = {}  # id of a fitted candidate -> its fit's warnings
         with progress_bar(total=len(grid), unit="setting", desc=desc) as bar:
             for setting in grid:
                 if fitted is not None and self._same_fit(fitted[0], setting):
                     candidate = copy.copy(fitted[1])  # its fitted state shared, its transform's parameters set
                     vars(candidate).update({k: v for k, v in setting.items() if k in candidate.transform_params})
+                    warnings_of_fit[id(candidate)] = warnings_of_fit[id(fitted[1])]
                     self._score(candidate, setting, scorer, desc)
                 elif not any(_holds(setting, error.params) for error in unusable):
                     candidate = self.candidate(setting)
                     try:
-                        candidate.fit(papers, **inputs)
+                        with _held_warnings() as held:
+                            candidate.fit(papers, **inputs)
                     except UnusableSetting as error:
                         log.warning("%s: %s skipped (%s)", desc, setting, error)
                         unusable.append(error)
                     else:
                         fitted = setting, candidate
+                        warnings_of_fit[id(candidate)] = held
                         self._score(candidate, setting, scorer, desc)
                 bar.update()
         if self.best_adapter_ is None:
             raise ScidocsEvalError(f"{desc}: no setting of the grid could be fitted ({unusable[-1]})")
+        # a fit's warnings (under-trained vectors, ...) are about the vectors that embed only for the picked setting
+        for record in warnings_of_fit[id(self.best_adapter_)]:
+            logging.getLogger(record.name).handle(record)
+        others = {record.getMessage() for held in warnings_of_fit.values() for record in held} - {
+            record.getMessage() for record in warnings_of_fit[id(self.best_adapter_)]}
+        for message in sorted(others):
+            log.info("%s: a setting not picked: %s", desc, message)
         log.info("%s: best %s (mean val MAP %.2f)", desc, self.best_params_, self.best_score_)
         self.fitted_ = True
         return self
@@ -256,6 +267,31 @@ class TunedAdapter(Adapter):
 
     def row_note(self) -> str | None:
         return self.adapter.row_note()
+
+
+@contextmanager
+def _held_warnings() -> Iterator[list[logging.LogRecord]]:
+    """Within the block, the package's warnings are held in the list yielded, not printed (a `--tune` grid point's
+    fit: `TunedAdapter.fit` prints those of the picked setting); its other records pass on as usual."""
+    package = logging.getLogger("scidocs_eval")
+    held: list[logging.LogRecord] = []
+
+    def hold(record: logging.LogRecord) -> None:
+        if record.levelno >= logging.WARNING:
+            held.append(record)
+        else:
+            logging.getLogger().handle(record)
+
+    holder = logging.Handler()
+    holder.emit = hold  # type: ignore[method-assign]
+    propagate = package.propagate
+    package.addHandler(holder)
+    package.propagate = False
+    try:
+        yield held
+    finally:
+        package.removeHandler(holder)
+        package.propagate = propagate
 
 
 def _holds(setting: Mapping[str, Any], values: Mapping[str, Any]) -> bool:
