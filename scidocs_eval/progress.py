@@ -31,6 +31,19 @@ def _quiet() -> bool:
     return _SILENCED.get() or os.environ.get("SCIDOCS_EVAL_QUIET") == "1"
 
 
+def close_open_bars() -> None:
+    """Clear every progress bar still drawn, so that the next line printed on stderr is a line of its own: a bar
+    of a generator that its consumer's error left suspended is otherwise closed only when the generator is
+    collected, after the error line was printed behind the bar's text. Into a file or a pipe, where a cleared bar
+    stays as text, a newline ends it (a `grep '^scidocs-eval: error'` finds the error)."""
+    std = sys.modules.get("tqdm.std")  # no bar was ever made if tqdm is not loaded
+    bars = [bar for bar in list(std.tqdm._instances) if not bar.disable] if std is not None else []
+    for bar in bars:
+        bar.close()
+    if bars and not sys.stderr.isatty():
+        sys.stderr.write("\n")
+
+
 def announce(line: str, *, enabled: bool = True) -> None:
     """One line on stderr before long work (how much there is), silenced as the progress bars are."""
     if enabled and not _quiet():

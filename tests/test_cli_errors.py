@@ -53,8 +53,14 @@ def test_run_output_a_folder_or_under_a_file_fails_first_and_writes_nothing(
     assert files_in(tmp_path) == before and (tmp_path / "afile").read_text() == "mine"
 
 
-NOT_OURS = ("already exists and was not written by scidocs-eval (or was changed since); it is not replaced: pass "
-            "--overwrite to replace it, or choose another path")
+NOT_OURS = ("already exists and was not written by scidocs-eval (no record of it in this cache's ledger, {ledger}: "
+            "if scidocs-eval wrote it, it was with another $SCIDOCS_EVAL_CACHE or before the cache was cleared); it "
+            "is not replaced: pass --overwrite to replace it, or choose another path")
+
+
+def not_ours() -> str:
+    """The refusal's text for a file the ledger of the test's cache has no record of."""
+    return NOT_OURS.format(ledger=Path(os.environ["SCIDOCS_EVAL_CACHE"]) / "outputs" / "ledger")
 
 
 def test_run_output_never_replaces_a_file_that_is_not_a_results_file(
@@ -64,12 +70,12 @@ def test_run_output_never_replaces_a_file_that_is_not_a_results_file(
     thesis.write_text("precious")
     assert main(["run", "--embeddings", str(embeddings), "--data", str(root), "--tasks", "cite", "-o", str(thesis),
                  "--quiet"]) == 2
-    assert error_line(capsys) == f"--out {thesis} {NOT_OURS}"
+    assert error_line(capsys) == f"--out {thesis} {not_ours()}"
     assert thesis.read_text() == "precious"
     assert main(["run", "--embeddings", str(embeddings), "--data", str(root), "--tasks", "cite", "-o",
                  str(tmp_path / "r.json"), "--quiet"]) == 0
     assert main(["table", str(tmp_path / "r.json"), "-o", str(thesis)]) == 2
-    assert error_line(capsys) == f"--out {thesis} {NOT_OURS}"
+    assert error_line(capsys) == f"--out {thesis} {not_ours()}"
     assert thesis.read_text() == "precious"
     assert main(["table", str(tmp_path / "r.json"), "-o", str(tmp_path / "t.md")]) == 0
     assert main(["table", str(tmp_path / "r.json"), "-o", str(tmp_path / "t.md"), "--no-paper"]) == 0   # its own
@@ -193,7 +199,7 @@ def test_embed_never_replaces_an_existing_file_unasked(tmp_path: Path, capsys: p
     out.write_text('{"paper_id": "z", "embedding": [1.0]}\n' * 3)
     command = ["embed", "--adapter", "random", "--metadata", str(metadata), "--out", str(out), "--quiet"]
     assert main(command) == 2
-    assert error_line(capsys) == f"--out {out} {NOT_OURS}"
+    assert error_line(capsys) == f"--out {out} {not_ours()}"
     assert out.read_text() == '{"paper_id": "z", "embedding": [1.0]}\n' * 3
     assert main([*command, "--overwrite"]) == 0
     assert [orjson.loads(line)["paper_id"] for line in out.read_text().splitlines()] == ["a", "b"]
@@ -322,3 +328,41 @@ def test_ctrl_c_during_start_up_exits_130_without_a_traceback(tmp_path: Path, af
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=120)
     assert (process.returncode, err) == (130, "scidocs-eval: interrupted\n")
+
+
+def test_an_error_raised_under_a_progress_bar_is_a_line_of_its_own(
+        cite_suite: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reading bar of a malformed file is cleared before the error, which starts a line (stderr a file here,
+    so `grep '^scidocs-eval: error'` finds it), not left behind the bar's text."""
+    monkeypatch.delenv("SCIDOCS_EVAL_QUIET")
+    root, _ = cite_suite
+    malformed = tmp_path / "emb.jsonl"
+    malformed.write_text('{"paper_id": "p1", "embedding": [1.0]}\nnot json\n')
+    assert main(["run", "--embeddings", str(malformed), "--data", str(root), "--tasks", "cite"]) == 2
+    err = capsys.readouterr().err
+    assert "reading emb.jsonl" in err  # the bar was drawn
+    assert err.splitlines()[-1] == f"scidocs-eval: error: {malformed}:2: malformed JSON (Expecting value: line 1 " \
+                                   "column 1 (char 0))"
+
+
+def test_a_refusal_names_why_the_file_is_not_the_tools(cite_suite: tuple[Path, Path], tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """The tool's own file, edited since, is refused as changed; the same file seen through another cache (whose
+    ledger never recorded it: a changed $SCIDOCS_EVAL_CACHE, a cleared cache) names that likelier cause."""
+    root, embeddings = cite_suite
+    out = tmp_path / "r.json"
+    run = ["run", "--embeddings", str(embeddings), "--data", str(root), "--tasks", "cite", "--quiet", "-o", str(out)]
+    assert main(run) == 0
+    cache = os.environ["SCIDOCS_EVAL_CACHE"]
+    monkeypatch.setenv("SCIDOCS_EVAL_CACHE", str(tmp_path / "another-cache"))
+    assert main(run) == 2
+    assert error_line(capsys) == f"--out {out} {not_ours()}"
+    monkeypatch.setenv("SCIDOCS_EVAL_CACHE", cache)
+    out.write_bytes(out.read_bytes() + b" ")
+    assert main(run) == 2
+    assert error_line(capsys) == (f"--out {out} already exists and was not written by scidocs-eval as it is now (it "
+                                  "was changed since); it is not replaced: pass --overwrite to replace it, or choose "
+                                  "another path")
+

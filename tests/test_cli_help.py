@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 from collections.abc import Iterator
 
+import pytest
+
 from scidocs_eval.cli.main import build_parser, main
 
 
@@ -67,3 +69,21 @@ def test_version_and_bare_command(capsys) -> None:  # noqa: ANN001 - pytest fixt
     for path, _ in walk(build_parser()):
         if path.count(" ") == 1:
             assert f"  {path.split()[1]} " in printed, path
+
+
+@pytest.mark.parametrize(("argv", "command"), [
+    (["run", "--embeddings", "e.jsonl", "--bogus"], "run"),
+    (["cache", "info", "--bogus"], "cache info"),
+    (["--bogus"], ""),
+])
+def test_an_unknown_option_is_named_by_its_command(argv: list[str], command: str,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """`scidocs-eval run ... --bogus` points at `scidocs-eval run --help`, where the options it takes are listed,
+    not at the list of commands."""
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2
+    where = f"{command}: " if command else ""
+    assert capsys.readouterr().err == (f"scidocs-eval: error: {where}unrecognized arguments: --bogus (see "
+                                       f"`scidocs-eval {command} --help`)\n".replace("scidocs-eval  --help",
+                                                                                     "scidocs-eval --help"))

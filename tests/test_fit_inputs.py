@@ -5,6 +5,7 @@ ties to the earlier setting, skips what cannot be fitted, and the results record
 from __future__ import annotations
 
 import copy
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -162,3 +163,35 @@ def test_held_out_pairs_come_from_each_data_shape() -> None:
     assert scored.held_out()[0] == {"q2"}
     labelled = LabelledSplit("c", "c/train.csv", "c/test.csv", ["p"], np.array([0]), ["q"], np.array([1]))
     assert labelled.held_out() == (set(), set())
+
+
+class Warned(Adapter):
+    """Constant vectors (the first setting wins the tie); each fit warns about its own setting, as fastText's
+    under-training check does about a grid point's vectors."""
+
+    name = "warned"
+    requires_fit = True
+
+    def __init__(self, k: int = 1):
+        self.k = k
+
+    def learn(self, papers: Sequence[Paper]) -> None:
+        logging.getLogger("scidocs_eval.models.warned").warning("vectors of k=%d look under-trained", self.k)
+
+    def transform(self, papers: Sequence[Paper]) -> np.ndarray:
+        return np.ones((len(papers), 4), dtype=np.float32)
+
+
+def test_tune_prints_the_warnings_of_the_picked_settings_fit_only(demo_suite: Suite,
+                                                                   caplog: pytest.LogCaptureFixture) -> None:
+    """A grid point's fit warning is about vectors that embed nothing unless that point is picked: the picked
+    setting's warnings are printed (after the search), the others' are an info line each (seen with -v)."""
+    with caplog.at_level(logging.INFO, logger="scidocs_eval"):
+        tuned = TunedAdapter(Warned(), [{"k": 1}, {"k": 2}, {"k": 3}]).fit(demo_suite.papers()[:50],
+                                                                        val=ValScorer(demo_suite))
+    assert tuned.best_params_ == {"k": 1}
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == [
+        "vectors of k=1 look under-trained"]
+    assert [r.getMessage() for r in caplog.records if "not picked" in r.getMessage()] == [
+        "tuning warned: a setting not picked: vectors of k=2 look under-trained",
+        "tuning warned: a setting not picked: vectors of k=3 look under-trained"]

@@ -16,6 +16,7 @@ from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.formats.safe_output import (
     MANIFEST,
     Rows,
+    claim_output,
     is_ours,
     move_ours,
     output_session,
@@ -140,3 +141,23 @@ def test_a_rebuilt_folder_names_the_files_the_rebuild_drops(tmp_path: Path, capl
     assert [r.getMessage() for r in caplog.records] == [
         f"output {folder} rebuilt: 1 of the 2 files the earlier build wrote are not in this one and are gone "
         "(mag/train.csv); to keep them, build into another folder, or build them all in one run"]
+
+
+def test_a_loose_output_onto_a_file_of_a_built_folder_names_the_folder(tmp_path: Path) -> None:
+    """An output file aimed at a file of a folder the tool built (`convert` or `table -o` onto a suite's file) is
+    refused as that folder's file, not as a file "not written by scidocs-eval"; once the user changed it, as
+    changed."""
+    folder = tmp_path / "suite"
+    build(folder, "scidocs-eval demo", {"SYNTHETIC.md": "synthetic", "cite/test.qrel": "q 0 p 1\n"})
+    target = folder / "cite" / "test.qrel"
+    with output_session(), pytest.raises(ScidocsEvalError) as refused:
+        claim_output(target, "--out")
+    assert str(refused.value) == (f"--out {target} already exists and is a file of the folder {folder.resolve()} that "
+                                  f"scidocs-eval demo built (its {MANIFEST} lists it), not an output of this command; "
+                                  "it is not replaced: pass --overwrite to replace it, or choose another path")
+    target.write_text("q 0 p 0\n")
+    with output_session(), pytest.raises(ScidocsEvalError, match=r"already exists and was not written by "
+                                         r"scidocs-eval as it is now \(it was changed since it was written in the "
+                                         r"folder .* that scidocs-eval demo built\)"):
+        claim_output(target, "--out")
+    assert target.read_text() == "q 0 p 0\n"

@@ -15,6 +15,7 @@ from scidocs_eval.cli.options import COMMANDS, output_actions
 from scidocs_eval.cli.quiet import quiet_mode
 from scidocs_eval.errors import ScidocsEvalError, describe_error
 from scidocs_eval.formats.safe_output import output_session
+from scidocs_eval.progress import close_open_bars
 from scidocs_eval.warning_groups import each_warning_once
 
 
@@ -105,11 +106,23 @@ def _printed_by_its_library(record: logging.LogRecord) -> bool:
     return True
 
 
+def _innermost(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The parser of the (sub)command `args` ran: `data build`'s for `scidocs-eval data build ...`."""
+    while True:
+        commands = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+        chosen = getattr(args, commands.dest, None) if commands is not None else None
+        if chosen not in (commands.choices if commands is not None else {}):
+            return parser
+        parser = commands.choices[chosen]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; every error of the user's input or files is one line on stderr and exit status 2."""
     try:
         parser = build_parser()
-        args = parser.parse_args(argv)
+        args, unknown = parser.parse_known_args(argv)
+        if unknown:  # named by the command's own parser, so the hint is that command's --help
+            _innermost(parser, args).error(f"unrecognized arguments: {' '.join(unknown)}")
         if args.command is None:
             return _list_commands(parser)
         logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
@@ -120,9 +133,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 each_warning_once(logging.getLogger().handlers):
             return int(args.func(args) or 0)
     except (ScidocsEvalError, OSError) as error:
+        close_open_bars()
         print(f"scidocs-eval: error: {one_line(describe_error(error))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
+        close_open_bars()
         print("scidocs-eval: interrupted", file=sys.stderr)
         return 130
 

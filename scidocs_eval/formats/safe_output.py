@@ -290,8 +290,36 @@ def _refuse_foreign(path: Path, option: str, session: OutputSession) -> bool:
     if path.is_symlink():
         raise ScidocsEvalError(f"{option} {path} is a symbolic link (to {os.readlink(path)}); nothing is written "
                                f"through it: {HOW_TO_PROCEED}")
-    raise ScidocsEvalError(f"{option} {path} already exists and was not written by scidocs-eval (or was changed "
-                           f"since); it is not replaced: {HOW_TO_PROCEED}")
+    raise ScidocsEvalError(f"{option} {path} already exists and {_not_ours_because(path)}; it is not replaced: "
+                           f"{HOW_TO_PROCEED}")
+
+
+def _not_ours_because(path: Path) -> str:
+    """Why `path`, which the ledger does not prove a loose output of the tool's, is refused: a file of a folder the
+    tool built (its manifest lists it), a file the tool wrote and the user changed since, or one this cache's
+    ledger has no record of (a file of the user's, or the tool's written with another cache or before it was
+    cleared: the likelier cause when the user did not make the file)."""
+    real = _real(path)
+    for folder in real.parents:
+        manifest = folder / MANIFEST
+        if manifest.is_file() and not manifest.is_symlink() and is_ours(manifest):
+            recorded = orjson.loads(manifest.read_bytes())
+            digest = recorded.get("files", {}).get(real.relative_to(folder).as_posix())
+            built = f"the folder {folder} that {recorded.get('written_by')} built"
+            if digest == sha256_of(path):
+                return f"is a file of {built} (its {MANIFEST} lists it), not an output of this command"
+            if digest is not None:
+                return f"was not written by scidocs-eval as it is now (it was changed since it was written in {built})"
+            break
+    try:
+        recorded = orjson.loads(_ledger_file(real).read_bytes()).get("path") == str(real)
+    except (OSError, orjson.JSONDecodeError):
+        recorded = False
+    if recorded:
+        return "was not written by scidocs-eval as it is now (it was changed since)"
+    return (f"was not written by scidocs-eval (no record of it in this cache's ledger, "
+            f"{cache_dir('outputs', 'ledger')}: if scidocs-eval wrote it, it was with another $SCIDOCS_EVAL_CACHE or "
+            "before the cache was cleared)")
 
 
 def claim_output(path: str | os.PathLike[str], option: str = "output") -> Path:

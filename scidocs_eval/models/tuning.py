@@ -187,25 +187,36 @@ class TunedAdapter(Adapter):
         self.best_adapter_: Adapter | None = None
         unusable: list[UnusableSetting] = []
         fitted: tuple[dict[str, Any], Adapter] | None = None  # the last fit, reused where only transform changes
+        warnings_of_fit: dict[int, list[logging.LogRecord]] = {}  # id of a fitted candidate -> its fit's warnings
         with progress_bar(total=len(grid), unit="setting", desc=desc) as bar:
             for setting in grid:
                 if fitted is not None and self._same_fit(fitted[0], setting):
                     candidate = copy.copy(fitted[1])  # its fitted state shared, its transform's parameters set
                     vars(candidate).update({k: v for k, v in setting.items() if k in candidate.transform_params})
+                    warnings_of_fit[id(candidate)] = warnings_of_fit[id(fitted[1])]
                     self._score(candidate, setting, scorer, desc)
                 elif not any(_holds(setting, error.params) for error in unusable):
                     candidate = self.candidate(setting)
                     try:
-                        candidate.fit(papers, **inputs)
+                        with _held_warnings() as held:
+                            candidate.fit(papers, **inputs)
                     except UnusableSetting as error:
                         log.warning("%s: %s skipped (%s)", desc, setting, error)
                         unusable.append(error)
                     else:
                         fitted = setting, candidate
+                        warnings_of_fit[id(candidate)] = held
                         self._score(candidate, setting, scorer, desc)
                 bar.update()
         if self.best_adapter_ is None:
             raise ScidocsEvalError(f"{desc}: no setting of the grid could be fitted ({unusable[-1]})")
+        # a fit's warnings (under-trained vectors, ...) are about the vectors that embed only for the picked setting
+        for record in warnings_of_fit[id(self.best_adapter_)]:
+            logging.getLogger(record.name).handle(record)
+        others = {record.getMessage() for held in warnings_of_fit.values() for record in held} - {
+            record.getMessage() for record in warnings_of_fit[id(self.best_adapter_)]}
+        for message in sorted(others):
+            log.info("%s: a setting not picked: %s", desc, message)
         log.info("%s: best %s (mean val MAP %.2f)", desc, self.best_params_, self.best_score_)
         self.fitted_ = True
         return self
@@ -258,6 +269,31 @@ class TunedAdapter(Adapter):
         return self.adapter.row_note()
 
 
+@contextmanager
+def _held_warnings() -> Iterator[list[logging.LogRecord]]:
+    """Within the block, the package's warnings are held in the list yielded, not printed (a `--tune` grid point's
+    fit: `TunedAdapter.fit` prints those of the picked setting); its other records pass on as usual."""
+    package = logging.getLogger("scidocs_eval")
+    held: list[logging.LogRecord] = []
+
+    def hold(record: logging.LogRecord) -> None:
+        if record.levelno >= logging.WARNING:
+            held.append(record)
+        else:
+            logging.getLogger().handle(record)
+
+    holder = logging.Handler()
+    holder.emit = hold  # type: ignore[method-assign]
+    propagate = package.propagate
+    package.addHandler(holder)
+    package.propagate = False
+    try:
+        yield held
+    finally:
+        package.removeHandler(holder)
+        package.propagate = propagate
+
+
 def _holds(setting: Mapping[str, Any], values: Mapping[str, Any]) -> bool:
     """Whether `setting` holds every one of `values` (none given: no)."""
     return bool(values) and all(key in setting and setting[key] == value for key, value in values.items())
@@ -281,16 +317,19 @@ def baseline_adapter(name: str, params: Mapping[str, Any] | None = None) -> Adap
 def within_budget(grid: Sequence[Mapping[str, Any]], cost: Callable[[Mapping[str, Any]], int], budget: int,
                   desc: str) -> list[dict[str, Any]]:
     """The settings of `grid`, cheapest first, whose summed `cost` stays within `budget` (same unit as `cost`,
-    e.g. tokens trained). Each setting left out is logged as a warning naming `desc`; none fitting is an error."""
-    chosen, spent = [], 0
+    e.g. tokens trained). The settings left out are named in one warning naming `desc`; none fitting is an
+    error."""
+    chosen, skipped, spent = [], [], 0
     for setting in sorted(grid, key=cost):
         if spent + cost(setting) > budget:
-            log.warning("%s: skipping %s (it would bring the search to %d, over its budget of %d)", desc,
-                        dict(setting), spent + cost(setting), budget)
+            skipped.append(dict(setting))
             continue
         spent += cost(setting)
         chosen.append(dict(setting))
     if not chosen:
         raise ScidocsEvalError(f"{desc}: no setting fits the tuning budget of {budget} (the cheapest costs "
                                f"{min(map(cost, grid))}); raise the budget")
+    if skipped:
+        log.warning("%s: skipping %d of the %d settings, over its budget of %d (the %d kept cost %d): %s", desc,
+                    len(skipped), len(grid), budget, len(chosen), spent, ", ".join(map(str, skipped)))
     return chosen
