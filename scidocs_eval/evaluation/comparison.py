@@ -15,14 +15,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import orjson
 
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.significance import CONFIDENCE, RESAMPLES, ItemMetric, holm, task_metrics
 from scidocs_eval.formats.safe_output import write_bytes_atomically
+from scidocs_eval.lazy_modules import lazy_module
 from scidocs_eval.progress import progress_bar
+
+np = lazy_module("numpy", __name__)
 
 ALPHA = 0.05
 COMPARISON_FORMAT = "scidocs-eval-compare/1"

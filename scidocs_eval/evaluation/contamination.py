@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import orjson
 
 from scidocs_eval.data.near_duplicates import (
@@ -50,7 +49,10 @@ from scidocs_eval.evaluation.task import TaskResult, get_task, selected_tasks
 from scidocs_eval.formats.safe_output import Rows, write_bytes_atomically
 from scidocs_eval.formats.suite import Suite
 from scidocs_eval.formats.training_data import TrainingData, role_names
+from scidocs_eval.lazy_modules import lazy_module
 from scidocs_eval.params import SEED, Interval, Options, validate_params
+
+np = lazy_module("numpy", __name__)
 
 log = logging.getLogger("scidocs_eval")
 

@@ -34,8 +34,6 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluators.exact_svm import (
     absolute_error_columns,
@@ -45,6 +43,9 @@ from scidocs_eval.evaluators.exact_svm import (
     solve_path_at,
 )
 from scidocs_eval.evaluators.linear_svm import LinearSVMGrid, fit_linear_svm, predict_linear_svm
+from scidocs_eval.lazy_modules import lazy_module
+
+np = lazy_module("numpy", __name__)
 
 
 @dataclass(frozen=True)
@@ -68,8 +69,10 @@ ENVIRONMENT_SPECS = {spec.name: spec for spec in (
                 "stratified CV folds, multi-label threshold 0"),
 )}
 ENVIRONMENTS = tuple(ENVIRONMENT_SPECS)
-CLASSIFICATION_GRID = tuple(float(c) for c in np.logspace(-2, 2, 5))
-REGRESSION_GRID = tuple(float(c) for c in np.logspace(-4, 2, 7))
+CLASSIFICATION_GRID = tuple(10.0**exponent for exponent in range(-2, 3))
+"""SciRepEval's `np.logspace(-2, 2, 5)`, the same floats (tests/test_startup.py), without numpy at import."""
+REGRESSION_GRID = tuple(10.0**exponent for exponent in range(-4, 3))
+"""SciRepEval's `np.logspace(-4, 2, 7)`, the same floats."""
 FOLDS = 3
 RANDOM_STATE = 42
 
