@@ -34,7 +34,6 @@ import logging
 import os
 from collections import Counter, deque
 from collections.abc import Iterator, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -570,6 +569,8 @@ def _decode_all(chunks: Iterator[bytes], dtype: np.dtype, parallel: bool
         while len(window) > keep:
             chunk, future = window.popleft()
             yield chunk, *future.result()
+
+    from concurrent.futures import ProcessPoolExecutor  # with multiprocessing: a cost only where a file is parsed
 
     with ProcessPoolExecutor(max_workers=workers) as pool:
         for chunk in chunks:
