@@ -19,8 +19,7 @@
    after the other, on SciRepEval-shaped synthetic copies at the widths of models (`--scirepeval-dims`, 96-d and
    768-d by default): each one's wall and CPU time (user + sys, imports and reading included) and their ratios;
    with `--ours-before DIR` (an earlier checkout with its own .venv, or a source tree) our command from there too,
-   its time and whether
-   every number is the same.
+   its time and whether every number is the same.
 
     python bench/side_by_side.py                      # all
     python bench/side_by_side.py --only mteb --documents 5000
