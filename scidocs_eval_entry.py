@@ -1,7 +1,7 @@
 """The `scidocs-eval` console script.
 
 It lives outside the `scidocs_eval` package so that Ctrl-C is handled from the first moment: importing the
-command's modules takes a moment (numpy and every plugin module; the heavy libraries load later, where they are
+command's modules takes a moment (every plugin module; numpy and the heavy libraries load later, where they are
 used), and an interrupt during that start-up must end the command with one line and exit status 130, like an
 interrupt later on, not with a traceback. An interrupt that
 lands inside a C extension's initialisation comes out as some other exception (numpy: an ImportError), so the

@@ -11,13 +11,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.extras import require
 from scidocs_eval.formats.suite import Paper
+from scidocs_eval.lazy_modules import lazy_module
 from scidocs_eval.models.adapter import Adapter, register_adapter
 from scidocs_eval.params import AT_LEAST_ONE, POSITIVE, SEED, InputPath
+
+np = lazy_module("numpy", __name__)
 
 NEEDED_BY = "the citeomatic adapter"
 

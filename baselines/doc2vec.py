@@ -16,17 +16,18 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
-import numpy as np
-
 from scidocs_eval.extras import require
 from scidocs_eval.formats.corpus import paper_text
 from scidocs_eval.formats.suite import Paper
+from scidocs_eval.lazy_modules import lazy_module
 from scidocs_eval.models.adapter import Adapter, register_adapter
 from scidocs_eval.models.gensim_training import EpochSchedule, scheduled_epochs, train_with_progress
 from scidocs_eval.models.model_cache import cached_model, corpus_fingerprint
 from scidocs_eval.models.text import analyzer, tokenize_papers
 from scidocs_eval.models.tuning import parameter_grid
 from scidocs_eval.params import AT_LEAST_ONE, FRACTION, SEED, Interval
+
+np = lazy_module("numpy", __name__)
 
 NEEDED_BY = "the doc2vec adapter"
 

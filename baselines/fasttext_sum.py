@@ -10,14 +10,15 @@ from collections.abc import Sequence
 from itertools import product
 from typing import Any
 
-import numpy as np
-
 from scidocs_eval.formats.corpus import paper_text
 from scidocs_eval.formats.suite import Paper
+from scidocs_eval.lazy_modules import lazy_module
 from scidocs_eval.models.adapter import register_adapter
 from scidocs_eval.models.text import TFIDF_SWITCHES, TfidfWeighting, count_vectorizer
 from scidocs_eval.models.tuning import parameter_grid
 from scidocs_eval.models.word_vectors import MAX_TRAINED_TOKENS, TUNE_MAX_TOKENS, WordVectorAdapter, WordVectors
+
+np = lazy_module("numpy", __name__)
 
 
 @register_adapter

@@ -5,11 +5,12 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 
-import numpy as np
-
 from scidocs_eval.formats.suite import Paper
+from scidocs_eval.lazy_modules import lazy_module
 from scidocs_eval.models.adapter import Adapter, register_adapter
 from scidocs_eval.params import AT_LEAST_ONE, SEED
+
+np = lazy_module("numpy", __name__)
 
 
 @register_adapter

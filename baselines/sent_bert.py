@@ -8,14 +8,15 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from scidocs_eval.formats.suite import Paper
+from scidocs_eval.lazy_modules import lazy_module
 from scidocs_eval.models.adapter import Adapter, register_adapter
 from scidocs_eval.models.encoder import model_source
 from scidocs_eval.models.sentence_models import WHAT, load_sentence_transformer
 from scidocs_eval.models.weights import checkpoint_identity
 from scidocs_eval.params import AT_LEAST_ONE, MODEL_PATH
+
+np = lazy_module("numpy", __name__)
 
 CITATION_TRAINED = frozenset({"all-MiniLM-L6-v2", "all-MiniLM-L12-v2", "all-mpnet-base-v2", "all-distilroberta-v1"})
 """sentence-transformers models whose training data (their model cards) include S2ORC citation pairs and

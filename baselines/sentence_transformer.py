@@ -13,20 +13,21 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.formats.suite import Paper
+from scidocs_eval.lazy_modules import lazy_module
 from scidocs_eval.models.adapter import Adapter, register_adapter
 from scidocs_eval.models.encoder import model_source
 from scidocs_eval.models.format_prompts import FORMAT_PROMPTS, FormatPrompts
 from scidocs_eval.models.sentence_models import WHAT, load_sentence_transformer
 from scidocs_eval.models.weights import checkpoint_identity
 from scidocs_eval.params import AT_LEAST_ONE, MODEL_PATH
-from scidocs_eval.run.model_object import EncoderAdapter
 
 if TYPE_CHECKING:
     from scidocs_eval.evaluation.papers import EmbeddingRole
+    from scidocs_eval.run.model_object import EncoderAdapter
+
+np = lazy_module("numpy", __name__)
 
 
 @register_adapter
@@ -85,6 +86,8 @@ class SentenceTransformerAdapter(FormatPrompts, Adapter):
     def encoder(self) -> EncoderAdapter:
         """The loaded model, called through `EncoderAdapter` (checked batch by batch)."""
         if self._encoder is None:
+            from scidocs_eval.run.model_object import EncoderAdapter
+
             loaded = load_sentence_transformer(self.model, self.device, self.max_length)
             if self.prompt_name is not None and self.prompt_name not in loaded.prompts:
                 raise ScidocsEvalError(f"model {self.model!r} has no prompt named {self.prompt_name!r}; its prompts: "

@@ -21,10 +21,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from scidocs_eval.formats.corpus import read_citations
 from scidocs_eval.formats.suite import Paper
+from scidocs_eval.lazy_modules import lazy_module
 from scidocs_eval.models.adapter import Edge, register_adapter
 from scidocs_eval.models.sif_weighting import SifWeightedAdapter
 from scidocs_eval.models.tuning import parameter_grid
@@ -33,6 +32,8 @@ from scidocs_eval.params import InputPath, Interval, Options
 
 if TYPE_CHECKING:
     from scipy import sparse
+
+np = lazy_module("numpy", __name__)
 
 K_GRID = tuple(range(1, 9))
 ROW_NORMS = ("none", "sif", "l2")

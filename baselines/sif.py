@@ -6,13 +6,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 from scidocs_eval.formats.suite import Paper
+from scidocs_eval.lazy_modules import lazy_module
 from scidocs_eval.models.adapter import register_adapter
 from scidocs_eval.models.sif_weighting import A_GRID, SifWeightedAdapter
 from scidocs_eval.models.tuning import parameter_grid
 from scidocs_eval.models.word_vectors import WordVectors
+
+np = lazy_module("numpy", __name__)
 
 
 @register_adapter

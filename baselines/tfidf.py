@@ -10,14 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
-
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.formats.corpus import paper_text
 from scidocs_eval.formats.suite import Paper
+from scidocs_eval.lazy_modules import lazy_module
 from scidocs_eval.models.adapter import Adapter, register_adapter
 from scidocs_eval.models.text import TOKENIZER_SETTINGS
 from scidocs_eval.params import AT_LEAST_ONE, SEED, Interval
+
+np = lazy_module("numpy", __name__)
 
 
 @register_adapter

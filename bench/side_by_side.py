@@ -18,8 +18,8 @@
 4. SciRepEval's own evaluator against a whole `scidocs-eval run --benchmark scirepeval`, as two child processes one
    after the other, on SciRepEval-shaped synthetic copies at the widths of models (`--scirepeval-dims`, 96-d and
    768-d by default): each one's wall and CPU time (user + sys, imports and reading included) and their ratios;
-   with `--ours-before DIR` (an earlier commit's source tree) our command from there too, its time and whether
-   every number is the same.
+   with `--ours-before DIR` (an earlier checkout with its own .venv, or a source tree) our command from there too,
+   its time and whether every number is the same.
 
     python bench/side_by_side.py                      # all
     python bench/side_by_side.py --only mteb --documents 5000
@@ -242,11 +242,10 @@ def scirepeval_run_side_by_side(args: argparse.Namespace) -> None:
             ours_wall, ours_cpu = _child([*command[:-1], str(root / "ours.json"), *environment_params])
             ours = json.loads((root / "ours.json").read_text())
             before = None
-            if args.ours_before is not None:  # the same command with an earlier source tree first on the path
-                env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-                    [str(args.ours_before), *filter(None, [os.environ.get("PYTHONPATH")])]))
-                before = _child([*command[:-len(("-o", "x"))], "-o", str(root / "before.json"), *environment_params],
-                                env)
+            if args.ours_before is not None:
+                before_command, env = _before_command(args.ours_before, command[0])
+                before = _child([before_command, *command[1:-len(("-o", "x"))], "-o", str(root / "before.json"),
+                                 *environment_params], env)
                 changed = [name for name, task in json.loads((root / "before.json").read_text())["tasks"].items()
                            if task["metrics"] != ours["tasks"][name]["metrics"]]
         gap = _largest_gap(theirs["results"], ours)
@@ -260,6 +259,17 @@ def scirepeval_run_side_by_side(args: argparse.Namespace) -> None:
             print(f"  the same `run` from {args.ours_before}: {before[0]:.1f} s wall, {before[1]:.1f} s CPU "
                   f"(now {before[1] / ours_cpu:.1f}x less CPU); numbers "
                   f"{'equal, every task' if not changed else 'DIFFERENT in ' + ', '.join(changed)}")
+
+
+def _before_command(before: Path, ours: str) -> tuple[str, dict[str, str] | None]:
+    """The `scidocs-eval` of an earlier checkout: its own virtual environment's when it has one (an editable
+    install here maps `scidocs_eval` to this checkout whatever PYTHONPATH says, and its plugin packages with it),
+    else this one's with the source tree first on PYTHONPATH."""
+    own = before / ".venv" / "bin" / "scidocs-eval"
+    if own.exists():
+        return str(own), None
+    path = [str(before), *filter(None, [os.environ.get("PYTHONPATH")])]
+    return ours, dict(os.environ, PYTHONPATH=os.pathsep.join(path))
 
 
 def _scirepeval_tasks_with_environment() -> list[str]:
@@ -303,6 +313,7 @@ def main() -> None:
                         "`--only scirepeval-run` (default: %(default)s)")
     parser.add_argument("--scirepeval-size", type=int, default=1, help="scale of those copies (1: about 2,000 papers)")
     parser.add_argument("--ours-before", type=Path, help="`--only scirepeval-run`: also run the same command from this "
+                        "checkout (with its own .venv, whose scidocs-eval then runs) or "
                         "source tree (an earlier commit's, e.g. `git archive REV | tar -x -C DIR`) and compare numbers")
     args = parser.parse_args()
     print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}, "

@@ -10,8 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 from scidocs_eval.data.download import S3Release
 from scidocs_eval.evaluation.integrity import DataShape, LabelledSplit
 from scidocs_eval.evaluation.metrics import macro_f1
@@ -29,7 +27,10 @@ from scidocs_eval.evaluation.task import (
 from scidocs_eval.evaluators.linear_svm import LinearSVMGrid
 from scidocs_eval.formats.embeddings import EMPTY, MISSING, EmbeddingStore
 from scidocs_eval.formats.suite import METADATA_FILES, LabelledPapers, Suite
+from scidocs_eval.lazy_modules import lazy_module
 from scidocs_eval.params import POSITIVE, InputPath, Interval, ListOf
+
+np = lazy_module("numpy", __name__)
 
 BENCHMARKS.register(Benchmark("scidocs", "the SciDocs suite of SPECTER (ACL 2020): MAG, MeSH, co-view, co-read, "
                                "cite, co-cite, recommendation", table_kind="table1", download=S3Release()))

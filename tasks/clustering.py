@@ -19,8 +19,6 @@ import random
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-import numpy as np
-
 from scidocs_eval.data.hf_datasets import HubDatasets
 from scidocs_eval.errors import InputError
 from scidocs_eval.evaluation.integrity import ClusteredSplit, DataShape
@@ -49,6 +47,9 @@ from scidocs_eval.evaluators.clustering import (
 from scidocs_eval.formats.embeddings import EMPTY, MISSING, PRESENT, EmbeddingStore
 from scidocs_eval.formats.hf_rows import CLUSTERING_ROW_LISTS, CLUSTERING_ROWS, flatten_lists, read_rows, text_id
 from scidocs_eval.formats.suite import Paper, Suite
+from scidocs_eval.lazy_modules import lazy_module
+
+np = lazy_module("numpy", __name__)
 
 log = logging.getLogger("scidocs_eval")
 

@@ -14,8 +14,6 @@ import logging
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-import numpy as np
-
 from scidocs_eval.evaluation.integrity import DataShape, LabelledSplit
 from scidocs_eval.evaluation.metrics import percent
 from scidocs_eval.evaluation.task import (
@@ -37,6 +35,9 @@ from scidocs_eval.evaluators.mteb_classification import (
 from scidocs_eval.formats.embeddings import EMPTY, MISSING, PRESENT, EmbeddingStore
 from scidocs_eval.formats.hf_rows import CLASSIFICATION_ROWS, read_rows, text_id
 from scidocs_eval.formats.suite import Paper, Suite
+from scidocs_eval.lazy_modules import lazy_module
+
+np = lazy_module("numpy", __name__)
 
 log = logging.getLogger("scidocs_eval")
 

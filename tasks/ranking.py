@@ -12,8 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-import numpy as np
-
 from scidocs_eval.evaluation.integrity import DataShape, JudgedSplit
 from scidocs_eval.evaluation.metrics import mean_measures, trec_measures
 from scidocs_eval.evaluation.task import (
@@ -27,7 +25,10 @@ from scidocs_eval.evaluation.task import (
 )
 from scidocs_eval.formats.embeddings import EMPTY, MISSING, PRESENT, EmbeddingStore
 from scidocs_eval.formats.suite import METADATA_FILES, Qrels, Suite
+from scidocs_eval.lazy_modules import lazy_module
 from scidocs_eval.params import Constraints, InputPath, validate_params
+
+np = lazy_module("numpy", __name__)
 
 
 def build_run(qrels: Qrels, embeddings: EmbeddingStore) -> tuple[dict[str, dict[str, float]], dict[str, int]]:

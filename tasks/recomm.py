@@ -12,8 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from scidocs_eval.errors import InputError, ScidocsEvalError
 from scidocs_eval.evaluation.integrity import DataShape, ImpressionsSplit
 from scidocs_eval.evaluation.task import (
@@ -30,9 +28,12 @@ from scidocs_eval.evaluators.recomm_rankers import RANKERS, impression_metrics, 
 from scidocs_eval.extras import Requirement
 from scidocs_eval.formats.embeddings import EmbeddingStore
 from scidocs_eval.formats.suite import METADATA_FILES, Impression, Suite
+from scidocs_eval.lazy_modules import lazy_module
 from scidocs_eval.params import AT_LEAST_ONE, SEED, InstanceOf, Options
 from scidocs_eval.progress import progress_bar
 from scidocs_eval.registry import check_params
+
+np = lazy_module("numpy", __name__)
 
 METRICS = ("adj-NDCG", "adj-P@1")
 

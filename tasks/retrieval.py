@@ -23,8 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-import numpy as np
-
 from scidocs_eval.data.hf_datasets import HubDatasets
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluation.integrity import DataShape, JudgedSplit
@@ -58,7 +56,10 @@ from scidocs_eval.formats.retrieval import (
     read_retrieval_data,
 )
 from scidocs_eval.formats.suite import Paper, Suite
+from scidocs_eval.lazy_modules import lazy_module
 from scidocs_eval.params import InputPath, Options, validate_params
+
+np = lazy_module("numpy", __name__)
 
 log = logging.getLogger("scidocs_eval")
 

@@ -18,8 +18,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
-import numpy as np
-
 from scidocs_eval.data.scirepeval import SciRepEvalHub
 from scidocs_eval.errors import ScidocsEvalError, UndefinedMetricError
 from scidocs_eval.evaluation.integrity import DataShape, JudgedSplit, LabelledSplit, SampledEvaluation
@@ -50,7 +48,10 @@ from scidocs_eval.formats.scirepeval import (
     test_file,
 )
 from scidocs_eval.formats.suite import Paper, Suite, paper_of_record
+from scidocs_eval.lazy_modules import lazy_module
 from scidocs_eval.params import InstanceOf, Interval, Options, validate_params
+
+np = lazy_module("numpy", __name__)
 
 BENCHMARKS.register(Benchmark("scirepeval", "SciRepEval (EMNLP 2023): classification, regression, proximity and "
                               "ad-hoc search tasks on allenai/scirepeval data, SciRepEval's models and metrics",

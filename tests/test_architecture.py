@@ -18,7 +18,7 @@ LAYERS: dict[str, int] = {
     "scidocs_eval.errors": 0, "scidocs_eval.paths": 0, "scidocs_eval.progress": 0, "scidocs_eval.registry": 0,
     "scidocs_eval.warning_groups": 0,
     "scidocs_eval.extras": 0,
-    "scidocs_eval.params": 0,
+    "scidocs_eval.params": 0, "scidocs_eval.lazy_modules": 0,
     "scidocs_eval.formats": 1,
     "scidocs_eval.data": 2,
     "scidocs_eval.evaluation": 3,

@@ -318,10 +318,12 @@ def _wait_until_loaded(process: subprocess.Popen, library: str, timeout: float =
 @pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="needs /proc to see how far start-up got")
 @pytest.mark.parametrize("after", [0.0, 0.3])
 def test_ctrl_c_during_start_up_exits_130_without_a_traceback(tmp_path: Path, after: float) -> None:
-    """SIGINT once numpy is being loaded (the package's first heavy import), and a little later (pandas, ...)."""
+    """SIGINT while the command's modules import (once `unicodedata`'s extension is being loaded: the first
+    command modules import `data.near_duplicates`; `tasks` loads no numpy, tests/test_startup.py), and a little
+    later."""
     process = subprocess.Popen([str(SCRIPT), "tasks"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                cwd=tmp_path)
-    assert _wait_until_loaded(process, "numpy"), "the command ended before numpy was loaded"
+    assert _wait_until_loaded(process, "unicodedata"), "the command ended before its modules were imported"
     time.sleep(after)
     if process.poll() is not None:
         pytest.skip("the command finished before the interrupt")

@@ -295,7 +295,7 @@ def test_every_solve_of_a_multi_label_fit_at_scirepevals_scale_is_certified(envi
 
 def test_stratified_folds_are_scikit_learns() -> None:
     """The multi-label CV's stratified folds, assigned without asking scikit-learn each time, are StratifiedKFold's
-    own, and every case they do not cover (a class below the folds, other labels) is left to StratifiedKFold."""
+    own, and every case they do not cover (a class below the folds) is left to StratifiedKFold."""
     from sklearn.model_selection import StratifiedKFold
 
     rng = np.random.default_rng(3)
@@ -310,7 +310,10 @@ def test_stratified_folds_are_scikit_learns() -> None:
         for (train, test), (their_train, their_test) in zip(ours, theirs):
             assert np.array_equal(train, their_train) and np.array_equal(test, their_test)
     assert models._stratified_test_folds(np.array([0, 1, 1, 1, 1, 0]), 3) is None  # class 0 below 3 rows
-    assert models._stratified_test_folds(np.array([0, 2, 1, 2, 1, 0]), 2) is None
+    three_classes = np.array([0, 2, 1, 2, 1, 0])  # any class labels now (tests/test_scirepeval_direct.py)
+    folds = models._stratified_test_folds(three_classes, 2)
+    assert [list(np.flatnonzero(folds == fold)) for fold in range(2)] == \
+        [list(test) for _, test in StratifiedKFold(n_splits=2).split(np.zeros((6, 1)), three_classes)]
 
 
 @pytest.mark.parametrize("loss", ["hinge", "absolute"])

@@ -1,6 +1,7 @@
 """Instant start: `import scidocs_eval`, every command's `--help`, `tasks`, `benchmarks` and a bad option load no heavy
-library (scikit-learn, scipy, torch, ...), so they answer at once. Checked on the modules loaded in a fresh
-interpreter, which a loaded machine does not change; one generous wall-clock bound catches a gross regression."""
+library (scikit-learn, scipy, torch, ...) and not even numpy, so they answer at once. Checked on the modules loaded
+in a fresh interpreter, which a loaded machine does not change; one generous wall-clock bound catches a gross
+regression."""
 
 from __future__ import annotations
 
@@ -37,8 +38,13 @@ else:
             except SystemExit as exit:
                 status = exit.code
         names.append([argv, status])
-print(json.dumps({"loaded": sorted({m.split(".")[0] for m in sys.modules}), "calls": names}))
+loaded = sorted({m.split(".")[0] for m in sys.modules})
+print(json.dumps({"loaded": loaded, "calls": names, "modules": len(sys.modules)}))
 """
+
+MOST_MODULES = 350
+"""Modules in `sys.modules` after `--help`, `tasks`, `benchmarks` or a bad option: 438 when every plugin module
+imported numpy and the command modules their implementations at the top, 315 since (numpy alone is about 90)."""
 
 
 def _probe(calls: object) -> dict:
@@ -64,6 +70,38 @@ def test_every_command_help_bad_option_tasks_and_benchmarks_load_no_heavy_librar
     assert statuses["tasks"] == 0 and statuses["benchmarks"] == 0 and statuses["--help"] == 0
     assert {status for argv, status in statuses.items() if argv.endswith("--no-such-option")} == {2}
     assert _heavy(probe["loaded"]) == []
+    assert "numpy" not in probe["loaded"]
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["tasks"], ["benchmarks"], ["run", "--bad-option"]])
+def test_the_light_commands_load_neither_numpy_nor_more_than_a_few_hundred_modules(argv: list[str]) -> None:
+    """The registries import every plugin module (the parser lists each task's embeddings groups and each
+    adapter's name): those and what they import name numpy through `lazy_modules.lazy_module`, and the command
+    modules import their implementations in their handlers."""
+    probe = _probe([argv])
+    assert probe["calls"][0][1] in (0, 2)
+    assert "numpy" not in probe["loaded"]
+    assert probe["modules"] <= MOST_MODULES
+
+
+def test_a_lazy_module_is_imported_on_first_use_and_then_is_the_module_itself() -> None:
+    done = subprocess.run([sys.executable, "-c", "import sys\nfrom scidocs_eval.lazy_modules import lazy_module\n"
+                           "np = lazy_module('numpy', __name__)\nbefore = 'numpy' in sys.modules\n"
+                           "zeros = np.zeros(2)\nprint(before, np is sys.modules['numpy'], zeros.tolist())"],
+                          capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["False", "True", "[0.0,", "0.0]"]
+
+
+def test_values_written_without_numpy_equal_numpys() -> None:
+    """Module constants that were computed with numpy at import time, written so that the import needs none."""
+    import numpy as np
+
+    from scidocs_eval.evaluators import exact_svm
+    from scidocs_eval.evaluators import scirepeval as models
+
+    assert tuple(float(c) for c in np.logspace(-2, 2, 5)) == models.CLASSIFICATION_GRID
+    assert tuple(float(c) for c in np.logspace(-4, 2, 7)) == models.REGRESSION_GRID
+    assert 64 * np.finfo(np.float64).eps == exact_svm._ROUNDING
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["tasks"], ["run", "--no-such-option"]])

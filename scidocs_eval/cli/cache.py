@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 
 from scidocs_eval.cli.options import COMMANDS, CommandGroup
-from scidocs_eval.formats.vector_cache import VectorCache
 from scidocs_eval.params import Interval, argument_type
 
 
 def _cache(args: argparse.Namespace) -> int:
+    from scidocs_eval.formats.vector_cache import VectorCache
+
     cache = VectorCache()
     if args.cache_action == "info":
         print(cache.info().format())

@@ -9,7 +9,6 @@ from scidocs_eval.cli.options import COMMANDS, CommandGroup, add_hidden_alias, a
 from scidocs_eval.evaluation.comparison import ALPHA, compare, write_json
 from scidocs_eval.evaluation.significance import RESAMPLES
 from scidocs_eval.formats.safe_output import claim_inputs_are_not_outputs, claim_output, given_as
-from scidocs_eval.leaderboard.compare_table import comparison_markdown, format_comparison
 from scidocs_eval.params import Interval, argument_type
 
 MIN_RESAMPLES = 40
@@ -19,6 +18,8 @@ FEW_RESAMPLES = 1000
 
 
 def _compare(args: argparse.Namespace) -> int:
+    from scidocs_eval.leaderboard.compare_table import comparison_markdown, format_comparison
+
     if args.json:
         claim_inputs_are_not_outputs(given_as("RESULTS", args.results), {"--out": args.json})
         claim_output(args.json, "--out")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scidocs_eval.cli.hints import hint, print_next, results_hints
 from scidocs_eval.cli.options import (
@@ -23,11 +23,7 @@ from scidocs_eval.cli.options import (
     task_list,
 )
 from scidocs_eval.data.demo import DemoConfig, build_demo_suite
-from scidocs_eval.data.resolve import resolve_suite
 from scidocs_eval.errors import ScidocsEvalError
-from scidocs_eval.evaluation.config import RunConfig
-from scidocs_eval.evaluation.results import RunResult
-from scidocs_eval.evaluation.runner import evaluate
 from scidocs_eval.evaluation.task import (
     BENCHMARKS,
     DEFAULT_BENCHMARK,
@@ -39,19 +35,14 @@ from scidocs_eval.evaluation.task import (
     get_task,
     task_names,
 )
-from scidocs_eval.formats.safe_output import (
-    Rows,
-    claim_inputs_are_not_outputs,
-    claim_output,
-    given_as,
-    write_bytes_atomically,
-)
-from scidocs_eval.leaderboard import render_table1
-from scidocs_eval.leaderboard.run_table import format_run
-from scidocs_eval.leaderboard.runs import results_paths
+from scidocs_eval.formats.safe_output import Rows, claim_inputs_are_not_outputs, claim_output, given_as, write_bytes_atomically
 from scidocs_eval.models.adapter import adapter_names
 from scidocs_eval.params import FRACTION, argument_type
-from scidocs_eval.run.baseline import EMBEDDINGS_FORMATS, run_baseline
+from scidocs_eval.run.baseline import EMBEDDINGS_FORMATS
+
+if TYPE_CHECKING:
+    from scidocs_eval.evaluation.config import RunConfig
+    from scidocs_eval.evaluation.results import RunResult
 
 DEFAULT_RESULTS_DIR = "scidocs-results"
 DEMO_SCALES = {"small": DemoConfig.small, "scidocs": DemoConfig.scidocs}
@@ -80,6 +71,8 @@ def _add_evaluation_options(parser: argparse.ArgumentParser) -> None:
 def run_config(args: argparse.Namespace, **command_fields: Any) -> RunConfig:
     """The `RunConfig` of the evaluation options `run` and `baseline` share, with the fields only one of them has
     (`run`: dtype, output, exclude)."""
+    from scidocs_eval.evaluation.config import RunConfig
+
     benchmarks = [name.strip() for name in args.benchmark.split(",")] if args.benchmark is not None else None
     return RunConfig(data=args.data, tasks=task_list(args.tasks), benchmarks=benchmarks, split=args.split,
                      missing=args.missing, task_params=_task_params(args.task_param), min_coverage=args.min_coverage,
@@ -108,6 +101,9 @@ def _describe_file(path: Path) -> str:
 def _print_result(result: RunResult, written: list[Path], ci: bool = False) -> int:
     """The run's table, the Table 1 row beside the paper's row of the same name, what was written where and the
     next command; exit status 2 when a task could not run (an error line each)."""
+    from scidocs_eval.leaderboard import render_table1
+    from scidocs_eval.leaderboard.run_table import format_run
+
     print(VALUES_NOTE)
     print(format_run(result, ci=ci))
     if any(TASKS[name].spec.table1 for name in result.tasks if name in TASKS):
@@ -159,6 +155,9 @@ def _data_folder(data: str | None) -> str | None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from scidocs_eval.data.resolve import resolve_suite
+    from scidocs_eval.evaluation.runner import evaluate
+
     aliases = [f"{group}={path}" for group, path in (("cls", args.cls), ("user-citation", args.user_citation),
                                                      ("recomm", args.recomm)) if path]
     embeddings = _embeddings(list(args.embeddings or []) + aliases)
@@ -175,6 +174,9 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _table(args: argparse.Namespace) -> int:
+    from scidocs_eval.evaluation.results import RunResult
+    from scidocs_eval.leaderboard.runs import results_paths
+
     benchmark = BENCHMARKS[args.benchmark]
     paths = results_paths(args.results or [DEFAULT_RESULTS_DIR])
     if args.output:
@@ -192,6 +194,8 @@ def _table(args: argparse.Namespace) -> int:
 
 
 def _baseline(args: argparse.Namespace) -> int:
+    from scidocs_eval.run.baseline import run_baseline
+
     params = adapter_params(args, ("seed", "tune", "vectors", "citations", *MODEL_OPTIONS))
     result = run_baseline(args.name, config=run_config(args), out_dir=args.out_dir, params=params,
                           train_corpus=args.train_corpus, resume=args.resume,

@@ -10,11 +10,13 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from scidocs_eval.evaluation.results import RunResult, is_results_file
-from scidocs_eval.evaluation.task import benchmarks_of
 from scidocs_eval.extras import available
 from scidocs_eval.formats.safe_output import MANIFEST, is_ours
+
+if TYPE_CHECKING:
+    from scidocs_eval.evaluation.results import RunResult
 
 PREFIX = "Next: "
 
@@ -66,6 +68,8 @@ def results_hints(results_file: Path, result: RunResult) -> list[Hint]:
     its tasks' benchmarks: `Benchmark.option` names it), a comparison with the newest other results file of the
     folder over the same suite and a task in common (none without one), and the report page (where the [plot] extra
     is installed)."""
+    from scidocs_eval.evaluation.task import benchmarks_of
+
     folder = folder_argument(results_file.parent)
     hints = [hint("table", folder, *benchmark.option(), gives=benchmark.shows())
              for benchmark in benchmarks_of(list(result.tasks), result.settings.benchmarks)]
@@ -78,6 +82,8 @@ def results_hints(results_file: Path, result: RunResult) -> list[Hint]:
 
 def _comparable(results_file: Path, result: RunResult) -> Path | None:
     """The newest other results file beside `results_file` scored on the same suite and split, sharing a task."""
+    from scidocs_eval.evaluation.results import RunResult, is_results_file
+
     candidates = []
     for path in results_file.parent.glob("*.json"):
         if path.resolve() == results_file.resolve() or not is_results_file(path):

@@ -10,7 +10,6 @@ import argparse
 import sys
 from pathlib import Path
 
-from scidocs_eval.evaluation.config import RunConfig
 from scidocs_eval.evaluation.task import TASKS
 from scidocs_eval.evaluators.recomm_rankers import RANKERS
 from scidocs_eval.models.adapter import ADAPTERS
@@ -24,6 +23,8 @@ END = "<!-- end of parameter table -->"
 
 def declared_classes() -> list[tuple[str, type]]:
     """(how the user sets it, class) for the run configuration and every task, adapter and ranker."""
+    from scidocs_eval.evaluation.config import RunConfig
+
     return ([("`RunConfig` (`config=`)", RunConfig)]
             + [(f"`--task-param {name}.KEY=VALUE`", cls) for name, cls in TASKS.items()]
             + [(f"`baseline {name} -p KEY=VALUE`", cls) for name, cls in ADAPTERS.items()]

@@ -17,12 +17,13 @@ from scidocs_eval.cli.options import (
 )
 from scidocs_eval.evaluation.task import INPUT_FORMATS
 from scidocs_eval.models.adapter import adapter_names
-from scidocs_eval.models.distributed import is_main_process
 from scidocs_eval.params import FRACTION, POSITIVE, Interval, argument_type
-from scidocs_eval.run.pipeline import embed_metadata
 
 
 def _embed(args: argparse.Namespace) -> int:
+    from scidocs_eval.models.distributed import is_main_process
+    from scidocs_eval.run.pipeline import embed_metadata
+
     path, count = embed_metadata(args.adapter, adapter_params(args), args.metadata, args.out, resume=args.resume,
                                  progress=not args.quiet, option="--out", input_format=args.input_format)
     if is_main_process():
@@ -31,6 +32,7 @@ def _embed(args: argparse.Namespace) -> int:
 
 
 def _train_specter(args: argparse.Namespace) -> int:
+    from scidocs_eval.models.distributed import is_main_process
     from scidocs_eval.training.specter import train_specter
 
     history = train_specter(args.data_dir, args.out, base_model=args.base_model, epochs=args.epochs,

@@ -20,13 +20,15 @@ import shutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import numpy as np
 import orjson
 
 from scidocs_eval.formats.safe_output import owned_folder
 from scidocs_eval.formats.suite import SYNTHETIC_MARKER, Suite
 from scidocs_eval.formats.writers import write_csv, write_json
+from scidocs_eval.lazy_modules import lazy_module
 from scidocs_eval.paths import cache_dir
+
+np = lazy_module("numpy", __name__)
 
 _CONSONANTS = "bcdfghklmnprstvz"
 _VOWELS = "aeiou"

@@ -16,15 +16,17 @@ Texts with fewer than `min_shingles` shingles are too short to call near-duplica
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-import numpy as np
-
 from scidocs_eval.extras import require
+from scidocs_eval.lazy_modules import lazy_module
+
+np = lazy_module("numpy", __name__)
 
 NEEDED_BY = "MinHash near-duplicate matching (audit, data build)"
 SHINGLE_WORDS = 3
@@ -39,15 +41,14 @@ LSH_WEIGHTS = (0.2, 0.8)
 is checked by its exact Jaccard, so a false candidate costs only time and a missed pair is the error to avoid."""
 _CHUNK_BYTES = 4 << 20
 _TITLE_JUNK = re.compile(r"[^\w\s]|_", re.UNICODE)
-_WORD_BYTE = np.zeros(256, dtype=bool)
-_WORD_BYTE[ord("0"):ord("9") + 1] = True
-_WORD_BYTE[ord("a"):ord("z") + 1] = True
-_WORD_BYTE[0x80:] = True
-_BASE = np.uint64(0x100000001B3)
-_BASE_INVERSE = np.uint64(pow(0x100000001B3, -1, 1 << 64))
-_SHINGLE_MULTIPLIERS = np.array([0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB86659FD93,
-                                 0xFF51AFD7ED558CCD], dtype=np.uint64)
-_FMIX32 = (16, np.uint32(0x85EBCA6B), 13, np.uint32(0xC2B2AE35), 16)
+_WORD_BYTES = (range(ord("0"), ord("9") + 1), range(ord("a"), ord("z") + 1), range(0x80, 256))
+"""The bytes of a word (UTF-8, after normalisation); the others separate words."""
+_BASE = 0x100000001B3
+_BASE_INVERSE = pow(0x100000001B3, -1, 1 << 64)
+_SHINGLE_MULTIPLIERS = (0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB86659FD93,
+                        0xFF51AFD7ED558CCD)
+"""uint64 multipliers (plain ints here, so that importing this module does not import numpy)."""
+_FMIX32 = (16, 0x85EBCA6B, 13, 0xC2B2AE35, 16)
 
 
 def normalise_title(title: str) -> str:
@@ -76,9 +77,9 @@ def fmix32(values: np.ndarray) -> np.ndarray:
     """MurmurHash3's 32-bit finaliser, which datasketch's affine32 scheme applies to every input hash."""
     s1, m1, s2, m2, s3 = _FMIX32
     values = values ^ (values >> np.uint32(s1))
-    values = values * m1
+    values = values * np.uint32(m1)
     values = values ^ (values >> np.uint32(s2))
-    values = values * m2
+    values = values * np.uint32(m2)
     return values ^ (values >> np.uint32(s3))
 
 
@@ -120,17 +121,26 @@ def _powers(length: int) -> tuple[np.ndarray, np.ndarray]:
         size = max(length, 2 * _CHUNK_BYTES)
         tables = []
         for base in (_BASE, _BASE_INVERSE):
-            table = np.full(size, base, dtype=np.uint64)
+            table = np.full(size, np.uint64(base), dtype=np.uint64)
             table[0] = 1
             tables.append(np.cumprod(table))
         _POWERS[:] = tables
     return _POWERS[0], _POWERS[1]
 
 
+@functools.cache
+def _word_byte() -> np.ndarray:
+    """(256,) bool: whether each byte is part of a word (`_WORD_BYTES`)."""
+    table = np.zeros(256, dtype=bool)
+    for word_bytes in _WORD_BYTES:
+        table[word_bytes.start:word_bytes.stop] = True
+    return table
+
+
 def _chunk_shingles(texts: list[str], width: int) -> tuple[np.ndarray, np.ndarray]:
     """(shingle hashes, shingles per text) of one chunk of normalised texts."""
     data = np.frombuffer(("\x00".join(texts) + "\x00").encode("utf-8"), dtype=np.uint8)
-    edges = np.diff(_WORD_BYTE[data].view(np.int8), prepend=np.int8(0), append=np.int8(0))
+    edges = np.diff(_word_byte()[data].view(np.int8), prepend=np.int8(0), append=np.int8(0))
     starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
     # a word's hash: Σ byte_j · BASE^(j − start), from prefix sums of byte_j · BASE^j (uint64 arithmetic wraps)
     powers, inverse = _powers(len(data))
@@ -142,7 +152,8 @@ def _chunk_shingles(texts: list[str], width: int) -> tuple[np.ndarray, np.ndarra
         return np.zeros(0, dtype=np.uint32), np.zeros(len(texts), dtype=np.int64)
     combined = np.zeros(n_words, dtype=np.uint64)
     for position in range(width):
-        combined += words[position:position + n_words] * _SHINGLE_MULTIPLIERS[position % len(_SHINGLE_MULTIPLIERS)]
+        multiplier = np.uint64(_SHINGLE_MULTIPLIERS[position % len(_SHINGLE_MULTIPLIERS)])
+        combined += words[position:position + n_words] * multiplier
     same_text = text_of_word[:n_words] == text_of_word[width - 1:]
     hashes = (_mix64(combined[same_text]) >> np.uint64(32)).astype(np.uint32)
     counts = np.bincount(text_of_word[:n_words][same_text], minlength=len(texts))
@@ -210,7 +221,7 @@ def _band_keys(signature: np.ndarray, band: int, rows: int) -> np.ndarray:
         packed = block[:, row] << np.uint64(32)
         if row + 1 < rows:
             packed |= block[:, row + 1]
-        key = key * _SHINGLE_MULTIPLIERS[(row // 2) % len(_SHINGLE_MULTIPLIERS)] ^ packed
+        key = key * np.uint64(_SHINGLE_MULTIPLIERS[(row // 2) % len(_SHINGLE_MULTIPLIERS)]) ^ packed
     return _mix64(key)
 
 

@@ -8,7 +8,6 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import orjson
 
 from scidocs_eval.data.sources import DownloadOptions, DownloadSource, TaskDataset
@@ -17,6 +16,9 @@ from scidocs_eval.extras import require
 from scidocs_eval.formats.safe_output import atomic_write
 from scidocs_eval.formats.scirepeval import META_DATASET, META_SPLIT, TASK_TABLE, TEST_DATASET, meta_file, test_file
 from scidocs_eval.formats.suite import SYNTHETIC_MARKER
+from scidocs_eval.lazy_modules import lazy_module
+
+np = lazy_module("numpy", __name__)
 
 REVIEWERS_CONFIG = "reviewers"
 REVIEWER_MATCHING = "reviewer_matching"

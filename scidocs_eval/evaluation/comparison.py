@@ -13,22 +13,27 @@ from __future__ import annotations
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import orjson
 
 from scidocs_eval.errors import ScidocsEvalError
-from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.significance import CONFIDENCE, RESAMPLES, ItemMetric, holm, task_metrics
 from scidocs_eval.formats.safe_output import write_bytes_atomically
+from scidocs_eval.lazy_modules import lazy_module
 from scidocs_eval.progress import progress_bar
+
+if TYPE_CHECKING:
+    from scidocs_eval.evaluation.results import RunResult
+
+    ResultSource = RunResult | str | os.PathLike[str]
+
+np = lazy_module("numpy", __name__)
 
 ALPHA = 0.05
 COMPARISON_FORMAT = "scidocs-eval-compare/1"
 UNIT_NAMES = {"query": "queries", "paper": "papers", "impression": "impressions", "sample": "test items",
               "iteration": "few-shot iterations"}
-ResultSource = RunResult | str | os.PathLike[str]
 
 
 @dataclass(frozen=True)
@@ -90,6 +95,8 @@ def _nested(rows: list[MetricComparison]) -> dict[str, dict[str, dict[str, Any]]
 
 def _load(source: ResultSource) -> tuple[str, RunResult]:
     """(label naming the result in messages and tables, the result)."""
+    from scidocs_eval.evaluation.results import RunResult
+
     if isinstance(source, RunResult):
         return source.model, source
     result = RunResult.load(source)

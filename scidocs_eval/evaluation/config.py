@@ -19,8 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-import numpy as np
-
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluation.results import LeakExclusion, RunSettings
 from scidocs_eval.evaluation.task import (
@@ -31,7 +29,10 @@ from scidocs_eval.evaluation.task import (
     selected_tasks,
 )
 from scidocs_eval.formats.suite import Suite
+from scidocs_eval.lazy_modules import lazy_module
 from scidocs_eval.params import FRACTION, InstanceOf, ListOf, Options, Satisfies, check_value
+
+np = lazy_module("numpy", __name__)
 
 SPLITS = ("test", "val")
 MISSING_POLICIES = ("official", "error")

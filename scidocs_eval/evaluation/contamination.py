@@ -27,9 +27,8 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import orjson
 
 from scidocs_eval.data.near_duplicates import (
@@ -44,13 +43,18 @@ from scidocs_eval.data.near_duplicates import (
 )
 from scidocs_eval.errors import InputError, ScidocsEvalError
 from scidocs_eval.evaluation.integrity import EvaluationItems, Problem
-from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.significance import RESAMPLES, subset_items, task_metrics
 from scidocs_eval.evaluation.task import TaskResult, get_task, selected_tasks
 from scidocs_eval.formats.safe_output import Rows, write_bytes_atomically
 from scidocs_eval.formats.suite import Suite
 from scidocs_eval.formats.training_data import TrainingData, role_names
+from scidocs_eval.lazy_modules import lazy_module
 from scidocs_eval.params import SEED, Interval, Options, validate_params
+
+if TYPE_CHECKING:
+    from scidocs_eval.evaluation.results import RunResult
+
+np = lazy_module("numpy", __name__)
 
 log = logging.getLogger("scidocs_eval")
 

@@ -22,11 +22,12 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-import numpy as np
-
 from scidocs_eval.errors import InputError
 from scidocs_eval.formats.judgements import GRADE_LIMIT
 from scidocs_eval.formats.suite import Impression
+from scidocs_eval.lazy_modules import lazy_module
+
+np = lazy_module("numpy", __name__)
 
 SHOWN_IDS = 10
 """how many ids a problem lists before saying how many more there are."""

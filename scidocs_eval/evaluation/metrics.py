@@ -12,9 +12,10 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
 from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.lazy_modules import lazy_module
+
+np = lazy_module("numpy", __name__)
 
 
 def percent(value: float) -> float:

@@ -19,7 +19,6 @@ from typing import Any
 import orjson
 
 from scidocs_eval.errors import ScidocsEvalError
-from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.task import TASKS
 from scidocs_eval.formats.safe_output import declare_inputs, given_as, owned_folder, write_bytes_atomically
 
@@ -89,6 +88,8 @@ def export_mteb(results: Sequence[str | os.PathLike[str]], out_dir: str | os.Pat
         model_name: the model's MTEB name ("org/name"); default: each results file's model name.
         revision: the model's revision folder (default MTEB's "no_revision_available").
     """
+    from scidocs_eval.evaluation.results import RunResult
+
     # no file written into `out_dir` may be one of them, --overwrite or not
     declare_inputs(given_as("RESULTS.json", results, "export"))
     loaded = [(str(path), RunResult.load(path)) for path in results]

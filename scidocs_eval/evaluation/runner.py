@@ -9,8 +9,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from scidocs_eval.data.resolve import resolve_suite
 from scidocs_eval.errors import ScidocsEvalError, UndefinedMetricError
 from scidocs_eval.evaluation.config import RunConfig, config_from_keywords
@@ -44,6 +42,9 @@ from scidocs_eval.formats.embeddings_tables import ReadOptions
 from scidocs_eval.formats.provenance import other_papers_cause
 from scidocs_eval.formats.safe_output import claim_output, given_as
 from scidocs_eval.formats.suite import Suite
+from scidocs_eval.lazy_modules import lazy_module
+
+np = lazy_module("numpy", __name__)
 
 log = logging.getLogger("scidocs_eval")
 

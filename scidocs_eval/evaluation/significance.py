@@ -22,10 +22,11 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import numpy as np
-
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluation.metrics import macro_f1, percent
+from scidocs_eval.lazy_modules import lazy_module
+
+np = lazy_module("numpy", __name__)
 
 CONFIDENCE = 0.95
 RESAMPLES = 10_000
@@ -58,7 +59,7 @@ def _coin_bytes(rng: np.random.Generator, resamples: int, n: int) -> np.ndarray:
     return rng.integers(0, 256, size=(resamples, (n + 7) // 8), dtype=np.uint8)
 
 
-def _unpacked(random_bytes: np.ndarray, n: int, dtype: type = np.float64) -> np.ndarray:
+def _unpacked(random_bytes: np.ndarray, n: int, dtype: type | str = "float64") -> np.ndarray:
     """(rows, n) of 0/1 from `_coin_bytes`'s rows."""
     return np.unpackbits(random_bytes, axis=1, count=n).astype(dtype)
 

@@ -17,7 +17,9 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
+from scidocs_eval.lazy_modules import lazy_module
+
+np = lazy_module("numpy", __name__)
 
 SEED = 42
 """MTEB's default task seed (`AbsTask(seed=42)`)."""

@@ -37,10 +37,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-from threadpoolctl import ThreadpoolController
+from scidocs_eval.lazy_modules import lazy_module
+
+if TYPE_CHECKING:
+    from threadpoolctl import ThreadpoolController
+
+np = lazy_module("numpy", __name__)
 
 GAP_TOLERANCE = 1e-12
 """A solution is certified when its duality gap, less what rounding in the distances to the kinks can leave in it,
@@ -61,8 +65,9 @@ _RANK_TOLERANCE = 1e-13
 _PIVOT_TOLERANCE = 1e-10
 """A kink rows' Gram matrix whose smallest Cholesky pivot is below this times its largest is solved through its
 eigendecomposition (least norm, rank-deficient or nearly so), the others directly (`_least_norm`)."""
-_ROUNDING = 64 * np.finfo(np.float64).eps
-"""Relative error allowed in one distance to a kink when the gap is judged (rounding in x_i·w, with a margin)."""
+_ROUNDING = 64 * 2.0**-52
+"""Relative error allowed in one distance to a kink when the gap is judged (rounding in x_i·w, with a margin): 64
+times float64's machine epsilon."""
 _ROWS_FACTOR = 2
 _ACTIVE_SET_PASSES = 3
 """Passes of the active-set finish from the interior-point iterate's partition before the iterate goes on."""
@@ -78,6 +83,8 @@ def one_blas_thread() -> Any:
     looks through every loaded library on each call (6 ms in a process that has loaded torch and FAISS, more than
     a small solve takes)."""
     if not _CONTROLLER:
+        from threadpoolctl import ThreadpoolController
+
         _CONTROLLER.append(ThreadpoolController())
     return _CONTROLLER[0].limit(limits=1, user_api="blas")
 

@@ -29,10 +29,12 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-import numpy as np
+from scidocs_eval.lazy_modules import lazy_module
 
 if TYPE_CHECKING:
     from joblib import Parallel
+
+np = lazy_module("numpy", __name__)
 
 
 _WEIGHT_TOLERANCE = 1e-9

@@ -14,7 +14,9 @@ from collections import defaultdict
 from collections.abc import Hashable, Sequence
 from typing import Any
 
-import numpy as np
+from scidocs_eval.lazy_modules import lazy_module
+
+np = lazy_module("numpy", __name__)
 
 SEED = 42
 """MTEB's default task seed."""

@@ -26,14 +26,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from scidocs_eval.errors import InputError
 from scidocs_eval.formats.embeddings import EMPTY, MISSING, EmbeddingStore
 from scidocs_eval.formats.suite import METADATA_FILES, Impression
+from scidocs_eval.lazy_modules import lazy_module
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
+
+np = lazy_module("numpy", __name__)
 
 FEATURE_NAMES = ("author_jaccard", "position", "title_jaccard", "cosine", "cited_by_jaccard",
                  "references_jaccard", "candidate_cites_query", "query_cites_candidate", "oldness",

@@ -20,13 +20,14 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
-import numpy as np
-
 from scidocs_eval.evaluation.metrics import propensity_adjusted, rank_terms
 from scidocs_eval.evaluators.recomm_features import COSINE, FEATURE_NAMES, ShownPapers
 from scidocs_eval.extras import Requirement
+from scidocs_eval.lazy_modules import lazy_module
 from scidocs_eval.params import AT_LEAST_ONE, POSITIVE, SEED, Constraints, Interval, ListOf
 from scidocs_eval.registry import ENTRY_POINT_GROUPS, Registry
+
+np = lazy_module("numpy", __name__)
 
 
 def impression_metrics(shown: ShownPapers, scores: np.ndarray, adjusted: bool = True) -> dict[str, float]:

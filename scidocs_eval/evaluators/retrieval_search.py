@@ -27,9 +27,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from scidocs_eval.extras import require
+from scidocs_eval.lazy_modules import lazy_module
+
+np = lazy_module("numpy", __name__)
 
 SIMILARITIES = ("cosine", "dot", "neg-l2")
 ENGINES = ("numpy", "faiss", "faiss-hnsw", "faiss-ivf")

@@ -34,8 +34,6 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluators.exact_svm import (
     absolute_error_columns,
@@ -45,6 +43,9 @@ from scidocs_eval.evaluators.exact_svm import (
     solve_path_at,
 )
 from scidocs_eval.evaluators.linear_svm import LinearSVMGrid, fit_linear_svm, predict_linear_svm
+from scidocs_eval.lazy_modules import lazy_module
+
+np = lazy_module("numpy", __name__)
 
 
 @dataclass(frozen=True)
@@ -68,8 +69,10 @@ ENVIRONMENT_SPECS = {spec.name: spec for spec in (
                 "stratified CV folds, multi-label threshold 0"),
 )}
 ENVIRONMENTS = tuple(ENVIRONMENT_SPECS)
-CLASSIFICATION_GRID = tuple(float(c) for c in np.logspace(-2, 2, 5))
-REGRESSION_GRID = tuple(float(c) for c in np.logspace(-4, 2, 7))
+CLASSIFICATION_GRID = tuple(10.0**exponent for exponent in range(-2, 3))
+"""SciRepEval's `np.logspace(-2, 2, 5)`, the same floats (tests/test_startup.py), without numpy at import."""
+REGRESSION_GRID = tuple(10.0**exponent for exponent in range(-4, 3))
+"""SciRepEval's `np.logspace(-4, 2, 7)`, the same floats."""
 FOLDS = 3
 RANDOM_STATE = 42
 
@@ -122,10 +125,8 @@ def _single_label_kfold(train: np.ndarray, y: np.ndarray, test: np.ndarray, c_gr
                         problem: str) -> Fit:
     """The C grid over unstratified KFold folds (GridSearchCV on an estimator it does not see as a classifier):
     a fold trained on one class predicts that class."""
-    from sklearn.model_selection import KFold
-
     means = []
-    splits = list(KFold(n_splits=folds).split(train))
+    splits = _kfold_splits(len(train), folds)
     for c in c_grid:
         accuracy = []
         for fitted, held_out in splits:
@@ -153,35 +154,52 @@ def fixed_c_problem(environment: str, c: float = 1.0) -> str:
 
 def _fold_splits(n: int, labels: np.ndarray | None, folds: int) -> list[tuple[np.ndarray, np.ndarray]]:
     """GridSearchCV's folds: StratifiedKFold by `labels` when given, else KFold; neither shuffles."""
-    from sklearn.model_selection import KFold, StratifiedKFold
-
     if labels is None:
-        return list(KFold(n_splits=folds).split(np.zeros((n, 1))))
+        return _kfold_splits(n, folds)
     test_folds = _stratified_test_folds(np.asarray(labels), folds)
     if test_folds is None:
+        from sklearn.model_selection import StratifiedKFold
+
         return list(StratifiedKFold(n_splits=folds).split(np.zeros((n, 1)), labels))
     return [(np.flatnonzero(test_folds != fold), np.flatnonzero(test_folds == fold)) for fold in range(folds)]
 
 
+def _kfold_splits(n: int, folds: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """scikit-learn's KFold(n_splits=folds) without shuffling, as (train, test) row indices: contiguous test folds
+    in order, the first n % folds of them one row longer (scikit-learn itself where it raises: fewer rows than
+    folds). A test checks them against KFold's."""
+    if not 2 <= folds <= n:
+        from sklearn.model_selection import KFold
+
+        return list(KFold(n_splits=folds).split(np.zeros((n, 1))))
+    sizes = np.full(folds, n // folds, dtype=int)
+    sizes[: n % folds] += 1
+    indices = np.arange(n)
+    stops = np.cumsum(sizes)
+    return [(np.concatenate([indices[:stop - size], indices[stop:]]), indices[stop - size:stop])
+            for size, stop in zip(sizes, stops)]
+
+
 def _stratified_test_folds(labels: np.ndarray, folds: int) -> np.ndarray | None:
-    """The test fold of each row as scikit-learn's StratifiedKFold (no shuffle) assigns it, for 0/1 labels with at
-    least `folds` rows of each class: the classes in order of first appearance, the rows sorted by class dealt to
-    the folds in turn (that many of each class a fold), each class's rows then filling its folds in order. None
-    where scikit-learn must decide (other labels, a class below `folds` rows: its warning or error); a test checks
-    the folds against StratifiedKFold's. Asking scikit-learn each time was most of a few-shot multi-label task's
-    time (its input checks, 2 ms a split)."""
-    if labels.ndim != 1 or not np.isin(labels, (0, 1)).all():
+    """The test fold of each row as scikit-learn's StratifiedKFold (no shuffle) assigns it, in its own steps, for
+    integer, boolean or string class labels with at least `folds` rows of each class: the classes in order of first
+    appearance, the rows sorted by class dealt to the folds in turn (that many of each class a fold), each class's
+    rows then filling its folds in order. None where scikit-learn must decide (other labels; a class below `folds`
+    rows: its warning or error); a test checks the folds against StratifiedKFold's. Asking scikit-learn each time
+    was most of a few-shot task's time (its input checks, 2 ms a split), and importing it a second of a run's."""
+    if labels.ndim != 1 or labels.dtype.kind not in "biuU" or not 2 <= folds <= len(labels):
         return None
-    counts = np.bincount(labels, minlength=2)
+    _, first_index, inverse = np.unique(labels, return_index=True, return_inverse=True)
+    _, class_order = np.unique(first_index, return_inverse=True)
+    encoded = class_order[inverse.reshape(-1)]
+    counts = np.bincount(encoded)
     if counts.min() < folds:
         return None
-    first = int(labels[0])  # the class seen first is class 0 of the encoding
-    encoded = (labels != first).astype(np.int64)
     ordered = np.sort(encoded)
+    allocation = np.asarray([np.bincount(ordered[fold::folds], minlength=len(counts)) for fold in range(folds)])
     test_folds = np.empty(len(labels), dtype=np.int64)
-    for klass in (0, 1):
-        per_fold = [int(np.count_nonzero(ordered[fold::folds] == klass)) for fold in range(folds)]
-        test_folds[encoded == klass] = np.repeat(np.arange(folds), per_fold)
+    for klass in range(len(counts)):
+        test_folds[encoded == klass] = np.arange(folds).repeat(allocation[:, klass])
     return test_folds
 
 
@@ -283,8 +301,6 @@ def regression(x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, env
                c_grid: Sequence[float] = REGRESSION_GRID, folds: int = FOLDS) -> Fit:
     """SciRepEval's GridSearchCV(LinearSVR(), C grid, cv=3): KFold without shuffling, scored by R²; the folds are
     with the C grid, the columns of one batch of exact ε-insensitive (ε = 0) problems."""
-    from sklearn.metrics import r2_score
-
     spec = environment_spec(environment)
     train, test = with_intercept(x_train, environment), with_intercept(x_test, environment)
     y_train = np.asarray(y_train, dtype=np.float64)
@@ -297,7 +313,7 @@ def regression(x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, env
     scores = np.zeros((len(c_grid), folds))
     for position, weights in enumerate(path):
         for fold, (_, held_out) in enumerate(splits):
-            scores[position, fold] = r2_score(y_train[held_out], train[held_out] @ weights[:, fold])
+            scores[position, fold] = _r2_score(y_train[held_out], train[held_out] @ weights[:, fold])
     best = _choose(scores)
     refit, refit_uncertified = solve_path_at(train, *absolute_error_columns(y_train, np.ones((len(train), 1),
                                                                                              dtype=bool)),
@@ -310,11 +326,14 @@ def regression(x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, env
 def few_shot_single_label_draws(y_train: np.ndarray, sample_size: int, iterations: int) -> list[np.ndarray]:
     """SciRepEval's few-shot training sets: the first `iterations` held-out folds of
     StratifiedKFold(n_splits=ceil(n / sample_size)) without shuffling."""
+    n_splits = math.ceil(len(y_train) / sample_size)
+    test_folds = _stratified_test_folds(np.asarray(y_train), n_splits)
+    if test_folds is not None:
+        return [np.flatnonzero(test_folds == fold) for fold in range(min(n_splits, iterations))]
     from sklearn.model_selection import StratifiedKFold
 
-    folds = StratifiedKFold(n_splits=math.ceil(len(y_train) / sample_size))
     draws = []
-    for _, held_out in folds.split(np.zeros((len(y_train), 1)), y_train):
+    for _, held_out in StratifiedKFold(n_splits=n_splits).split(np.zeros((len(y_train), 1)), y_train):
         draws.append(held_out)
         if len(draws) == iterations:
             break
@@ -346,12 +365,29 @@ def rounded(value: float) -> float:
 
 
 def classification_metric(gold: np.ndarray, predicted: np.ndarray, metric: str) -> float:
-    """SciRepEval's "f1" (binary, positive class 1) or "f1_macro" (multi-label: macro over labels), ×100."""
-    from sklearn.metrics import f1_score
-
+    """SciRepEval's "f1" (binary, positive class 1) or "f1_macro" (multi-class or multi-label: macro over the
+    classes or labels), ×100."""
     average = {"f1": "binary", "f1_macro": "macro"}[metric]
-    direct = _f1_of_indicators(np.asarray(gold), np.asarray(predicted), average)
-    return rounded(f1_score(gold, predicted, average=average) if direct is None else direct)
+    gold, predicted = np.asarray(gold), np.asarray(predicted)
+    direct = _f1_of_indicators(gold, predicted, average)
+    if direct is None and average == "macro" and (indicators := _class_indicators(gold, predicted)) is not None:
+        direct = _f1_of_indicators(*indicators, average)
+    if direct is None:
+        from sklearn.metrics import f1_score
+
+        return rounded(f1_score(gold, predicted, average=average))
+    return rounded(direct)
+
+
+def _class_indicators(gold: np.ndarray, predicted: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """(n, classes) 0/1 indicators of one class a row, over the classes of either (sorted, as scikit-learn's
+    `unique_labels`): its multi-class F1 is the multi-label F1 of these. None for other than integer or string
+    labels of one dimension."""
+    if gold.ndim != 1 or gold.shape != predicted.shape or gold.dtype.kind not in "iuU" \
+            or predicted.dtype.kind != gold.dtype.kind:
+        return None
+    classes = np.unique(np.concatenate([gold, predicted]))
+    return ((gold[:, None] == classes).astype(np.int64), (predicted[:, None] == classes).astype(np.int64))
 
 
 def _f1_of_indicators(gold: np.ndarray, predicted: np.ndarray, average: str) -> float | None:
@@ -374,20 +410,99 @@ def _f1_of_indicators(gold: np.ndarray, predicted: np.ndarray, average: str) -> 
 
 
 def regression_metrics(gold: np.ndarray, predicted: np.ndarray) -> dict[str, float]:
-    """Kendall's τ and Pearson's r (×100, 2 decimals) and the MSE, as SciRepEval computes them."""
-    from scipy.stats import kendalltau, pearsonr
-    from sklearn.metrics import mean_squared_error
+    """Kendall's τ and Pearson's r (×100, 2 decimals) and the MSE, as SciRepEval computes them (scipy's and
+    scikit-learn's, in their own arithmetic where `_kendall_tau`, `_pearson_r` and `_mean_squared_error` can)."""
+    gold, predicted = np.asarray(gold), np.asarray(predicted)
+    tau, r, mse = _kendall_tau(gold, predicted), _pearson_r(gold, predicted), _mean_squared_error(gold, predicted)
+    if tau is None or r is None:
+        from scipy.stats import kendalltau, pearsonr
 
-    return {"kendalltau": rounded(kendalltau(gold, predicted)[0]), "pearsonr": rounded(pearsonr(gold, predicted)[0]),
-            "mse": float(mean_squared_error(gold, predicted))}
+        tau, r = kendalltau(gold, predicted)[0], pearsonr(gold, predicted)[0]
+    if mse is None:
+        from sklearn.metrics import mean_squared_error
+
+        mse = mean_squared_error(gold, predicted)
+    return {"kendalltau": rounded(tau), "pearsonr": rounded(r), "mse": float(mse)}
+
+
+def _float_pair(gold: np.ndarray, predicted: np.ndarray) -> bool:
+    """Whether both are 1-D float64 arrays of one length, at least 3, all finite: where the direct forms below
+    are those of scipy and scikit-learn (elsewhere they decide: warnings, NaN, conversions)."""
+    return (gold.ndim == predicted.ndim == 1 and gold.dtype == predicted.dtype == np.float64
+            and len(gold) == len(predicted) >= 3 and bool(np.isfinite(gold).all() and np.isfinite(predicted).all()))
+
+
+def _kendall_tau(gold: np.ndarray, predicted: np.ndarray) -> float | None:
+    """scipy's `kendalltau(gold, predicted)[0]` (τ-b): its integer pair counts, found here as the sum of the pairs'
+    sign products, then its arithmetic; None where scipy decides (no pair untied on one side, or not
+    `_float_pair`)."""
+    if not _float_pair(gold, predicted):
+        return None
+    n = len(gold)
+    pairs = n * (n - 1) // 2
+    tied = [int((counts * (counts - 1) // 2).sum()) for counts in (np.unique(gold, return_counts=True)[1],
+                                                                   np.unique(predicted, return_counts=True)[1])]
+    if pairs in tied:
+        return None
+    sign_products = 0
+    for start in range(0, n, 512):  # every ordered pair once: each unordered pair twice
+        block = slice(start, start + 512)
+        sign_products += int((np.sign(gold[block, None] - gold[None, :])
+                              * np.sign(predicted[block, None] - predicted[None, :])).sum())
+    tau = (sign_products // 2) / np.sqrt(pairs - tied[0]) / np.sqrt(pairs - tied[1])
+    return np.minimum(1.0, max(-1.0, tau))
+
+
+def _pearson_r(gold: np.ndarray, predicted: np.ndarray) -> float | None:
+    """scipy's `pearsonr(gold, predicted)[0]` in its own steps (means, scaled norms, `vecdot`, clip); None where
+    scipy decides (a constant or nearly constant input: its warnings; numpy without `vecdot`; not `_float_pair`)."""
+    if not _float_pair(gold, predicted) or not hasattr(np, "vecdot"):
+        return None
+    if (gold == gold[0]).all() or (predicted == predicted[0]).all():
+        return None
+    centred, norms = [], []
+    for values in (gold, predicted):
+        mean = np.mean(values, axis=-1, keepdims=True)
+        deviations = values - mean
+        largest = np.max(np.abs(deviations), axis=-1, keepdims=True)
+        norm = largest * np.linalg.norm(deviations / largest, ord=2, axis=-1, keepdims=True)
+        if (norm < np.finfo(np.float64).eps ** 0.75 * np.abs(mean)).any():
+            return None
+        centred.append(deviations)
+        norms.append(norm)
+    r = np.clip(np.vecdot(centred[0] / norms[0], centred[1] / norms[1], axis=-1), -1.0, 1.0)
+    return r[()]
+
+
+def _mean_squared_error(gold: np.ndarray, predicted: np.ndarray) -> float | None:
+    """scikit-learn's `mean_squared_error` of one output in its steps (columns of shape (n, 1)); None where it
+    decides (not `_float_pair`)."""
+    if not _float_pair(gold, predicted):
+        return None
+    return float(np.average(np.average((gold.reshape(-1, 1) - predicted.reshape(-1, 1)) ** 2, axis=0)))
+
+
+def _r2_score(gold: np.ndarray, predicted: np.ndarray) -> float:
+    """scikit-learn's `r2_score` of one output in its steps (columns of shape (n, 1); 1 for a perfect prediction,
+    0 for a constant gold predicted imperfectly); scikit-learn itself outside `_float_pair`."""
+    if not _float_pair(gold, predicted):
+        from sklearn.metrics import r2_score
+
+        return r2_score(gold, predicted)
+    gold, predicted = gold.reshape(-1, 1), predicted.reshape(-1, 1)
+    numerator = np.sum(1.0 * (gold - predicted) ** 2, axis=0)
+    denominator = np.sum(1.0 * (gold - np.average(gold, axis=0)) ** 2, axis=0)
+    if numerator[0] == 0:
+        return 1.0
+    if denominator[0] == 0:
+        return 0.0
+    return float(np.average(1 - numerator / denominator))
 
 
 def negative_l2_run(vectors: Mapping[str, np.ndarray], qrels: Mapping[str, Mapping[str, int]]
                     ) -> dict[str, dict[str, float]]:
     """SciRepEval's `IREvaluator.retrieval`: each query's candidates scored by −(Euclidean distance), computed as
     scikit-learn's `euclidean_distances` does; queries and candidates without a vector are left out."""
-    from sklearn.metrics import pairwise
-
     run = {}
     for query, grades in qrels.items():
         if query not in vectors:
@@ -396,8 +511,8 @@ def negative_l2_run(vectors: Mapping[str, np.ndarray], qrels: Mapping[str, Mappi
         if not candidates:
             run[query] = {}
             continue
-        distances = pairwise.euclidean_distances(np.array([vectors[c] for c in candidates]),
-                                                 np.array([vectors[query]])).ravel()
+        distances = _euclidean_distances(np.array([vectors[c] for c in candidates]),
+                                         np.array([vectors[query]])).ravel()
         run[query] = {c: float(-d) for c, d in zip(candidates, distances)}
     return run
 
@@ -406,8 +521,6 @@ def reviewer_run(vectors: Mapping[str, np.ndarray], qrels: Mapping[str, Mapping[
                  reviewers: Mapping[str, Sequence[str]]) -> dict[str, dict[str, float]]:
     """SciRepEval's `ReviewerMatchingEvaluator.retrieval`: a reviewer scores the mean of the 3 highest cosine
     similarities between the query paper and the reviewer's papers (those with a vector)."""
-    from sklearn.metrics import pairwise
-
     run = {}
     for query, grades in qrels.items():
         if query not in vectors:
@@ -416,8 +529,37 @@ def reviewer_run(vectors: Mapping[str, np.ndarray], qrels: Mapping[str, Mapping[
         for reviewer in grades:
             papers = [p for p in reviewers.get(reviewer, ()) if p in vectors]
             if papers:
-                similarity = pairwise.cosine_similarity(np.array([vectors[p] for p in papers]),
-                                                        np.array([vectors[query]])).ravel()
+                similarity = _cosine_similarity(np.array([vectors[p] for p in papers]),
+                                                np.array([vectors[query]])).ravel()
                 scores[reviewer] = float(np.mean(sorted(similarity, reverse=True)[:3]))
         run[query] = scores
     return run
+
+
+def _euclidean_distances(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """scikit-learn's `euclidean_distances(x, y)` in its steps for float64 matrices (−2·x yᵀ plus the squared row
+    norms, clipped at 0, square root); scikit-learn itself for other inputs (float32 goes through its upcast)."""
+    if not (x.ndim == y.ndim == 2 and x.dtype == y.dtype == np.float64):
+        from sklearn.metrics import pairwise
+
+        return pairwise.euclidean_distances(x, y)
+    distances = -2 * (x @ y.T)
+    distances += np.einsum("ij,ij->i", x, x)[:, None]
+    distances += np.einsum("ij,ij->i", y, y)[None, :]
+    np.maximum(distances, 0, out=distances)
+    return np.sqrt(distances, out=distances)
+
+
+def _cosine_similarity(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """scikit-learn's `cosine_similarity(x, y)` in its steps for float64 matrices (rows divided by their norms, a
+    norm below 10 machine epsilons taken as 1, then x yᵀ); scikit-learn itself for other inputs."""
+    if not (x.ndim == y.ndim == 2 and x.dtype == y.dtype == np.float64):
+        from sklearn.metrics import pairwise
+
+        return pairwise.cosine_similarity(x, y)
+    normalised = []
+    for matrix in (x, y):
+        norms = np.sqrt(np.einsum("ij,ij->i", matrix, matrix))
+        norms[norms < 10 * np.finfo(np.float64).eps] = 1.0
+        normalised.append(matrix / norms[:, None])
+    return normalised[0] @ normalised[1].T

@@ -35,19 +35,20 @@ import logging
 import os
 from collections import Counter, deque
 from collections.abc import Iterator, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-import numpy as np
 import orjson
 
 from scidocs_eval.errors import InputError
 from scidocs_eval.formats.embeddings_cache import CacheEntry, ParsedEmbeddings, wait_for_cache_writes
 from scidocs_eval.formats.embeddings_files import JSON_LINES, EmbeddingsInput
 from scidocs_eval.formats.embeddings_tables import Columns, ReadOptions, iter_columns, read_columns
+from scidocs_eval.lazy_modules import lazy_module
 from scidocs_eval.progress import progress_bar
+
+np = lazy_module("numpy", __name__)
 
 PRESENT, EMPTY, MISSING = 0, 1, 2
 """Status codes returned by `EmbeddingStore.status`."""
@@ -133,7 +134,7 @@ class EmbeddingStore:
         codes[found] = np.where(self.empty[rows[found]], EMPTY, PRESENT)
         return codes
 
-    def vectors(self, ids: Sequence[str], dtype: np.dtype | type = np.float32) -> np.ndarray:
+    def vectors(self, ids: Sequence[str], dtype: np.dtype | type | str = "float32") -> np.ndarray:
         """(len(ids), dim) matrix; absent and empty embeddings give zero rows. Ids that are consecutive rows of the
         store give a read-only view of them (no copy), others a new array."""
         rows = self.rows(ids)
@@ -149,7 +150,7 @@ class EmbeddingStore:
 
     @classmethod
     def from_mapping(cls, embeddings: Mapping[str, Sequence[float] | np.ndarray],
-                     dtype: np.dtype | type = np.float32) -> EmbeddingStore:
+                     dtype: np.dtype | type | str = "float32") -> EmbeddingStore:
         """Build a store in memory from ``{paper_id: vector}``; an empty vector means "no embedding"."""
         builder = _StoreBuilder("<memory>", dtype)
         for line_number, (paper_id, vector) in enumerate(embeddings.items(), start=1):
@@ -157,7 +158,7 @@ class EmbeddingStore:
         return builder.finish(sha256=None, source=None)
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str], *, cache: bool = True, dtype: np.dtype | type = np.float32,
+    def load(cls, path: str | os.PathLike[str], *, cache: bool = True, dtype: np.dtype | type | str = "float32",
              progress: bool = True, options: ReadOptions | None = None) -> EmbeddingStore:
         """Read an embeddings file of any accepted kind (see the module docstring); ``"-"`` is standard input.
 
@@ -582,6 +583,8 @@ def _decode_all(chunks: Iterator[bytes], dtype: np.dtype, parallel: bool
             chunk, future = window.popleft()
             yield chunk, *future.result()
 
+    from concurrent.futures import ProcessPoolExecutor  # with multiprocessing: a cost only where a file is parsed
+
     with ProcessPoolExecutor(max_workers=workers) as pool:
         for chunk in chunks:
             window.append((chunk, pool.submit(_decode_block, chunk, dtype)))
@@ -610,7 +613,7 @@ def _add_line_by_line(builder: _StoreBuilder, name: str, chunk: bytes, first_lin
 
 
 def iter_embeddings(path: str | os.PathLike[str], options: ReadOptions | None = None,
-                    dtype: np.dtype | type = np.float32, progress: bool = True
+                    dtype: np.dtype | type | str = "float32", progress: bool = True
                     ) -> Iterator[tuple[list[str], np.ndarray, np.ndarray]]:
     """Every line (row) of an embeddings file of any kind as (ids, rows, empty mask) batches, in file order and
     with repeats kept, under every rule `EmbeddingStore.load` applies; JSON lines and Parquet a chunk (row group)

@@ -19,10 +19,12 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import orjson
 
+from scidocs_eval.lazy_modules import lazy_module
 from scidocs_eval.paths import cache_dir
+
+np = lazy_module("numpy", __name__)
 
 CACHE_FORMAT = 2
 EDGE_BYTES = 1 << 16

@@ -22,8 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-import numpy as np
-
 from scidocs_eval.errors import InputError, ScidocsEvalError
 from scidocs_eval.extras import require
 from scidocs_eval.formats.embeddings_files import (
@@ -36,6 +34,9 @@ from scidocs_eval.formats.embeddings_files import (
     SAFETENSORS,
     EmbeddingsInput,
 )
+from scidocs_eval.lazy_modules import lazy_module
+
+np = lazy_module("numpy", __name__)
 
 ID_COLUMNS = ("paper_id", "doc_id")
 EMBEDDING_COLUMNS = ("embedding", "embeddings")
@@ -288,7 +289,7 @@ def _load_npy(name: str, data: bytes | Path | BinaryIO, what: str) -> Any:
         raise InputError(name, f"cannot be read as {what} ({error})") from None
 
 
-MatrixWithIds = tuple[list[Any], np.ndarray, np.ndarray | None]
+MatrixWithIds = tuple[list[Any], "np.ndarray", "np.ndarray | None"]
 """ids, (n, dim) matrix, and (n,) bool "no embedding" mask (None: every row has one)."""
 
 

@@ -19,19 +19,20 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, Protocol
 
-import numpy as np
-
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.extras import require
 from scidocs_eval.formats.embeddings import format_embedding_line, iter_embeddings
 from scidocs_eval.formats.embeddings_tables import ReadOptions
 from scidocs_eval.formats.provenance import settings_file
 from scidocs_eval.formats.safe_output import Rows, atomic_write, discard, move_ours, recorded_rows
+from scidocs_eval.lazy_modules import lazy_module
+
+np = lazy_module("numpy", __name__)
 
 TABLE_SUFFIXES = {".parquet": "parquet", ".npz": "npz", ".arrow": "arrow", ".feather": "arrow"}
 """output suffixes written as tables or arrays; any other name gets JSON lines."""
 
-Batch = tuple[list[str], np.ndarray, np.ndarray]
+Batch = tuple[list[str], "np.ndarray", "np.ndarray"]
 """(ids, (n, dim) rows, (n,) bool "no embedding" mask)."""
 
 
@@ -163,7 +164,7 @@ def write_batches(path: str | os.PathLike[str], batches: Iterable[Batch], option
 
 
 def convert_embeddings(source: str | os.PathLike[str], target: str | os.PathLike[str],
-                       options: ReadOptions | None = None, dtype: Any = np.float32, progress: bool = True,
+                       options: ReadOptions | None = None, dtype: Any = "float32", progress: bool = True,
                        option: str = "OUT") -> int:
     """Convert an embeddings file of any readable kind into the kind `target`'s name asks for, a batch at a
     time; every line (row) is kept, repeats too, and the input is checked by the reader's rules (an error names

@@ -21,12 +21,13 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from scidocs_eval.errors import InputError
 from scidocs_eval.formats.judgements import Judgements
 from scidocs_eval.formats.lines import json_lines
 from scidocs_eval.formats.row_schema import Field, RowSchema, file_kind, reads
+from scidocs_eval.lazy_modules import lazy_module
+
+np = lazy_module("numpy", __name__)
 
 META_DATASET = "allenai/scirepeval"
 TEST_DATASET = "allenai/scirepeval_test"

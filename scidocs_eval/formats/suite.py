@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-import numpy as np
 import orjson
 
 from scidocs_eval.errors import InputError
@@ -29,6 +28,9 @@ from scidocs_eval.formats.judgements import Judgements
 from scidocs_eval.formats.lines import utf8_lines
 from scidocs_eval.formats.row_schema import Field, RowSchema, file_kind, reads
 from scidocs_eval.formats.scirepeval import read_meta
+from scidocs_eval.lazy_modules import lazy_module
+
+np = lazy_module("numpy", __name__)
 
 log = logging.getLogger("scidocs_eval")
 

@@ -30,10 +30,12 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-import numpy as np
 import orjson
 
+from scidocs_eval.lazy_modules import lazy_module
 from scidocs_eval.paths import cache_dir
+
+np = lazy_module("numpy", __name__)
 
 try:
     PRODUCER = f"scidocs-eval {metadata.version('scidocs-eval')}"

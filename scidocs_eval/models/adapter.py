@@ -31,17 +31,19 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-import numpy as np
 import orjson
 
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.formats.safe_output import Read
 from scidocs_eval.formats.suite import Paper
+from scidocs_eval.lazy_modules import lazy_module
 from scidocs_eval.params import Constraints, input_paths, validate_params
 from scidocs_eval.registry import ENTRY_POINT_GROUPS, Registry, check_params
 
 if TYPE_CHECKING:
     from scidocs_eval.evaluation.papers import EmbeddingRole
+
+np = lazy_module("numpy", __name__)
 
 log = logging.getLogger("scidocs_eval")
 

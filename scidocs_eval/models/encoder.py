@@ -16,14 +16,15 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from scidocs_eval.data.hub import env_flag, hub_reachable
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.extras import available, require
 from scidocs_eval.formats.corpus import paper_text
 from scidocs_eval.formats.suite import Paper
+from scidocs_eval.lazy_modules import lazy_module
 from scidocs_eval.models.cls_shortcut import cls_of_last_layer, split_last_layer
+
+np = lazy_module("numpy", __name__)
 
 NEEDED_BY = "the transformer encoder"
 

@@ -8,10 +8,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from scidocs_eval.extras import require
+from scidocs_eval.lazy_modules import lazy_module
 from scidocs_eval.progress import progress_bar
+
+np = lazy_module("numpy", __name__)
 
 NEEDED_BY = "training word vectors (fastText, Doc2Vec)"
 

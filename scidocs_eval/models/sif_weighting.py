@@ -11,16 +11,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from scidocs_eval.formats.corpus import paper_text
 from scidocs_eval.formats.suite import Paper
+from scidocs_eval.lazy_modules import lazy_module
 from scidocs_eval.models.text import analyzer
 from scidocs_eval.models.word_vectors import MAX_TRAINED_TOKENS, TUNE_MAX_TOKENS, WordVectorAdapter, WordVectors
 from scidocs_eval.params import POSITIVE
 
 if TYPE_CHECKING:
     from scipy import sparse
+
+np = lazy_module("numpy", __name__)
 
 A_GRID = (1e-5, 3e-5, 1e-4, 3e-4, 1e-3)
 """The log grid of `a` `sif --tune` searches (the paper: a log grid in [1e-5, 1e-3])."""

@@ -6,10 +6,9 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, ClassVar
 
-import numpy as np
-
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.formats.suite import Paper
+from scidocs_eval.lazy_modules import lazy_module
 from scidocs_eval.models.adapter import Adapter
 from scidocs_eval.models.encoder import POOLINGS, PRECISIONS, TransformerEncoder, model_source
 from scidocs_eval.models.format_prompts import FORMAT_PROMPTS, FormatPrompts
@@ -18,6 +17,8 @@ from scidocs_eval.params import AT_LEAST_ONE, MODEL_PATH, Options
 
 if TYPE_CHECKING:
     from scidocs_eval.evaluation.papers import EmbeddingRole
+
+np = lazy_module("numpy", __name__)
 
 
 class TransformerAdapter(FormatPrompts, Adapter):

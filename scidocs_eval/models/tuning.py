@@ -23,19 +23,19 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from scidocs_eval.errors import ScidocsEvalError
-from scidocs_eval.evaluation.runner import score_tasks
 from scidocs_eval.evaluation.task import TASKS, embedding_groups, get_task, task_names
 from scidocs_eval.formats.embeddings import EmbeddingStore
 from scidocs_eval.formats.suite import Paper, Suite
+from scidocs_eval.lazy_modules import lazy_module
 from scidocs_eval.models.adapter import ADAPTERS, Adapter, Edge, get_adapter
 from scidocs_eval.progress import progress_bar
 from scidocs_eval.registry import check_params
 
 if TYPE_CHECKING:
     from scidocs_eval.evaluation.papers import EmbeddingRole
+
+np = lazy_module("numpy", __name__)
 
 log = logging.getLogger("scidocs_eval")
 
@@ -98,6 +98,8 @@ class ValScorer:
 
     def score(self, matrix: np.ndarray) -> float:
         """Mean val MAP (×100) of `matrix`, shape (len(self.papers), dim), row i embedding self.papers[i]."""
+        from scidocs_eval.evaluation.runner import score_tasks
+
         store = EmbeddingStore.from_mapping({p.paper_id: row for p, row in zip(self.papers, matrix)})
         results, _, _ = score_tasks(dict.fromkeys(embedding_groups(), store), self.suite, self.tasks, "val")
         return float(np.mean([results[task].metrics[TASKS[task].spec.main_score] for task in results]))

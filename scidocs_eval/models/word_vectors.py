@@ -25,11 +25,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from scidocs_eval.errors import InputError, ScidocsEvalError
 from scidocs_eval.extras import require
 from scidocs_eval.formats.suite import Paper
+from scidocs_eval.lazy_modules import lazy_module
 from scidocs_eval.models.adapter import Adapter
 from scidocs_eval.models.gensim_training import (
     EpochSchedule,
@@ -41,6 +40,8 @@ from scidocs_eval.models.model_cache import cached_model, corpus_fingerprint
 from scidocs_eval.models.text import tokenize_papers
 from scidocs_eval.models.tuning import UnusableSetting, parameter_grid, within_budget
 from scidocs_eval.params import AT_LEAST_ONE, POSITIVE, SEED, InputPath, Interval, Options
+
+np = lazy_module("numpy", __name__)
 
 NEEDED_BY = "fastText word vectors (fasttext-sum, sif, sgc)"
 log = logging.getLogger("scidocs_eval")

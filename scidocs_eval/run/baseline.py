@@ -6,21 +6,17 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from scidocs_eval.data.resolve import resolve_suite
 from scidocs_eval.errors import ScidocsEvalError
-from scidocs_eval.evaluation.config import RunConfig, config_from_keywords
-from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.task import TASKS, claim_task_inputs
 from scidocs_eval.formats.corpus import read_papers
-from scidocs_eval.formats.provenance import settings_file
 from scidocs_eval.formats.safe_output import claim_output, given_as
 from scidocs_eval.models.adapter import Adapter, adapter_inputs
-from scidocs_eval.models.distributed import is_main_process
-from scidocs_eval.models.tuning import baseline_adapter
-from scidocs_eval.run.fit_inputs import fit_reads
-from scidocs_eval.run.pipeline import embed_and_score
+
+if TYPE_CHECKING:
+    from scidocs_eval.evaluation.config import RunConfig
+    from scidocs_eval.evaluation.results import RunResult
 
 OUT_DIR_OPTION = "--out-dir"
 EMBEDDINGS_FORMATS = ("jsonl", "parquet")
@@ -54,6 +50,11 @@ def claim_baseline_outputs(name: str, adapter: Adapter, out_dir: Path, config: R
     """Lock (and check) every file `baseline` writes in `out_dir` before the adapter is fitted; none of them may
     be a path the command reads: the tasks' (`claim_task_inputs`), the command's other `inputs` and the `folders`
     it reads whole (a checkpoint). Rank 0 alone writes, under torchrun."""
+    from scidocs_eval.data.resolve import resolve_suite
+    from scidocs_eval.formats.provenance import settings_file
+    from scidocs_eval.models.distributed import is_main_process
+    from scidocs_eval.run.fit_inputs import fit_reads
+
     if out_dir.exists() and not out_dir.is_dir():
         raise ScidocsEvalError(f"{OUT_DIR_OPTION} {out_dir} is a file, not a folder")
     results = out_dir / f"{name}.results.json"
@@ -94,6 +95,10 @@ def run_baseline(
     process embeds a share and only rank 0 scores: the others return None. The keyword form of earlier versions
     (`run_baseline(name, "demo", tasks=[...])`) still works for a release, with a DeprecationWarning.
     """
+    from scidocs_eval.evaluation.config import config_from_keywords
+    from scidocs_eval.models.tuning import baseline_adapter
+    from scidocs_eval.run.pipeline import embed_and_score
+
     config = config_from_keywords("run_baseline", config, keywords)
     if config.output is not None:
         raise ScidocsEvalError(f"run_baseline writes its results to {OUT_DIR_OPTION} (out_dir); leave the "

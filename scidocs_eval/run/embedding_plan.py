@@ -22,16 +22,17 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluation.papers import EmbeddingRole, GroupNeed, fit_papers, metadata_files, text_fields
 from scidocs_eval.formats.embeddings import EmbeddingStore, format_embedding_line
 from scidocs_eval.formats.suite import Paper, Suite
 from scidocs_eval.formats.vector_cache import VectorCache
+from scidocs_eval.lazy_modules import lazy_module
 from scidocs_eval.models.adapter import Adapter
 from scidocs_eval.progress import announce, progress_bar
 from scidocs_eval.run.sharded_embedding import all_gather, current_group, share, together
+
+np = lazy_module("numpy", __name__)
 
 log = logging.getLogger("scidocs_eval")
 
@@ -298,7 +299,7 @@ def embed_papers(adapter: Adapter, papers: Sequence[Paper], corpus: Sequence[Pap
 
 
 def group_stores(plan: EmbeddingPlan, vectors: Sequence[np.ndarray],
-                 dtype: np.dtype | type = np.float32) -> dict[str, EmbeddingStore]:
+                 dtype: np.dtype | type | str = "float32") -> dict[str, EmbeddingStore]:
     """{group: an EmbeddingStore of its papers}, built from the job arrays (an id without text: empty)."""
     stores = {}
     for group, rows in plan.groups.items():

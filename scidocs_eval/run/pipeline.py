@@ -21,8 +21,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from scidocs_eval.data.resolve import resolve_suite
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluation.config import RunConfig
@@ -35,6 +33,7 @@ from scidocs_eval.formats.provenance import WRITTEN_FOR
 from scidocs_eval.formats.safe_output import claim_inputs_are_not_outputs, claim_output, given_as
 from scidocs_eval.formats.suite import Paper, Suite
 from scidocs_eval.formats.vector_cache import VectorCache
+from scidocs_eval.lazy_modules import lazy_module
 from scidocs_eval.models.adapter import Adapter, adapter_inputs, get_adapter
 from scidocs_eval.models.distributed import is_main_process
 from scidocs_eval.progress import silenced
@@ -42,6 +41,8 @@ from scidocs_eval.run.embedding import RESUME_NEEDS_CACHE, fitted_settings, writ
 from scidocs_eval.run.embedding_plan import encode_plan, group_stores, plan_embedding
 from scidocs_eval.run.fit_inputs import fit_adapter
 from scidocs_eval.run.sharded_embedding import process_group
+
+np = lazy_module("numpy", __name__)
 
 log = logging.getLogger("scidocs_eval")
 

@@ -19,14 +19,15 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-import numpy as np
-
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.extras import require
 from scidocs_eval.formats.suite import Paper
+from scidocs_eval.lazy_modules import lazy_module
 from scidocs_eval.models.adapter import Adapter
 from scidocs_eval.models.distributed import Distributed, init_distributed, leave_process_group
 from scidocs_eval.models.encoder import TransformerEncoder
+
+np = lazy_module("numpy", __name__)
 
 NEEDED_BY = "embedding under torchrun"
 T = TypeVar("T")
