@@ -35,7 +35,13 @@ from scidocs_eval.evaluation.task import (
     get_task,
     task_names,
 )
-from scidocs_eval.formats.safe_output import Rows, claim_inputs_are_not_outputs, claim_output, given_as, write_bytes_atomically
+from scidocs_eval.formats.safe_output import (
+    Rows,
+    claim_inputs_are_not_outputs,
+    claim_output,
+    given_as,
+    write_bytes_atomically,
+)
 from scidocs_eval.models.adapter import adapter_names
 from scidocs_eval.params import FRACTION, argument_type
 from scidocs_eval.run.baseline import EMBEDDINGS_FORMATS
