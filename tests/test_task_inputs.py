@@ -315,3 +315,27 @@ def test_data_build_from_a_snapshot_builds_nothing_inside_it(tmp_path: Path, mon
             _refused(["data", "build", "--from", "openalex", str(snapshot), "--out-dir", form, "--overwrite",
                       "--quiet"], capsys, "read whole by the command as its --from openalex")
     assert [p.relative_to(snapshot) for p in snapshot.rglob("*")] == [Path("works"), Path("works/part_000.gz")]
+
+
+def test_evaluate_model_refuses_an_output_in_the_folder_its_model_was_loaded_from(tmp_path: Path) -> None:
+    """A model object's checkpoint (the folder transformers recorded it was loaded from) is an input read whole."""
+    import shutil
+
+    pytest.importorskip("sentence_transformers")
+    from sentence_transformers import SentenceTransformer
+
+    from scidocs_eval import evaluate_model
+    from scidocs_eval.models.encoder import resolve_model
+    from scidocs_eval.run.model_object import loaded_from
+
+    checkpoint = tmp_path / "minilm"
+    shutil.copytree(resolve_model("all-MiniLM-L6-v2"), checkpoint, copy_function=os.link)
+    model = SentenceTransformer(str(checkpoint), device="cpu")
+    assert [Path(read) for read in loaded_from(model)] == [checkpoint.resolve()]
+    before = sorted(path.name for path in checkpoint.iterdir())
+    for option in ("output", "save_embeddings"):
+        with pytest.raises(ScidocsEvalError,
+                           match=f"{option} .*read whole by evaluate_model as the folder its model was loaded from"):
+            evaluate_model(model, "demo", tasks=["cite"], **{option: checkpoint / "scores.json"})
+    assert sorted(path.name for path in checkpoint.iterdir()) == before
+    assert loaded_from(lambda texts: texts) == []

@@ -35,7 +35,7 @@ from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.task import claim_task_inputs
 from scidocs_eval.extras import require
 from scidocs_eval.formats.corpus import paper_text
-from scidocs_eval.formats.safe_output import claim_output, given_as
+from scidocs_eval.formats.safe_output import Read, claim_output, given_as
 from scidocs_eval.formats.suite import Paper
 from scidocs_eval.models.adapter import Adapter
 from scidocs_eval.models.format_prompts import FORMAT_PROMPTS, FormatPrompts
@@ -250,6 +250,19 @@ class EncoderAdapter(FormatPrompts, Adapter):
 MTEB_ENCODE_PARAMETERS = ("task_metadata", "hf_split", "hf_subset")
 
 
+def loaded_from(model: Any) -> list[Read]:
+    """The local folders a model object was loaded from, read whole (its checkpoint): the `name_or_path` that
+    transformers records on a model's config and on a tokenizer, on the object and on its submodules (a
+    sentence-transformers model holds its transformer as one); a hub name that is no folder here is none."""
+    parts = [model, *(model.modules() if callable(getattr(model, "modules", None)) else ())]
+    found = [source for part in parts for source in (getattr(getattr(part, "config", None), "_name_or_path", None),
+                                                      getattr(getattr(part, "tokenizer", None), "name_or_path", None))]
+    folders = dict.fromkeys(Path(source).resolve() for source in found if isinstance(source, str) and source
+                            and Path(source).is_dir())
+    return [Read(folder, "evaluate_model as the folder its model was loaded from")
+            for folder in folders]
+
+
 def speaks_mteb_protocol(encode: Callable[..., Any]) -> bool:
     """True when `encode` has MTEB 2.x's EncoderProtocol signature (keyword parameters task_metadata, hf_split,
     hf_subset): it is given a DataLoader of batches, not a list of texts."""
@@ -340,7 +353,7 @@ def evaluate_model(
     if any(outputs.values()):  # no output where the tasks read, before anything is read or written
         claim_task_inputs(resolve_suite(config.data), config.built_tasks().values(), config.split, outputs,
                           given_as("data", [config.data] if isinstance(config.data, (str, os.PathLike)) else [],
-                                   "evaluate_model"))
+                                   "evaluate_model"), loaded_from(model))
     if config.output is not None:
         claim_output(config.output, "output")
     save = claim_output(save_embeddings, "save_embeddings") if save_embeddings is not None else None
