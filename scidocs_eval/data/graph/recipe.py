@@ -220,11 +220,8 @@ SELECT CAST(p.corpusid AS VARCHAR) AS id,
        p.{FILE_COLUMN}
 FROM papers_raw AS p
 LEFT JOIN (SELECT DISTINCT corpusid FROM abstracts_raw WHERE length(abstract) > 0) AS a ON a.corpusid = p.corpusid"""
-_KEYS = {"works": ("works_all", "id", "id"), "papers": ("works_all", "id", "corpusid"),
-         "abstracts": ("abstracts_raw", "corpusid", "corpusid"),
-         "citations": ("citations_raw", "citingcorpusid", "citingcorpusid")}
-"""Per dataset: the table and column whose null marks a bad row (a malformed line reads as a row of nulls), and
-the record's field that column comes from. The works table holds every row read, so a dataset is scanned once."""
+_WORKS_DATASET = {"openalex": "works", "s2": "papers"}
+"""The dataset each record of the works table comes from (its rows are counted against the check's)."""
 
 
 def _period_sql(cutoff: Published | None) -> str:
@@ -254,27 +251,25 @@ class _Build:
 
     # -- reading ---------------------------------------------------------------------------------------------
 
-    def read(self, filters: Filters, max_bad_rows: int) -> None:
+    def read(self, filters: Filters, max_bad_rows: int, spill: Path) -> None:
+        scans = self.engine.map_parts(badrows.scan_part, badrows.scan_arguments(list(self.snapshot.datasets.values())))
+        self.report.bad_rows = badrows.check(scans, max_bad_rows)
+        self.report.counts["bad_rows"] = sum(len(scan.bad) for scan in scans)
+        substitutes = {scan.part: badrows.without_bad_rows(scan, spill / "checked") for scan in scans if scan.bad}
         for name, dataset in self.snapshot.datasets.items():
-            self.engine.read(dataset, f"{name}_raw")
+            self.engine.read(dataset, f"{name}_raw", {p: c for p, c in substitutes.items() if p in dataset.parts})
         source = self.snapshot.source
         works_sql = (_OPENALEX_WORKS.replace("{label}", _OPENALEX_LABELS[self.recipe.labels]) if source == "openalex"
                      else _S2_WORKS)
-        bad_counts: dict[str, int] = {}
         try:
             self.engine.create("works_all", works_sql)
-            for name in self.snapshot.datasets:
-                table, column, _ = _KEYS[name]
-                for part, bad in self.engine.rows(f"SELECT {FILE_COLUMN}, count(*) FROM {table} WHERE {column} IS "
-                                                  f"NULL GROUP BY {FILE_COLUMN} ORDER BY {FILE_COLUMN}"):
-                    bad_counts[badrows.local_path(part)] = int(bad)
-        except ScidocsEvalError:
-            raise
-        except Exception as error:  # the engine's own error: a damaged part, named by a scan of the parts
-            raise badrows.engine_failure(error, self.snapshot.parts()) from None
-        self.report.bad_rows = badrows.check(bad_counts, {name: key for name, (_, _, key) in _KEYS.items()},
-                                             self.snapshot, max_bad_rows)
-        self.report.counts["bad_rows"] = sum(bad_counts.values())
+            read = self.count("SELECT id FROM works_all")
+        except Exception as error:  # the engine's own error on records that passed the check
+            raise badrows.engine_failure(error) from None
+        works_parts = set(self.snapshot.datasets[_WORKS_DATASET[source]].parts)
+        checked = sum(scan.records for scan in scans if scan.part in works_parts)
+        if read != checked:
+            raise RuntimeError(f"the engine read {read} works, the check found {checked} good records")
 
         self.engine.create("latest", f"""
             SELECT * FROM works_all WHERE id IS NOT NULL
@@ -612,8 +607,9 @@ def build_graph_suite(
         source: "openalex" or "s2"; snapshot_dir: the snapshot's folder (see `scidocs_eval.data.graph.snapshot`).
         engine: "duckdb" (this process) or "spark" (`master`); both write the same bytes.
         test_after: a cutoff: evaluation queries and classification test papers after it, training before it.
-        max_bad_rows: how many bad rows (malformed lines, records without their id) are tolerated, each named
-            in build.json; beyond it, the build stops naming the first of them and writes nothing.
+        max_bad_rows: how many bad rows (malformed lines, records without their id or with a field of another
+            JSON type than the schema's) are tolerated, each named in build.json; beyond it, the build stops
+            naming the first of them and writes nothing.
         memory_limit, temp_directory, threads: the engine's memory cap ("4GB"), spill folder and cores.
     """
     snapshot = open_snapshot(source, snapshot_dir)
@@ -630,7 +626,7 @@ def build_graph_suite(
                                  threads=threads, progress=progress)
             try:
                 build = _Build(runner, snapshot, report, recipe, seed, test_after, progress)
-                build.read(filters, max_bad_rows)
+                build.read(filters, max_bad_rows, spill)
                 _write_tasks(build, out)
             finally:
                 runner.close()
