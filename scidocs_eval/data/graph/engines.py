@@ -188,7 +188,8 @@ class SparkEngine(_Timed):
     def create(self, table: str, sql: str) -> None:
         started = time.perf_counter()
         frame = self.session.sql(self.translate(sql)).persist()
-        frame.count()
+        if self.progress:  # computed now to time the stage; else by its first reader (one Spark job fewer)
+            frame.count()
         if table in self._cached:
             self._cached[table].unpersist()
         self._cached[table] = frame

@@ -25,7 +25,6 @@ import os
 import shutil
 import tempfile
 import time
-from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -245,6 +244,13 @@ class _Build:
         self.progress = progress
         self.eval_period = "'after'" if cutoff is not None else "'all'"
         self.train_period = "'before'" if cutoff is not None else "'all'"
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        """One progress line for a stage run in Python (the draws, the files written), with its time."""
+        started = time.perf_counter()
+        yield
+        announce(f"  {name} ({time.perf_counter() - started:.1f} s)", enabled=self.progress)
 
     def count(self, sql: str) -> int:
         return int(self.engine.rows(f"SELECT count(*) FROM ({sql}) AS t")[0][0])
@@ -516,41 +522,36 @@ class _Build:
         self.ids_table("train_queries", queries)
         self.engine.create("direct", """
             SELECT q.id AS q, e.cited AS c FROM train_queries AS q JOIN train_edges AS e ON e.citing = q.id""")
-        pairs = self.engine.batches(f"""
+        self.engine.create("specter_pairs", f"""
             SELECT q, c, {DIRECT_CITATION} AS n FROM direct
             UNION ALL
             SELECT DISTINCT d.q, e.cited, {CITATION_OF_CITATION} FROM direct AS d
             JOIN train_edges AS e ON e.citing = d.c
             LEFT JOIN direct AS x ON x.q = d.q AND x.c = e.cited
-            WHERE x.c IS NULL AND e.cited <> d.q
-            ORDER BY 1, 3, 2""")
+            WHERE x.c IS NULL AND e.cited <> d.q""")
+        # each query's candidates as JSON text, made by the engine (ids are plain: snapshot.PLAIN_ID): Python
+        # writes one line per query, not one object per pair (tens of millions at the default 150,000 queries)
+        candidates = self.engine.batches("""
+            SELECT q, string_agg('"' || c || '":{"count":' || CAST(n AS VARCHAR) || '}', ',' ORDER BY n, c)
+            FROM specter_pairs GROUP BY q ORDER BY q""", size=10_000)
         folder = out / "specter"
         folder.mkdir(parents=True, exist_ok=True)
-        papers: set[str] = set()
-        counts: Counter = Counter()
         with open(folder / "data.json", "wb") as handle:  # streamed: the file of a large snapshot is GBs
             handle.write(b"{")
-            current, candidates = None, {}
-            for query, candidate, count in itertools.chain.from_iterable(pairs):
-                if query != current:
-                    if current is not None:
-                        handle.write(orjson.dumps(current) + b":" + orjson.dumps(candidates) + b",")
-                    current, candidates = query, {}
-                    papers.add(query)
-                candidates[candidate] = {"count": int(count)}
-                papers.add(candidate)
-                counts[int(count)] += 1
-            if current is not None:
-                handle.write(orjson.dumps(current) + b":" + orjson.dumps(candidates))
+            for number, (query, text) in enumerate(itertools.chain.from_iterable(candidates)):
+                handle.write((b"," if number else b"") + orjson.dumps(query) + b":{" + text.encode() + b"}")
             handle.write(b"}")
+        counts = dict(self.engine.rows("SELECT n, count(*) FROM specter_pairs GROUP BY n ORDER BY n"))
+        papers = [row[0] for row in self.engine.rows("""
+            SELECT q FROM specter_pairs UNION SELECT c FROM specter_pairs ORDER BY 1""")]
         cut_train, cut_val = round(0.8 * len(queries)), round(0.9 * len(queries))
         for split, part in zip(SPLITS, (queries[:cut_train], queries[cut_train:cut_val], queries[cut_val:])):
             write_lines(folder / f"{split}.txt", part)
             self.report.specter[f"{split}_queries"] = len(part)
-        self.report.specter.update(training_queries_eligible=n, direct_pairs=counts[DIRECT_CITATION],
-                                   citation_of_citation_pairs=counts[CITATION_OF_CITATION],
+        self.report.specter.update(training_queries_eligible=n, direct_pairs=int(counts.get(DIRECT_CITATION, 0)),
+                                   citation_of_citation_pairs=int(counts.get(CITATION_OF_CITATION, 0)),
                                    papers_held_out=len(held_out))
-        return sorted(papers)
+        return papers
 
     # -- text ------------------------------------------------------------------------------------------------
 
@@ -656,29 +657,36 @@ def _write_tasks(build: _Build, out: Path) -> None:
         if how.lacking_in_s2 and build.snapshot.source == "s2":
             report.not_supported[task] = how.lacking_in_s2
             continue
-        if splits := build.classification(task, out):
+        with build.stage(f"{task}: drawn and written"):
+            splits = build.classification(task, out)
+        if splits:
             classification[task] = splits
     pool_size = build.count("SELECT id FROM pool")
     queries: set[str] = set()
     for task in _RANKING_TASKS:
-        queries |= build.ranking(task, pool_size, out)
+        with build.stage(f"{task}: drawn and written"):
+            queries |= build.ranking(task, pool_size, out)
     if not report.built_tasks():
         raise ScidocsEvalError(f"{build.snapshot.root}: the kept works are too few for any task, nothing written: "
                                + "; ".join(f"{t}: {why}" for t, why in report.not_supported.items()
                                            if t not in NOT_SUPPORTED))
     held_out = queries | {i for splits in classification.values() for s in ("val", "test") for i in splits[s]}
-    training_ids = build.specter(held_out, out)
+    with build.stage("specter: training files written"):
+        training_ids = build.specter(held_out, out)
     label_ids = sorted({i for splits in classification.values() for ids in splits.values() for i in ids})
     ranking_ids = sorted({part for task in report.ranking for split in RANKING_SPLITS
                           for line in (out / task / f"{split}.qrel").read_text().splitlines()
                           for part in line.split()[::2]})
-    texts = build.texts(sorted(set(label_ids) | set(ranking_ids) | set(training_ids)))
-    if label_ids:
-        write_json(out / METADATA_FILES["mag_mesh"], {i: texts[i] for i in label_ids})
-    if ranking_ids:
-        write_json(out / METADATA_FILES["view_cite_read"], {i: texts[i] for i in ranking_ids})
-    write_json(out / "specter" / "metadata.json", {i: texts[i] for i in training_ids})
-    _write_beir(out, report, texts, sorted(set(label_ids) | set(ranking_ids)))
+    with build.stage("texts: read"):
+        texts = build.texts(sorted(set(label_ids) | set(ranking_ids) | set(training_ids)))
+    with build.stage("metadata: written"):
+        if label_ids:
+            write_json(out / METADATA_FILES["mag_mesh"], {i: texts[i] for i in label_ids})
+        if ranking_ids:
+            write_json(out / METADATA_FILES["view_cite_read"], {i: texts[i] for i in ranking_ids})
+        write_json(out / "specter" / "metadata.json", {i: texts[i] for i in training_ids})
+    with build.stage("beir: written"):
+        _write_beir(out, report, texts, sorted(set(label_ids) | set(ranking_ids)))
 
 
 def _write_beir(out: Path, report: GraphBuildReport, texts: dict[str, dict[str, str]], corpus_ids: list[str]) -> None:

@@ -49,6 +49,10 @@ class Dataset:
                 for name, kind in self.fields}
 
 
+PLAIN_ID = r'^[^"\\\x00-\x1f]*$'
+"""A record's key (a work's id) holds no character JSON escapes: it is written into JSON text as is."""
+
+
 def _json_type(kind: Any, name: str) -> Any:
     """The msgspec type of a value of `kind` (a SQLGlot DataType), null allowed at every level (the engines read
     it as null); an object may hold more keys than the schema names (they are not read)."""
@@ -73,14 +77,20 @@ def _json_type(kind: Any, name: str) -> Any:
 
 def record_decoder(fields: tuple[tuple[str, str], ...], key: str) -> Callable[[bytes], str | None]:
     """The check of one line against a dataset's schema (compiled once, run in C by msgspec): None for a good
-    record, else why it is bad (malformed JSON, not an object, without `key`, or the first field whose JSON type
+    record, else why it is bad (malformed JSON, not an object, without `key` or with a key that is not a
+    `PLAIN_ID`, or the first field whose JSON type
     is not the schema's, named by its path: "title: wrong type (Expected `str | null`, got `array`)")."""
     exp = require("sqlglot.expressions", "data build --from", extra="graph")
     msgspec = require("msgspec", "data build --from", extra="graph")
     members = []
     for name, kind in fields:
         python = _json_type(exp.DataType.build(kind, dialect="spark"), name)
-        members.append((name, python.__args__[0]) if name == key else (name, python, None))
+        if name != key:
+            members.append((name, python, None))
+        elif python.__args__[0] is str:  # an id is written into JSON as is (the training file is built in SQL)
+            members.append((name, Annotated[str, msgspec.Meta(pattern=PLAIN_ID)]))
+        else:
+            members.append((name, python.__args__[0]))
     members.sort(key=lambda member: len(member) == 3)  # the required key first, as Python's signatures want
     decoder = msgspec.json.Decoder(msgspec.defstruct("Record", members))
 
@@ -93,7 +103,10 @@ def record_decoder(fields: tuple[tuple[str, str], ...], key: str) -> Callable[[b
                 return f"no {key!r}"
             if path in ("", "`$`"):
                 return f"not a JSON object ({why})"
-            return f"{path.strip('`').removeprefix('$.')}: wrong type ({why})"
+            field = path.strip('`').removeprefix('$.')
+            if "matching regex" in why:
+                return f"{field}: an id with a quote, a backslash or a control character"
+            return f"{field}: wrong type ({why})"
         except msgspec.DecodeError as error:
             return f"malformed JSON ({error})"
         return None
