@@ -15,10 +15,11 @@ For each size N it writes (once; kept in WORK) a synthetic OpenAlex snapshot of 
   timed), with its address space capped at --in-memory-limit: time and peak RSS, or where it runs out.
 The read rate is the parts' compressed and decompressed bytes over the time of the stages that read every part
 (`READ_STAGES`: the schema check of every line, the engine's parse into the works table, the second read for the
-texts), per thread. With two sizes or more measured, each stage's time
-is fitted as a + b * N through the two largest and projected to the --project sizes (printed as projected, never
-as measured). Last, the full OpenAlex works snapshot's build time on C cores is projected from the read's rate
-per core (the snapshot's size is the one developers.openalex.org/download gives: about 1.6 TB decompressed).
+texts), per thread. With two sizes or more measured (this run's and earlier runs' rows, kept in
+WORK/results.jsonl), the wall time and each stage's time are fitted as a + b * N through the two largest and
+projected to the --project sizes (printed as projected, never as measured). Last, the full OpenAlex works
+snapshot's build time on C cores is projected from the read's rate per core (the snapshot's size is the one
+developers.openalex.org/download gives: about 1.6 TB decompressed).
 """
 
 from __future__ import annotations
@@ -170,7 +171,14 @@ def main() -> None:
     limit = int(args.in_memory_limit.removesuffix("GB")) * 2**30
     cli = [sys.executable, "-m", "scidocs_eval.cli"]
     rows = []
+    results = args.work / "results.jsonl"  # every run's row, kept: a later run projects from earlier sizes too
+    build_name = f"duckdb ({args.memory_limit}, {args.threads} threads)"
     stages_by_size: dict[int, dict[str, float]] = {}
+    if results.exists():
+        for line in results.read_text().splitlines():
+            row = json.loads(line)
+            if row.get("build") == build_name and "stages" in row:
+                stages_by_size[row["works"]] = {**row["stages"], "wall": row["seconds"]}
     for size in map(int, args.sizes.split(",")):
         snapshot = snapshot_of(size, args.work)
         parts = sorted(snapshot.rglob("*.gz"))
@@ -189,7 +197,7 @@ def main() -> None:
                 raise SystemExit(result["stderr"][-2000:])
             stages = stage_seconds(result["stderr"])
             if engine == "duckdb":
-                stages_by_size[size] = stages
+                stages_by_size[size] = {**stages, "wall": result["seconds"]}
             read = sum(stages.get(stage, 0.0) for stage in READ_STAGES) or None
             rows.append({"works": size, "build": f"{engine} ({args.memory_limit}, {args.threads} threads)",
                          "seconds": round(result["seconds"], 1), "peak_rss_mib": round(result["peak_rss_mib"]),
@@ -202,6 +210,8 @@ def main() -> None:
                          "load_after": [round(x, 1) for x in os.getloadavg()],
                          "stages": {k: round(v, 1) for k, v in stages.items()}})
             print(json.dumps(rows[-1]), flush=True)
+            with open(results, "a") as handle:
+                handle.write(json.dumps(rows[-1]) + "\n")
         if size <= args.in_memory_max:
             papers, edges = corpus_files(snapshot)
             result = child([*cli, "data", "build", "--papers", str(papers), "--citations", str(edges), "--out-dir",
@@ -214,8 +224,10 @@ def main() -> None:
             print(json.dumps(rows[-1]), flush=True)
     if len(stages_by_size) >= 2 and args.project:
         for size, stages in project(stages_by_size, [int(n) for n in args.project.split(",")]).items():
-            print(json.dumps({"works": size, "projected_not_measured": True, "seconds": round(sum(stages.values())),
-                              "stages": {k: round(v, 1) for k, v in stages.items()}}), flush=True)
+            wall = stages.pop("wall")
+            print(json.dumps({"works": size, "projected_not_measured": True, "from_sizes": sorted(stages_by_size)[-2:],
+                              "seconds": round(wall), "stages": {k: round(v, 1) for k, v in stages.items()}}),
+                  flush=True)
     duckdb_rates = [r["mb_per_s_per_core"] for r in rows if r.get("mb_per_s_per_core") and "duckdb" in r["build"]]
     if duckdb_rates:
         rate = duckdb_rates[-1]

@@ -536,14 +536,15 @@ class _Build:
             FROM specter_pairs GROUP BY q ORDER BY q""", size=10_000)
         folder = out / "specter"
         folder.mkdir(parents=True, exist_ok=True)
-        with open(folder / "data.json", "wb") as handle:  # streamed: the file of a large snapshot is GBs
-            handle.write(b"{")
+        with self.stage("specter: data.json aggregated and written"), open(folder / "data.json", "wb") as handle:
+            handle.write(b"{")  # streamed: the file of a large snapshot is GBs
             for number, (query, text) in enumerate(itertools.chain.from_iterable(candidates)):
                 handle.write((b"," if number else b"") + orjson.dumps(query) + b":{" + text.encode() + b"}")
             handle.write(b"}")
-        counts = dict(self.engine.rows("SELECT n, count(*) FROM specter_pairs GROUP BY n ORDER BY n"))
-        papers = [row[0] for row in self.engine.rows("""
-            SELECT q FROM specter_pairs UNION SELECT c FROM specter_pairs ORDER BY 1""")]
+        with self.stage("specter: pairs counted"):
+            counts = dict(self.engine.rows("SELECT n, count(*) FROM specter_pairs GROUP BY n ORDER BY n"))
+            papers = [row[0] for row in self.engine.rows("""
+                SELECT q FROM specter_pairs UNION SELECT c FROM specter_pairs ORDER BY 1""")]
         cut_train, cut_val = round(0.8 * len(queries)), round(0.9 * len(queries))
         for split, part in zip(SPLITS, (queries[:cut_train], queries[cut_train:cut_val], queries[cut_val:])):
             write_lines(folder / f"{split}.txt", part)
@@ -671,8 +672,7 @@ def _write_tasks(build: _Build, out: Path) -> None:
                                + "; ".join(f"{t}: {why}" for t, why in report.not_supported.items()
                                            if t not in NOT_SUPPORTED))
     held_out = queries | {i for splits in classification.values() for s in ("val", "test") for i in splits[s]}
-    with build.stage("specter: training files written"):
-        training_ids = build.specter(held_out, out)
+    training_ids = build.specter(held_out, out)
     label_ids = sorted({i for splits in classification.values() for ids in splits.values() for i in ids})
     ranking_ids = sorted({part for task in report.ranking for split in RANKING_SPLITS
                           for line in (out / task / f"{split}.qrel").read_text().splitlines()
