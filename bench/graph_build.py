@@ -78,12 +78,12 @@ def child(argv: list[str], limit_bytes: int | None = None, poll: Path | None = N
         watcher.start()
     started = time.perf_counter()
     process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=cap, text=True)
-    _, _, usage = os.wait4(process.pid, 0)
+    _, status, usage = os.wait4(process.pid, 0)  # reaped here: Popen.returncode stays None
     seconds = time.perf_counter() - started
     stderr = process.stderr.read()
     process.stdout.read()
     done.set()
-    return {"seconds": seconds, "peak_rss_mib": usage.ru_maxrss / 1024, "rc": process.returncode,
+    return {"seconds": seconds, "peak_rss_mib": usage.ru_maxrss / 1024, "rc": os.waitstatus_to_exitcode(status),
             "stderr": stderr, "spill_mib": peak[0] / 2**20}
 
 

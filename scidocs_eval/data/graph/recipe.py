@@ -51,6 +51,9 @@ NOT_SUPPORTED = {task: "needs user logs (views, reads, clicks); no snapshot of t
                  for task in ("coview", "coread", "recomm")}
 DIRECT_CITATION, CITATION_OF_CITATION = 5, 1
 _TASK_SEEDS = {"cite": 1, "cocite": 2, "mag": 3, "mesh": 4, "specter": 5}
+_QUERY_BLOCK = 10_000
+"""Training queries whose candidates are aggregated at once (about 250 pairs each on a graph of 20 references a
+work): an ordered aggregate of them all ran out of DuckDB's 4 GB at 1M works."""
 
 
 @dataclass(frozen=True)
@@ -519,21 +522,24 @@ class _Build:
         rng = _rng(self.seed, _TASK_SEEDS["specter"])
         queries = self.fetch_by_index("train_candidates", rng.choice(n, size=min(n, self.recipe.train_queries),
                                                                      replace=False))
-        self.ids_table("train_queries", queries)
+        self.engine.put("train_queries", [("id", "VARCHAR"), ("qi", "BIGINT")],
+                        [(query, rank) for rank, query in enumerate(sorted(queries))])
         self.engine.create("direct", """
-            SELECT q.id AS q, e.cited AS c FROM train_queries AS q JOIN train_edges AS e ON e.citing = q.id""")
+            SELECT q.id AS q, q.qi, e.cited AS c FROM train_queries AS q JOIN train_edges AS e ON e.citing = q.id""")
         self.engine.create("specter_pairs", f"""
-            SELECT q, c, {DIRECT_CITATION} AS n FROM direct
+            SELECT q, qi, c, {DIRECT_CITATION} AS n FROM direct
             UNION ALL
-            SELECT DISTINCT d.q, e.cited, {CITATION_OF_CITATION} FROM direct AS d
+            SELECT DISTINCT d.q, d.qi, e.cited, {CITATION_OF_CITATION} FROM direct AS d
             JOIN train_edges AS e ON e.citing = d.c
             LEFT JOIN direct AS x ON x.q = d.q AND x.c = e.cited
             WHERE x.c IS NULL AND e.cited <> d.q""")
         # each query's candidates as JSON text, made by the engine (ids are plain: snapshot.PLAIN_ID): Python
-        # writes one line per query, not one object per pair (tens of millions at the default 150,000 queries)
-        candidates = self.engine.batches("""
-            SELECT q, string_agg('"' || c || '":{"count":' || CAST(n AS VARCHAR) || '}', ',' ORDER BY n, c)
-            FROM specter_pairs GROUP BY q ORDER BY q""", size=10_000)
+        # writes one line per query, not one object per pair (tens of millions at the default 150,000 queries);
+        # a block of queries at a time, in their order, as an ordered aggregate is held in memory
+        candidates = (self.engine.rows(f"""
+            SELECT q, string_agg('"' || c || '":{{"count":' || CAST(n AS VARCHAR) || '}}', ',' ORDER BY n, c)
+            FROM specter_pairs WHERE qi >= {start} AND qi < {start + _QUERY_BLOCK} GROUP BY q ORDER BY q""")
+            for start in range(0, len(queries), _QUERY_BLOCK))
         folder = out / "specter"
         folder.mkdir(parents=True, exist_ok=True)
         with self.stage("specter: data.json aggregated and written"), open(folder / "data.json", "wb") as handle:
