@@ -14,7 +14,8 @@ import pytest
 from sqlglot import exp
 
 pytest.importorskip("duckdb", reason="the [graph] extra (duckdb, sqlglot) is not installed")
-pytest.importorskip("sqlglot", reason="the [graph] extra (duckdb, sqlglot) is not installed")
+pytest.importorskip("sqlglot", reason="the [graph] extra (duckdb, sqlglot, msgspec) is not installed")
+pytest.importorskip("msgspec", reason="the [graph] extra (duckdb, sqlglot, msgspec) is not installed")
 
 from scidocs_eval.cli.main import main  # noqa: E402
 from scidocs_eval.data.graph.recipe import BUILD_FILE, Filters, Recipe, build_graph_suite  # noqa: E402
