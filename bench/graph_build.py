@@ -1,20 +1,25 @@
-"""`data build --from openalex` at growing sizes: build time, peak memory and spill of the DuckDB engine, the gzip
-JSON read rate per core, and today's in-memory `data build` on the same graphs where it can.
+"""`data build --from openalex` at growing sizes: build time, peak memory and spill of the DuckDB engine, each
+stage's time, the gzip JSON read rate per core, and today's in-memory `data build` on the same graphs where it can.
 
-    python bench/graph_build.py [--sizes 20000,100000] [--memory-limit 4GB] [--threads 2] [--work DIR]
-                                [--in-memory-limit 8GB] [--in-memory-max 200000] [--spark]
+    python bench/graph_build.py [--sizes 100000,1000000] [--project 4000000,16000000] [--memory-limit 4GB]
+                                [--threads 2] [--work DIR] [--in-memory-limit 8GB] [--in-memory-max 100000]
+                                [--spark]
 
 For each size N it writes (once; kept in WORK) a synthetic OpenAlex snapshot of N works, about 20 references each
 (`scidocs_eval.data.graph.synthetic`), then runs in a child process, one at a time:
 - `data build --from openalex` on DuckDB with --memory-limit and --threads, the spill folder in WORK: wall time,
-  the read stage's time (the gzip parts parsed into the works table), peak RSS (the child's ru_maxrss) and peak
-  spill (the spill folder's size, polled every 0.2 s);
+  every stage's time (the progress lines), peak RSS (the child's ru_maxrss, its check workers included) and peak
+  spill (the spill folder's size, polled every 0.2 s), and the load average before and after;
 - with --spark, the same on Spark local[THREADS];
 - today's in-memory `data build --papers --citations` on the same graph (converted to JSON lines and TSV, not
   timed), with its address space capped at --in-memory-limit: time and peak RSS, or where it runs out.
-The read rate is the parts' compressed and decompressed bytes over the read stage's time, per thread. Last, the
-full OpenAlex works snapshot's build time on C cores is projected from the decompressed rate per core (the read
-dominates; the snapshot's size is the one developers.openalex.org/download gives: about 1.6 TB decompressed).
+The read rate is the parts' compressed and decompressed bytes over the time of the stages that read every part
+(`READ_STAGES`: the schema check of every line, the engine's parse into the works table, the second read for the
+texts), per thread. With two sizes or more measured (this run's and earlier runs' rows, kept in
+WORK/results.jsonl), the wall time and each stage's time are fitted as a + b * N through the two largest and
+projected to the --project sizes (printed as projected, never as measured). Last, the full OpenAlex works
+snapshot's build time on C cores is projected from the read's rate per core (the snapshot's size is the one
+developers.openalex.org/download gives: about 1.6 TB decompressed).
 """
 
 from __future__ import annotations
@@ -73,12 +78,12 @@ def child(argv: list[str], limit_bytes: int | None = None, poll: Path | None = N
         watcher.start()
     started = time.perf_counter()
     process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=cap, text=True)
-    _, _, usage = os.wait4(process.pid, 0)
+    _, status, usage = os.wait4(process.pid, 0)  # reaped here: Popen.returncode stays None
     seconds = time.perf_counter() - started
     stderr = process.stderr.read()
     process.stdout.read()
     done.set()
-    return {"seconds": seconds, "peak_rss_mib": usage.ru_maxrss / 1024, "rc": process.returncode,
+    return {"seconds": seconds, "peak_rss_mib": usage.ru_maxrss / 1024, "rc": os.waitstatus_to_exitcode(status),
             "stderr": stderr, "spill_mib": peak[0] / 2**20}
 
 
@@ -120,19 +125,45 @@ def corpus_files(snapshot: Path) -> tuple[Path, Path]:
     return papers, edges
 
 
-def read_seconds(stderr: str, engine: str) -> float | None:
-    match = re.search(rf"{engine}: works_all \(([\d.]+) s\)", stderr)
-    return float(match.group(1)) if match else None
+STAGE = re.compile(r"^  (?:duckdb: |spark: )?(.+?) \(([\d.]+) s\)$")
+READ_STAGES = ("parts checked", "works_all", "texts: read")
+"""The stages that read every part: the schema check of every line, the engine's parse into the works table, and
+the second read for the text of the works the suite writes."""
+
+
+def stage_seconds(stderr: str) -> dict[str, float]:
+    """Each stage's time from the build's progress lines ("  duckdb: works_all (9.4 s)")."""
+    stages: dict[str, float] = {}
+    for line in stderr.splitlines():
+        if match := STAGE.match(line):
+            name = re.sub(r"^\d+ parts checked$", "parts checked", match.group(1))
+            stages[name] = stages.get(name, 0.0) + float(match.group(2))
+    return stages
+
+
+def project(measured: dict[int, dict[str, float]], sizes: list[int]) -> dict[int, dict[str, float]]:
+    """Each stage's time at `sizes`, fitted as a + b * N through the two largest measured sizes (b >= 0)."""
+    small, large = sorted(measured)[-2:]
+    projected = {}
+    for size in sizes:
+        stages = {}
+        for stage in measured[large]:
+            low, high = measured[small].get(stage, 0.0), measured[large][stage]
+            slope = max(0.0, (high - low) / (large - small))
+            stages[stage] = high + slope * (size - large)
+        projected[size] = stages
+    return projected
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", default="20000,100000")
+    parser.add_argument("--sizes", default="100000,1000000")
+    parser.add_argument("--project", default="4000000,16000000", help="sizes projected from the two largest")
     parser.add_argument("--memory-limit", default="4GB")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "graph-build-bench")
     parser.add_argument("--in-memory-limit", default="8GB")
-    parser.add_argument("--in-memory-max", type=int, default=200000,
+    parser.add_argument("--in-memory-max", type=int, default=100000,
                         help="largest size the in-memory build is tried at (it is quadratic in places)")
     parser.add_argument("--spark", action="store_true")
     args = parser.parse_args()
@@ -140,6 +171,14 @@ def main() -> None:
     limit = int(args.in_memory_limit.removesuffix("GB")) * 2**30
     cli = [sys.executable, "-m", "scidocs_eval.cli"]
     rows = []
+    results = args.work / "results.jsonl"  # every run's row, kept: a later run projects from earlier sizes too
+    build_name = f"duckdb ({args.memory_limit}, {args.threads} threads)"
+    stages_by_size: dict[int, dict[str, float]] = {}
+    if results.exists():
+        for line in results.read_text().splitlines():
+            row = json.loads(line)
+            if row.get("build") == build_name and "stages" in row:
+                stages_by_size[row["works"]] = {**row["stages"], "wall": row["seconds"]}
     for size in map(int, args.sizes.split(",")):
         snapshot = snapshot_of(size, args.work)
         parts = sorted(snapshot.rglob("*.gz"))
@@ -149,21 +188,30 @@ def main() -> None:
         for engine in engines:
             out, spill = args.work / f"suite-{engine}-{size}", args.work / "spill"
             spill.mkdir(exist_ok=True)
+            load_before = os.getloadavg()
             result = child([*cli, "data", "build", "--from", "openalex", str(snapshot), "--out-dir", str(out),
                             "--engine", engine, "--test-after", CUTOFF, "--memory-limit", args.memory_limit,
                             "--threads", str(args.threads), "--temp-dir", str(spill), "--master",
                             f"local[{args.threads}]", "--overwrite"], poll=spill)
             if result["rc"]:
                 raise SystemExit(result["stderr"][-2000:])
-            read = read_seconds(result["stderr"], engine)
+            stages = stage_seconds(result["stderr"])
+            if engine == "duckdb":
+                stages_by_size[size] = {**stages, "wall": result["seconds"]}
+            read = sum(stages.get(stage, 0.0) for stage in READ_STAGES) or None
             rows.append({"works": size, "build": f"{engine} ({args.memory_limit}, {args.threads} threads)",
                          "seconds": round(result["seconds"], 1), "peak_rss_mib": round(result["peak_rss_mib"]),
-                         "spill_mib": round(result["spill_mib"]), "read_seconds": read,
+                         "spill_mib": round(result["spill_mib"]), "read_seconds": round(read, 1) if read else None,
                          "compressed_mb": round(compressed / 1e6, 1), "decompressed_mb": round(decompressed / 1e6, 1),
                          "mb_per_s_per_core": round(decompressed / 1e6 / read / args.threads, 1) if read else None,
                          "compressed_mb_per_s_per_core":
-                             round(compressed / 1e6 / read / args.threads, 1) if read else None})
+                             round(compressed / 1e6 / read / args.threads, 1) if read else None,
+                         "load_before": [round(x, 1) for x in load_before],
+                         "load_after": [round(x, 1) for x in os.getloadavg()],
+                         "stages": {k: round(v, 1) for k, v in stages.items()}})
             print(json.dumps(rows[-1]), flush=True)
+            with open(results, "a") as handle:
+                handle.write(json.dumps(rows[-1]) + "\n")
         if size <= args.in_memory_max:
             papers, edges = corpus_files(snapshot)
             result = child([*cli, "data", "build", "--papers", str(papers), "--citations", str(edges), "--out-dir",
@@ -174,13 +222,20 @@ def main() -> None:
                          "seconds": round(result["seconds"], 1), "peak_rss_mib": round(result["peak_rss_mib"]),
                          "failed": failed})
             print(json.dumps(rows[-1]), flush=True)
+    if len(stages_by_size) >= 2 and args.project:
+        for size, stages in project(stages_by_size, [int(n) for n in args.project.split(",")]).items():
+            wall = stages.pop("wall")
+            print(json.dumps({"works": size, "projected_not_measured": True, "from_sizes": sorted(stages_by_size)[-2:],
+                              "seconds": round(wall), "stages": {k: round(v, 1) for k, v in stages.items()}}),
+                  flush=True)
     duckdb_rates = [r["mb_per_s_per_core"] for r in rows if r.get("mb_per_s_per_core") and "duckdb" in r["build"]]
     if duckdb_rates:
-        rate = max(duckdb_rates)
+        rate = duckdb_rates[-1]
         for cores in (2, 24, 64):
             hours = FULL_SNAPSHOT_DECOMPRESSED_TB * 1e6 / (rate * cores) / 3600
-            print(f"projection: full OpenAlex snapshot ({FULL_SNAPSHOT_DECOMPRESSED_TB} TB decompressed) read at "
-                  f"{rate} MB/s per core on {cores} cores: {hours:.1f} h (published reduction: ~2 h on 24 workers)")
+            print(f"projection: full OpenAlex snapshot ({FULL_SNAPSHOT_DECOMPRESSED_TB} TB decompressed) "
+                  f"at {rate} MB/s per core on {cores} cores: {hours:.1f} h (published one-pass reduction: ~2 h on "
+                  "24 workers)")
 
 
 if __name__ == "__main__":

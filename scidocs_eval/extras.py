@@ -41,6 +41,7 @@ EXTRA_OF: dict[str, str] = {
     "datasketch": "audit",
     "duckdb": "graph",
     "sqlglot": "graph",
+    "msgspec": "graph",
     "pyspark": "spark",
 }
 """Top-level module of every optional package -> the extra that installs it (torch comes with two extras,

@@ -11,13 +11,22 @@ from pathlib import Path
 
 import orjson
 import pytest
+from sqlglot import exp
 
 pytest.importorskip("duckdb", reason="the [graph] extra (duckdb, sqlglot) is not installed")
-pytest.importorskip("sqlglot", reason="the [graph] extra (duckdb, sqlglot) is not installed")
+pytest.importorskip("sqlglot", reason="the [graph] extra (duckdb, sqlglot, msgspec) is not installed")
+pytest.importorskip("msgspec", reason="the [graph] extra (duckdb, sqlglot, msgspec) is not installed")
 
 from scidocs_eval.cli.main import main  # noqa: E402
 from scidocs_eval.data.graph.recipe import BUILD_FILE, Filters, Recipe, build_graph_suite  # noqa: E402
-from scidocs_eval.data.graph.snapshot import abstract_from_inverted_index, open_snapshot  # noqa: E402
+from scidocs_eval.data.graph.snapshot import (  # noqa: E402
+    OPENALEX_WORK,
+    S2_ABSTRACT,
+    S2_CITATION,
+    S2_PAPER,
+    abstract_from_inverted_index,
+    open_snapshot,
+)
 from scidocs_eval.data.graph.synthetic import write_synthetic_snapshot  # noqa: E402
 from scidocs_eval.errors import ScidocsEvalError  # noqa: E402
 from scidocs_eval.evaluation.contamination import audit_suite  # noqa: E402
@@ -248,6 +257,124 @@ def test_a_truncated_part_is_an_error_naming_it(openalex: Path, tmp_path: Path,
     error = capsys.readouterr().err.strip()
     assert str(part) in error and "damaged gzip part" in error and len(error.splitlines()) == 1
     assert not out.exists()
+
+
+# -- every field the build reads, of a wrong JSON type: a bad row, named by its path ------------------------------
+
+_WRONG = {exp.DataType.Type.TEXT: [123, ["x"]], exp.DataType.Type.BIGINT: ["1", 1.5, True],
+          exp.DataType.Type.DOUBLE: ["0.5", False], exp.DataType.Type.BOOLEAN: ["yes", 1]}
+"""Wrong JSON values for each scalar type of the schemas (a string of digits for an integer, 1 for a boolean:
+values an engine could coerce)."""
+
+
+def wrong_values(kind: exp.DataType, path: str) -> list[tuple[str, object]]:
+    """(path, value) for a value of a wrong type at every level of a schema type: the value itself, an element of
+    an array, a value of a map, a member of an object (each path as the check names it)."""
+    if kind.this in _WRONG:
+        return [(path, value) for value in _WRONG[kind.this]]
+    if kind.this == exp.DataType.Type.ARRAY:
+        return [(path, "W1"), (path, {"0": 1}),
+                *((p, [v]) for p, v in wrong_values(kind.expressions[0], f"{path}[0]"))]
+    if kind.this == exp.DataType.Type.MAP:
+        return [(path, ["x"]), *((p, {"word": v}) for p, v in wrong_values(kind.expressions[1], f"{path}[...]"))]
+    return [(path, "x"), (path, ["x"]), *((p, {c.name: v}) for c in kind.expressions
+                                          for p, v in wrong_values(c.args["kind"], f"{path}.{c.name}"))]
+
+
+def wrong_records(fields: tuple[tuple[str, str], ...], key: str, valid_key: object) -> list[tuple[str, bytes]]:
+    """(the path the error names, a line) for every field of a schema and every wrong type of it; each record
+    otherwise valid (its key set, every other field absent)."""
+    lines = []
+    for name, kind in fields:
+        for path, value in wrong_values(exp.DataType.build(kind, dialect="spark"), name):
+            record = {name: value} if name == key else {key: valid_key, name: value}
+            lines.append((path, orjson.dumps(record) + b"\n"))
+    return lines
+
+
+def _copy_with(snapshot: Path, tmp_path: Path, parts: dict[str, list[bytes]]) -> Path:
+    """A copy of the snapshot with more parts (relative path: lines)."""
+    copy = tmp_path / "snapshot"
+    for part in sorted(snapshot.rglob("*")):
+        if part.is_file():
+            (copy / part.relative_to(snapshot)).parent.mkdir(parents=True, exist_ok=True)
+            (copy / part.relative_to(snapshot)).write_bytes(part.read_bytes())
+    for relative, lines in parts.items():
+        (copy / relative).write_bytes(gzip.compress(b"".join(lines), mtime=0))
+    return copy
+
+
+def test_the_wrong_type_cases_cover_every_field() -> None:
+    paths = {path for path, _ in wrong_records(OPENALEX_WORK, "id", "W1")}
+    assert {"title", "publication_date", "publication_year", "referenced_works", "referenced_works[0]",
+            "mesh", "mesh[0]", "mesh[0].is_major_topic", "mesh[0].descriptor_name", "primary_topic.field.display_name",
+            "abstract_inverted_index", "abstract_inverted_index[...][0]", "concepts[0].level", "ids.pmid",
+            "is_retracted"} <= paths
+    assert {name for name, _ in OPENALEX_WORK} <= paths
+
+
+WRONG_BY_SOURCE = {
+    "openalex": {"data/works/updated_date=2024-07-15/part_999.gz":
+                 wrong_records(OPENALEX_WORK, "id", "https://openalex.org/W900001")},
+    "s2": {f"{name}/part_999.gz": wrong_records(fields, key, 900001) for name, fields, key in (
+        ("papers", S2_PAPER, "corpusid"), ("abstracts", S2_ABSTRACT, "corpusid"),
+        ("citations", S2_CITATION, "citingcorpusid"))},
+}
+
+
+@pytest.mark.parametrize("source", ["openalex", "s2"])
+def test_every_field_of_a_wrong_type_is_a_named_bad_row_left_out(source: str, tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture) -> None:
+    """Each field the build reads, of each wrong type, at every level: counted and named (file, line, path);
+    refused by default; with --max-bad-rows, left out: the suite is the clean snapshot's, byte for byte."""
+    clean = tmp_path / "clean"
+    write_synthetic_snapshot(clean, 300, source=source, seed=3)
+    wrong = WRONG_BY_SOURCE[source]
+    snapshot = _copy_with(clean, tmp_path, {part: [line for _, line in cases] for part, cases in wrong.items()})
+    expected = [f"{snapshot / part}:{line}: {path}: wrong type (" for part, cases in sorted(wrong.items())
+                for line, (path, _) in enumerate(cases, start=1)]
+    total = len(expected)
+    assert total > 40
+    cutoff = "2018-06-30" if source == "openalex" else "2018"
+    argv = ["data", "build", "--from", source, str(snapshot), "--test-after", cutoff, *SIZES, "--quiet"]
+    assert main([*argv, "--out-dir", str(tmp_path / "refused"), "--max-bad-rows", str(total - 1)]) == 2
+    error = capsys.readouterr().err.strip()
+    assert f"{total} bad row(s) in all, more than --max-bad-rows {total - 1}" in error and len(error.splitlines()) == 1
+    assert not (tmp_path / "refused").exists()
+    assert main([*argv, "--out-dir", str(tmp_path / "suite"), "--max-bad-rows", str(total)]) == 0
+    report = orjson.loads((tmp_path / "suite" / BUILD_FILE).read_bytes())
+    assert report["counts"]["bad_rows"] == total
+    assert len(report["bad_rows"]) == min(total, 100)
+    assert all(row.startswith(prefix) for row, prefix in zip(report["bad_rows"], expected, strict=False))
+    assert main([*argv[:4], str(clean), *argv[5:], "--out-dir", str(tmp_path / "clean-suite")]) == 0
+    with_bad, without = digests(tmp_path / "suite"), digests(tmp_path / "clean-suite")
+    for describing in (BUILD_FILE, ".scidocs-eval-files.json"):  # the report, and the folder's manifest of it
+        assert with_bad.pop(describing) != without.pop(describing)
+    assert with_bad == without and len(without) > 20
+
+
+@pytest.mark.parametrize(("source", "part", "line", "path"), [
+    ("openalex", "data/works/updated_date=2024-07-15/part_999.gz", b'{"id": "W5", "publication_date": 123}\n',
+     "publication_date"),
+    ("openalex", "data/works/updated_date=2024-07-15/part_999.gz", b'{"id": "W5", "referenced_works": "W1"}\n',
+     "referenced_works"),
+    ("openalex", "data/works/updated_date=2024-07-15/part_999.gz", b'{"id": "W5", "title": ["x"]}\n', "title"),
+    ("openalex", "data/works/updated_date=2024-07-15/part_999.gz",
+     b'{"id": "W5", "mesh": [{"descriptor_name": "Asthma", "is_major_topic": "true"}]}\n', "mesh[0].is_major_topic"),
+    ("s2", "papers/part_999.gz", b'{"corpusid": "abc", "title": "x"}\n', "corpusid"),
+    ("s2", "citations/part_999.gz", b'{"citingcorpusid": 5, "citedcorpusid": "7"}\n', "citedcorpusid"),
+])
+def test_the_issues_wrong_types_stop_the_build_naming_file_line_and_field(
+        source: str, part: str, line: bytes, path: str, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    clean = tmp_path / "clean"
+    write_synthetic_snapshot(clean, 60, source=source, seed=3)
+    snapshot = _copy_with(clean, tmp_path, {part: [b"\n", line]})
+    assert main(["data", "build", "--from", source, str(snapshot), "--out-dir", str(tmp_path / "suite"), *SIZES,
+                 "--quiet"]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.startswith(f"scidocs-eval: error: {snapshot / part}:2: {path}: wrong type (Expected")
+    assert "1 bad row(s) in all, more than --max-bad-rows 0" in error and len(error.splitlines()) == 1
+    assert not (tmp_path / "suite").exists()
 
 
 @pytest.mark.parametrize(("argv", "message"), [

@@ -245,8 +245,9 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     snapshot.add_argument("--train-queries", type=count_type("--train-queries"), default=150000,
                           help="most SPECTER training queries drawn (default: %(default)s)")
     snapshot.add_argument("--max-bad-rows", type=argument_type([Interval(int, 0, None)], "--max-bad-rows"),
-                          default=0, help="bad rows (malformed lines, records without an id) tolerated, each "
-                          "named in build.json; more stop the build (default: %(default)s)")
+                          default=0, help="bad rows (malformed lines, records without an id, fields of another "
+                          "JSON type than the schema's) tolerated, left out and each named in build.json; more stop "
+                          "the build (default: %(default)s)")
     build.set_defaults(func=_build)
 
 

@@ -1,17 +1,21 @@
 """The engines that run the recipe's queries: DuckDB (embedded, out of core with a memory limit and a spill
 folder) and Spark (`local[*]` or a cluster). The recipe's SQL is written once, in DuckDB's dialect; the Spark
 engine runs SQLGlot's translation of it. Each engine reads a dataset's gzip JSON lines parts with the dataset's
-one schema (`scidocs_eval.data.graph.snapshot`); a malformed line becomes a row of nulls (counted and named by
-the recipe, never dropped unseen)."""
+one schema (`scidocs_eval.data.graph.snapshot`), in strict mode: the parts were checked against that schema first
+(`scidocs_eval.data.graph.badrows`, run on the engine's workers by `map_parts`), so a record an engine cannot read
+is an error, never a null."""
 
 from __future__ import annotations
 
 import itertools
 import os
+import sys
 import time
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Protocol
 
 from scidocs_eval.data.graph.snapshot import Dataset
@@ -28,7 +32,9 @@ class Engine(Protocol):
 
     name: str
 
-    def read(self, dataset: Dataset, table: str) -> None: ...
+    def map_parts(self, function: Callable[..., Any], arguments: Sequence[tuple]) -> list[Any]: ...
+
+    def read(self, dataset: Dataset, table: str, substitutes: Mapping[Path, Path]) -> None: ...
 
     def create(self, table: str, sql: str) -> None: ...
 
@@ -68,16 +74,31 @@ class DuckDBEngine(_Timed):
             config["temp_directory"] = str(temp_directory)
         if threads:
             config["threads"] = threads
+        self.threads = threads or os.cpu_count() or 1
         self.connection = duckdb.connect(config=config)
         self.connection.execute("SET enable_progress_bar = false")  # one line per stage instead, --quiet hides it
 
-    def read(self, dataset: Dataset, table: str) -> None:
-        files = "[" + ", ".join(_quote(str(p)) for p in dataset.parts) + "]"
+    def map_parts(self, function: Callable[..., Any], arguments: Sequence[tuple]) -> list[Any]:
+        """`function(*a)` for each of `arguments`, in as many processes as the engine has threads."""
+        started = time.perf_counter()
+        with ProcessPoolExecutor(max_workers=min(self.threads, max(1, len(arguments)))) as pool:
+            results = list(pool.map(_call, [(function, a) for a in arguments]))
+        self._stage(f"{len(arguments)} parts checked", started)
+        return results
+
+    def read(self, dataset: Dataset, table: str, substitutes: Mapping[Path, Path]) -> None:
+        """A view of the dataset's parts (a substitute read in place of its part, named as the part)."""
         columns = "{" + ", ".join(f"{_quote(k)}: {_quote(v)}" for k, v in dataset.duckdb_columns().items()) + "}"
-        self.connection.execute(
-            f"CREATE OR REPLACE VIEW {table} AS SELECT * EXCLUDE (filename), filename AS {FILE_COLUMN} "
-            f"FROM read_json({files}, format='newline_delimited', compression='gzip', columns={columns}, "
-            "ignore_errors=true, filename=true, maximum_object_size=268435456)")
+
+        def scan(files: Sequence[Path], name: str) -> str:
+            listed = "[" + ", ".join(_quote(str(p)) for p in files) + "]"
+            return (f"SELECT * EXCLUDE (filename), {name} AS {FILE_COLUMN} FROM read_json({listed}, "
+                    f"format='newline_delimited', compression='gzip', columns={columns}, filename=true, "
+                    "maximum_object_size=268435456)")
+        kept = [p for p in dataset.parts if p not in substitutes]
+        scans = ([scan(kept, "filename")] if kept else []) + [
+            scan([copy], _quote(str(part))) for part, copy in sorted(substitutes.items())]
+        self.connection.execute(f"CREATE OR REPLACE VIEW {table} AS " + " UNION ALL ".join(scans))
 
     def create(self, table: str, sql: str) -> None:
         started = time.perf_counter()
@@ -121,12 +142,15 @@ class SparkEngine(_Timed):
                    .config("spark.sql.session.timeZone", "UTC").config("spark.sql.caseSensitive", "true")
                    .config("spark.ui.showConsoleProgress", "false"))
         if master.startswith("local"):  # Spark's 200 shuffle partitions are for clusters: one per core here
-            builder = builder.config("spark.sql.shuffle.partitions", str(os.cpu_count() or 1))
+            builder = (builder.config("spark.sql.shuffle.partitions", str(os.cpu_count() or 1))
+                       .config("spark.pyspark.python", sys.executable))
         if memory:
             builder = builder.config("spark.driver.memory", memory)
         if temp_directory:
             builder = builder.config("spark.local.dir", str(temp_directory))
         with _pandas_version_warning_ignored():
+            self.owned = sql.SparkSession.getActiveSession() is None
+            """False: the session was started by the caller (a test's), who stops it."""
             self.session = builder.getOrCreate()
         self.session.sparkContext.setLogLevel("ERROR")
         self.functions = require("pyspark.sql.functions", "data build --engine spark", extra="spark")
@@ -138,15 +162,34 @@ class SparkEngine(_Timed):
         sqlglot = require("sqlglot", "data build --engine spark", extra="spark")
         return sqlglot.transpile(sql, read="duckdb", write="spark")[0]
 
-    def read(self, dataset: Dataset, table: str) -> None:
-        frame = (self.session.read.schema(dataset.spark_schema()).option("mode", "PERMISSIVE")
-                 .json([str(p) for p in dataset.parts]))
-        frame.withColumn(FILE_COLUMN, self.functions.input_file_name()).createOrReplaceTempView(table)
+    def map_parts(self, function: Callable[..., Any], arguments: Sequence[tuple]) -> list[Any]:
+        """`function(*a)` for each of `arguments`, one Spark task each (the parts must be where the workers read)."""
+        started = time.perf_counter()
+        results = (self.session.sparkContext.parallelize([(function, a) for a in arguments], max(1, len(arguments)))
+                   .map(_call).collect())
+        self._stage(f"{len(arguments)} parts checked", started)
+        return results
+
+    def read(self, dataset: Dataset, table: str, substitutes: Mapping[Path, Path]) -> None:
+        """A view of the dataset's parts (a substitute read in place of its part, named as the part)."""
+        def scan(files: Sequence[Path]) -> Any:
+            return (self.session.read.schema(dataset.spark_schema()).option("mode", "FAILFAST")
+                    .json([str(p) for p in files]))
+        functions = self.functions
+        kept = [p for p in dataset.parts if p not in substitutes]
+        frames = [scan(kept).withColumn(FILE_COLUMN, functions.input_file_name())] if kept else []
+        frames += [scan([copy]).withColumn(FILE_COLUMN, functions.lit(part.absolute().as_uri()))
+                   for part, copy in sorted(substitutes.items())]
+        frame = frames[0]
+        for other in frames[1:]:
+            frame = frame.unionByName(other)
+        frame.createOrReplaceTempView(table)
 
     def create(self, table: str, sql: str) -> None:
         started = time.perf_counter()
         frame = self.session.sql(self.translate(sql)).persist()
-        frame.count()
+        if self.progress:  # computed now to time the stage; else by its first reader (one Spark job fewer)
+            frame.count()
         if table in self._cached:
             self._cached[table].unpersist()
         self._cached[table] = frame
@@ -169,7 +212,13 @@ class SparkEngine(_Timed):
     def close(self) -> None:
         for frame in self._cached.values():
             frame.unpersist()
-        self.session.stop()
+        if self.owned:
+            self.session.stop()
+
+
+def _call(function_and_arguments: tuple[Callable[..., Any], tuple]) -> Any:
+    function, arguments = function_and_arguments
+    return function(*arguments)
 
 
 @contextmanager

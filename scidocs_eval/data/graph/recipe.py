@@ -25,7 +25,6 @@ import os
 import shutil
 import tempfile
 import time
-from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -52,6 +51,9 @@ NOT_SUPPORTED = {task: "needs user logs (views, reads, clicks); no snapshot of t
                  for task in ("coview", "coread", "recomm")}
 DIRECT_CITATION, CITATION_OF_CITATION = 5, 1
 _TASK_SEEDS = {"cite": 1, "cocite": 2, "mag": 3, "mesh": 4, "specter": 5}
+_QUERY_BLOCK = 10_000
+"""Training queries whose candidates are aggregated at once (about 250 pairs each on a graph of 20 references a
+work): an ordered aggregate of them all ran out of DuckDB's 4 GB at 1M works."""
 
 
 @dataclass(frozen=True)
@@ -220,11 +222,8 @@ SELECT CAST(p.corpusid AS VARCHAR) AS id,
        p.{FILE_COLUMN}
 FROM papers_raw AS p
 LEFT JOIN (SELECT DISTINCT corpusid FROM abstracts_raw WHERE length(abstract) > 0) AS a ON a.corpusid = p.corpusid"""
-_KEYS = {"works": ("works_all", "id", "id"), "papers": ("works_all", "id", "corpusid"),
-         "abstracts": ("abstracts_raw", "corpusid", "corpusid"),
-         "citations": ("citations_raw", "citingcorpusid", "citingcorpusid")}
-"""Per dataset: the table and column whose null marks a bad row (a malformed line reads as a row of nulls), and
-the record's field that column comes from. The works table holds every row read, so a dataset is scanned once."""
+_WORKS_DATASET = {"openalex": "works", "s2": "papers"}
+"""The dataset each record of the works table comes from (its rows are counted against the check's)."""
 
 
 def _period_sql(cutoff: Published | None) -> str:
@@ -249,32 +248,37 @@ class _Build:
         self.eval_period = "'after'" if cutoff is not None else "'all'"
         self.train_period = "'before'" if cutoff is not None else "'all'"
 
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        """One progress line for a stage run in Python (the draws, the files written), with its time."""
+        started = time.perf_counter()
+        yield
+        announce(f"  {name} ({time.perf_counter() - started:.1f} s)", enabled=self.progress)
+
     def count(self, sql: str) -> int:
         return int(self.engine.rows(f"SELECT count(*) FROM ({sql}) AS t")[0][0])
 
     # -- reading ---------------------------------------------------------------------------------------------
 
-    def read(self, filters: Filters, max_bad_rows: int) -> None:
+    def read(self, filters: Filters, max_bad_rows: int, spill: Path) -> None:
+        scans = self.engine.map_parts(badrows.scan_part, badrows.scan_arguments(list(self.snapshot.datasets.values())))
+        self.report.bad_rows = badrows.check(scans, max_bad_rows)
+        self.report.counts["bad_rows"] = sum(len(scan.bad) for scan in scans)
+        substitutes = {scan.part: badrows.without_bad_rows(scan, spill / "checked") for scan in scans if scan.bad}
         for name, dataset in self.snapshot.datasets.items():
-            self.engine.read(dataset, f"{name}_raw")
+            self.engine.read(dataset, f"{name}_raw", {p: c for p, c in substitutes.items() if p in dataset.parts})
         source = self.snapshot.source
         works_sql = (_OPENALEX_WORKS.replace("{label}", _OPENALEX_LABELS[self.recipe.labels]) if source == "openalex"
                      else _S2_WORKS)
-        bad_counts: dict[str, int] = {}
         try:
             self.engine.create("works_all", works_sql)
-            for name in self.snapshot.datasets:
-                table, column, _ = _KEYS[name]
-                for part, bad in self.engine.rows(f"SELECT {FILE_COLUMN}, count(*) FROM {table} WHERE {column} IS "
-                                                  f"NULL GROUP BY {FILE_COLUMN} ORDER BY {FILE_COLUMN}"):
-                    bad_counts[badrows.local_path(part)] = int(bad)
-        except ScidocsEvalError:
-            raise
-        except Exception as error:  # the engine's own error: a damaged part, named by a scan of the parts
-            raise badrows.engine_failure(error, self.snapshot.parts()) from None
-        self.report.bad_rows = badrows.check(bad_counts, {name: key for name, (_, _, key) in _KEYS.items()},
-                                             self.snapshot, max_bad_rows)
-        self.report.counts["bad_rows"] = sum(bad_counts.values())
+            read = self.count("SELECT id FROM works_all")
+        except Exception as error:  # the engine's own error on records that passed the check
+            raise badrows.engine_failure(error) from None
+        works_parts = set(self.snapshot.datasets[_WORKS_DATASET[source]].parts)
+        checked = sum(scan.records for scan in scans if scan.part in works_parts)
+        if read != checked:
+            raise RuntimeError(f"the engine read {read} works, the check found {checked} good records")
 
         self.engine.create("latest", f"""
             SELECT * FROM works_all WHERE id IS NOT NULL
@@ -518,44 +522,43 @@ class _Build:
         rng = _rng(self.seed, _TASK_SEEDS["specter"])
         queries = self.fetch_by_index("train_candidates", rng.choice(n, size=min(n, self.recipe.train_queries),
                                                                      replace=False))
-        self.ids_table("train_queries", queries)
+        self.engine.put("train_queries", [("id", "VARCHAR"), ("qi", "BIGINT")],
+                        [(query, rank) for rank, query in enumerate(sorted(queries))])
         self.engine.create("direct", """
-            SELECT q.id AS q, e.cited AS c FROM train_queries AS q JOIN train_edges AS e ON e.citing = q.id""")
-        pairs = self.engine.batches(f"""
-            SELECT q, c, {DIRECT_CITATION} AS n FROM direct
+            SELECT q.id AS q, q.qi, e.cited AS c FROM train_queries AS q JOIN train_edges AS e ON e.citing = q.id""")
+        self.engine.create("specter_pairs", f"""
+            SELECT q, qi, c, {DIRECT_CITATION} AS n FROM direct
             UNION ALL
-            SELECT DISTINCT d.q, e.cited, {CITATION_OF_CITATION} FROM direct AS d
+            SELECT DISTINCT d.q, d.qi, e.cited, {CITATION_OF_CITATION} FROM direct AS d
             JOIN train_edges AS e ON e.citing = d.c
             LEFT JOIN direct AS x ON x.q = d.q AND x.c = e.cited
-            WHERE x.c IS NULL AND e.cited <> d.q
-            ORDER BY 1, 3, 2""")
+            WHERE x.c IS NULL AND e.cited <> d.q""")
+        # each query's candidates as JSON text, made by the engine (ids are plain: snapshot.PLAIN_ID): Python
+        # writes one line per query, not one object per pair (tens of millions at the default 150,000 queries);
+        # a block of queries at a time, in their order, as an ordered aggregate is held in memory
+        candidates = (self.engine.rows(f"""
+            SELECT q, string_agg('"' || c || '":{{"count":' || CAST(n AS VARCHAR) || '}}', ',' ORDER BY n, c)
+            FROM specter_pairs WHERE qi >= {start} AND qi < {start + _QUERY_BLOCK} GROUP BY q ORDER BY q""")
+            for start in range(0, len(queries), _QUERY_BLOCK))
         folder = out / "specter"
         folder.mkdir(parents=True, exist_ok=True)
-        papers: set[str] = set()
-        counts: Counter = Counter()
-        with open(folder / "data.json", "wb") as handle:  # streamed: the file of a large snapshot is GBs
-            handle.write(b"{")
-            current, candidates = None, {}
-            for query, candidate, count in itertools.chain.from_iterable(pairs):
-                if query != current:
-                    if current is not None:
-                        handle.write(orjson.dumps(current) + b":" + orjson.dumps(candidates) + b",")
-                    current, candidates = query, {}
-                    papers.add(query)
-                candidates[candidate] = {"count": int(count)}
-                papers.add(candidate)
-                counts[int(count)] += 1
-            if current is not None:
-                handle.write(orjson.dumps(current) + b":" + orjson.dumps(candidates))
+        with self.stage("specter: data.json aggregated and written"), open(folder / "data.json", "wb") as handle:
+            handle.write(b"{")  # streamed: the file of a large snapshot is GBs
+            for number, (query, text) in enumerate(itertools.chain.from_iterable(candidates)):
+                handle.write((b"," if number else b"") + orjson.dumps(query) + b":{" + text.encode() + b"}")
             handle.write(b"}")
+        with self.stage("specter: pairs counted"):
+            counts = dict(self.engine.rows("SELECT n, count(*) FROM specter_pairs GROUP BY n ORDER BY n"))
+            papers = [row[0] for row in self.engine.rows("""
+                SELECT q FROM specter_pairs UNION SELECT c FROM specter_pairs ORDER BY 1""")]
         cut_train, cut_val = round(0.8 * len(queries)), round(0.9 * len(queries))
         for split, part in zip(SPLITS, (queries[:cut_train], queries[cut_train:cut_val], queries[cut_val:])):
             write_lines(folder / f"{split}.txt", part)
             self.report.specter[f"{split}_queries"] = len(part)
-        self.report.specter.update(training_queries_eligible=n, direct_pairs=counts[DIRECT_CITATION],
-                                   citation_of_citation_pairs=counts[CITATION_OF_CITATION],
+        self.report.specter.update(training_queries_eligible=n, direct_pairs=int(counts.get(DIRECT_CITATION, 0)),
+                                   citation_of_citation_pairs=int(counts.get(CITATION_OF_CITATION, 0)),
                                    papers_held_out=len(held_out))
-        return sorted(papers)
+        return papers
 
     # -- text ------------------------------------------------------------------------------------------------
 
@@ -612,8 +615,9 @@ def build_graph_suite(
         source: "openalex" or "s2"; snapshot_dir: the snapshot's folder (see `scidocs_eval.data.graph.snapshot`).
         engine: "duckdb" (this process) or "spark" (`master`); both write the same bytes.
         test_after: a cutoff: evaluation queries and classification test papers after it, training before it.
-        max_bad_rows: how many bad rows (malformed lines, records without their id) are tolerated, each named
-            in build.json; beyond it, the build stops naming the first of them and writes nothing.
+        max_bad_rows: how many bad rows (malformed lines, records without their id or with a field of another
+            JSON type than the schema's) are tolerated, each named in build.json; beyond it, the build stops
+            naming the first of them and writes nothing.
         memory_limit, temp_directory, threads: the engine's memory cap ("4GB"), spill folder and cores.
     """
     snapshot = open_snapshot(source, snapshot_dir)
@@ -630,7 +634,7 @@ def build_graph_suite(
                                  threads=threads, progress=progress)
             try:
                 build = _Build(runner, snapshot, report, recipe, seed, test_after, progress)
-                build.read(filters, max_bad_rows)
+                build.read(filters, max_bad_rows, spill)
                 _write_tasks(build, out)
             finally:
                 runner.close()
@@ -660,12 +664,15 @@ def _write_tasks(build: _Build, out: Path) -> None:
         if how.lacking_in_s2 and build.snapshot.source == "s2":
             report.not_supported[task] = how.lacking_in_s2
             continue
-        if splits := build.classification(task, out):
+        with build.stage(f"{task}: drawn and written"):
+            splits = build.classification(task, out)
+        if splits:
             classification[task] = splits
     pool_size = build.count("SELECT id FROM pool")
     queries: set[str] = set()
     for task in _RANKING_TASKS:
-        queries |= build.ranking(task, pool_size, out)
+        with build.stage(f"{task}: drawn and written"):
+            queries |= build.ranking(task, pool_size, out)
     if not report.built_tasks():
         raise ScidocsEvalError(f"{build.snapshot.root}: the kept works are too few for any task, nothing written: "
                                + "; ".join(f"{t}: {why}" for t, why in report.not_supported.items()
@@ -676,13 +683,16 @@ def _write_tasks(build: _Build, out: Path) -> None:
     ranking_ids = sorted({part for task in report.ranking for split in RANKING_SPLITS
                           for line in (out / task / f"{split}.qrel").read_text().splitlines()
                           for part in line.split()[::2]})
-    texts = build.texts(sorted(set(label_ids) | set(ranking_ids) | set(training_ids)))
-    if label_ids:
-        write_json(out / METADATA_FILES["mag_mesh"], {i: texts[i] for i in label_ids})
-    if ranking_ids:
-        write_json(out / METADATA_FILES["view_cite_read"], {i: texts[i] for i in ranking_ids})
-    write_json(out / "specter" / "metadata.json", {i: texts[i] for i in training_ids})
-    _write_beir(out, report, texts, sorted(set(label_ids) | set(ranking_ids)))
+    with build.stage("texts: read"):
+        texts = build.texts(sorted(set(label_ids) | set(ranking_ids) | set(training_ids)))
+    with build.stage("metadata: written"):
+        if label_ids:
+            write_json(out / METADATA_FILES["mag_mesh"], {i: texts[i] for i in label_ids})
+        if ranking_ids:
+            write_json(out / METADATA_FILES["view_cite_read"], {i: texts[i] for i in ranking_ids})
+        write_json(out / "specter" / "metadata.json", {i: texts[i] for i in training_ids})
+    with build.stage("beir: written"):
+        _write_beir(out, report, texts, sorted(set(label_ids) | set(ranking_ids)))
 
 
 def _write_beir(out: Path, report: GraphBuildReport, texts: dict[str, dict[str, str]], corpus_ids: list[str]) -> None:

@@ -6,15 +6,18 @@
   `{DIR}/abstracts/*.gz`, `{DIR}/citations/*.gz`, gzip JSON lines.
 
 Each schema lists only the fields the recipe reads, in Spark's DDL; DuckDB's column types are derived from it
-(SQLGlot), so both engines read the same fields with the same types.
+(SQLGlot), and so is the check of every record's JSON types (`record_check`), so both engines read the same fields
+with the same types and a record whose field has another type is a bad row, never a null read in its place.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated, Any, Optional
 
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.extras import require
@@ -27,16 +30,18 @@ OPENALEX_PREFIX = "https://openalex.org/"
 class Dataset:
     """One dataset of a snapshot: its name (the table the recipe reads), its parts, and their schema.
 
-    `raw_json` names the fields read as their JSON text (an object whose keys are data: OpenAlex's
-    abstract_inverted_index)."""
+    `raw_json` names the fields the engines read as their JSON text (an object whose keys are data: OpenAlex's
+    abstract_inverted_index); their schema is still checked on every record. `key`: the field a record cannot
+    be without."""
 
     name: str
     parts: tuple[Path, ...]
     fields: tuple[tuple[str, str], ...]
+    key: str
     raw_json: frozenset[str] = frozenset()
 
     def spark_schema(self) -> str:
-        return ", ".join(f"`{name}` {kind}" for name, kind in self.fields)
+        return ", ".join(f"`{name}` {'STRING' if name in self.raw_json else kind}" for name, kind in self.fields)
 
     def duckdb_columns(self) -> dict[str, str]:
         exp = require("sqlglot.expressions", "data build --engine duckdb", extra="graph")
@@ -44,11 +49,75 @@ class Dataset:
                 for name, kind in self.fields}
 
 
+PLAIN_ID = r'^[^"\\\x00-\x1f]*$'
+"""A record's key (a work's id) holds no character JSON escapes: it is written into JSON text as is."""
+
+
+def _json_type(kind: Any, name: str) -> Any:
+    """The msgspec type of a value of `kind` (a SQLGlot DataType), null allowed at every level (the engines read
+    it as null); an object may hold more keys than the schema names (they are not read)."""
+    exp = require("sqlglot.expressions", "data build --from", extra="graph")
+    msgspec = require("msgspec", "data build --from", extra="graph")
+    kinds = exp.DataType.Type
+    scalars = {kinds.TEXT: str, kinds.DOUBLE: float, kinds.BOOLEAN: bool,
+               kinds.BIGINT: Annotated[int, msgspec.Meta(ge=-2**63, le=2**63 - 1)]}
+    if kind.this in scalars:
+        python = scalars[kind.this]
+    elif kind.this == kinds.ARRAY:
+        python = list[_json_type(kind.expressions[0], name)]  # type: ignore[misc]
+    elif kind.this == kinds.MAP and kind.expressions[0].this == kinds.TEXT:
+        python = dict[str, _json_type(kind.expressions[1], name)]  # type: ignore[misc]
+    elif kind.this == kinds.STRUCT:
+        python = msgspec.defstruct(name, [(c.name, _json_type(c.args["kind"], f"{name}_{c.name}"), None)
+                                          for c in kind.expressions])
+    else:
+        raise ValueError(f"no JSON type for the schema type {kind.sql('spark')}")
+    return Optional[python]  # noqa: UP045 (a runtime type for msgspec, built from a variable)
+
+
+def record_decoder(fields: tuple[tuple[str, str], ...], key: str) -> Callable[[bytes], str | None]:
+    """The check of one line against a dataset's schema (compiled once, run in C by msgspec): None for a good
+    record, else why it is bad (malformed JSON, not an object, without `key` or with a key that is not a
+    `PLAIN_ID`, or the first field whose JSON type
+    is not the schema's, named by its path: "title: wrong type (Expected `str | null`, got `array`)")."""
+    exp = require("sqlglot.expressions", "data build --from", extra="graph")
+    msgspec = require("msgspec", "data build --from", extra="graph")
+    members = []
+    for name, kind in fields:
+        python = _json_type(exp.DataType.build(kind, dialect="spark"), name)
+        if name != key:
+            members.append((name, python, None))
+        elif python.__args__[0] is str:  # an id is written into JSON as is (the training file is built in SQL)
+            members.append((name, Annotated[str, msgspec.Meta(pattern=PLAIN_ID)]))
+        else:
+            members.append((name, python.__args__[0]))
+    members.sort(key=lambda member: len(member) == 3)  # the required key first, as Python's signatures want
+    decoder = msgspec.json.Decoder(msgspec.defstruct("Record", members))
+
+    def check(line: bytes) -> str | None:
+        try:
+            decoder.decode(line)
+        except msgspec.ValidationError as error:
+            why, _, path = str(error).partition(" - at ")
+            if why.startswith("Object missing required field"):
+                return f"no {key!r}"
+            if path in ("", "`$`"):
+                return f"not a JSON object ({why})"
+            field = path.strip('`').removeprefix('$.')
+            if "matching regex" in why:
+                return f"{field}: an id with a quote, a backslash or a control character"
+            return f"{field}: wrong type ({why})"
+        except msgspec.DecodeError as error:
+            return f"malformed JSON ({error})"
+        return None
+    return check
+
+
 OPENALEX_WORK = (
     ("id", "STRING"),
     ("title", "STRING"),
     ("display_name", "STRING"),
-    ("abstract_inverted_index", "STRING"),
+    ("abstract_inverted_index", "MAP<STRING, ARRAY<BIGINT>>"),
     ("publication_date", "STRING"),
     ("publication_year", "BIGINT"),
     ("type", "STRING"),
@@ -126,15 +195,16 @@ def open_snapshot(source: str, folder: str | os.PathLike[str]) -> Snapshot:
         parts = _gzip_parts(works)
         if not parts:
             raise ScidocsEvalError(f"--from openalex {works}: the updated_date=... partitions hold no .gz part")
-        return Snapshot(source, root, {"works": Dataset("works", parts, OPENALEX_WORK,
+        return Snapshot(source, root, {"works": Dataset("works", parts, OPENALEX_WORK, "id",
                                                         frozenset({"abstract_inverted_index"}))})
     datasets = {}
-    for name, fields in (("papers", S2_PAPER), ("abstracts", S2_ABSTRACT), ("citations", S2_CITATION)):
+    for name, fields, key in (("papers", S2_PAPER, "corpusid"), ("abstracts", S2_ABSTRACT, "corpusid"),
+                              ("citations", S2_CITATION, "citingcorpusid")):
         parts = _gzip_parts(root / name) if (root / name).is_dir() else ()
         if not parts:
             raise ScidocsEvalError(f"--from s2 {root}: no {name}/*.gz (expected one folder per dataset: papers, "
                                    "abstracts, citations, as the Datasets API's files are downloaded)")
-        datasets[name] = Dataset(name, parts, fields)
+        datasets[name] = Dataset(name, parts, fields, key)
     return Snapshot(source, root, datasets)
 
 
