@@ -35,9 +35,10 @@ from typing import Any
 
 import numpy as np
 
-from scidocs_eval.data.scirepeval import write_embeddings_jsonl, write_synthetic_scirepeval
+from scidocs_eval.data.scirepeval import write_embeddings_jsonl
 from scidocs_eval.evaluation.runner import evaluate
-from scidocs_eval.formats.scirepeval import META_DATASET, TASK_TABLE, TEST_DATASET, meta_file, test_file
+from scidocs_eval.formats.scirepeval import META_DATASET, TEST_DATASET, meta_file, test_file
+from scidocs_eval.tasks.scirepeval import TASK_TABLE, write_synthetic_scirepeval
 
 
 @contextlib.contextmanager

@@ -26,11 +26,12 @@ from pathlib import Path
 
 import numpy as np
 
-from scidocs_eval.data.scirepeval import write_embeddings_jsonl, write_synthetic_scirepeval
+from scidocs_eval.data.scirepeval import write_embeddings_jsonl
 from scidocs_eval.evaluation.runner import evaluate
 from scidocs_eval.evaluation.task import TASKS, task_names
 from scidocs_eval.evaluators import scirepeval as models
 from scidocs_eval.evaluators.scirepeval import ENVIRONMENTS
+from scidocs_eval.tasks.scirepeval import write_synthetic_scirepeval
 
 
 def multi_label_scale(environments: list[str]) -> None:

@@ -221,7 +221,8 @@ def scirepeval_run_side_by_side(args: argparse.Namespace) -> None:
         return
     import json
 
-    from scidocs_eval.data.scirepeval import write_embeddings_jsonl, write_synthetic_scirepeval
+    from scidocs_eval.data.scirepeval import write_embeddings_jsonl
+    from scidocs_eval.tasks.scirepeval import write_synthetic_scirepeval
 
     bench = Path(__file__).resolve().parent
     for dim in (int(d) for d in args.scirepeval_dims.split(",")):

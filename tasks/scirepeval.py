@@ -12,6 +12,7 @@ rounded to float16 first, as SciRepEval's loader does (`as_float16=False` keeps 
 from __future__ import annotations
 
 import logging
+import os
 import re
 import warnings
 from collections.abc import Mapping, Sequence
@@ -20,7 +21,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from scidocs_eval.data.scirepeval import SciRepEvalHub
+from scidocs_eval.data.scirepeval import SciRepEvalHub, TableRow
 from scidocs_eval.errors import ScidocsEvalError, UndefinedMetricError
 from scidocs_eval.evaluation.integrity import DataShape, JudgedSplit, LabelledSplit, SampledEvaluation
 from scidocs_eval.evaluation.metrics import trec_measures
@@ -41,7 +42,6 @@ from scidocs_eval.evaluators.exact_svm import GAP_TOLERANCE
 from scidocs_eval.formats.embeddings import PRESENT, EmbeddingStore
 from scidocs_eval.formats.scirepeval import (
     EXTRA_TEXT_FIELDS,
-    TASK_TABLE,
     Labelled,
     meta_file,
     read_labels,
@@ -52,15 +52,55 @@ from scidocs_eval.formats.scirepeval import (
 from scidocs_eval.formats.suite import Paper, Suite, paper_of_record
 from scidocs_eval.params import InstanceOf, Interval, Options, validate_params
 
+# SciRepEval's tasks (its scirepeval_tasks.jsonl), the benchmark's own table (`TableRow`): name, kind
+# (classification, multi_label, regression, proximity, adhoc_search, reviewer_matching), metadata config, test
+# config, metrics, few-shot runs (sample size, iterations).
+# Regression tasks add Pearson's r to SciRepEval's Kendall's tau; reviewer matching names its hard and soft P@k.
+TASK_TABLE: tuple[TableRow, ...] = tuple(TableRow(*row) for row in (
+    ("Biomimicry", "classification", "biomimicry", "biomimicry", ("f1",), ((64, 50), (16, 100))),
+    ("DRSM", "classification", "drsm", "drsm", ("f1_macro",), ((64, 50), (24, 100))),
+    ("RELISH", "proximity", "relish", "relish", ("ndcg",), ()),
+    ("NFCorpus", "adhoc_search", "nfcorpus", "nfcorpus", ("ndcg",), ()),
+    ("TREC-CoVID", "adhoc_search", "trec_covid", "trec_covid", ("ndcg",), ()),
+    ("Paper-Reviewer Matching", "reviewer_matching", "paper_reviewer_matching", "paper_reviewer_matching",
+     ("hard_P_5", "hard_P_10", "soft_P_5", "soft_P_10"), ()),
+    ("Peer Review Score", "regression", "peer_review_score_hIndex", "peer_review_score", ("kendalltau", "pearsonr"),
+     ()),
+    ("Max hIndex", "regression", "peer_review_score_hIndex", "hIndex", ("kendalltau", "pearsonr"), ()),
+    ("Tweet Mentions", "regression", "tweet_mentions", "tweet_mentions", ("kendalltau", "pearsonr"), ()),
+    ("SciDocs MAG", "classification", "scidocs_mag_mesh", "scidocs_mag", ("f1_macro",), ()),
+    ("SciDocs MeSH", "classification", "scidocs_mag_mesh", "scidocs_mesh", ("f1_macro",), ()),
+    ("SciDocs Cite", "proximity", "scidocs_view_cite_read", "scidocs_cite", ("map", "ndcg"), ()),
+    ("SciDocs CoView", "proximity", "scidocs_view_cite_read", "scidocs_view", ("map", "ndcg"), ()),
+    ("SciDocs CoCite", "proximity", "scidocs_view_cite_read", "scidocs_cocite", ("map", "ndcg"), ()),
+    ("SciDocs CoRead", "proximity", "scidocs_view_cite_read", "scidocs_read", ("map", "ndcg"), ()),
+    ("Same Author Detection", "proximity", "same_author", "same_author", ("map",), ()),
+    ("Highly Influential Citations", "proximity", "high_influence_cite", "high_influence_cite", ("map",), ()),
+    ("Search", "adhoc_search", "search", "search", ("ndcg",), ()),
+    ("Citation Count", "regression", "cite_count", "cite_count", ("kendalltau", "pearsonr"), ()),
+    ("Publication Year", "regression", "pub_year", "pub_year", ("kendalltau", "pearsonr"), ()),
+    ("Fields of study", "multi_label", "fos", "fos", ("f1_macro",), ((10, 50), (5, 100))),
+    ("MeSH", "classification", "mesh_descriptors", "mesh_descriptors", ("f1_macro",), ()),
+))
+
+SOURCE = SciRepEvalHub(TASK_TABLE)
+"""Where `data download --benchmark scirepeval` fetches the configs of the table's tasks (and their synthetic copy)."""
 BENCHMARKS.register(Benchmark("scirepeval", "SciRepEval (EMNLP 2023): classification, regression, proximity and "
                               "ad-hoc search tasks on allenai/scirepeval data, SciRepEval's models and metrics",
-                              table_kind="scirepeval", download=SciRepEvalHub(),
+                              table_kind="scirepeval", download=SOURCE,
                               synthetic_label="synthetic SciRepEval copy"))
 
 log = logging.getLogger("scidocs_eval")
 BENCHMARK = "scirepeval"
 PREFIX = "scirepeval-"
 REVIEWERS_CONFIG = "reviewers"
+
+
+def write_synthetic_scirepeval(dest: str | os.PathLike[str], seed: int = 0, dim: int = 24,
+                               size: int = 1) -> dict[str, np.ndarray]:
+    """A synthetic copy of every config of SciRepEval's tasks (`SciRepEvalHub.write_synthetic` of its table);
+    returns a noisy "model"'s vectors (doc_id -> float16 vector), for tests and demos."""
+    return SOURCE.write_synthetic(dest, seed, dim, size)
 
 
 def task_name(title: str) -> str:

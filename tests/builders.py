@@ -198,7 +198,7 @@ def build_every_format_suite(base: str | os.PathLike[str], scirepeval_folders: t
     """A small suite under `base`/world holding data of every format a registered task reads: the demo suite's
     layout, SciRepEval's (its folders `scirepeval_folders`, default all) and MTEB's scientific sets."""
     from scidocs_eval.data.demo import DemoConfig, build_demo_suite
-    from scidocs_eval.data.scirepeval import write_synthetic_scirepeval
+    from scidocs_eval.tasks.scirepeval import write_synthetic_scirepeval
 
     base = Path(base)
     root = build_demo_suite(base / "world", DemoConfig(

@@ -14,7 +14,6 @@ import pytest
 
 from scidocs_eval.cli.main import main
 from scidocs_eval.data.demo import DemoConfig, build_demo_suite
-from scidocs_eval.data.scirepeval import write_synthetic_scirepeval
 from scidocs_eval.evaluation.papers import embedding_needs, papers_to_embed
 from scidocs_eval.formats import vector_cache
 from scidocs_eval.formats.corpus import paper_text
@@ -23,6 +22,7 @@ from scidocs_eval.formats.suite import Suite
 from scidocs_eval.formats.vector_cache import SUFFIX, VectorCache
 from scidocs_eval.run.embedding_plan import PROBE_PAPERS
 from scidocs_eval.run.model_object import EncoderAdapter, evaluate_model
+from scidocs_eval.tasks.scirepeval import write_synthetic_scirepeval
 
 TASKS = ["mag", "cite", "scidocs-retrieval", "scirepeval-scidocs-cite"]
 BENCHMARKS = ["scidocs", "mteb-scidocs", "scirepeval"]

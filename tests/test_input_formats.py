@@ -14,7 +14,7 @@ import orjson
 import pytest
 
 from scidocs_eval.cli.main import main
-from scidocs_eval.data.scirepeval import write_embeddings_jsonl, write_synthetic_scirepeval
+from scidocs_eval.data.scirepeval import write_embeddings_jsonl
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluation.papers import embedding_needs
 from scidocs_eval.evaluation.runner import evaluate
@@ -26,6 +26,7 @@ from scidocs_eval.formats.suite import Paper, Suite, paper_of_record
 from scidocs_eval.models.encoder import TransformerEncoder
 from scidocs_eval.run.embedding_plan import plan_embedding
 from scidocs_eval.run.model_object import EncoderAdapter, evaluate_model
+from scidocs_eval.tasks.scirepeval import write_synthetic_scirepeval
 
 pytest.importorskip("transformers")
 

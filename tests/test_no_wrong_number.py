@@ -286,8 +286,8 @@ def test_a_regressor_predicting_one_value_is_not_scored_with_why(tmp_path: Path,
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
     """Constant vectors: SciRepEval's SVR predicts one value, whose Kendall's tau SciRepEval prints as nan; here
     the task is not scored, with the reason, and the results file it writes loads again (it used not to)."""
-    from scidocs_eval.data.scirepeval import write_synthetic_scirepeval
     from scidocs_eval.formats.scirepeval import meta_file, read_meta
+    from scidocs_eval.tasks.scirepeval import write_synthetic_scirepeval
 
     data = tmp_path / "data"
     write_synthetic_scirepeval(data, seed=0)

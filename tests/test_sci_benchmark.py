@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from scidocs_eval.cli.main import main
-from scidocs_eval.data.scirepeval import write_synthetic_scirepeval
 from scidocs_eval.evaluation.task import TASKS, task_names
 from scidocs_eval.leaderboard.sci_table import HEADERS, mteb_means, render_sci_table
 from scidocs_eval.run.model_object import evaluate_model
+from scidocs_eval.tasks.scirepeval import write_synthetic_scirepeval
 from tests.builders import write_mteb_copies
 
 

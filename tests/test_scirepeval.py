@@ -18,16 +18,16 @@ from sklearn.model_selection import GridSearchCV, KFold
 from sklearn.svm import LinearSVC, LinearSVR
 
 from scidocs_eval.cli.main import main
-from scidocs_eval.data.scirepeval import write_embeddings_jsonl, write_synthetic_scirepeval
+from scidocs_eval.data.scirepeval import write_embeddings_jsonl
 from scidocs_eval.errors import InputError, MissingEmbeddingsError, ScidocsEvalError
 from scidocs_eval.evaluation.comparison import compare
 from scidocs_eval.evaluation.runner import evaluate
 from scidocs_eval.evaluation.task import BENCHMARKS, TASKS, get_task, group_input_formats, task_names
 from scidocs_eval.evaluators import scirepeval as models
 from scidocs_eval.formats.embeddings import EmbeddingStore
-from scidocs_eval.formats.scirepeval import TASK_TABLE, read_labels
+from scidocs_eval.formats.scirepeval import read_labels
 from scidocs_eval.run.model_object import evaluate_model
-from scidocs_eval.tasks.scirepeval import task_name
+from scidocs_eval.tasks.scirepeval import TASK_TABLE, task_name, write_synthetic_scirepeval
 
 REPO = Path(__file__).resolve().parents[1]
 CHECKOUT = Path(os.environ.get("SCIREPEVAL_CHECKOUT", "/work/.mirror/allenai+scirepeval/repo"))
@@ -344,7 +344,7 @@ def test_download_writes_the_hub_configs_in_the_local_layout(copy: tuple[Path, P
 
     monkeypatch.setattr(datasets, "load_dataset", from_copy)
     titles = ["Paper-Reviewer Matching", "SciDocs MAG", "SciDocs MeSH"]
-    target = download_scirepeval(tmp_path / "copy", titles)
+    target = download_scirepeval(tmp_path / "copy", TASK_TABLE, titles)
     written = sorted(p.relative_to(target).as_posix() for p in target.rglob("*.jsonl"))
     assert written == sorted(f"{top}/{config}/{p.name}" for top in ("scirepeval", "scirepeval_test")
                              for config in ("paper_reviewer_matching", "reviewers", "scidocs_mag_mesh",
@@ -354,7 +354,7 @@ def test_download_writes_the_hub_configs_in_the_local_layout(copy: tuple[Path, P
         assert [json.loads(line) for line in (target / relative).read_text().splitlines()] == \
             [json.loads(line) for line in (data / relative).read_text().splitlines()]
     with pytest.raises(ScidocsEvalError, match="not an empty folder"):
-        download_scirepeval(target, titles)
+        download_scirepeval(target, TASK_TABLE, titles)
 
 
 def test_kendall_on_resamples_equals_scipy_on_the_repeated_items() -> None:

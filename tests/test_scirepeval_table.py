@@ -13,13 +13,14 @@ from pathlib import Path
 import pytest
 
 from scidocs_eval.cli.main import main
-from scidocs_eval.data.scirepeval import write_embeddings_jsonl, write_synthetic_scirepeval
+from scidocs_eval.data.scirepeval import write_embeddings_jsonl
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.runner import evaluate
 from scidocs_eval.evaluation.task import TASKS, task_names
 from scidocs_eval.leaderboard import scirepeval_table
 from scidocs_eval.leaderboard.scirepeval_table import COLUMNS, GROUPS, S2AND, our_row, render_scirepeval_table
+from scidocs_eval.tasks.scirepeval import write_synthetic_scirepeval
 
 REPO = Path(__file__).resolve().parents[1]
 CHECKOUT = Path(os.environ.get("SCIREPEVAL_CHECKOUT", "/work/.mirror/allenai+scirepeval/repo"))

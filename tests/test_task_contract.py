@@ -15,7 +15,6 @@ import pytest
 from builders import build_every_format_suite, build_retrieval_dataset, write_one_vector
 
 from scidocs_eval.cli.main import main
-from scidocs_eval.data.scirepeval import write_synthetic_scirepeval
 from scidocs_eval.evaluation.integrity import (
     ClusteredSplit,
     DataShape,
@@ -28,6 +27,7 @@ from scidocs_eval.evaluation.integrity import (
 from scidocs_eval.evaluation.task import TASKS, Task, TaskResult, TaskSpec, get_task, register_task, task_names
 from scidocs_eval.evaluation.verify import verify_suite
 from scidocs_eval.formats.suite import Impression, Suite
+from scidocs_eval.tasks.scirepeval import write_synthetic_scirepeval
 
 
 class TinyLabelTask(Task):
