@@ -13,7 +13,7 @@ SUITE is one demo suite (`scidocs-eval demo`) built once and read by both. Print
 that differs (timings, each task's seconds, paths and the settings record aside), whether the embeddings files are
 byte-identical, and how many vectors each one-process run added to the cache; exit status 1 when anything differs.
 
-    python bench/torchrun_equal.py --before /work/wt/before
+    python bench/torchrun_equal.py --before /work/wt/before [--reuse-before]
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -48,9 +49,14 @@ def cached_vectors(python: Path, checkout: Path, cache: Path) -> str:
     return next((line for line in done.stdout.splitlines() if "vector" in line), done.stdout.strip())
 
 
-def run_checkout(checkout: Path, label: str, suite: Path) -> dict[str, Any]:
+def run_checkout(checkout: Path, label: str, suite: Path, reuse: bool = False) -> dict[str, Any]:
     python = checkout / ".venv" / "bin" / "python"
     folder, cache = OUT / label, OUT / label / "cache"
+    record = folder / "run.json"
+    if reuse and record.is_file():
+        return {**json.loads(record.read_text(encoding="utf-8")), "folder": folder}
+    if folder.exists():
+        shutil.rmtree(folder)  # bench/out is this script's own scratch folder
     folder.mkdir(parents=True, exist_ok=True)
     command = [*COMMAND, "--data", str(suite)]
     started = time.perf_counter()
@@ -65,8 +71,10 @@ def run_checkout(checkout: Path, label: str, suite: Path) -> dict[str, Any]:
     single_seconds = time.perf_counter() - started
     after = cached_vectors(python, checkout, cache)
     single = json.loads((folder / "single" / "transformer.results.json").read_text(encoding="utf-8"))
-    return {"folder": folder, "cache_before": before, "cache_after": after, "torchrun_s": torchrun_seconds,
-            "single_s": single_seconds, "single_embed_s": single.get("timings", {}).get("embed")}
+    run = {"cache_before": before, "cache_after": after, "torchrun_s": torchrun_seconds, "single_s": single_seconds,
+           "single_embed_s": single.get("timings", {}).get("embed")}
+    record.write_text(json.dumps(run), encoding="utf-8")
+    return {**run, "folder": folder}
 
 
 def _scores(path: Path) -> dict[str, Any]:
@@ -77,14 +85,16 @@ def _scores(path: Path) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--before", type=Path, required=True, help="the other checkout (with its .venv)")
+    parser.add_argument("--reuse-before", action="store_true",
+                        help="keep the other checkout's run of an earlier call of this script (its code is fixed)")
     args = parser.parse_args()
     after_checkout = Path(__file__).resolve().parents[1]
     suite = OUT / "suite"
     if not suite.exists():
         subprocess.run([str(after_checkout / ".venv" / "bin" / "python"), "-m", "scidocs_eval.cli", "demo",
                         str(suite), "--quiet"], check=True, capture_output=True)
-    runs = {label: run_checkout(checkout, label, suite)
-            for label, checkout in (("before", args.before.resolve()), ("after", after_checkout))}
+    runs = {"before": run_checkout(args.before.resolve(), "before", suite, args.reuse_before),
+            "after": run_checkout(after_checkout, "after", suite)}
     failed = False
     for kind in ("torchrun", "single"):
         found, compared = differences(_scores(runs["before"]["folder"] / kind / "transformer.results.json"),

@@ -25,7 +25,6 @@ from typing import Any
 import orjson
 
 from scidocs_eval.errors import InputError, ScidocsEvalError
-from scidocs_eval.evaluation.ranking_groups import Leaderboard
 from scidocs_eval.evaluation.task import BENCHMARK_TABLES, BENCHMARKS, TASKS
 from scidocs_eval.extras import require
 from scidocs_eval.formats.safe_output import owned_folder
@@ -42,6 +41,7 @@ from scidocs_eval.leaderboard.ranking import (
 from scidocs_eval.leaderboard.runs import LoadedRun
 from scidocs_eval.leaderboard.table1 import COLUMNS, Table1Row, our_row, paper_table1_rows, table1_row
 from scidocs_eval.leaderboard.task_table import other_tasks
+from scidocs_eval.statistics.ranking_groups import Leaderboard
 
 COMMAND = "scidocs-eval report"
 """The command named in the site folder's manifest; `report` replaces only folders it wrote."""

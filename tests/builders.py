@@ -6,6 +6,7 @@ import os
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 BERT_BASE_SIZE = {"vocab_size": 30522, "hidden_size": 768, "layers": 12, "heads": 12}  # `build_small_bert` options
 
@@ -217,3 +218,9 @@ def write_one_vector(folder: str | os.PathLike[str]) -> Path:
     path = Path(folder) / "one.jsonl"
     path.write_text('{"paper_id": "nobody", "embedding": [0.5, 1.0]}\n', encoding="utf-8")
     return path
+
+
+def score_task(task: Any, suite: Any, embeddings: Any, split: str = "test", missing: str = "official") -> Any:
+    """`task` scored on `split` of `suite` as the runner scores it: its data loaded once (`Task.load`), then
+    `evaluate(data, embeddings, missing)`."""
+    return task.evaluate(task.load(suite, split), embeddings, missing)

@@ -23,12 +23,12 @@ from scidocs_eval.evaluation.task import (
     TASKS,
     Benchmark,
     Task,
+    TaskData,
     TaskResult,
     TaskSpec,
     register_task,
 )
 from scidocs_eval.formats.embeddings import PRESENT, EmbeddingStore
-from scidocs_eval.formats.suite import Suite
 from scidocs_eval.leaderboard.benchmark_tables import ColumnsRow, ColumnsTable
 
 TOY = "toy-bench"
@@ -44,9 +44,8 @@ class ToyShare(Task):
     def required_files(self, split: str) -> list[str]:
         return [f"toy-share/{split}.txt"]
 
-    def evaluate(self, suite: Suite, embeddings: EmbeddingStore, split: str = "test",
-                 missing: str = "official") -> TaskResult:
-        ids = suite.path(f"toy-share/{split}.txt").read_text(encoding="utf-8").split()
+    def evaluate(self, data: TaskData, embeddings: EmbeddingStore, missing: str = "official") -> TaskResult:
+        ids = data.suite.path(f"toy-share/{data.split}.txt").read_text(encoding="utf-8").split()
         present = (embeddings.status(ids) == PRESENT).astype(float)
         share = round(100 * float(np.mean(present)), 2)
         return TaskResult(self.name, {"share": share}, {"papers": len(ids)},

@@ -92,7 +92,7 @@ def embedding_needs(suite: Suite, tasks: Sequence[str] | Mapping[str, Task], spl
         if not spec.metadata_file or not suite.has(spec.metadata_file):
             continue
         files[spec.embedding_group] = spec.metadata_file
-        ids = runnable[name].paper_ids(suite, split)
+        ids = runnable[name].paper_ids(runnable[name].load(suite, split))
         known = wanted.setdefault(spec.embedding_group, set())
         wanted[spec.embedding_group] = None if ids is None or known is None else known | set(ids)
     names = list(runnable)
@@ -121,7 +121,7 @@ def _own_texts(suite: Suite, runnable: Mapping[str, Task], split: str) -> dict[s
     roles: dict[str, tuple[dict[str, Paper], str]] = {}
     origin: dict[tuple[str, str], str] = {}
     for name, task in runnable.items():
-        for group, (given, prompt_type) in task.role_papers(suite, split).items():
+        for group, (given, prompt_type) in task.role_papers(task.load(suite, split)).items():
             papers, _ = roles.setdefault(group, ({}, prompt_type))
             for paper in given:
                 known = papers.get(paper.paper_id)

@@ -71,7 +71,7 @@ def guard_edges(edges: Iterable[Edge], suite: Suite) -> list[Edge]:
         task = get_task(name)
         for split in EVALUATED_SPLITS:
             if all(suite.has(file) for file in task.input_files(suite, split)):
-                for shape in task.data_shapes(suite, split):
+                for shape in task.data_shapes(task.load(suite, split)):
                     judged, shown = shape.held_out()
                     queries |= judged
                     pairs |= shown
