@@ -93,8 +93,8 @@ def test_save_load_round_trip(one_file_result: RunResult, tmp_path: Path) -> Non
 
 
 def test_output_argument_writes_the_file(demo_suite: Suite, embedding_files: dict[str, Path], tmp_path: Path) -> None:
-    result = package_evaluate(embedding_files["user-citation"], demo_suite, tasks=["cocite"], split="val",
-                              model="mine", output=tmp_path / "out.json", progress=False)
+    config = RunConfig(data=demo_suite, tasks=["cocite"], split="val", output=tmp_path / "out.json", progress=False)
+    result = package_evaluate(embedding_files["user-citation"], config, model="mine")
     loaded = RunResult.load(tmp_path / "out.json")
     assert loaded.model == "mine" and loaded.settings.split == "val"
     assert loaded.tasks["cocite"].metrics == result.tasks["cocite"].metrics
