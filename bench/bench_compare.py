@@ -26,9 +26,9 @@ import numpy as np
 
 from scidocs_eval.evaluation.comparison import compare
 from scidocs_eval.evaluation.results import RunResult
-from scidocs_eval.evaluation.significance import confidence_intervals, task_metrics
 from scidocs_eval.evaluation.task import TaskResult
 from scidocs_eval.leaderboard.compare_table import format_comparison
+from scidocs_eval.statistics.significance import confidence_intervals, task_metrics
 
 RANKING = ("coview", "coread", "cite", "cocite")
 CLASSIFICATION = {"mag": (5000, 19), "mesh": (4600, 11)}

@@ -53,7 +53,8 @@ def main() -> None:
 
         importlib.import_module("torch")  # imported once per process; not a per-seed cost
         started = time.perf_counter()
-        shown, coverage = get_task("recomm").shown_papers(suite, store, "test")
+        recomm = get_task("recomm")
+        shown, coverage = recomm.shown_papers(recomm.load(suite, "test"), store)
         feature_seconds = time.perf_counter() - started
         print(f"features of {coverage['shown_papers']} shown papers: {feature_seconds:.2f} s")
 

@@ -19,6 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from scidocs_eval.evaluation.config import RunConfig
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -44,8 +46,8 @@ def main() -> None:
 
         model = SentenceTransformer(str(get_model_path()), device="cpu")
         tasks = args.tasks.split(",")
-        first = evaluate_model(model, suite, tasks=tasks, progress=False)
-        second = evaluate_model(model, suite, tasks=tasks, progress=False)
+        first = evaluate_model(model, RunConfig(data=suite, tasks=tasks, progress=False))
+        second = evaluate_model(model, RunConfig(data=suite, tasks=tasks, progress=False))
         adapter = EncoderAdapter(model)
         loaded = Suite(suite)
         plan = plan_embedding(loaded, tasks, embedding_needs(loaded, tasks), lambda group: adapter)

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from scidocs_eval.data.build import build_suite
+from scidocs_eval.evaluation.config import RunConfig
 from scidocs_eval.run.baseline import run_baseline
 from scidocs_eval.training.specter import train_specter
 
@@ -40,7 +41,7 @@ def training_subset(specter_dir: Path, dest: Path, queries: int) -> Path:
 
 def scores(model: str, suite_root: Path, results: Path, max_length: int) -> tuple[list[float], float]:
     started = time.perf_counter()
-    result = run_baseline("specter", suite_root, out_dir=results, tasks=TASKS, progress=False,
+    result = run_baseline("specter", RunConfig(data=suite_root, tasks=TASKS, progress=False), out_dir=results,
                           params={"model": model, "max_length": max_length})
     return [result.tasks[task].metrics[metric] for task, metric in COLUMNS], time.perf_counter() - started
 

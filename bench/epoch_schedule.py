@@ -17,6 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from scidocs_eval.evaluation.config import RunConfig
 from scidocs_eval.formats.suite import Suite
 from scidocs_eval.models.gensim_training import mean_pair_cosine
 from scidocs_eval.models.text import tokenize_papers
@@ -28,7 +29,7 @@ TASKS = ["cite", "cocite"]
 
 def scores(name: str, suite: Suite, out: Path, params: dict) -> tuple[float, float, float]:
     started = time.perf_counter()
-    result = run_baseline(name, suite, out_dir=out, params=params, tasks=TASKS, progress=False)
+    result = run_baseline(name, RunConfig(data=suite, tasks=TASKS, progress=False), out_dir=out, params=params)
     return result.tasks["cite"].metrics["map"], result.tasks["cocite"].metrics["map"], time.perf_counter() - started
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from scidocs_eval.data.build import build_suite
 from scidocs_eval.data.full_corpus import build_full_corpus
+from scidocs_eval.evaluation.config import RunConfig
 from scidocs_eval.evaluation.task import task_names
 from scidocs_eval.formats.suite import Suite
 from scidocs_eval.run.baseline import run_baseline
@@ -39,9 +40,10 @@ def main() -> None:
             "cite-full recall@100 | seconds |", "|---|---|---|---|---|---|---|"]
     for model in args.models.split(","):
         start = time.perf_counter()
-        suite = run_baseline(model, suite_dir, out_dir=args.work_dir / "suite-runs", tasks=["cite"], progress=False)
-        full = run_baseline(model, full_dir, out_dir=args.work_dir / "full-runs", tasks=["cite-full"],
-                            progress=False)
+        suite = run_baseline(model, RunConfig(data=suite_dir, tasks=["cite"], progress=False),
+                             out_dir=args.work_dir / "suite-runs")
+        full = run_baseline(model, RunConfig(data=full_dir, tasks=["cite-full"], progress=False),
+                            out_dir=args.work_dir / "full-runs")
         cite, cite_full = suite.tasks["cite"].metrics, full.tasks["cite-full"].metrics
         rows.append(f"| {model} | {cite['map']:.2f} | {cite['ndcg']:.2f} | {cite_full['ndcg_at_10']:.2f} | "
                     f"{cite_full['map_at_1000']:.2f} | {cite_full['recall_at_100']:.2f} | "

@@ -21,6 +21,7 @@ from pathlib import Path
 from scidocs_eval.cli import main
 from scidocs_eval.data.build import build_suite
 from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.evaluation.config import RunConfig
 from scidocs_eval.run.baseline import run_baseline
 
 REPO = Path(__file__).resolve().parents[1]
@@ -39,8 +40,7 @@ def run_models(models: list[str], data: str | Path, out: Path, tasks: list[str] 
             files.append(str(out / f"{name}.results.json"))
             continue
         try:
-            run_baseline(name, data, out_dir=out, tasks=tasks,
-                         progress=False)
+            run_baseline(name, RunConfig(data=data, tasks=tasks, progress=False), out_dir=out)
             files.append(str(out / f"{name}.results.json"))
         except (ScidocsEvalError, ImportError, OSError) as error:
             print(f"{name}: left out ({error})")

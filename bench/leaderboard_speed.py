@@ -38,12 +38,12 @@ from typing import Any
 
 import numpy as np
 
-from scidocs_eval.evaluation.ranking_groups import rank_results, resamples_for
 from scidocs_eval.evaluation.results import RunResult
-from scidocs_eval.evaluation.significance import task_metrics
 from scidocs_eval.evaluation.task import TASKS, TaskResult, get_task, task_names
 from scidocs_eval.leaderboard.ranking import averages, render_markdown
 from scidocs_eval.leaderboard.runs import collect_results, load_runs
+from scidocs_eval.statistics.ranking_groups import rank_results, resamples_for
+from scidocs_eval.statistics.significance import task_metrics
 
 ITEMS: dict[str, int] = {
     # SciDocs: 1,000 test queries a ranking task; MAG's and MeSH's test papers; recomm's test impressions

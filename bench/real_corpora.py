@@ -27,6 +27,7 @@ from pathlib import Path
 import orjson
 
 from scidocs_eval.data.build import build_suite
+from scidocs_eval.evaluation.config import RunConfig
 from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.leaderboard import table1_row
 from scidocs_eval.models.adapter import ADAPTERS, adapter_names
@@ -56,7 +57,8 @@ def run_model(name: str, suite_root: Path, results_dir: Path, seed: int) -> RunR
         params["training_data"] = str(suite_root / "specter")
     if "seed" in accepted:
         params["seed"] = seed
-    return run_baseline(name, suite_root, out_dir=results_dir, params=params, tasks=TASKS, progress=False)
+    return run_baseline(name, RunConfig(data=suite_root, tasks=TASKS, progress=False), out_dir=results_dir,
+                        params=params)
 
 
 def kept_rows(path: Path, models: list[str]) -> list[str]:

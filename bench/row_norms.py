@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from scidocs_eval import EmbeddingStore, evaluate
+from scidocs_eval.evaluation.config import RunConfig
 
 
 def unit_rows(store: EmbeddingStore) -> EmbeddingStore:
@@ -37,7 +38,7 @@ def main() -> None:
             store = EmbeddingStore.load(root / "results" / f"{model}.jsonl", progress=False)
             cells = []
             for embeddings in (store, unit_rows(store)):
-                result = evaluate(embeddings, root / "suite", tasks=["cite", "cocite"], progress=False)
+                result = evaluate(embeddings, RunConfig(data=root / "suite", tasks=["cite", "cocite"], progress=False))
                 cells.append((result.tasks["cite"].metrics["map"], result.tasks["cocite"].metrics["map"]))
             (cite, cocite), (unit_cite, unit_cocite) = cells
             print(f"| {corpus} | {model} | {cite:.2f} | {unit_cite:.2f} | {cocite:.2f} | {unit_cocite:.2f} |",

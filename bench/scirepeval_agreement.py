@@ -35,9 +35,11 @@ from typing import Any
 
 import numpy as np
 
-from scidocs_eval.data.scirepeval import write_embeddings_jsonl, write_synthetic_scirepeval
+from scidocs_eval.data.scirepeval import write_embeddings_jsonl
+from scidocs_eval.evaluation.config import RunConfig
 from scidocs_eval.evaluation.runner import evaluate
-from scidocs_eval.formats.scirepeval import META_DATASET, TASK_TABLE, TEST_DATASET, meta_file, test_file
+from scidocs_eval.formats.scirepeval import META_DATASET, TEST_DATASET, meta_file, test_file
+from scidocs_eval.tasks.scirepeval import TASK_TABLE, write_synthetic_scirepeval
 
 
 @contextlib.contextmanager
@@ -148,7 +150,7 @@ def our_results(data: Path, embeddings: Path, environment: str, iterations: int 
             names[shot] = f"{title} {sample_size} shot"
             params[shot] = {"environment": environment, **({"iterations": iterations} if iterations else {})}
     cpu = time.process_time()
-    run = evaluate(embeddings, data, tasks=list(names), task_params=params, cache=False, progress=False)
+    run = evaluate(embeddings, RunConfig(data=data, tasks=list(names), task_params=params, cache=False, progress=False))
     cpu = time.process_time() - cpu
     return {"_cpu": {"cpu_seconds": cpu}} | {names[name]: {**result.metrics, "seconds": round(result.seconds, 2),
                           "not_converged": result.details.get("fits_not_converged", 0)}

@@ -26,11 +26,13 @@ from pathlib import Path
 
 import numpy as np
 
-from scidocs_eval.data.scirepeval import write_embeddings_jsonl, write_synthetic_scirepeval
+from scidocs_eval.data.scirepeval import write_embeddings_jsonl
+from scidocs_eval.evaluation.config import RunConfig
 from scidocs_eval.evaluation.runner import evaluate
 from scidocs_eval.evaluation.task import TASKS, task_names
 from scidocs_eval.evaluators import scirepeval as models
 from scidocs_eval.evaluators.scirepeval import ENVIRONMENTS
+from scidocs_eval.tasks.scirepeval import write_synthetic_scirepeval
 
 
 def multi_label_scale(environments: list[str]) -> None:
@@ -65,8 +67,8 @@ def main() -> None:
                   if "environment" in TASKS[name].parameter_constraints}
         started = time.perf_counter()
         cpu = time.process_time()
-        run = evaluate(embeddings, Path(scratch) / "data", tasks=names, task_params=params, cache=False,
-                       progress=False)
+        run = evaluate(embeddings, RunConfig(data=Path(scratch) / "data", tasks=names, task_params=params, cache=False,
+                                             progress=False))
         wall, cpu = time.perf_counter() - started, time.process_time() - cpu
     print(f"SciRepEval on precomputed embeddings: synthetic copy size {args.size} ({len(vectors)} papers, "
           f"{args.dim}-d), "

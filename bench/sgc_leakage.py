@@ -19,6 +19,7 @@ from pathlib import Path
 
 from real_corpora import TASKS, training_citations
 
+from scidocs_eval.evaluation.config import RunConfig
 from scidocs_eval.evaluation.task import task_names
 from scidocs_eval.formats.corpus import read_citations
 from scidocs_eval.formats.suite import Suite
@@ -58,7 +59,7 @@ def main() -> None:
             params = dict(params)
             if params.pop("graph", False):
                 params["citations"] = str(citations)
-            result = run_baseline(name, suite, out_dir=out, params=params, tasks=TASKS, progress=False)
+            result = run_baseline(name, RunConfig(data=suite, tasks=TASKS, progress=False), out_dir=out, params=params)
             print(f"| {corpus} | {label} | {result.tasks['cite'].metrics['map']:.2f} | "
                   f"{result.tasks['cocite'].metrics['map']:.2f} |", flush=True)
     print("\n" + "\n".join(f"- {note}" for note in notes))

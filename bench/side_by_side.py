@@ -41,6 +41,8 @@ from typing import Any
 
 import numpy as np
 
+from scidocs_eval.evaluation.config import RunConfig
+
 OFFICIAL_SCIDOCS_SECONDS = 31 * 60 + 46
 """the official evaluation at full scale from JSON lines on this machine, as recorded in issue #37 (not rerun)."""
 
@@ -110,8 +112,10 @@ def _mteb_run(data: dict[str, Any], dim: int) -> dict[str, Any]:
 def _our_run(root: Path) -> dict[str, Any]:
     from scidocs_eval.evaluation.runner import evaluate
 
-    result = evaluate({"queries": root / "queries.npz", "corpus": root / "corpus.npz"}, root,
-                      tasks=["scidocs-retrieval"], cache=False, progress=False)
+    result = evaluate({"queries": root / "queries.npz", "corpus": root / "corpus.npz"}, RunConfig(data=root,
+                                                                                                  tasks=["scidocs-retrieval"],
+                                                                                                  cache=False,
+                                                                                                  progress=False))
     return result.tasks["scidocs-retrieval"].details["mteb_scores"]
 
 
@@ -221,7 +225,8 @@ def scirepeval_run_side_by_side(args: argparse.Namespace) -> None:
         return
     import json
 
-    from scidocs_eval.data.scirepeval import write_embeddings_jsonl, write_synthetic_scirepeval
+    from scidocs_eval.data.scirepeval import write_embeddings_jsonl
+    from scidocs_eval.tasks.scirepeval import write_synthetic_scirepeval
 
     bench = Path(__file__).resolve().parent
     for dim in (int(d) for d in args.scirepeval_dims.split(",")):

@@ -21,6 +21,7 @@ import numpy as np
 
 from scidocs_eval.data.build import build_suite
 from scidocs_eval.data.demo import DemoConfig, build_demo_suite
+from scidocs_eval.evaluation.config import RunConfig
 from scidocs_eval.formats.suite import Suite
 from scidocs_eval.models.text import analyzer
 from scidocs_eval.run.baseline import run_baseline
@@ -61,8 +62,9 @@ def main() -> None:
         vectors = random_vectors(suite, args.work_dir / f"{corpus}.vec")
         for name in ADAPTERS:
             started = time.perf_counter()
-            result = run_baseline(name, suite, out_dir=args.work_dir / f"{corpus}-runs",
-                                  params={"tune": True, "vectors": str(vectors)}, tasks=["cite"], progress=False)
+            result = run_baseline(name, RunConfig(data=suite, tasks=["cite"], progress=False),
+                                  out_dir=args.work_dir / f"{corpus}-runs",
+                                  params={"tune": True, "vectors": str(vectors)})
             seconds = result.timings.get("fit", time.perf_counter() - started)
             print(f"| {corpus} | {name} | {seconds:.1f} |", flush=True)
 

@@ -5,7 +5,10 @@ column per task (MTEB's tasks, a plugin's benchmark). `table --benchmark NAME` r
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from abc import abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import ClassVar
 
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluation.results import RunResult
@@ -54,12 +57,60 @@ class Table1(BenchmarkTable):
         return [(row.name, row.avg, PAPER_SOURCE, "") for row in paper_table1_rows() if row.avg is not None]
 
 
+@dataclass(frozen=True)
+class ColumnsRow:
+    """A row of a `ColumnsTable`: ours (a run) or a published one; `values` column -> value (None: "—")."""
+
+    label: str
+    ours: bool
+    values: Mapping[str, float | None]
+    notes: tuple[str, ...] = ()
+    synthetic: bool = False
+
+
+class ColumnsTable(BenchmarkTable):
+    """A benchmark table of columns of its own (SciRepEval's), which `report` shows as a section of its page: our
+    rows of the runs holding its tasks, then the published ones, and how its columns are defined."""
+
+    title: ClassVar[str]
+    """the section's heading."""
+
+    @abstractmethod
+    def columns(self, benchmark: Benchmark) -> list[str]:
+        """Its columns, in order."""
+
+    @abstractmethod
+    def rows(self, benchmark: Benchmark, results: Sequence[RunResult], labels: Sequence[str],
+             include_paper: bool) -> list[ColumnsRow]:
+        """Our rows of the `results` (labelled `labels`) that hold a task of it, then (`include_paper`) the
+        published ones; none when no result holds one."""
+
+    @abstractmethod
+    def definition(self, benchmark: Benchmark) -> str:
+        """How its columns are computed (a note under the section)."""
+
+
 @BENCHMARK_TABLES.register
-class SciRepEvalColumns(BenchmarkTable):
+class SciRepEvalColumns(ColumnsTable):
     """SciRepEval's In-Train, Out-of-Train, SciDocs and Average beside the rows its BENCHMARKING.md publishes."""
 
     name = "scirepeval"
     shows = "SciRepEval's columns beside the published rows"
+    title = "SciRepEval"
+
+    def columns(self, benchmark: Benchmark) -> list[str]:
+        return list(scirepeval_table.COLUMNS)
+
+    def rows(self, benchmark: Benchmark, results: Sequence[RunResult], labels: Sequence[str],
+             include_paper: bool) -> list[ColumnsRow]:
+        ours = [scirepeval_table.our_row(result, label) for result, label in zip(results, labels)
+                if scirepeval_table.has_scirepeval(result)]
+        theirs = scirepeval_table.published_rows() if ours and include_paper else []
+        return [ColumnsRow(row.name if row.ours else row.label, row.ours, row.values, tuple(row.notes),
+                           row.synthetic) for row in ours + theirs]
+
+    def definition(self, benchmark: Benchmark) -> str:
+        return scirepeval_table.DEFINITION
 
     def render(self, benchmark: Benchmark, results: Sequence[RunResult], sources: Sources, include_paper: bool,
                ci: bool) -> str:

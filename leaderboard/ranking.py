@@ -1,5 +1,5 @@
 """`scidocs-eval leaderboard`'s tables: rankings with significance groups (the statistics are
-`scidocs_eval.evaluation.ranking_groups`'s), published rows placed by score, as markdown and JSON.
+`scidocs_eval.statistics.ranking_groups`'s), published rows placed by score, as markdown and JSON.
 
 Which averages are ranked is the leaderboard's definition: Table 1's Avg (the plain mean of its 12 columns) and
 SciRepEval's columns (`scirepeval_table.GROUPS`, their Average), as each benchmark's table declares them
@@ -18,11 +18,11 @@ from pathlib import Path
 
 from scidocs_eval.data.build import REPORT_FILE
 from scidocs_eval.errors import ScidocsEvalError
-from scidocs_eval.evaluation.ranking_groups import Cohort, Component, Leaderboard, Ranking, rank_results
 from scidocs_eval.evaluation.task import BENCHMARK_TABLES, BENCHMARKS, TASKS, Benchmark, BenchmarkTable
 from scidocs_eval.leaderboard.benchmark_tables import PAPER_SOURCE, TABLE1_AVG
 from scidocs_eval.leaderboard.runs import LoadedRun, collect_results, load_runs
 from scidocs_eval.leaderboard.table1 import paper_table1_rows
+from scidocs_eval.statistics.ranking_groups import Cohort, Component, Leaderboard, Ranking, rank_results
 
 __all__ = ["PAPER_SOURCE", "TABLE1_AVG"]
 PAPER_NOTE = ("published rows (SPECTER paper, Table 1): the SciDocs test set, as printed (1 decimal); comparable "

@@ -25,11 +25,10 @@ from typing import Any
 import orjson
 
 from scidocs_eval.errors import InputError, ScidocsEvalError
-from scidocs_eval.evaluation.ranking_groups import Leaderboard
-from scidocs_eval.evaluation.task import TASKS
+from scidocs_eval.evaluation.task import BENCHMARK_TABLES, BENCHMARKS, TASKS
 from scidocs_eval.extras import require
 from scidocs_eval.formats.safe_output import owned_folder
-from scidocs_eval.leaderboard import scirepeval_table
+from scidocs_eval.leaderboard.benchmark_tables import ColumnsTable
 from scidocs_eval.leaderboard.figures import draw_results, save_figure
 from scidocs_eval.leaderboard.ranking import (
     PAPER_NOTE,
@@ -42,6 +41,7 @@ from scidocs_eval.leaderboard.ranking import (
 from scidocs_eval.leaderboard.runs import LoadedRun
 from scidocs_eval.leaderboard.table1 import COLUMNS, Table1Row, our_row, paper_table1_rows, table1_row
 from scidocs_eval.leaderboard.task_table import other_tasks
+from scidocs_eval.statistics.ranking_groups import Leaderboard
 
 COMMAND = "scidocs-eval report"
 """The command named in the site folder's manifest; `report` replaces only folders it wrote."""
@@ -156,17 +156,36 @@ def build_rows(runs: Sequence[LoadedRun], include_paper: bool = True) -> list[Ro
     return rows
 
 
-def build_scirepeval_rows(runs: Sequence[LoadedRun], include_paper: bool = True) -> list[Row]:
-    """SciRepEval's table (`scirepeval_table`): our rows of the runs holding its tasks, then BENCHMARKING.md's;
-    none when no run holds one. Best values marked."""
-    ours = [scirepeval_table.our_row(run.result, run.label) for run in runs
-            if scirepeval_table.has_scirepeval(run.result)]
-    theirs = scirepeval_table.published_rows() if ours and include_paper else []
-    rows = [Row(row.name if row.ours else row.label, row.ours,
-                {c: Cell(row.values[c]) for c in scirepeval_table.COLUMNS}, notes=row.notes, synthetic=row.synthetic)
-            for row in ours + theirs]
-    _mark_best(rows, list(scirepeval_table.COLUMNS))
-    return rows
+@dataclass
+class Section:
+    """A benchmark's table of its own columns on the page (`ColumnsTable`: SciRepEval's), after Table 1."""
+
+    key: str
+    """the table kind: the HTML table's id."""
+    title: str
+    columns: list[str]
+    rows: list[Row]
+    definition: str
+
+
+def build_sections(runs: Sequence[LoadedRun], include_paper: bool = True) -> list[Section]:
+    """A section for each registered benchmark whose table is a `ColumnsTable` (asked through `Benchmark.table_kind`,
+    never by name) and that some run holds a task of: our rows, then the published ones; best values marked."""
+    sections = []
+    for kind in dict.fromkeys(benchmark.table_kind for _, benchmark in BENCHMARKS.items()):
+        table = BENCHMARK_TABLES[kind]()
+        if not isinstance(table, ColumnsTable):
+            continue
+        benchmark = next(b for _, b in BENCHMARKS.items() if b.table_kind == kind)
+        rows = table.rows(benchmark, [run.result for run in runs], [run.label for run in runs], include_paper)
+        if not rows:
+            continue
+        columns = table.columns(benchmark)
+        page_rows = [Row(row.label, row.ours, {c: Cell(row.values.get(c)) for c in columns}, notes=list(row.notes),
+                         synthetic=row.synthetic) for row in rows]
+        _mark_best(page_rows, columns)
+        sections.append(Section(kind, table.title, columns, page_rows, table.definition(benchmark)))
+    return sections
 
 
 def task_columns(runs: Sequence[LoadedRun]) -> list[str]:
@@ -226,9 +245,9 @@ def _format(value: float | None) -> str:
 
 
 def render_page(rows: Sequence[Row], chart: str | None, figures: Sequence[str], title: str,
-                scirepeval_rows: Sequence[Row] = (), task_rows: Sequence[Row] = ()) -> str:
-    """The page's HTML (autoescaped; every string from a results file is text); SciRepEval's table second when
-    `scirepeval_rows` are given."""
+                sections: Sequence[Section] = (), task_rows: Sequence[Row] = ()) -> str:
+    """The page's HTML (autoescaped; every string from a results file is text); the benchmarks' own tables
+    (`sections`: SciRepEval's) after Table 1, then the other tasks' table."""
     jinja2 = require("jinja2", "the report page")
     template_text, script = _template()
     environment = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True,
@@ -239,9 +258,9 @@ def render_page(rows: Sequence[Row], chart: str | None, figures: Sequence[str], 
     return environment.from_string(template_text).render(
         title=title, rows=rows, columns=[(c, COLUMNS[c]) for c in filled] + [(AVG, "Avg")],
         absent=[COLUMNS[c] for c in COLUMNS if c not in filled], chart=chart, figures=figures, script=script,
-        script_hash=script_hash, synthetic=any(row.synthetic for row in [*rows, *scirepeval_rows]),
-        scirepeval_rows=scirepeval_rows, scirepeval_columns=list(scirepeval_table.COLUMNS),
-        scirepeval_definition=scirepeval_table.DEFINITION, task_rows=task_rows,
+        script_hash=script_hash,
+        synthetic=any(row.synthetic for row in [*rows, *(row for section in sections for row in section.rows)]),
+        sections=sections, task_rows=task_rows,
         task_columns=list(task_rows[0].cells) if task_rows else [],
         has_paper=any(not row.ours for row in rows), has_ci=any(cell.ci for row in rows
                                                                  for cell in row.cells.values()),
@@ -263,7 +282,7 @@ def write_report(runs: Sequence[LoadedRun], out: str | os.PathLike[str], *, incl
             save_figure(draw_results(runs), site / CHART)
         copied = _copy_figures(figures, site)
         (site / PAGE).write_text(render_page(build_rows(runs, include_paper), CHART if chart else None, copied,
-                                             title, build_scirepeval_rows(runs, include_paper),
+                                             title, build_sections(runs, include_paper),
                                              build_task_rows(runs)), encoding="utf-8")
     return Path(out) / PAGE
 

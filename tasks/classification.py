@@ -79,14 +79,12 @@ class ClassificationTask(Task[LabelledSplits]):
         return LabelledSplits(split, texts, suite.labels(self.labels_folder, "train"),
                               suite.labels(self.labels_folder, split))
 
-    def paper_ids(self, suite: Suite, split: str) -> list[str]:
-        data = self.load(suite, split)
+    def paper_ids(self, data: LabelledSplits) -> list[str]:
         return data.train.ids + data.scored.ids
 
-    def data_shapes(self, suite: Suite, split: str) -> list[DataShape]:
-        data = self.load(suite, split)
+    def data_shapes(self, data: LabelledSplits) -> list[DataShape]:
         train, scored = data.train, data.scored
-        return [LabelledSplit(self.name, f"{self.labels_folder}/train.csv", f"{self.labels_folder}/{split}.csv",
+        return [LabelledSplit(self.name, f"{self.labels_folder}/train.csv", f"{self.labels_folder}/{data.split}.csv",
                               train.ids, train.labels, scored.ids, scored.labels, "classes", self.folds)]
 
     def _features(self, papers: LabelledPapers, embeddings: EmbeddingStore, split: str,
@@ -98,10 +96,9 @@ class ClassificationTask(Task[LabelledSplits]):
         coverage[f"{split}_empty"] = int(np.sum(codes == EMPTY))
         return embeddings.vectors(papers.ids)
 
-    def evaluate(self, suite: Suite, embeddings: EmbeddingStore, split: str = "test",
+    def evaluate(self, data: LabelledSplits, embeddings: EmbeddingStore,
                  missing: MissingPolicy = "official") -> TaskResult:
-        data = self.load(suite, split)
-        train, scored = data.train, data.scored
+        split, train, scored = data.split, data.train, data.scored
         coverage: dict[str, int] = {}
         x_train = self._features(train, embeddings, "train", coverage, missing)
         x_scored = self._features(scored, embeddings, split, coverage, missing)

@@ -114,26 +114,25 @@ class ClusteringTask(FolderTask[ClusteredDocuments]):
         chosen = hf_test_split(len(pairs), self.hierarchical_sample, SEED)
         return ClusteredDocuments(split, True, [documents[i] for i in chosen], [labels[i] for i in chosen])
 
-    def embedded(self, suite: Suite, split: str) -> tuple[list[str], list[list[str]], random.Random]:
+    @staticmethod
+    def embedded(documents: ClusteredDocuments) -> tuple[list[str], list[list[str]], random.Random]:
         """The documents MTEB embeds (its sample) and the generator to continue drawing with."""
-        documents = self.load(suite, split)
         return _sampled(documents.texts, documents.labels)
 
-    def data_shapes(self, suite: Suite, split: str) -> list[DataShape]:
+    def data_shapes(self, documents: ClusteredDocuments) -> list[DataShape]:
         """The documents MTEB clusters (its sample) by text digest, with their labels."""
-        documents = self.load(suite, split)
         texts, labels, _ = _sampled(documents.texts, documents.labels)
-        return [ClusteredSplit(self.name, self.required_files(split)[0], [text_id(text) for text in texts], labels,
-                               sample_stage(len(documents.texts)))]
+        return [ClusteredSplit(self.name, self.required_files(documents.split)[0], [text_id(text) for text in texts],
+                               labels, sample_stage(len(documents.texts)))]
 
-    def role_papers(self, suite: Suite, split: str) -> dict[str, tuple[list[Paper], str]]:
-        texts, _, _ = self.embedded(suite, split)
+    def role_papers(self, documents: ClusteredDocuments) -> dict[str, tuple[list[Paper], str]]:
+        texts, _, _ = self.embedded(documents)
         unique = dict.fromkeys(texts)
         return {self.embedding_group: ([Paper(text_id(text), text, "") for text in unique], "document")}
 
-    def evaluate(self, suite: Suite, embeddings: EmbeddingStore, split: str = "test",
+    def evaluate(self, documents: ClusteredDocuments, embeddings: EmbeddingStore,
                  missing: MissingPolicy = "official") -> TaskResult:
-        texts, labels, rng = self.embedded(suite, split)
+        texts, labels, rng = self.embedded(documents)
         ids = [text_id(text) for text in texts]
         status = embeddings.status(ids)
         check_missing(self.name, "documents", ids, status, missing)

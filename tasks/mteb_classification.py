@@ -73,10 +73,10 @@ class MtebClassificationTask(FolderTask[LabelledTexts]):
         return LabelledTexts(split, True, [row["text"] for row in train], [row["label"] for row in train],
                              [row["text"] for row in scored], [row["label"] for row in scored])
 
-    def data_shapes(self, suite: Suite, split: str) -> list[DataShape]:
+    def data_shapes(self, data: LabelledTexts) -> list[DataShape]:
         """Both splits as a `LabelledSplit` by text digest (a text in both is a test paper trained on); labels as
         classes numbered over both splits (they may be strings); nothing is cross-validated."""
-        (train_file, scored_file), data = self.required_files(split), self.load(suite, split)
+        train_file, scored_file = self.required_files(data.split)
         shaped = [([text_id(text) for text in texts], labels) for texts, labels in
                   ((data.train_texts, data.train_labels), (data.test_texts, data.test_labels))]
         classes = {label: n for n, label in enumerate(sorted({str(x) for _, labels in shaped for x in labels}))}
@@ -85,20 +85,20 @@ class MtebClassificationTask(FolderTask[LabelledTexts]):
         return [LabelledSplit(self.name, train_file, scored_file, train_ids, train_labels, scored_ids, scored_labels,
                               "classes", None)]
 
-    def needed(self, suite: Suite, split: str) -> tuple[list[str], list[Any], list[list[int]], list[str], list[Any]]:
-        data = self.load(suite, split)
+    @staticmethod
+    def needed(data: LabelledTexts) -> tuple[list[str], list[Any], list[list[int]], list[str], list[Any]]:
         return (data.train_texts, data.train_labels, undersampled_experiments(data.train_labels), data.test_texts,
                 data.test_labels)
 
-    def role_papers(self, suite: Suite, split: str) -> dict[str, tuple[list[Paper], str]]:
-        train_texts, _, experiments, test_texts, _ = self.needed(suite, split)
+    def role_papers(self, data: LabelledTexts) -> dict[str, tuple[list[Paper], str]]:
+        train_texts, _, experiments, test_texts, _ = self.needed(data)
         used = sorted({i for chosen in experiments for i in chosen})
         texts = dict.fromkeys([train_texts[i] for i in used] + test_texts)
         return {self.embedding_group: ([Paper(text_id(text), text, "") for text in texts], "document")}
 
-    def evaluate(self, suite: Suite, embeddings: EmbeddingStore, split: str = "test",
+    def evaluate(self, data: LabelledTexts, embeddings: EmbeddingStore,
                  missing: MissingPolicy = "official") -> TaskResult:
-        train_texts, train_labels, experiments, test_texts, test_labels = self.needed(suite, split)
+        train_texts, train_labels, experiments, test_texts, test_labels = self.needed(data)
         used = sorted({i for chosen in experiments for i in chosen})
         train_ids, test_ids = [text_id(train_texts[i]) for i in used], [text_id(text) for text in test_texts]
         train_status, test_status = embeddings.status(train_ids), embeddings.status(test_ids)

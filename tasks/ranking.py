@@ -101,18 +101,17 @@ class RankingTask(Task[JudgedQueries]):
     def read(self, suite: Suite, split: str, texts: bool = True) -> JudgedQueries:
         return JudgedQueries(split, texts, suite.qrels(self.qrels_folder, split))
 
-    def paper_ids(self, suite: Suite, split: str) -> list[str]:
-        return [paper for query, candidates in self.load(suite, split).qrels.candidates.items()
-                for paper in (query, *candidates)]
+    def paper_ids(self, data: JudgedQueries) -> list[str]:
+        return [paper for query, candidates in data.qrels.candidates.items() for paper in (query, *candidates)]
 
-    def data_shapes(self, suite: Suite, split: str) -> list[DataShape]:
-        qrels = self.load(suite, split).qrels
-        return [JudgedSplit(self.name, f"{self.qrels_folder}/{split}.qrel", qrels.relevance,
+    def data_shapes(self, data: JudgedQueries) -> list[DataShape]:
+        qrels = data.qrels
+        return [JudgedSplit(self.name, f"{self.qrels_folder}/{data.split}.qrel", qrels.relevance,
                             repeated=qrels.repeated, conflicts=qrels.conflicts)]
 
-    def evaluate(self, suite: Suite, embeddings: EmbeddingStore, split: str = "test",
+    def evaluate(self, data: JudgedQueries, embeddings: EmbeddingStore,
                  missing: MissingPolicy = "official") -> TaskResult:
-        qrels = self.load(suite, split).qrels
+        qrels = data.qrels
         queries = list(qrels.candidates)
         check_missing(self.name, "queries", queries, embeddings.status(queries), missing)
         candidates = sorted({c for cs in qrels.candidates.values() for c in cs})

@@ -109,19 +109,18 @@ class RecommTask(Task[ImpressionSplits]):
             files[role] = str(suite.path(f"recomm/{role}.csv"))
         return ImpressionSplits(split, texts, rows, problems, files)
 
-    def paper_ids(self, suite: Suite, split: str) -> list[str]:
-        data = self.load(suite, split)
+    def paper_ids(self, data: ImpressionSplits) -> list[str]:
         return [paper for s in data.rows for impression in data.impressions(s)
                 for paper in (impression.query_id, *impression.shown)]
 
-    def data_shapes(self, suite: Suite, split: str) -> list[DataShape]:
-        """The impressions of train and val (what the ranker learns from and is tuned on) and of `split` (scored),
+    def data_shapes(self, data: ImpressionSplits) -> list[DataShape]:
+        """The impressions of train and val (what the ranker learns from and is tuned on) and of its split (scored),
         every bad row of each, checked against the propensities and the metadata `evaluate` reads."""
+        suite, split = data.suite, data.split
         propensities = "recomm/propensity_scores.json"
         positions = len(suite.propensities)
         metadata = METADATA_FILES["recomm"]
         known = suite.metadata("recomm").keys()
-        data = self.load(suite, split)
         return [ImpressionsSplit(self.name, f"recomm/{role}.csv", impressions, propensities, positions,
                                  "scored" if role == split else role,
                                  [(problem.line or 0, _reason(problem)) for problem in data.problems[role]],
@@ -136,10 +135,10 @@ class RecommTask(Task[ImpressionSplits]):
             params.setdefault("query_projection", self.query_projection)
         return RANKERS[self.ranker](**params)
 
-    def shown_papers(self, suite: Suite, embeddings: EmbeddingStore, split: str, missing: MissingPolicy = "official"
+    def shown_papers(self, data: ImpressionSplits, embeddings: EmbeddingStore, missing: MissingPolicy = "official"
                      ) -> tuple[dict[str, ShownPapers], dict[str, int]]:
-        """The `ShownPapers` of train, val and `split`, and the coverage counts."""
-        data = self.load(suite, split)
+        """The `ShownPapers` of train, val and the scored split, and the coverage counts."""
+        suite = data.suite
         splits = list(data.rows)
         impressions = {s: data.impressions(s) for s in splits}
         queries = [i.query_id for s in splits for i in impressions[s]]
@@ -158,10 +157,10 @@ class RecommTask(Task[ImpressionSplits]):
         coverage.update(featurizer.coverage(queries, candidates))
         return shown, coverage
 
-    def evaluate(self, suite: Suite, embeddings: EmbeddingStore, split: str = "test",
+    def evaluate(self, data: ImpressionSplits, embeddings: EmbeddingStore,
                  missing: MissingPolicy = "official") -> TaskResult:
-        data = self.load(suite, split)
-        shown, coverage = self.shown_papers(suite, embeddings, split, missing)
+        split = data.split
+        shown, coverage = self.shown_papers(data, embeddings, missing)
         runs, terms = [], []
         with progress_bar(total=self.seeds, desc=f"recomm ({self.ranker})", unit="seed") as bar:
             for seed in range(self.seed, self.seed + self.seeds):

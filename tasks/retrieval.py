@@ -151,28 +151,28 @@ class RetrievalTask(Task[RetrievalSplit]):
         data = read_retrieval_data(self.dataset_folder(suite), self.split_name(split), self.reranking, texts)
         return RetrievalSplit(split, texts, data, judged(data))
 
-    def data_shapes(self, suite: Suite, split: str) -> list[DataShape]:
-        data = self.load(suite, split).data
-        return [JudgedSplit(self.name, suite_relative(suite, data.files[2]), data.qrels, data.queries,
+    def data_shapes(self, loaded: RetrievalSplit) -> list[DataShape]:
+        data = loaded.data
+        return [JudgedSplit(self.name, suite_relative(loaded.suite, data.files[2]), data.qrels, data.queries,
                             data.document_ids, data.top_ranked)]
 
-    def role_papers(self, suite: Suite, split: str) -> dict[str, tuple[list[Paper], str]]:
+    def role_papers(self, loaded: RetrievalSplit) -> dict[str, tuple[list[Paper], str]]:
         """group -> (papers, MTEB prompt type) of what a model embeds: the judged queries' texts, and each document
-        as MTEB joins it (title, a space, text), each text as a title (`Task.role_papers`)."""
-        loaded = self.load(suite, split, texts=True)
+        as MTEB joins it (title, a space, text), each text as a title (`Task.role_papers`); data loaded without
+        texts (scoring given vectors) is loaded again with them."""
+        if not loaded.with_texts:
+            loaded = self.load(loaded.suite, loaded.split, texts=True)
         data = loaded.data
         assert data.corpus is not None
         return {self.query_group: ([Paper(q, data.queries[q], "") for q in loaded.relevance], "query"),
                 self.embedding_group: ([Paper(d.doc_id, d.mteb_text, "") for d in data.corpus.values()], "document")}
 
-    def evaluate(self, suite: Suite, embeddings: EmbeddingStore, split: str = "test",
+    def evaluate(self, loaded: RetrievalSplit, embeddings: EmbeddingStore,
                  missing: MissingPolicy = "official") -> TaskResult:
-        return self.evaluate_groups(suite, {self.query_group: embeddings, self.embedding_group: embeddings}, split,
-                                    missing)
+        return self.evaluate_groups(loaded, {self.query_group: embeddings, self.embedding_group: embeddings}, missing)
 
-    def evaluate_groups(self, suite: Suite, stores: Mapping[str, EmbeddingStore], split: str = "test",
+    def evaluate_groups(self, loaded: RetrievalSplit, stores: Mapping[str, EmbeddingStore],
                         missing: MissingPolicy = "official") -> TaskResult:
-        loaded = self.load(suite, split)
         data, relevance = loaded.data, loaded.relevance
         query_store, document_store = stores[self.query_group], stores[self.embedding_group]
         query_ids = list(relevance)

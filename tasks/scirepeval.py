@@ -12,13 +12,14 @@ rounded to float16 first, as SciRepEval's loader does (`as_float16=False` keeps 
 from __future__ import annotations
 
 import logging
+import os
 import re
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
-from scidocs_eval.data.scirepeval import SciRepEvalHub
+from scidocs_eval.data.scirepeval import SciRepEvalHub, TableRow
 from scidocs_eval.errors import ScidocsEvalError, UndefinedMetricError
 from scidocs_eval.evaluation.integrity import DataShape, JudgedSplit, LabelledSplit, SampledEvaluation
 from scidocs_eval.evaluation.metrics import trec_measures
@@ -39,7 +40,6 @@ from scidocs_eval.evaluators.exact_svm import GAP_TOLERANCE
 from scidocs_eval.formats.embeddings import PRESENT, EmbeddingStore
 from scidocs_eval.formats.scirepeval import (
     EXTRA_TEXT_FIELDS,
-    TASK_TABLE,
     Labelled,
     meta_file,
     read_labels,
@@ -53,15 +53,55 @@ from scidocs_eval.params import InstanceOf, Interval, Options, validate_params
 
 np = lazy_module("numpy", __name__)
 
+# SciRepEval's tasks (its scirepeval_tasks.jsonl), the benchmark's own table (`TableRow`): name, kind
+# (classification, multi_label, regression, proximity, adhoc_search, reviewer_matching), metadata config, test
+# config, metrics, few-shot runs (sample size, iterations).
+# Regression tasks add Pearson's r to SciRepEval's Kendall's tau; reviewer matching names its hard and soft P@k.
+TASK_TABLE: tuple[TableRow, ...] = tuple(TableRow(*row) for row in (
+    ("Biomimicry", "classification", "biomimicry", "biomimicry", ("f1",), ((64, 50), (16, 100))),
+    ("DRSM", "classification", "drsm", "drsm", ("f1_macro",), ((64, 50), (24, 100))),
+    ("RELISH", "proximity", "relish", "relish", ("ndcg",), ()),
+    ("NFCorpus", "adhoc_search", "nfcorpus", "nfcorpus", ("ndcg",), ()),
+    ("TREC-CoVID", "adhoc_search", "trec_covid", "trec_covid", ("ndcg",), ()),
+    ("Paper-Reviewer Matching", "reviewer_matching", "paper_reviewer_matching", "paper_reviewer_matching",
+     ("hard_P_5", "hard_P_10", "soft_P_5", "soft_P_10"), ()),
+    ("Peer Review Score", "regression", "peer_review_score_hIndex", "peer_review_score", ("kendalltau", "pearsonr"),
+     ()),
+    ("Max hIndex", "regression", "peer_review_score_hIndex", "hIndex", ("kendalltau", "pearsonr"), ()),
+    ("Tweet Mentions", "regression", "tweet_mentions", "tweet_mentions", ("kendalltau", "pearsonr"), ()),
+    ("SciDocs MAG", "classification", "scidocs_mag_mesh", "scidocs_mag", ("f1_macro",), ()),
+    ("SciDocs MeSH", "classification", "scidocs_mag_mesh", "scidocs_mesh", ("f1_macro",), ()),
+    ("SciDocs Cite", "proximity", "scidocs_view_cite_read", "scidocs_cite", ("map", "ndcg"), ()),
+    ("SciDocs CoView", "proximity", "scidocs_view_cite_read", "scidocs_view", ("map", "ndcg"), ()),
+    ("SciDocs CoCite", "proximity", "scidocs_view_cite_read", "scidocs_cocite", ("map", "ndcg"), ()),
+    ("SciDocs CoRead", "proximity", "scidocs_view_cite_read", "scidocs_read", ("map", "ndcg"), ()),
+    ("Same Author Detection", "proximity", "same_author", "same_author", ("map",), ()),
+    ("Highly Influential Citations", "proximity", "high_influence_cite", "high_influence_cite", ("map",), ()),
+    ("Search", "adhoc_search", "search", "search", ("ndcg",), ()),
+    ("Citation Count", "regression", "cite_count", "cite_count", ("kendalltau", "pearsonr"), ()),
+    ("Publication Year", "regression", "pub_year", "pub_year", ("kendalltau", "pearsonr"), ()),
+    ("Fields of study", "multi_label", "fos", "fos", ("f1_macro",), ((10, 50), (5, 100))),
+    ("MeSH", "classification", "mesh_descriptors", "mesh_descriptors", ("f1_macro",), ()),
+))
+
+SOURCE = SciRepEvalHub(TASK_TABLE)
+"""Where `data download --benchmark scirepeval` fetches the configs of the table's tasks (and their synthetic copy)."""
 BENCHMARKS.register(Benchmark("scirepeval", "SciRepEval (EMNLP 2023): classification, regression, proximity and "
                               "ad-hoc search tasks on allenai/scirepeval data, SciRepEval's models and metrics",
-                              table_kind="scirepeval", download=SciRepEvalHub(),
+                              table_kind="scirepeval", download=SOURCE,
                               synthetic_label="synthetic SciRepEval copy"))
 
 log = logging.getLogger("scidocs_eval")
 BENCHMARK = "scirepeval"
 PREFIX = "scirepeval-"
 REVIEWERS_CONFIG = "reviewers"
+
+
+def write_synthetic_scirepeval(dest: str | os.PathLike[str], seed: int = 0, dim: int = 24,
+                               size: int = 1) -> dict[str, np.ndarray]:
+    """A synthetic copy of every config of SciRepEval's tasks (`SciRepEvalHub.write_synthetic` of its table);
+    returns a noisy "model"'s vectors (doc_id -> float16 vector), for tests and demos."""
+    return SOURCE.write_synthetic(dest, seed, dim, size)
 
 
 def task_name(title: str) -> str:
@@ -167,9 +207,8 @@ class SupervisedTask(SciRepEvalTask[LabelledConfig]):
                                      self.numeric) for relative in self.input_files(suite, split))
         return LabelledConfig(split, texts, train, scored)
 
-    def data_shapes(self, suite: Suite, split: str) -> list[DataShape]:
-        train_file, scored_file = self.input_files(suite, split)
-        data = self.load(suite, split)
+    def data_shapes(self, data: LabelledConfig) -> list[DataShape]:
+        train_file, scored_file = self.input_files(data.suite, data.split)
         train, scored = data.train, data.scored
         kind = "values" if self.numeric else "label-sets" if self.multi_label else "classes"
         return [LabelledSplit(self.name, train_file, scored_file, train.ids, train.labels, scored.ids, scored.labels,
@@ -186,10 +225,10 @@ class SupervisedTask(SciRepEvalTask[LabelledConfig]):
         x = np.array([vectors.by_id[paper] for paper in kept.ids]).reshape(len(keep), embeddings.dim)
         return kept, x
 
-    def _data(self, suite: Suite, embeddings: EmbeddingStore, split: str, missing: MissingPolicy
+    def _data(self, data: LabelledConfig, embeddings: EmbeddingStore, missing: MissingPolicy
               ) -> tuple[Labelled, np.ndarray, Labelled, np.ndarray, dict[str, int]]:
         coverage: dict[str, int] = {}
-        data = self.load(suite, split)
+        suite, split = data.suite, data.split
         train_file, scored_file = self.input_files(suite, split)
         train, x_train = self._split(suite, train_file, data.train, "train", embeddings, missing, coverage)
         test, x_test = self._split(suite, scored_file, data.scored, split, embeddings, missing, coverage)
@@ -208,9 +247,9 @@ class ClassificationTask(SupervisedTask):
                 return models.multi_label(x_train, y_train, x_test, self.environment)
         return models.single_label(x_train, y_train, x_test, self.environment)
 
-    def evaluate(self, suite: Suite, embeddings: EmbeddingStore, split: str = "test",
+    def evaluate(self, data: LabelledConfig, embeddings: EmbeddingStore,
                  missing: MissingPolicy = "official") -> TaskResult:
-        train, x_train, test, x_test, coverage = self._data(suite, embeddings, split, missing)
+        train, x_train, test, x_test, coverage = self._data(data, embeddings, missing)
         fit = self.fit(x_train, train.labels, x_test)
         _warn_if_stalled(self.name, fit)
         value = models.classification_metric(test.labels, fit.predicted, self.metric)
@@ -243,9 +282,9 @@ class RegressionTask(SupervisedTask):
 
     numeric = True
 
-    def evaluate(self, suite: Suite, embeddings: EmbeddingStore, split: str = "test",
+    def evaluate(self, data: LabelledConfig, embeddings: EmbeddingStore,
                  missing: MissingPolicy = "official") -> TaskResult:
-        train, x_train, test, x_test, coverage = self._data(suite, embeddings, split, missing)
+        train, x_train, test, x_test, coverage = self._data(data, embeddings, missing)
         fit = models.regression(x_train, train.labels, x_test, self.environment)
         _warn_if_stalled(self.name, fit)
         if np.ptp(test.labels) == 0:
@@ -290,8 +329,8 @@ class FewShotTask(ClassificationTask):
         self.sample_size = self.sample_size_default if sample_size is None else sample_size
         self.iterations = self.iterations_default if iterations is None else iterations
 
-    def data_shapes(self, suite: Suite, split: str) -> list[DataShape]:
-        (labelled,) = super().data_shapes(suite, split)
+    def data_shapes(self, data: LabelledConfig) -> list[DataShape]:
+        (labelled,) = super().data_shapes(data)
         assert isinstance(labelled, LabelledSplit)
         # single-label draws are fitted with a fixed C (no CV): the folds rule is the draws'
         labelled = replace(labelled, folds=None if not self.multi_label else labelled.folds)
@@ -299,9 +338,9 @@ class FewShotTask(ClassificationTask):
                                             self.iterations, self.multi_label,
                                             models.FOLDS if self.multi_label else None)]
 
-    def evaluate(self, suite: Suite, embeddings: EmbeddingStore, split: str = "test",
+    def evaluate(self, data: LabelledConfig, embeddings: EmbeddingStore,
                  missing: MissingPolicy = "official") -> TaskResult:
-        train, x_train, test, x_test, coverage = self._data(suite, embeddings, split, missing)
+        train, x_train, test, x_test, coverage = self._data(data, embeddings, missing)
         scores = []
         stalled = 0
         problem = models.fixed_c_problem(self.environment)
@@ -347,8 +386,8 @@ class ProximityTask(SciRepEvalTask[JudgedConfig]):
     def read(self, suite: Suite, split: str, texts: bool = True) -> JudgedConfig:
         return JudgedConfig(split, texts, _qrels(suite, self.input_files(suite, split)[0]))
 
-    def data_shapes(self, suite: Suite, split: str) -> list[DataShape]:
-        return [JudgedSplit(self.name, self.input_files(suite, split)[0], self.load(suite, split).qrels)]
+    def data_shapes(self, data: JudgedConfig) -> list[DataShape]:
+        return [JudgedSplit(self.name, self.input_files(data.suite, data.split)[0], data.qrels)]
 
     def _scored(self, qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]],
                 metrics: Sequence[str], prefix: str = "") -> tuple[dict[str, float], dict[str, Any]]:
@@ -360,13 +399,13 @@ class ProximityTask(SciRepEvalTask[JudgedConfig]):
         items.update({prefix + m: [per_query[q][m] for q in ids] for m in metrics})
         return values, items
 
-    def evaluate(self, suite: Suite, embeddings: EmbeddingStore, split: str = "test",
+    def evaluate(self, data: JudgedConfig, embeddings: EmbeddingStore,
                  missing: MissingPolicy = "official") -> TaskResult:
-        return self._rank(suite, embeddings, embeddings, split, missing)
+        return self._rank(data, embeddings, embeddings, missing)
 
-    def _rank(self, suite: Suite, query_store: EmbeddingStore, candidate_store: EmbeddingStore, split: str,
+    def _rank(self, data: JudgedConfig, query_store: EmbeddingStore, candidate_store: EmbeddingStore,
               missing: MissingPolicy) -> TaskResult:
-        qrels = self.load(suite, split).qrels
+        suite, split, qrels = data.suite, data.split, data.qrels
         coverage: dict[str, int] = {}
         queries = self._vectors(query_store, list(qrels), "queries", missing, coverage)
         candidates = self._vectors(candidate_store, [c for grades in qrels.values() for c in grades], "candidates",
@@ -384,27 +423,29 @@ class SearchTask(ProximityTask):
     that embeds a search query differently (SciRepEval's [QRY] task id, SPECTER2's adhoc_query adapter). One
     embeddings file may hold both, as SciRepEval's does."""
 
-    def paper_ids(self, suite: Suite, split: str) -> list[str]:
+    def paper_ids(self, data: JudgedConfig) -> list[str]:
+        suite = data.suite
         queries = set(suite.query_ids(self.spec.metadata_file))
         return [paper_id for paper_id in suite.metadata(self.spec.metadata_file) if paper_id not in queries]
 
-    def role_papers(self, suite: Suite, split: str) -> dict[str, tuple[list[Paper], str]]:
+    def role_papers(self, data: JudgedConfig) -> dict[str, tuple[list[Paper], str]]:
+        suite = data.suite
         records = suite.metadata(self.spec.metadata_file)
         queries = [paper_of_record(q, records[q], self.spec.text_fields)
                    for q in suite.query_ids(self.spec.metadata_file)]
         assert self.spec.query_group is not None
         return {self.spec.query_group: (queries, "query")}
 
-    def evaluate(self, suite: Suite, embeddings: EmbeddingStore, split: str = "test",
+    def evaluate(self, data: JudgedConfig, embeddings: EmbeddingStore,
                  missing: MissingPolicy = "official") -> TaskResult:
         assert self.spec.query_group is not None
-        return self.evaluate_groups(suite, {self.embedding_group: embeddings, self.spec.query_group: embeddings},
-                                    split, missing)
+        return self.evaluate_groups(data, {self.embedding_group: embeddings, self.spec.query_group: embeddings},
+                                    missing)
 
-    def evaluate_groups(self, suite: Suite, stores: Mapping[str, EmbeddingStore], split: str = "test",
+    def evaluate_groups(self, data: JudgedConfig, stores: Mapping[str, EmbeddingStore],
                         missing: MissingPolicy = "official") -> TaskResult:
         assert self.spec.query_group is not None
-        return self._rank(suite, stores[self.spec.query_group], stores[self.embedding_group], split, missing)
+        return self._rank(data, stores[self.spec.query_group], stores[self.embedding_group], missing)
 
 
 class ReviewerMatchingTask(ProximityTask):
@@ -423,16 +464,15 @@ class ReviewerMatchingTask(ProximityTask):
         return ReviewerConfig(split, texts, _qrels(suite, hard_file), _qrels(suite, soft_file),
                               read_reviewers(suite.require(reviewers_file, "JSON lines {r_id, papers}")))
 
-    def data_shapes(self, suite: Suite, split: str) -> list[DataShape]:
-        hard_file, soft_file, _ = self.input_files(suite, split)
-        data = self.load(suite, split)
+    def data_shapes(self, data: ReviewerConfig) -> list[DataShape]:
+        hard_file, soft_file, _ = self.input_files(data.suite, data.split)
         return [JudgedSplit(self.name, relative, qrels, corpus=data.reviewers)
                 for relative, qrels in ((hard_file, data.qrels), (soft_file, data.soft))]
 
-    def evaluate(self, suite: Suite, embeddings: EmbeddingStore, split: str = "test",
+    def evaluate(self, data: ReviewerConfig, embeddings: EmbeddingStore,
                  missing: MissingPolicy = "official") -> TaskResult:
-        hard_file, soft_file, _ = self.input_files(suite, split)
-        data = self.load(suite, split)
+        suite = data.suite
+        hard_file, soft_file, _ = self.input_files(suite, data.split)
         hard, soft, reviewers = data.qrels, data.soft, data.reviewers
         coverage: dict[str, int] = {}
         queries = self._vectors(embeddings, list(hard), "queries", missing, coverage)

@@ -6,6 +6,7 @@ import os
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 BERT_BASE_SIZE = {"vocab_size": 30522, "hidden_size": 768, "layers": 12, "heads": 12}  # `build_small_bert` options
 
@@ -198,7 +199,7 @@ def build_every_format_suite(base: str | os.PathLike[str], scirepeval_folders: t
     """A small suite under `base`/world holding data of every format a registered task reads: the demo suite's
     layout, SciRepEval's (its folders `scirepeval_folders`, default all) and MTEB's scientific sets."""
     from scidocs_eval.data.demo import DemoConfig, build_demo_suite
-    from scidocs_eval.data.scirepeval import write_synthetic_scirepeval
+    from scidocs_eval.tasks.scirepeval import write_synthetic_scirepeval
 
     base = Path(base)
     root = build_demo_suite(base / "world", DemoConfig(
@@ -217,3 +218,9 @@ def write_one_vector(folder: str | os.PathLike[str]) -> Path:
     path = Path(folder) / "one.jsonl"
     path.write_text('{"paper_id": "nobody", "embedding": [0.5, 1.0]}\n', encoding="utf-8")
     return path
+
+
+def score_task(task: Any, suite: Any, embeddings: Any, split: str = "test", missing: str = "official") -> Any:
+    """`task` scored on `split` of `suite` as the runner scores it: its data loaded once (`Task.load`), then
+    `evaluate(data, embeddings, missing)`."""
+    return task.evaluate(task.load(suite, split), embeddings, missing)

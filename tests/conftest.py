@@ -16,6 +16,7 @@ from sklearn.decomposition import TruncatedSVD
 from sklearn.feature_extraction.text import TfidfVectorizer
 
 from scidocs_eval.data.demo import DemoConfig, build_demo_suite
+from scidocs_eval.evaluation.config import RunConfig
 from scidocs_eval.formats.suite import Suite
 from scidocs_eval.models.text import analyzer
 from scidocs_eval.run.baseline import run_baseline
@@ -126,9 +127,9 @@ def word_vectors(figure_suite: Suite, tmp_path_factory: pytest.TempPathFactory) 
 def baseline_runs(figure_suite: Suite, word_vectors: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """random and sif on the demo suite's mag, mesh and cite tasks: embeddings and results files in one folder."""
     out = tmp_path_factory.mktemp("runs")
-    run_baseline("random", figure_suite, out_dir=out, tasks=["mag", "mesh", "cite"], progress=False)
-    run_baseline("sif", figure_suite, out_dir=out, params={"vectors": str(word_vectors)},
-                 tasks=["mag", "mesh", "cite"], progress=False)
+    run_baseline("random", RunConfig(data=figure_suite, tasks=["mag", "mesh", "cite"], progress=False), out_dir=out)
+    run_baseline("sif", RunConfig(data=figure_suite, tasks=["mag", "mesh", "cite"], progress=False), out_dir=out,
+                 params={"vectors": str(word_vectors)})
     return out
 
 

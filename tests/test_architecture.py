@@ -21,7 +21,7 @@ LAYERS: dict[str, int] = {
     "scidocs_eval.params": 0, "scidocs_eval.lazy_modules": 0,
     "scidocs_eval.formats": 1,
     "scidocs_eval.data": 2,
-    "scidocs_eval.evaluation": 3,
+    "scidocs_eval.evaluation": 3, "scidocs_eval.statistics": 3,
     "scidocs_eval.evaluators": 4, "scidocs_eval.models": 4,
     "scidocs_eval.run": 5, "scidocs_eval.training": 5,
     "scidocs_eval.tasks": 6, "scidocs_eval.baselines": 6,

@@ -24,6 +24,7 @@ from scidocs_eval.data.near_duplicates import (
     signatures,
 )
 from scidocs_eval.errors import InputError, ScidocsEvalError
+from scidocs_eval.evaluation.config import RunConfig
 from scidocs_eval.evaluation.contamination import AuditReport, audit_suite, clean_scores
 from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.runner import evaluate
@@ -239,7 +240,7 @@ def test_clean_part_scores_and_run_exclude_agree(demo_suite: Suite, tmp_path: Pa
     report = audit_suite(read_training_data([ids]), demo_suite, tasks=["cite", "mag"])
     report.save(audit_path)
     embeddings = _memorising_embeddings(demo_suite, leaked, tmp_path / "model.jsonl")
-    result = evaluate(embeddings, demo_suite, tasks=["cite", "mag"], progress=False)
+    result = evaluate(embeddings, RunConfig(data=demo_suite, tasks=["cite", "mag"], progress=False))
     scores = clean_scores(report, result)
     cite = scores["cite"]["metrics"]["map"]
     assert cite["leaked"]["n"] == 8 and cite["clean"]["n"] == len(queries) - 8
@@ -249,7 +250,8 @@ def test_clean_part_scores_and_run_exclude_agree(demo_suite: Suite, tmp_path: Pa
     assert high < 0 and cite["clean_minus_all"]["p_value"] < 0.05
     assert scores["mag"]["metrics"]["f1"]["clean_minus_all"]["delta"] == 0.0   # no mag paper leaked
 
-    excluded = evaluate(embeddings, demo_suite, tasks=["cite", "mag"], progress=False, exclude=audit_path)
+    excluded = evaluate(embeddings, RunConfig(data=demo_suite, tasks=["cite", "mag"], progress=False,
+                                              exclude=audit_path))
     assert excluded.tasks["cite"].metrics["map"] == cite["clean"]["value"]
     assert excluded.tasks["cite"].metrics["ndcg"] == scores["cite"]["metrics"]["ndcg"]["clean"]["value"]
     assert excluded.tasks["cite"].ci["map"] == cite["clean"]["ci"]
@@ -259,9 +261,10 @@ def test_clean_part_scores_and_run_exclude_agree(demo_suite: Suite, tmp_path: Pa
     from scidocs_eval.leaderboard import render_table1
     assert "leaked items excluded" in render_table1([excluded], include_paper=False)
     with pytest.raises(ScidocsEvalError, match="did not audit task"):
-        evaluate(embeddings, demo_suite, tasks=["cocite"], progress=False, exclude=audit_path)
+        evaluate(embeddings, RunConfig(data=demo_suite, tasks=["cocite"], progress=False, exclude=audit_path))
     with pytest.raises(ScidocsEvalError, match="audits the test split, not val"):
-        evaluate(embeddings, demo_suite, tasks=["cite"], split="val", progress=False, exclude=audit_path)
+        evaluate(embeddings,
+                 RunConfig(data=demo_suite, tasks=["cite"], split="val", progress=False, exclude=audit_path))
 
 
 def test_run_exclude_cli(demo_suite: Suite, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

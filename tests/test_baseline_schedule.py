@@ -14,6 +14,7 @@ import pytest
 from scidocs_eval.baselines import doc2vec
 from scidocs_eval.data.build import build_suite
 from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.evaluation.config import RunConfig
 from scidocs_eval.formats.suite import Paper, Suite
 from scidocs_eval.leaderboard import render_table1
 from scidocs_eval.models import word_vectors
@@ -87,8 +88,10 @@ def test_tune_searches_fasttext_epochs_and_learning_rate_within_the_budget(
 
 
 def test_tfidf_baseline_runs_end_to_end_on_the_demo_suite(demo_suite: Suite, tmp_path: Path) -> None:
-    result = run_baseline("tfidf", demo_suite, out_dir=tmp_path, tasks=["cite", "cocite"], progress=False)
-    chance = run_baseline("random", demo_suite, out_dir=tmp_path, tasks=["cite", "cocite"], progress=False)
+    result = run_baseline("tfidf", RunConfig(data=demo_suite, tasks=["cite", "cocite"], progress=False),
+                          out_dir=tmp_path)
+    chance = run_baseline("random", RunConfig(data=demo_suite, tasks=["cite", "cocite"], progress=False),
+                          out_dir=tmp_path)
     for task in ("cite", "cocite"):
         assert result.tasks[task].metrics["map"] > chance.tasks[task].metrics["map"] + 20
     vectors = get_adapter("tfidf", dim=50).fit(demo_suite.papers()).transform(demo_suite.papers()[:20])
@@ -111,7 +114,7 @@ def test_sent_bert_row_names_its_model_and_says_it_saw_citations() -> None:
 
 
 def test_table1_labels_and_footnotes_rows_that_are_not_the_papers(demo_suite: Suite, tmp_path: Path) -> None:
-    result = run_baseline("random", demo_suite, out_dir=tmp_path, tasks=["cite"], progress=False)
+    result = run_baseline("random", RunConfig(data=demo_suite, tasks=["cite"], progress=False), out_dir=tmp_path)
     result.model = "sent-bert"
     result.model_info = dataclasses.replace(result.model_info, paper_row="Sent-BERT", row_detail="all-MiniLM-L6-v2",
                                             row_note="it saw citations.")
@@ -179,8 +182,9 @@ def cora_cite_maps(cora: Suite, cora_cache: Path, tmp_path_factory: pytest.TempP
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("SCIDOCS_EVAL_CACHE", str(cora_cache))
         try:
-            maps = {name: run_baseline(name, cora, out_dir=out, tasks=["cite"], progress=False).tasks["cite"]
-                    .metrics["map"] for name in ("random", "sif", "fasttext-sum", "doc2vec")}  # one fastText model
+            config = RunConfig(data=cora, tasks=["cite"], progress=False)
+            maps = {name: run_baseline(name, config, out_dir=out).tasks["cite"].metrics["map"]
+                    for name in ("random", "sif", "fasttext-sum", "doc2vec")}  # one fastText model
         finally:
             logger.removeHandler(handler)
             logger.setLevel(previous)
@@ -226,7 +230,8 @@ def test_cora_settings_picked_on_val_rank_sif_and_fasttext_sum_above_doc2vec_as_
     """The paper tuned every baseline on validation; so tuned, Cora's test cite MAP keeps the paper's order:
     sif 58.74 > fasttext-sum 57.73 > doc2vec 55.81 (measured 2026-11-23), unlike the defaults (xfail above)."""
     monkeypatch.setenv("SCIDOCS_EVAL_CACHE", str(cora_cache))
-    maps = {name: run_baseline(name, cora, out_dir=tmp_path, params=params, tasks=["cite"], progress=False)
+    maps = {name: run_baseline(name, RunConfig(data=cora, tasks=["cite"], progress=False), out_dir=tmp_path,
+                               params=params)
             .tasks["cite"].metrics["map"] for name, params in TUNED_ON_CORA.items()}
     assert maps == pytest.approx({"sif": 58.74, "fasttext-sum": 57.73, "doc2vec": 55.81}, abs=1.0), maps
     assert maps["sif"] > maps["fasttext-sum"] > maps["doc2vec"], maps

@@ -1,7 +1,7 @@
 """A benchmark is one object that owns its behaviour (`Benchmark`): its tasks, its results table, its download
 source and what a synthetic copy is called. A toy benchmark registered here, with one task, a table of its own and a
-folder as its download source, goes through `data download`, `run`, `table`, `leaderboard` and `export` with no
-edit anywhere else; and every registered benchmark's table answers the hint that suggests it."""
+folder as its download source, goes through `data download`, `run`, `table`, `leaderboard`, `report` and `export`
+with no edit anywhere else; and every registered benchmark's table answers the hint that suggests it."""
 
 from __future__ import annotations
 
@@ -22,14 +22,14 @@ from scidocs_eval.evaluation.task import (
     BENCHMARKS,
     TASKS,
     Benchmark,
-    BenchmarkTable,
     Task,
+    TaskData,
     TaskResult,
     TaskSpec,
     register_task,
 )
 from scidocs_eval.formats.embeddings import PRESENT, EmbeddingStore
-from scidocs_eval.formats.suite import Suite
+from scidocs_eval.leaderboard.benchmark_tables import ColumnsRow, ColumnsTable
 
 TOY = "toy-bench"
 PAPERS = [f"p{i}" for i in range(10)]
@@ -44,9 +44,8 @@ class ToyShare(Task):
     def required_files(self, split: str) -> list[str]:
         return [f"toy-share/{split}.txt"]
 
-    def evaluate(self, suite: Suite, embeddings: EmbeddingStore, split: str = "test",
-                 missing: str = "official") -> TaskResult:
-        ids = suite.path(f"toy-share/{split}.txt").read_text(encoding="utf-8").split()
+    def evaluate(self, data: TaskData, embeddings: EmbeddingStore, missing: str = "official") -> TaskResult:
+        ids = data.suite.path(f"toy-share/{data.split}.txt").read_text(encoding="utf-8").split()
         present = (embeddings.status(ids) == PRESENT).astype(float)
         share = round(100 * float(np.mean(present)), 2)
         return TaskResult(self.name, {"share": share}, {"papers": len(ids)},
@@ -54,16 +53,36 @@ class ToyShare(Task):
                           items={"unit": "query", "ids": ids, "share": present.tolist()})
 
 
-class ToyTable(BenchmarkTable):
-    """The toy benchmark's own table: one line a run."""
+class ToyTable(ColumnsTable):
+    """The toy benchmark's own table: one line a run; on `report`'s page, a section with one column and a
+    published row; `leaderboard` ranks its average beside that row."""
 
     name = "toy-table"
     shows = "the toy shares"
+    title = "Toy benchmark"
 
     def render(self, benchmark: Benchmark, results: Sequence[Any], sources: Sequence[str | Path] | None,
                include_paper: bool, ci: bool) -> str:
         return "".join(f"toy table: {result.model} {result.tasks['toy-share'].metrics['share']:.2f}\n"
                        for result in results if "toy-share" in result.tasks)
+
+    def averages(self, benchmark: Benchmark) -> dict[str, list[tuple[str, str]]]:
+        return {"Toy Avg": [("toy-share", "share")]}
+
+    def published(self, average: str) -> list[tuple[str, float, str, str]]:
+        return [("toy paper model", 60.0, "toy paper", "")]
+
+    def columns(self, benchmark: Benchmark) -> list[str]:
+        return ["Share"]
+
+    def rows(self, benchmark: Benchmark, results: Sequence[Any], labels: Sequence[str],
+             include_paper: bool) -> list[ColumnsRow]:
+        ours = [ColumnsRow(label, True, {"Share": result.tasks["toy-share"].metrics["share"]})
+                for result, label in zip(results, labels) if "toy-share" in result.tasks]
+        return ours + ([ColumnsRow("toy paper model", False, {"Share": 60.0})] if ours and include_paper else [])
+
+    def definition(self, benchmark: Benchmark) -> str:
+        return "Share: the toy task's share."
 
 
 @pytest.fixture()
@@ -120,6 +139,14 @@ def test_a_toy_benchmark_runs_through_every_command_with_no_edit_elsewhere(
     assert main(["leaderboard", "out/"]) == 0
     board = capsys.readouterr().out
     assert "toy-share" in board and board.index("| e ") < board.index("| f "), board
+    ranking = board[board.index("Toy Avg"):]  # the table's own average, ranked beside its published row
+    assert ranking.index("| e ") < ranking.index("toy paper model") < ranking.index("| f "), board
+
+    assert main(["report", "out/", "--out-dir", "site", "--quiet"]) == 0
+    page = (toy / "site" / "index.html").read_text(encoding="utf-8")
+    section = page[page.index('<table id="toy-table">'):]
+    assert "<h2>Toy benchmark</h2>" in page and "75.00" in section and "toy paper model" in section
+    assert "Share: the toy task&#39;s share." in section
 
     assert main(["export", "mteb", "out/toy.json", "--out-dir", "mteb-out", "--model-name", "org/toy"]) == 0
     assert (toy / "mteb-out" / "org__toy" / "no_revision_available" / "ToyShare.json").is_file()

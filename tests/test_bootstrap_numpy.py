@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from scidocs_eval.evaluation.significance import (
+from scidocs_eval.statistics.significance import (
     BATCH,
     CONFIDENCE,
     MeanItems,

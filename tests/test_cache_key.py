@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from scidocs_eval import evaluate_model
+from scidocs_eval.evaluation.config import RunConfig
 from scidocs_eval.evaluation.papers import EmbeddingRole
 from scidocs_eval.formats.suite import Paper, Suite
 from scidocs_eval.formats.vector_cache import SUFFIX, VectorCache
@@ -148,10 +149,10 @@ def test_each_setting_of_a_sentence_transformers_model_misses_the_cache(sentence
 
 def test_a_changed_setting_gives_new_numbers_in_a_second_evaluate_model(sentence_model: Any,
                                                                         tiny_suite: Suite) -> None:
-    first = evaluate_model(sentence_model, tiny_suite, tasks=["cite"], progress=False)
+    first = evaluate_model(sentence_model, RunConfig(data=tiny_suite, tasks=["cite"], progress=False))
     sentence_model.max_seq_length = 8
     try:
-        second = evaluate_model(sentence_model, tiny_suite, tasks=["cite"], progress=False)
+        second = evaluate_model(sentence_model, RunConfig(data=tiny_suite, tasks=["cite"], progress=False))
     finally:
         sentence_model.max_seq_length = 256
     assert second.tasks["cite"].metrics != first.tasks["cite"].metrics

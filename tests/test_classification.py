@@ -17,6 +17,7 @@ from scidocs_eval.evaluators.linear_svm import LinearSVMGrid
 from scidocs_eval.formats.embeddings import EmbeddingStore
 from scidocs_eval.formats.suite import Suite
 from scidocs_eval.tasks.classification import OFFICIAL_C_GRID
+from tests.builders import score_task
 
 
 def blobs(n: int, dim: int, classes: int, spread: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -101,7 +102,7 @@ def mag_suite(tmp_path_factory: pytest.TempPathFactory):
 @pytest.mark.parametrize("split", ["test", "val"])
 def test_task_equals_scikit_learn_with_zero_vectors(mag_suite, split: str) -> None:
     suite, store, features, y, splits = mag_suite
-    result = get_task("mag").evaluate(suite, store, split=split)
+    result = score_task(get_task("mag"), suite, store, split=split)
     reference = sklearn_grid(features[splits["train"]], y[splits["train"]])
     predicted = reference.predict(features[splits[split]])
     expected = round(100 * f1_score(y[splits[split]], predicted, average="macro"), 2)
@@ -115,18 +116,18 @@ def test_task_equals_scikit_learn_with_zero_vectors(mag_suite, split: str) -> No
 def test_val_and_test_scores_differ(mag_suite) -> None:
     suite, store, *_ = mag_suite
     task = get_task("mag")
-    assert task.evaluate(suite, store, split="val").metrics != task.evaluate(suite, store, split="test").metrics
+    assert score_task(task, suite, store, split="val").metrics != score_task(task, suite, store, split="test").metrics
 
 
 def test_missing_error_names_the_split(mag_suite) -> None:
     suite, store, *_ = mag_suite
     with pytest.raises(MissingEmbeddingsError, match=r"^task mag: 2 train papers have no embedding: p0, p5$"):
-        get_task("mag").evaluate(suite, store, missing="error")
+        score_task(get_task("mag"), suite, store, missing="error")
 
 
 def test_custom_grid_parameter(mag_suite) -> None:
     suite, store, *_ = mag_suite
-    result = get_task("mag", c_grid=(0.5,)).evaluate(suite, store)
+    result = score_task(get_task("mag", c_grid=(0.5,)), suite, store)
     assert result.details["C"] == 0.5 and list(result.details["cv_accuracy"]) == ["0.5"]
 
 
@@ -139,7 +140,7 @@ def test_malformed_csv_names_file_and_line(tmp_path: Path, row: list[str], messa
     write_labels(tmp_path / "mesh" / "train.csv", [["p0", "1"], row])
     write_labels(tmp_path / "mesh" / "test.csv", [["p0", "1"]])
     with pytest.raises(InputError) as caught:
-        get_task("mesh").evaluate(Suite(tmp_path), EmbeddingStore.from_mapping({"p0": [1.0]}))
+        score_task(get_task("mesh"), Suite(tmp_path), EmbeddingStore.from_mapping({"p0": [1.0]}))
     assert str(caught.value) == f"{tmp_path / 'mesh' / 'train.csv'}:3: {message}"
 
 

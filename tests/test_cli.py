@@ -8,6 +8,7 @@ import orjson
 import pytest
 
 from scidocs_eval.cli.main import main
+from scidocs_eval.evaluation.config import RunConfig
 from scidocs_eval.evaluation.papers import papers_to_embed
 from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.runner import evaluate
@@ -28,8 +29,8 @@ def test_run_prints_table_and_writes_json(cite_suite: tuple[Path, Path], tmp_pat
     assert f"Wrote {out} (results)" in printed
     saved = RunResult.load(out)
     assert saved.tasks["cite"].metrics == {"map": 50.0, "ndcg": 63.09}
-    assert saved.tasks["cite"].metrics == evaluate(embeddings, root, tasks=["cite"], progress=False).tasks[
-        "cite"].metrics
+    again = evaluate(embeddings, RunConfig(data=root, tasks=["cite"], progress=False))
+    assert saved.tasks["cite"].metrics == again.tasks["cite"].metrics
 
 
 def test_run_with_malformed_embeddings_exits_2_without_traceback(cite_suite: tuple[Path, Path], tmp_path: Path,
@@ -77,7 +78,8 @@ def test_three_file_form(cite_suite: tuple[Path, Path], tmp_path: Path, capsys: 
 def test_table_renders_markdown(cite_suite: tuple[Path, Path], tmp_path: Path,
                                 capsys: pytest.CaptureFixture[str]) -> None:
     root, embeddings = cite_suite
-    evaluate(embeddings, root, tasks=["cite"], output=tmp_path / "results" / "mine.results.json", progress=False)
+    evaluate(embeddings, RunConfig(data=root, tasks=["cite"], output=tmp_path / "results" / "mine.results.json",
+                                   progress=False))
     assert main(["table", str(tmp_path / "results")]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("| Model | MAG F1 | MeSH F1 | Co-View MAP |") and lines[1].startswith("|---|")
@@ -106,7 +108,7 @@ def test_baseline_random_writes_official_embeddings_and_results(demo_suite: Suit
     assert result.model_info.name == "random" and result.model_info.params["seed"] == 3
     assert result.model_info.paper_row == "Random"  # the published Table 1 row to compare with
     assert {"fit", "embed", "total"} <= set(result.timings)
-    rescored = evaluate(out_dir / "random.jsonl", demo_suite, tasks=["cite", "cocite"], progress=False)
+    rescored = evaluate(out_dir / "random.jsonl", RunConfig(data=demo_suite, tasks=["cite", "cocite"], progress=False))
     assert {n: r.metrics for n, r in rescored.tasks.items()} == {n: r.metrics for n, r in result.tasks.items()}
 
 

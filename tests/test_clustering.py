@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from threadpoolctl import threadpool_limits
 
+from scidocs_eval.evaluation.config import RunConfig
 from scidocs_eval.evaluation.runner import evaluate
 from scidocs_eval.evaluation.task import TASKS, get_task
 from scidocs_eval.evaluators.clustering import hf_test_split
@@ -73,7 +74,7 @@ def _equal_to_mteb(tmp_path: Path, task: str, count: int, cluster_size: int) -> 
     theirs = _mteb_scores(tmp_path, task, vectors, cluster_size)
     ours = evaluate(write_vectors(tmp_path / "v.jsonl", {text_id: vectors[paper.title] for text_id, paper in
                                                          _embedded(tmp_path, task).items()}),
-                    tmp_path, tasks=[task], cache=False, progress=False).tasks[task]
+                    RunConfig(data=tmp_path, tasks=[task], cache=False, progress=False)).tasks[task]
     _assert_same(ours.details["mteb_scores"], theirs)
     assert ours.metrics["v_measure"] == pytest.approx(100 * theirs["v_measure"], abs=0.006)
     assert ours.details["mteb_scores"]["main_score"] == theirs["main_score"]
@@ -84,7 +85,8 @@ def _equal_to_mteb(tmp_path: Path, task: str, count: int, cluster_size: int) -> 
 
 
 def _embedded(root: Path, task: str) -> dict[str, Any]:
-    papers, prompt_type = get_task(task).role_papers(Suite(root), "test")[TASKS[task].spec.embedding_group]
+    instance = get_task(task)
+    papers, prompt_type = instance.role_papers(instance.load(Suite(root), "test"))[TASKS[task].spec.embedding_group]
     assert prompt_type == "document"
     return {paper.paper_id: paper for paper in papers}
 
@@ -94,7 +96,8 @@ def test_only_mtebs_sample_is_embedded_each_text_once(tmp_path: Path) -> None:
     rows = (tmp_path / "biorxiv-clustering-s2s" / "test.jsonl").read_bytes().splitlines()
     (tmp_path / "biorxiv-clustering-s2s" / "test.jsonl").write_bytes(b"\n".join(rows + rows[:500]) + b"\n")
     papers = _embedded(tmp_path, "biorxiv-clustering-s2s")
-    texts, _, _ = get_task("biorxiv-clustering-s2s").embedded(Suite(tmp_path), "test")
+    task = get_task("biorxiv-clustering-s2s")
+    texts, _, _ = task.embedded(task.load(Suite(tmp_path), "test"))
     assert len(texts) == int(0.04 * 1500) and len(papers) == len(set(texts)) < len(texts)
 
 
@@ -111,11 +114,12 @@ def test_a_missing_vector_is_loud_and_stops_under_error(tmp_path: Path, caplog: 
     embedded = _embedded(tmp_path, "biorxiv-clustering-p2p")
     kept = dict(list(embedded.items())[1:])
     path = write_vectors(tmp_path / "v.jsonl", {i: vectors[p.title] for i, p in kept.items()})
-    result = evaluate(path, tmp_path, tasks=["biorxiv-clustering-p2p"], cache=False, progress=False)
+    result = evaluate(path, RunConfig(data=tmp_path, tasks=["biorxiv-clustering-p2p"], cache=False, progress=False))
     assert result.tasks["biorxiv-clustering-p2p"].coverage["documents_missing"] >= 1
     assert "not MTEB's" in caplog.text
     with pytest.raises(MissingEmbeddingsError):
-        evaluate(path, tmp_path, tasks=["biorxiv-clustering-p2p"], cache=False, progress=False, missing="error")
+        evaluate(path, RunConfig(data=tmp_path, tasks=["biorxiv-clustering-p2p"], cache=False, progress=False,
+                                 missing="error"))
 
 
 def test_a_row_without_labels_names_the_file_and_line(tmp_path: Path) -> None:

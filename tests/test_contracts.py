@@ -15,6 +15,7 @@ import pytest
 from scidocs_eval.cli import main
 from scidocs_eval.cli.options import COMMANDS
 from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.evaluation.config import RunConfig
 from scidocs_eval.evaluation.runner import evaluate
 from scidocs_eval.evaluation.task import TASKS, Task, TaskSpec, task_names
 from scidocs_eval.evaluators.recomm_rankers import RANKERS, Ranker
@@ -49,7 +50,7 @@ def demo_result(demo_suite: Suite, tmp_path_factory: pytest.TempPathFactory) -> 
     builder writes (one per task, the same ids and vectors in each)."""
     rng = np.random.default_rng(0)
     store = EmbeddingStore.from_mapping({p.paper_id: rng.standard_normal(8) for p in demo_suite.papers()})
-    results = evaluate(store, demo_suite, task_params={"recomm": {"seeds": 1}}, progress=False).tasks
+    results = evaluate(store, RunConfig(data=demo_suite, task_params={"recomm": {"seeds": 1}}, progress=False)).tasks
     retrieval = [name for name in task_names() if TASKS[name].spec.query_group is not None]
     root = tmp_path_factory.mktemp("retrieval")
     for name in retrieval:
@@ -58,7 +59,7 @@ def demo_result(demo_suite: Suite, tmp_path_factory: pytest.TempPathFactory) -> 
                                         split=TASKS[name].spec.dataset.get("split", "test"))
     if retrieval:
         stores = {group: EmbeddingStore.from_mapping(built[group]) for group in ("queries", "corpus")}
-        results.update(evaluate(stores, root, tasks=retrieval, progress=False).tasks)
+        results.update(evaluate(stores, RunConfig(data=root, tasks=retrieval, progress=False)).tasks)
     return results
 
 

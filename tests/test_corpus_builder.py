@@ -14,6 +14,7 @@ import pytest
 from scidocs_eval.cli.main import main
 from scidocs_eval.data.build import REPORT_FILE, build_suite, read_citation_corpus
 from scidocs_eval.errors import InputError, ScidocsEvalError
+from scidocs_eval.evaluation.config import RunConfig
 from scidocs_eval.evaluation.runner import evaluate
 from scidocs_eval.evaluation.verify import verify_suite
 from scidocs_eval.formats.embeddings import EmbeddingStore
@@ -169,7 +170,7 @@ def test_acceptance_random_near_chance_and_tfidf_far_above(cora: Suite, tmp_path
     from sklearn.feature_extraction.text import TfidfVectorizer
 
     tasks = ["mag", "cite", "cocite"]
-    random_result = run_baseline("random", cora, out_dir=tmp_path, tasks=tasks, progress=False)
+    random_result = run_baseline("random", RunConfig(data=cora, tasks=tasks, progress=False), out_dir=tmp_path)
     qrels = cora.qrels("cite", "test")
     expected_ap, share = [], []
     for grades in qrels.relevance.values():
@@ -187,7 +188,7 @@ def test_acceptance_random_near_chance_and_tfidf_far_above(cora: Suite, tmp_path
     vectors = TruncatedSVD(100, random_state=0).fit_transform(tfidf)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     store = EmbeddingStore.from_mapping({p.paper_id: v for p, v in zip(papers, vectors)})
-    tfidf_result = evaluate(store, cora, tasks=tasks, progress=False)
+    tfidf_result = evaluate(store, RunConfig(data=cora, tasks=tasks, progress=False))
     for task, metric, margin in (("cite", "map", 30), ("cocite", "map", 30), ("mag", "f1", 30)):
         assert tfidf_result.tasks[task].metrics[metric] > random_result.tasks[task].metrics[metric] + margin, task
 

@@ -14,7 +14,7 @@ import pytest
 
 from scidocs_eval.cli.main import main
 from scidocs_eval.data.demo import DemoConfig, build_demo_suite
-from scidocs_eval.data.scirepeval import write_synthetic_scirepeval
+from scidocs_eval.evaluation.config import RunConfig
 from scidocs_eval.evaluation.papers import embedding_needs, papers_to_embed
 from scidocs_eval.formats import vector_cache
 from scidocs_eval.formats.corpus import paper_text
@@ -22,7 +22,8 @@ from scidocs_eval.formats.retrieval import Document, write_beir
 from scidocs_eval.formats.suite import Suite
 from scidocs_eval.formats.vector_cache import SUFFIX, VectorCache
 from scidocs_eval.run.embedding_plan import PROBE_PAPERS
-from scidocs_eval.run.model_object import EncoderAdapter, evaluate_model
+from scidocs_eval.run.model_object import EncodeConfig, EncoderAdapter, evaluate_model
+from scidocs_eval.tasks.scirepeval import write_synthetic_scirepeval
 
 TASKS = ["mag", "cite", "scidocs-retrieval", "scirepeval-scidocs-cite"]
 BENCHMARKS = ["scidocs", "mteb-scidocs", "scirepeval"]
@@ -71,8 +72,9 @@ def _metrics(result: object) -> dict:
 def test_three_benchmarks_sharing_papers_encode_each_distinct_text_once_and_a_rerun_encodes_nothing(
         shared_suite: Suite, tmp_path: Path) -> None:
     model = CountingModel()
-    first = evaluate_model(model, shared_suite, tasks=TASKS, benchmarks=BENCHMARKS, fingerprint="counting v1",
-                           progress=False, output=tmp_path / "first.json")
+    first = evaluate_model(model, RunConfig(data=shared_suite, tasks=TASKS, benchmarks=BENCHMARKS, progress=False,
+                                            output=tmp_path / "first.json"),
+                           encode=EncodeConfig(fingerprint="counting v1"))
     assert set(first.tasks) == set(TASKS) and first.settings.benchmarks == tuple(BENCHMARKS)
     wanted = [paper_text(paper, " ") for need in embedding_needs(shared_suite, TASKS).values()
               for paper in (need.papers or [p for p in shared_suite.papers((need.metadata_file,))
@@ -81,8 +83,9 @@ def test_three_benchmarks_sharing_papers_encode_each_distinct_text_once_and_a_re
     assert set(model.seen) == set(wanted)
     assert len(model.seen) < len(wanted) - 100  # the benchmarks shared papers, embedded once for all of them
     again = CountingModel()
-    second = evaluate_model(again, shared_suite, tasks=TASKS, benchmarks=BENCHMARKS, fingerprint="counting v1",
-                            progress=False, output=tmp_path / "second.json")
+    second = evaluate_model(again, RunConfig(data=shared_suite, tasks=TASKS, benchmarks=BENCHMARKS, progress=False,
+                                             output=tmp_path / "second.json"),
+                            encode=EncodeConfig(fingerprint="counting v1"))
     assert again.seen == []
     assert _metrics(second) == _metrics(first)
     old, new = (orjson.loads((tmp_path / name).read_bytes()) for name in ("first.json", "second.json"))
@@ -111,15 +114,15 @@ def test_one_changed_weight_misses_the_cache(demo_suite: Suite) -> None:
 
     needed = sum(p.has_text for p in papers_to_embed(demo_suite, ["mesh"]))
     model = Linear()
-    evaluate_model(model, demo_suite, tasks=["mesh"], progress=False)
+    evaluate_model(model, RunConfig(data=demo_suite, tasks=["mesh"], progress=False))
     assert model.calls == needed
     same = Linear()
-    evaluate_model(same, demo_suite, tasks=["mesh"], progress=False)
+    evaluate_model(same, RunConfig(data=demo_suite, tasks=["mesh"], progress=False))
     assert getattr(same, "calls", 0) == 0  # same weights: every vector from the cache
     changed = Linear()
     with torch.no_grad():
         changed.layer.weight[0, 0] += 1e-3
-    evaluate_model(changed, demo_suite, tasks=["mesh"], progress=False)
+    evaluate_model(changed, RunConfig(data=demo_suite, tasks=["mesh"], progress=False))
     assert changed.calls == needed
 
 
@@ -135,16 +138,19 @@ def test_another_release_never_reads_this_releases_vectors(tmp_path: Path,
 def test_a_corrupt_or_foreign_cache_entry_is_recomputed_with_a_warning(demo_suite: Suite,
                                                                       caplog: pytest.LogCaptureFixture) -> None:
     first = CountingModel()
-    reference = evaluate_model(first, demo_suite, tasks=["mesh"], fingerprint="a", progress=False)
+    reference = evaluate_model(first, RunConfig(data=demo_suite, tasks=["mesh"], progress=False),
+                               encode=EncodeConfig(fingerprint="a"))
     other = CountingModel()
-    evaluate_model(other, demo_suite, tasks=["mesh"], fingerprint="b", progress=False)
+    evaluate_model(other, RunConfig(data=demo_suite, tasks=["mesh"], progress=False),
+                   encode=EncodeConfig(fingerprint="b"))
     cache = VectorCache()
     seg_a, seg_b = [next(cache._folder(str(EncoderAdapter(CountingModel(), fingerprint=f).cache_fingerprint()),
                                        "").glob(f"*{SUFFIX}")) for f in ("a", "b")]
     shutil.copy(seg_b, seg_a)  # another model's vectors under this model's address: foreign
     model = CountingModel()
     with caplog.at_level(logging.WARNING, logger="scidocs_eval"):
-        result = evaluate_model(model, demo_suite, tasks=["mesh"], fingerprint="a", progress=False)
+        result = evaluate_model(model, RunConfig(data=demo_suite, tasks=["mesh"], progress=False),
+                                encode=EncodeConfig(fingerprint="a"))
     assert "of another model or role than its folder says" in caplog.text and str(seg_a) in caplog.text
     assert sorted(model.seen) == sorted(first.seen) and _metrics(result) == _metrics(reference)
     caplog.clear()
@@ -153,23 +159,27 @@ def test_a_corrupt_or_foreign_cache_entry_is_recomputed_with_a_warning(demo_suit
     seg_b.write_bytes(bytes(data))
     model = CountingModel()
     with caplog.at_level(logging.WARNING, logger="scidocs_eval"):
-        evaluate_model(model, demo_suite, tasks=["mesh"], fingerprint="b", progress=False)
+        evaluate_model(model, RunConfig(data=demo_suite, tasks=["mesh"], progress=False),
+                       encode=EncodeConfig(fingerprint="b"))
     assert "corrupt (its bytes do not match" in caplog.text and sorted(model.seen) == sorted(other.seen)
 
 
 def test_cache_command_reports_prunes_and_clears(demo_suite: Suite, capsys: pytest.CaptureFixture) -> None:
-    evaluate_model(CountingModel(), demo_suite, tasks=["mesh"], fingerprint="a", progress=False)
+    evaluate_model(CountingModel(), RunConfig(data=demo_suite, tasks=["mesh"], progress=False),
+                   encode=EncodeConfig(fingerprint="a"))
     assert main(["cache", "info"]) == 0
     assert " vectors of 1 model/role pair(s) in 1 segment(s)" in capsys.readouterr().out
     assert main(["cache", "prune", "--older-than", "1"]) == 0
     assert "removed 0 segment(s)" in capsys.readouterr().out
     assert main(["cache", "prune", "--older-than", "0"]) == 0
     assert "removed 1 segment(s)" in capsys.readouterr().out
-    evaluate_model(CountingModel(), demo_suite, tasks=["mesh"], fingerprint="a", progress=False)
+    evaluate_model(CountingModel(), RunConfig(data=demo_suite, tasks=["mesh"], progress=False),
+                   encode=EncodeConfig(fingerprint="a"))
     assert main(["cache", "clear"]) == 0
     assert "removed 1 segment(s)" in capsys.readouterr().out
     model = CountingModel()
-    evaluate_model(model, demo_suite, tasks=["mesh"], fingerprint="a", progress=False)
+    evaluate_model(model, RunConfig(data=demo_suite, tasks=["mesh"], progress=False),
+                   encode=EncodeConfig(fingerprint="a"))
     assert model.seen  # nothing left to reuse
 
 

@@ -23,6 +23,7 @@ from safetensors.numpy import save_file
 import scidocs_eval.formats.embeddings as embeddings_module
 from scidocs_eval.cli.main import main
 from scidocs_eval.errors import InputError
+from scidocs_eval.evaluation.config import RunConfig
 from scidocs_eval.formats.embeddings import EmbeddingStore, format_embedding_line
 from scidocs_eval.formats.embeddings_tables import ReadOptions
 from scidocs_eval.formats.embeddings_writers import convert_embeddings
@@ -321,7 +322,8 @@ def test_evaluate_model_saves_parquet_when_asked(tiny_suite: Suite, tmp_path: Pa
         return np.array([[len(t), t.count("a") + 1.0, 1.0] for t in texts], dtype=np.float32)
 
     saved = tmp_path / "saved.parquet"
-    result = evaluate_model(model, tiny_suite, tasks=["cite"], save_embeddings=saved, cache=False, progress=False)
+    result = evaluate_model(model, RunConfig(data=tiny_suite, tasks=["cite"], cache=False, progress=False),
+                            save_embeddings=saved)
     store = EmbeddingStore.load(saved)
     assert store.ids == [p.paper_id for p in papers_to_embed(tiny_suite, ["cite"])] and store.dim == 3
     assert result.fingerprints["embeddings"]["user-citation"]["path"] == str(saved)

@@ -10,6 +10,7 @@ import pytest
 
 from scidocs_eval import evaluate as package_evaluate
 from scidocs_eval.errors import InputError, ScidocsEvalError
+from scidocs_eval.evaluation.config import RunConfig
 from scidocs_eval.evaluation.results import RunResult, RunSettings
 from scidocs_eval.evaluation.runner import evaluate
 from scidocs_eval.formats.embeddings import format_embedding_line
@@ -43,13 +44,13 @@ def embedding_files(demo_suite: Suite, tmp_path_factory: pytest.TempPathFactory)
 
 @pytest.fixture(scope="module")
 def one_file_result(demo_suite: Suite, embedding_files: dict[str, Path]) -> RunResult:
-    return evaluate(embedding_files["all"], demo_suite, tasks=TASKS, progress=False)
+    return evaluate(embedding_files["all"], RunConfig(data=demo_suite, tasks=TASKS, progress=False))
 
 
 def test_one_file_and_three_file_forms_agree(demo_suite: Suite, embedding_files: dict[str, Path],
                                             one_file_result: RunResult) -> None:
     three = evaluate({"cls": embedding_files["cls"], "user-citation": embedding_files["user-citation"]},
-                     demo_suite, tasks=TASKS, progress=False)
+                     RunConfig(data=demo_suite, tasks=TASKS, progress=False))
     assert {n: r.metrics for n, r in three.tasks.items()} == {n: r.metrics for n, r in one_file_result.tasks.items()}
     assert three.tasks["cite"].coverage == one_file_result.tasks["cite"].coverage
     assert set(three.fingerprints["embeddings"]) == {"cls", "user-citation"}
@@ -92,8 +93,8 @@ def test_save_load_round_trip(one_file_result: RunResult, tmp_path: Path) -> Non
 
 
 def test_output_argument_writes_the_file(demo_suite: Suite, embedding_files: dict[str, Path], tmp_path: Path) -> None:
-    result = package_evaluate(embedding_files["user-citation"], demo_suite, tasks=["cocite"], split="val",
-                              model="mine", output=tmp_path / "out.json", progress=False)
+    config = RunConfig(data=demo_suite, tasks=["cocite"], split="val", output=tmp_path / "out.json", progress=False)
+    result = package_evaluate(embedding_files["user-citation"], config, model="mine")
     loaded = RunResult.load(tmp_path / "out.json")
     assert loaded.model == "mine" and loaded.settings.split == "val"
     assert loaded.tasks["cocite"].metrics == result.tasks["cocite"].metrics
@@ -117,14 +118,14 @@ def test_load_bad_results_file(tmp_path: Path, text: str, message: str) -> None:
 ])
 def test_bad_arguments(demo_suite: Suite, embedding_files: dict[str, Path], kwargs: dict, message: str) -> None:
     with pytest.raises(ScidocsEvalError, match=message):
-        evaluate(embedding_files["all"], demo_suite, **kwargs)
+        evaluate(embedding_files["all"], RunConfig(data=demo_suite, **kwargs))
 
 
 def test_unknown_or_absent_group(demo_suite: Suite, embedding_files: dict[str, Path]) -> None:
     with pytest.raises(ScidocsEvalError, match=r"unknown embeddings group\(s\) \['citation'\]"):
-        evaluate({"citation": embedding_files["all"]}, demo_suite)
+        evaluate({"citation": embedding_files["all"]}, RunConfig(data=demo_suite))
     with pytest.raises(ScidocsEvalError, match="no task could run on .*mag: no 'cls' embeddings given"):
-        evaluate({"user-citation": embedding_files["all"]}, demo_suite, tasks=["mag"])
+        evaluate({"user-citation": embedding_files["all"]}, RunConfig(data=demo_suite, tasks=["mag"]))
 
 
 def test_results_file_records_path_parameters_as_text(tmp_path):

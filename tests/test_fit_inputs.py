@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.evaluation.config import RunConfig
 from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.task import task_names
 from scidocs_eval.formats.suite import Paper, Suite
@@ -60,7 +61,8 @@ def test_a_fit_never_sees_an_edge_of_the_test_judgements(name: str, tune: bool, 
 
     monkeypatch.setattr(cls, "fit", spy)
     params = {"vectors": str(demo_vectors), "citations": str(citations), "k": 2, "tune": tune}
-    result = run_baseline(name, demo_suite, out_dir=tmp_path / "out", params=params, tasks=["cite"], progress=False)
+    result = run_baseline(name, RunConfig(data=demo_suite, tasks=["cite"], progress=False), out_dir=tmp_path / "out",
+                          params=params)
     assert len(result.model_info.tuning) == (8 if tune else 0) and len(given) == 1  # k's settings share one fit
     for edges in given:
         assert edges  # the recomm metadata's citations and the ordinary references are there
@@ -110,20 +112,21 @@ def test_tuned_adapter_keeps_the_earlier_of_tied_settings_and_skips_what_cannot_
 def test_tune_refuses_an_adapter_without_a_grid_before_writing_anything(demo_suite: Suite, tmp_path: Path) -> None:
     with pytest.raises(ScidocsEvalError, match=r"--tune: baseline 'tfidf' has no settings to tune on val \(adapters "
                                                r"with a grid: doc2vec, fasttext-sum, sgc, sif\)"):
-        run_baseline("tfidf", demo_suite, out_dir=tmp_path / "out", params={"tune": True})
+        run_baseline("tfidf", RunConfig(data=demo_suite), out_dir=tmp_path / "out", params={"tune": True})
     assert not (tmp_path / "out").exists()
 
 
 def test_a_tuned_run_records_every_setting_and_embeds_with_the_best(demo_suite: Suite, demo_vectors: Path,
                                                                      tmp_path: Path) -> None:
-    tuned = run_baseline("sif", demo_suite, out_dir=tmp_path / "tuned", params={"tune": True,
-                         "vectors": str(demo_vectors)}, tasks=["cite"], progress=False)
+    config = RunConfig(data=demo_suite, tasks=["cite"], progress=False)
+    tuned = run_baseline("sif", config, out_dir=tmp_path / "tuned", params={"tune": True,
+                         "vectors": str(demo_vectors)})
     info = RunResult.load(tmp_path / "tuned" / "sif.results.json").model_info
     assert info == tuned.model_info and info.params["tune"] is True and info.params["a"] == 1e-3
     assert [setting["params"] for setting in info.tuning] == [{"a": a} for a in A_GRID]
     assert info.best_params == max(info.tuning, key=lambda setting: setting["score"])["params"]
-    fixed = run_baseline("sif", demo_suite, out_dir=tmp_path / "fixed", params={"vectors": str(demo_vectors),
-                         **info.best_params}, tasks=["cite"], progress=False)
+    fixed = run_baseline("sif", config, out_dir=tmp_path / "fixed", params={"vectors": str(demo_vectors),
+                         **info.best_params})
     assert fixed.tasks["cite"].metrics == tuned.tasks["cite"].metrics and not fixed.model_info.tuning
     assert (tmp_path / "fixed" / "sif.jsonl").read_bytes() == (tmp_path / "tuned" / "sif.jsonl").read_bytes()
 

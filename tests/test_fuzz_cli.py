@@ -32,6 +32,7 @@ from hypothesis import strategies as st
 from scidocs_eval.cli.main import build_parser, leaf_parsers, main
 from scidocs_eval.cli.options import output_actions
 from scidocs_eval.data.demo import DemoConfig, build_demo_suite
+from scidocs_eval.evaluation.config import RunConfig
 from scidocs_eval.evaluation.runner import evaluate
 
 PARSER = build_parser()
@@ -64,8 +65,8 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (root / "emb.jsonl").write_bytes(b"".join(orjson.dumps({"paper_id": p.paper_id,
                                                            "embedding": rng.normal(size=8).tolist()}) + b"\n"
                                               for p in papers))
-    evaluate(str(root / "emb.jsonl"), suite, tasks=["cite", "mag"], output=root / "results.json", progress=False,
-             cache=False)
+    evaluate(str(root / "emb.jsonl"), RunConfig(data=suite, tasks=["cite", "mag"], output=root / "results.json",
+                                                progress=False, cache=False))
     (root / "empty.txt").write_bytes(b"")
     (root / "binary.bin").write_bytes(bytes(range(256)) * 4)
     (root / "latin1.txt").write_bytes("paper_id,class_label\ncaf\xe9,1\n".encode("latin-1"))

@@ -14,7 +14,7 @@ import orjson
 import pytest
 
 from scidocs_eval.cli.main import main
-from scidocs_eval.data.scirepeval import write_embeddings_jsonl, write_synthetic_scirepeval
+from scidocs_eval.data.scirepeval import write_embeddings_jsonl
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluation.papers import embedding_needs
 from scidocs_eval.evaluation.runner import evaluate
@@ -26,10 +26,14 @@ from scidocs_eval.formats.suite import Paper, Suite, paper_of_record
 from scidocs_eval.models.encoder import TransformerEncoder
 from scidocs_eval.run.embedding_plan import plan_embedding
 from scidocs_eval.run.model_object import EncoderAdapter, evaluate_model
+from scidocs_eval.tasks.scirepeval import write_synthetic_scirepeval
 
 pytest.importorskip("transformers")
 
 from builders import build_small_bert  # noqa: E402
+
+from scidocs_eval.evaluation.config import RunConfig
+from scidocs_eval.run.model_object import EncodeConfig
 
 SEARCH, DRSM = "scirepeval-search", "scirepeval-drsm"
 REPO = Path(__file__).resolve().parent.parent
@@ -125,10 +129,11 @@ def test_one_file_of_queries_and_candidates_scores_as_the_files_apart(scirepeval
     """SciRepEval keeps queries and candidates in one dict: one file for both groups gives the same numbers as a
     file per group, and a baseline that embeds alike writes the queries apart with the same vectors."""
     data, embeddings = scirepeval_copy
-    together = evaluate(embeddings, data, tasks=[SEARCH, "scirepeval-trec-covid"], cache=False, progress=False)
+    together = evaluate(embeddings, RunConfig(data=data, tasks=[SEARCH, "scirepeval-trec-covid"], cache=False,
+                                              progress=False))
     apart = evaluate({"scirepeval-search": embeddings, "scirepeval-search-queries": embeddings,
-                      "scirepeval-trec-covid": embeddings, "scirepeval-trec-covid-queries": embeddings}, data,
-                     tasks=[SEARCH, "scirepeval-trec-covid"], cache=False, progress=False)
+                      "scirepeval-trec-covid": embeddings, "scirepeval-trec-covid-queries": embeddings},
+                     RunConfig(data=data, tasks=[SEARCH, "scirepeval-trec-covid"], cache=False, progress=False))
     for name in (SEARCH, "scirepeval-trec-covid"):
         assert together.tasks[name].metrics == apart.tasks[name].metrics
         assert together.tasks[name].coverage["queries_without_vector"] == 0
@@ -138,7 +143,7 @@ def test_one_file_of_queries_and_candidates_scores_as_the_files_apart(scirepeval
     merged = tmp_path / "merged.jsonl"
     merged.write_bytes((tmp_path / "tfidf.jsonl").read_bytes() +
                        (tmp_path / "tfidf-scirepeval-search-queries.jsonl").read_bytes())
-    rescored = evaluate(merged, data, tasks=[SEARCH], cache=False, progress=False)
+    rescored = evaluate(merged, RunConfig(data=data, tasks=[SEARCH], cache=False, progress=False))
     baseline = orjson.loads((tmp_path / "tfidf.results.json").read_bytes())
     assert rescored.tasks[SEARCH].metrics == baseline["tasks"][SEARCH]["metrics"]
     assert len(queries) == len(read_meta(data / meta_file("search")).queries)
@@ -146,8 +151,10 @@ def test_one_file_of_queries_and_candidates_scores_as_the_files_apart(scirepeval
 
 def test_a_query_group_given_no_file_skips_the_search_with_its_name(scirepeval_copy: tuple[Path, Path]) -> None:
     data, embeddings = scirepeval_copy
-    result = evaluate({"scirepeval-search": embeddings, "scirepeval-drsm": embeddings}, data, tasks=[SEARCH, DRSM],
-                      cache=False, progress=False)
+    result = evaluate({"scirepeval-search": embeddings, "scirepeval-drsm": embeddings}, RunConfig(data=data,
+                                                                                                  tasks=[SEARCH, DRSM],
+                                                                                                  cache=False,
+                                                                                                  progress=False))
     assert SEARCH not in result.tasks and DRSM in result.tasks
     assert result.skipped[SEARCH] == "no 'scirepeval-search-queries' embeddings given"
 
@@ -242,8 +249,8 @@ def test_a_model_object_gets_its_format_prompts_and_saves_every_vector(scirepeva
                                                                       tmp_path: Path) -> None:
     data, _ = scirepeval_copy
     model = LengthModel()
-    result = evaluate_model(model, data, tasks=[SEARCH, DRSM], format_prompts={"adhoc_query": "Q: ",
-                            "classification": "C: "}, cache=False, progress=False)
+    result = evaluate_model(model, RunConfig(data=data, tasks=[SEARCH, DRSM], cache=False, progress=False),
+                            encode=EncodeConfig(format_prompts={"adhoc_query": "Q: ", "classification": "C: "}))
     assert set(result.tasks) == {SEARCH, DRSM}
     meta = read_meta(data / meta_file("search"))
     assert sorted(t for t in model.texts if t.startswith("Q: ")) == sorted(f"Q: {meta.records[q]['title']}"
@@ -252,18 +259,22 @@ def test_a_model_object_gets_its_format_prompts_and_saves_every_vector(scirepeva
     assert sum(t.endswith(" Synthetic Venue 2020") for t in model.texts) == len(meta.records) - len(meta.queries)
     assert result.model_info.call["format_prompts"] == {"adhoc_query": "Q: ", "classification": "C: "}
     with pytest.raises(ScidocsEvalError, match="save_embeddings keeps one vector a paper, but with format_prompts"):
-        evaluate_model(LengthModel(), data, tasks=[SEARCH], format_prompts={"adhoc_query": "Q: "},
-                       save_embeddings=tmp_path / "x.jsonl", progress=False)
+        evaluate_model(LengthModel(), RunConfig(data=data, tasks=[SEARCH], progress=False),
+                       encode=EncodeConfig(format_prompts={"adhoc_query": "Q: "}), save_embeddings=tmp_path / "x.jsonl")
     assert not list(tmp_path.iterdir())
     with pytest.raises(ScidocsEvalError, match="format_prompts"):
-        evaluate_model(LengthModel(), data, tasks=[SEARCH], format_prompts={"search": "Q: "}, progress=False)
+        evaluate_model(LengthModel(), RunConfig(data=data, tasks=[SEARCH], progress=False),
+                       encode=EncodeConfig(format_prompts={"search": "Q: "}))
     # without format prompts, the papers and the queries (embedded apart) are both saved, and rescore the same
     saved = tmp_path / "saved.jsonl"
-    plain = evaluate_model(LengthModel(), data, tasks=[SEARCH], save_embeddings=saved, cache=False, progress=False)
+    plain = evaluate_model(LengthModel(), RunConfig(data=data, tasks=[SEARCH], cache=False, progress=False),
+                           save_embeddings=saved)
     queries = tmp_path / "saved-scirepeval-search-queries.jsonl"
     assert set(_embeddings(queries)) == set(read_meta(data / meta_file("search")).queries)
-    rescored = evaluate({"scirepeval-search": saved, "scirepeval-search-queries": queries}, data, tasks=[SEARCH],
-                        cache=False, progress=False)
+    rescored = evaluate({"scirepeval-search": saved, "scirepeval-search-queries": queries}, RunConfig(data=data,
+                                                                                                      tasks=[SEARCH],
+                                                                                                      cache=False,
+                                                                                                      progress=False))
     assert rescored.tasks[SEARCH].metrics == plain.tasks[SEARCH].metrics
     assert {Path(s["path"]).name for s in plain.fingerprints["embeddings"].values()} == {saved.name, queries.name}
 
@@ -277,8 +288,9 @@ def test_a_papers_model_is_told_each_papers_input_format(scirepeval_copy: tuple[
             seen.setdefault(paper["input_format"], set()).add(paper["paper_id"])
         return np.ones((len(papers), 3)) + np.arange(len(papers))[:, None]
 
-    evaluate_model(model, data, tasks=[SEARCH, "scirepeval-tweet-mentions"], inputs="papers",
-                   format_prompts={"regression": ""}, cache=False, progress=False)
+    evaluate_model(model,
+                   RunConfig(data=data, tasks=[SEARCH, "scirepeval-tweet-mentions"], cache=False, progress=False),
+                   encode=EncodeConfig(inputs="papers", format_prompts={"regression": ""}))
     meta = read_meta(data / meta_file("search"))
     assert seen["adhoc_query"] == set(meta.queries)
     assert seen["proximity"] == set(meta.records) - set(meta.queries)

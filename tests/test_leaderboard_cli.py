@@ -10,11 +10,11 @@ import orjson
 import pytest
 
 from scidocs_eval.cli import main
-from scidocs_eval.evaluation.ranking_groups import rank_results
 from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.leaderboard.ranking import leaderboard_dict, render_markdown
 from scidocs_eval.leaderboard.runs import collect_results
 from scidocs_eval.leaderboard.table1 import paper_rows
+from scidocs_eval.statistics.ranking_groups import rank_results
 from tests.test_ranking_groups import write_three_models
 
 

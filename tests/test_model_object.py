@@ -13,12 +13,14 @@ from sklearn.feature_extraction.text import HashingVectorizer
 from scidocs_eval import evaluate, evaluate_model
 from scidocs_eval.cli import main
 from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.evaluation.config import RunConfig
 from scidocs_eval.evaluation.papers import papers_to_embed
 from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.formats.corpus import paper_text
 from scidocs_eval.formats.embeddings import format_embedding_line
 from scidocs_eval.formats.suite import Suite
 from scidocs_eval.run.embedding_plan import PROBE_PAPERS
+from scidocs_eval.run.model_object import EncodeConfig
 
 CHEAP_TASKS = ["mesh", "cite", "coview"]
 
@@ -56,9 +58,11 @@ def _metrics(result: RunResult) -> dict[str, dict[str, float]]:
 
 def test_a_class_with_encode_scores_what_run_scores_on_its_vectors(demo_suite: Suite, tmp_path: Path) -> None:
     model = HashingEncoder()
-    result = evaluate_model(model, demo_suite, tasks=CHEAP_TASKS, batch_size=100, progress=False)
-    expected = evaluate(_file_of(HashingEncoder().encode, demo_suite, tmp_path / "e.jsonl"), demo_suite,
-                        tasks=CHEAP_TASKS, progress=False)
+    result = evaluate_model(model, RunConfig(data=demo_suite, tasks=CHEAP_TASKS, progress=False),
+                            encode=EncodeConfig(batch_size=100))
+    expected = evaluate(_file_of(HashingEncoder().encode, demo_suite, tmp_path / "e.jsonl"), RunConfig(data=demo_suite,
+                                                                                                       tasks=CHEAP_TASKS,
+                                                                                                       progress=False))
     assert _metrics(result) == _metrics(expected)
     assert result.model == "HashingEncoder"
     needed = [p for p in papers_to_embed(demo_suite, CHEAP_TASKS) if p.has_text]  # only what the tasks read
@@ -68,9 +72,11 @@ def test_a_class_with_encode_scores_what_run_scores_on_its_vectors(demo_suite: S
 
 
 def test_a_function_scores_what_run_scores_on_its_vectors(demo_suite: Suite, tmp_path: Path) -> None:
-    result = evaluate_model(hashing_function, demo_suite, tasks=["mag", "cite"], separator=" ", progress=False)
-    expected = evaluate(_file_of(hashing_function, demo_suite, tmp_path / "e.jsonl"), demo_suite,
-                        tasks=["mag", "cite"], progress=False)
+    result = evaluate_model(hashing_function, RunConfig(data=demo_suite, tasks=["mag", "cite"], progress=False),
+                            encode=EncodeConfig(separator=" "))
+    expected = evaluate(_file_of(hashing_function, demo_suite, tmp_path / "e.jsonl"), RunConfig(data=demo_suite,
+                                                                                                tasks=["mag", "cite"],
+                                                                                                progress=False))
     assert _metrics(result) == _metrics(expected)
     assert result.model == "hashing_function"
 
@@ -84,8 +90,8 @@ def test_a_sentence_transformer_scores_what_run_scores_on_its_vectors(tiny_suite
     model = SentenceTransformer(resolve_model("all-MiniLM-L6-v2"), device="cpu")
     model.max_seq_length = 32  # the synthetic words cost many word pieces; CPU time is short in tests
     saved = tmp_path / "minilm.jsonl"
-    result = evaluate_model(model, tiny_suite, tasks=["mesh"], batch_size=64, save_embeddings=saved,
-                            progress=False)
+    result = evaluate_model(model, RunConfig(data=tiny_suite, tasks=["mesh"], progress=False),
+                            encode=EncodeConfig(batch_size=64), save_embeddings=saved)
     assert result.model_info.call["separator"] == "[SEP]"
     assert main(["run", "--embeddings", str(saved), "--data", str(tiny_suite.root), "--tasks", "mesh",
                  "--quiet", "-o", str(tmp_path / "run.json")]) == 0
@@ -113,7 +119,7 @@ class PaperEncoder:
 
 def test_a_model_that_says_so_gets_papers_as_dicts(demo_suite: Suite) -> None:
     model = PaperEncoder()
-    result = evaluate_model(model, demo_suite, tasks=["mag"], progress=False)
+    result = evaluate_model(model, RunConfig(data=demo_suite, tasks=["mag"], progress=False))
     needed = papers_to_embed(demo_suite, ["mag"])  # mag's train and test papers, not all of its metadata file
     assert sorted(model.seen, key=lambda item: item["paper_id"]) == sorted(
         ({"paper_id": p.paper_id, "title": p.title, "abstract": p.abstract} for p in needed if p.has_text),
@@ -131,7 +137,8 @@ def test_a_paper_without_text_gets_an_empty_embedding_counted_in_coverage(demo_s
     metadata[blank].update(title="", abstract="")
     metadata_path.write_bytes(orjson.dumps(metadata))
     model = HashingEncoder()
-    result = evaluate_model(model, root, tasks=["mag"], save_embeddings=tmp_path / "e.jsonl", progress=False)
+    result = evaluate_model(model, RunConfig(data=root, tasks=["mag"], progress=False),
+                            save_embeddings=tmp_path / "e.jsonl")
     lines = {(row := orjson.loads(line))["paper_id"]: row["embedding"]
              for line in (tmp_path / "e.jsonl").read_bytes().splitlines()}
     assert lines[blank] == [] and sum(model.calls) == len(papers_to_embed(Suite(root), ["mag"])) - 1
@@ -170,41 +177,46 @@ def test_bad_model_output_is_an_error_naming_the_batch(demo_suite: Suite, tmp_pa
                                                        message: str) -> None:
     saved = tmp_path / "e.jsonl"
     with pytest.raises(ScidocsEvalError, match=message):
-        evaluate_model(Faulty(fault), demo_suite, tasks=["mag"], batch_size=50, save_embeddings=saved,
-                       progress=False)
+        evaluate_model(Faulty(fault), RunConfig(data=demo_suite, tasks=["mag"], progress=False),
+                       encode=EncodeConfig(batch_size=50), save_embeddings=saved)
     assert not saved.exists()
 
 
 def test_not_a_model_and_bad_inputs_are_errors(demo_suite: Suite) -> None:
     with pytest.raises(ScidocsEvalError, match="no encode\\(\\) method and is not callable"):
-        evaluate_model(object(), demo_suite, tasks=["mag"])
+        evaluate_model(object(), RunConfig(data=demo_suite, tasks=["mag"]))
     with pytest.raises(ScidocsEvalError, match="inputs must be one of text, papers"):
-        evaluate_model(HashingEncoder(), demo_suite, tasks=["mag"], inputs="tokens")
+        evaluate_model(HashingEncoder(), RunConfig(data=demo_suite, tasks=["mag"]),
+                       encode=EncodeConfig(inputs="tokens"))
     with pytest.raises(ScidocsEvalError, match="unknown task 'nope'"):
-        evaluate_model(HashingEncoder(), demo_suite, tasks=["nope"])
+        evaluate_model(HashingEncoder(), RunConfig(data=demo_suite, tasks=["nope"]))
 
 
 def test_save_embeddings_never_overwrites_a_file(demo_suite: Suite, tmp_path: Path) -> None:
     existing = tmp_path / "mine.jsonl"
     existing.write_text("not ours\n")
     with pytest.raises(ScidocsEvalError, match="mine.jsonl already exists"):
-        evaluate_model(HashingEncoder(), demo_suite, tasks=["mag"], save_embeddings=existing)
+        evaluate_model(HashingEncoder(), RunConfig(data=demo_suite, tasks=["mag"]), save_embeddings=existing)
     assert existing.read_text() == "not ours\n"
 
 
 def test_a_model_without_weights_is_cached_only_under_a_fingerprint_it_is_given(demo_suite: Suite) -> None:
     needed = len(papers_to_embed(demo_suite, ["mag"]))
     first, second = HashingEncoder(), HashingEncoder()
-    one = evaluate_model(first, demo_suite, tasks=["mag"], fingerprint="hashing-64 v1", progress=False)
-    two = evaluate_model(second, demo_suite, tasks=["mag"], fingerprint="hashing-64 v1", progress=False)
+    one = evaluate_model(first, RunConfig(data=demo_suite, tasks=["mag"], progress=False),
+                         encode=EncodeConfig(fingerprint="hashing-64 v1"))
+    two = evaluate_model(second, RunConfig(data=demo_suite, tasks=["mag"], progress=False),
+                         encode=EncodeConfig(fingerprint="hashing-64 v1"))
     probe = len(PROBE_PAPERS)  # the cache's probe texts, embedded by every run that uses the cache
     assert sum(first.calls) == needed + probe and second.calls == [probe]
     assert _metrics(one) == _metrics(two)
     unnamed, again = HashingEncoder(), HashingEncoder()  # no weights to hash and no fingerprint: never cached
-    evaluate_model(unnamed, demo_suite, tasks=["mag"], progress=False)
-    evaluate_model(again, demo_suite, tasks=["mag"], progress=False)
+    evaluate_model(unnamed, RunConfig(data=demo_suite, tasks=["mag"], progress=False))
+    evaluate_model(again, RunConfig(data=demo_suite, tasks=["mag"], progress=False))
     three = HashingEncoder()
-    evaluate_model(three, demo_suite, tasks=["mag"], fingerprint="hashing-64 v1", cache=False, progress=False)
+    evaluate_model(three, RunConfig(data=demo_suite, tasks=["mag"], cache=False, progress=False),
+                   encode=EncodeConfig(fingerprint="hashing-64 v1"))
     four = HashingEncoder()  # another separator is another input
-    evaluate_model(four, demo_suite, tasks=["mag"], fingerprint="hashing-64 v1", separator=" | ", progress=False)
+    evaluate_model(four, RunConfig(data=demo_suite, tasks=["mag"], progress=False),
+                   encode=EncodeConfig(fingerprint="hashing-64 v1", separator=" | "))
     assert sum(unnamed.calls) == sum(again.calls) == sum(three.calls) == sum(four.calls) - probe == needed

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from scidocs_eval.evaluation.config import RunConfig
 from scidocs_eval.evaluation.runner import evaluate
 from scidocs_eval.evaluation.task import get_task
 from scidocs_eval.evaluators.mteb_classification import undersampled_experiments
@@ -40,9 +41,10 @@ def _mteb_scores(root: Path, vectors: dict[str, np.ndarray]) -> dict[str, Any]:
 def test_arxiv_classification_equals_mteb(tmp_path: Path, labels: int) -> None:
     vectors = _write_copy(tmp_path, labels)
     theirs = _mteb_scores(tmp_path, vectors)
-    (papers, _), = get_task(TASK).role_papers(Suite(tmp_path), "test").values()
+    task = get_task(TASK)
+    (papers, _), = task.role_papers(task.load(Suite(tmp_path), "test")).values()
     path = write_vectors(tmp_path / "v.jsonl", {p.paper_id: vectors[p.title] for p in papers})
-    result = evaluate(path, tmp_path, tasks=[TASK], cache=False, progress=False).tasks[TASK]
+    result = evaluate(path, RunConfig(data=tmp_path, tasks=[TASK], cache=False, progress=False)).tasks[TASK]
     ours = result.details["mteb_scores"]
     compared = [k for k, v in theirs.items() if isinstance(v, float) and not np.isnan(v)]
     assert {"accuracy", "f1", "recall_weighted", "main_score"} <= set(compared)
@@ -60,9 +62,9 @@ def test_arxiv_classification_equals_mteb(tmp_path: Path, labels: int) -> None:
 
 def test_only_the_papers_some_experiment_trains_on_are_embedded(tmp_path: Path) -> None:
     _write_copy(tmp_path, 4)
-    (papers, prompt_type), = get_task(TASK).role_papers(Suite(tmp_path), "test").values()
     task = get_task(TASK)
-    train_texts, train_labels, experiments, test_texts, _ = task.needed(Suite(tmp_path), "test")
+    (papers, prompt_type), = task.role_papers(task.load(Suite(tmp_path), "test")).values()
+    train_texts, train_labels, experiments, test_texts, _ = task.needed(task.load(Suite(tmp_path), "test"))
     used = {train_texts[i] for chosen in experiments for i in chosen}
     assert {p.paper_id for p in papers} == {text_id(t) for t in used | set(test_texts)}
     assert len(papers) == len(used | set(test_texts)) < len(train_texts) + len(test_texts)

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from scidocs_eval.evaluation.config import RunConfig
 from scidocs_eval.evaluation.runner import evaluate
 from scidocs_eval.evaluation.task import TASKS, task_names
 from scidocs_eval.formats.retrieval import read_retrieval_data
@@ -48,8 +49,9 @@ def test_retrieval_sets_equal_mteb(tmp_path: Path, task: str) -> None:
     theirs = _mteb_scores(tmp_path / task, task, built["texts"])
     queries = write_vectors(tmp_path / "q.jsonl", built["queries"])
     corpus = write_vectors(tmp_path / "c.jsonl", built["corpus"])
-    ours = evaluate({spec.query_group: queries, spec.embedding_group: corpus}, tmp_path, tasks=[task], cache=False,
-                    progress=False).tasks[task].details["mteb_scores"]
+    config = RunConfig(data=tmp_path, tasks=[task], cache=False, progress=False)
+    ours = evaluate({spec.query_group: queries, spec.embedding_group: corpus}, config)
+    ours = ours.tasks[task].details["mteb_scores"]
     compared = [name for name in theirs if isinstance(theirs[name], float) and not name.startswith("nauc")]
     assert {"ndcg_at_10", "map_at_1000", "mrr_at_10"} <= set(compared)
     if task == "peerqa":

@@ -13,9 +13,11 @@ from typing import Any
 import numpy as np
 import pytest
 
+from scidocs_eval.evaluation.config import RunConfig
 from scidocs_eval.evaluation.runner import evaluate
 from scidocs_eval.evaluation.task import TASKS, task_names
 from scidocs_eval.formats.retrieval import read_retrieval_data
+from scidocs_eval.run.model_object import EncodeConfig
 from tests.builders import build_retrieval_dataset, write_vectors
 
 MTEB_SIMILARITY = {"cosine": "cosine", "dot": "dot", "neg-l2": "euclidean"}
@@ -73,8 +75,8 @@ def _mteb_scores(folder: Path, vectors: dict[str, np.ndarray], mteb_task: str, s
 def _ours(root: Path, built: dict, task: str, **params: Any) -> dict[str, Any]:
     queries = write_vectors(root / "q.jsonl", built["queries"])
     corpus = write_vectors(root / "c.jsonl", built["corpus"])
-    result = evaluate({"queries": queries, "corpus": corpus}, root, tasks=[task], cache=False, progress=False,
-                      task_params={task: params})
+    result = evaluate({"queries": queries, "corpus": corpus}, RunConfig(data=root, tasks=[task], cache=False,
+                                                                        progress=False, task_params={task: params}))
     return result.tasks[task]
 
 
@@ -142,8 +144,10 @@ def test_an_mteb_encoder_scores_what_the_sentence_transformer_scores(tmp_path: P
     model = SentenceTransformer(resolve_model("all-MiniLM-L6-v2"), device="cpu")
     wrapper = SentenceTransformerEncoderWrapper(model)
     assert speaks_mteb_protocol(wrapper.encode) and not speaks_mteb_protocol(model.encode)
-    ours = evaluate_model(model, tmp_path, tasks=["scidocs-rr"], batch_size=16, cache=False, progress=False)
-    theirs = evaluate_model(wrapper, tmp_path, tasks=["scidocs-rr"], batch_size=16, cache=False, progress=False)
+    ours = evaluate_model(model, RunConfig(data=tmp_path, tasks=["scidocs-rr"], cache=False, progress=False),
+                          encode=EncodeConfig(batch_size=16))
+    theirs = evaluate_model(wrapper, RunConfig(data=tmp_path, tasks=["scidocs-rr"], cache=False, progress=False),
+                            encode=EncodeConfig(batch_size=16))
     assert theirs.model_info.call["protocol"] == "mteb"
     for metric, value in ours.tasks["scidocs-rr"].details["mteb_scores"].items():
         assert theirs.tasks["scidocs-rr"].details["mteb_scores"][metric] == pytest.approx(value, abs=1e-6), metric
@@ -163,7 +167,7 @@ def test_prompt_types_reach_a_model_that_takes_them(tmp_path: Path) -> None:
             seen.extend((text, prompt_name) for text in texts)
             return np.array([[len(text), text.count(" ") + 1.0] for text in texts])
 
-    evaluate_model(Encoder(), tmp_path, benchmark="mteb-scidocs", cache=False, progress=False)
+    evaluate_model(Encoder(), RunConfig(data=tmp_path, benchmarks="mteb-scidocs", cache=False, progress=False))
     kinds = dict(seen)
     assert kinds["query number 3"] == "query" and kinds["title 1 text of document 1"] == "document"
     assert kinds["text of document 7"] == "document"  # untitled: the text alone, as MTEB embeds it
@@ -208,8 +212,9 @@ def test_export_mteb_loads_with_mtebs_own_loader(tmp_path: Path, capsys: Any) ->
     build_retrieval_dataset(tmp_path / "nano-scidocs", documents=200, queries=10, split="train")
     queries = write_vectors(tmp_path / "q.jsonl", built["queries"])  # the same seed: nano's ids and vectors agree
     corpus = write_vectors(tmp_path / "c.jsonl", built["corpus"])
-    result = evaluate({"queries": queries, "corpus": corpus}, tmp_path, benchmark="mteb-scidocs", cache=False,
-                      progress=False, output=tmp_path / "r.json", model="org/model")
+    result = evaluate({"queries": queries, "corpus": corpus}, RunConfig(data=tmp_path, benchmarks="mteb-scidocs",
+                                                                        cache=False, progress=False,
+                                                                        output=tmp_path / "r.json"), model="org/model")
     out = tmp_path / "cache" / "results"
     assert main(["export", "mteb", str(tmp_path / "r.json"), "--out", str(out), "--revision", "r1"]) == 0
     assert "not exported" not in capsys.readouterr().out
@@ -227,8 +232,9 @@ def test_export_lists_what_it_cannot_export(tmp_path: Path, demo_suite: Any, cap
     built = build_retrieval_dataset(tmp_path / "scidocs-rr", documents=100, queries=10, candidates=10)
     partial = dict(list(built["corpus"].items())[:50])
     result = evaluate({"queries": write_vectors(tmp_path / "q.jsonl", built["queries"]),
-                       "corpus": write_vectors(tmp_path / "c.jsonl", partial)}, tmp_path, tasks=["scidocs-rr"],
-                      cache=False, progress=False, output=tmp_path / "r.json", min_coverage=0)
+                       "corpus": write_vectors(tmp_path / "c.jsonl", partial)},
+                      RunConfig(data=tmp_path, tasks=["scidocs-rr"], cache=False, progress=False,
+                                output=tmp_path / "r.json", min_coverage=0))
     assert result.tasks["scidocs-rr"].coverage["documents_missing"] > 0
     assert main(["export", "mteb", str(tmp_path / "r.json"), "--out", str(tmp_path / "out")]) == 2
     assert "no embedding" in capsys.readouterr().err
@@ -245,20 +251,22 @@ def test_missing_vectors_score_zero_loudly_or_stop(tmp_path: Path, caplog: Any) 
     queries = dict(list(built["queries"].items())[:6])
     files = {"queries": write_vectors(tmp_path / "q6.jsonl", queries),
              "corpus": write_vectors(tmp_path / "c.jsonl", built["corpus"])}
-    part = evaluate(files, tmp_path, tasks=["scidocs-retrieval"], cache=False, progress=False,
-                    min_coverage=0).tasks["scidocs-retrieval"]  # 60% of the queries: below the default guard
+    # 60% of the queries: below the default guard
+    part = evaluate(files, RunConfig(data=tmp_path, tasks=["scidocs-retrieval"], cache=False, progress=False,
+                                     min_coverage=0)).tasks["scidocs-retrieval"]
     assert part.coverage["queries_missing"] == 4 and "have no embedding" in caplog.text
     kept = [i for i, q in enumerate(full.items["ids"]) if q in queries]
     assert part.items["ndcg_at_10"] == [full.items["ndcg_at_10"][i] if i in kept else 0.0
                                         for i in range(len(full.items["ids"]))]
     with pytest.raises(CoverageError, match="60.0% of its queries"):
-        evaluate(files, tmp_path, tasks=["scidocs-retrieval"], cache=False, progress=False)
+        evaluate(files, RunConfig(data=tmp_path, tasks=["scidocs-retrieval"], cache=False, progress=False))
     with pytest.raises(MissingEmbeddingsError):
-        evaluate(files, tmp_path, tasks=["scidocs-retrieval"], missing="error", cache=False, progress=False,
-                 min_coverage=0)
+        evaluate(files, RunConfig(data=tmp_path, tasks=["scidocs-retrieval"], missing="error", cache=False,
+                                  progress=False, min_coverage=0))
     files["queries"] = write_vectors(tmp_path / "q3.jsonl", {q: v[:3] for q, v in queries.items()})
     with pytest.raises(ScidocsEvalError, match="3 dimensions"):
-        evaluate(files, tmp_path, tasks=["scidocs-retrieval"], cache=False, progress=False, min_coverage=0)
+        evaluate(files, RunConfig(data=tmp_path, tasks=["scidocs-retrieval"], cache=False, progress=False,
+                                  min_coverage=0))
 
 
 def test_any_object_with_mtebs_encode_signature_is_fed_as_mteb_feeds_it(tmp_path: Path) -> None:
@@ -276,7 +284,8 @@ def test_any_object_with_mtebs_encode_signature_is_fed_as_mteb_feeds_it(tmp_path
             seen.extend((text, task_metadata.name, prompt_type.value) for text in texts)
             return np.stack([built["texts"][text] for text in texts])
 
-    result = evaluate_model(OwnEncoder(), tmp_path, tasks=["scidocs-retrieval"], cache=False, progress=False)
+    result = evaluate_model(OwnEncoder(), RunConfig(data=tmp_path, tasks=["scidocs-retrieval"], cache=False,
+                                                    progress=False))
     assert result.model_info.call["protocol"] == "mteb"
     assert {(name, kind) for _, name, kind in seen} == {("SCIDOCS", "query"), ("SCIDOCS", "document")}
     direct = _ours(tmp_path, built, "scidocs-retrieval")

@@ -68,8 +68,8 @@ def test_half_coverage_fails_the_default_minimum_and_min_coverage_lowers_it(demo
     ids = _ranking_ids(demo_suite)
     emb = _write_embeddings(tmp_path / "half.jsonl", ids[::2])
     with pytest.raises(CoverageError, match=r"task cite: .*below the minimum coverage 80%"):
-        evaluate(str(emb), demo_suite, tasks=["cite"], progress=False)
-    result = evaluate(str(emb), demo_suite, tasks=["cite"], progress=False, min_coverage=0.3)
+        evaluate(str(emb), RunConfig(data=demo_suite, tasks=["cite"], progress=False))
+    result = evaluate(str(emb), RunConfig(data=demo_suite, tasks=["cite"], progress=False, min_coverage=0.3))
     assert result.settings.min_coverage == 0.3
     warned = [r.getMessage() for r in caplog.records if "no usable embedding" in r.getMessage()]
     assert len(warned) == 1 and "absent" in warned[0] and "of" in warned[0]
@@ -82,7 +82,7 @@ def test_a_few_empty_vectors_like_the_official_reference_pass_with_a_warning(dem
     rng = np.random.default_rng(1)
     emb.write_bytes(b"".join(orjson.dumps({"paper_id": i, "embedding": [] if n % 20 == 0 else
                                            rng.normal(size=6).tolist()}) + b"\n" for n, i in enumerate(ids)))
-    result = evaluate(str(emb), demo_suite, tasks=["cite"], progress=False)
+    result = evaluate(str(emb), RunConfig(data=demo_suite, tasks=["cite"], progress=False))
     assert result.settings.min_coverage == DEFAULT_MIN_COVERAGE
     assert any("empty" in r.getMessage() for r in caplog.records)
 
@@ -149,8 +149,10 @@ def test_non_utf8_bytes_name_file_and_line_in_run_and_verify(tmp_path: Path, cap
 def results_pair(tmp_path_factory: pytest.TempPathFactory, demo_suite: Suite) -> tuple[Path, Path]:
     folder = tmp_path_factory.mktemp("results")
     emb = _write_embeddings(folder / "e.jsonl", _ranking_ids(demo_suite))
-    test = evaluate(str(emb), demo_suite, tasks=["cite"], progress=False, output=folder / "test.results.json")
-    evaluate(str(emb), demo_suite, tasks=["cite"], split="val", progress=False, output=folder / "val.results.json")
+    test = evaluate(str(emb), RunConfig(data=demo_suite, tasks=["cite"], progress=False,
+                                        output=folder / "test.results.json"))
+    evaluate(str(emb), RunConfig(data=demo_suite, tasks=["cite"], split="val", progress=False,
+                                 output=folder / "val.results.json"))
     assert test.tasks
     return folder / "test.results.json", folder / "val.results.json"
 
@@ -251,7 +253,8 @@ def test_an_undefined_metric_is_not_scored_never_a_nan(demo_suite: Suite, tmp_pa
                                                       capsys: pytest.CaptureFixture[str]) -> None:
     """The guard behind every task (`check_defined`): a task whose metric comes out NaN is reported as not scored
     (exit 2, one line), its number absent from the results, the other tasks scored; a task of any family."""
-    from scidocs_eval.evaluation.task import TASKS, Task, TaskResult, get_task, register_task
+    from scidocs_eval.evaluation.task import TASKS, Task, TaskData, TaskResult, get_task, register_task
+    from scidocs_eval.formats.embeddings import EmbeddingStore
 
     @register_task
     class UndefinedMeshTask(Task):
@@ -262,8 +265,9 @@ def test_an_undefined_metric_is_not_scored_never_a_nan(demo_suite: Suite, tmp_pa
         def required_files(self, split: str) -> list[str]:
             return get_task("mesh").required_files(split)
 
-        def evaluate(self, *args: object, **kwargs: object) -> TaskResult:
-            result = get_task("mesh").evaluate(*args, **kwargs)  # type: ignore[arg-type]
+        def evaluate(self, data: TaskData, embeddings: EmbeddingStore, missing: str = "official") -> TaskResult:
+            mesh = get_task("mesh")
+            result = mesh.evaluate(mesh.load(data.suite, data.split), embeddings, missing)
             result.metrics["f1"] = float("nan")
             return result
 
@@ -286,8 +290,8 @@ def test_a_regressor_predicting_one_value_is_not_scored_with_why(tmp_path: Path,
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
     """Constant vectors: SciRepEval's SVR predicts one value, whose Kendall's tau SciRepEval prints as nan; here
     the task is not scored, with the reason, and the results file it writes loads again (it used not to)."""
-    from scidocs_eval.data.scirepeval import write_synthetic_scirepeval
     from scidocs_eval.formats.scirepeval import meta_file, read_meta
+    from scidocs_eval.tasks.scirepeval import write_synthetic_scirepeval
 
     data = tmp_path / "data"
     write_synthetic_scirepeval(data, seed=0)

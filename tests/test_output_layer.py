@@ -31,6 +31,7 @@ import pytest
 from scidocs_eval.cli.main import build_parser, leaf_parsers, main
 from scidocs_eval.cli.options import output_actions
 from scidocs_eval.data.demo import DemoConfig, build_demo_suite
+from scidocs_eval.evaluation.config import RunConfig
 from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.runner import evaluate
 from scidocs_eval.formats.safe_output import MANIFEST, is_ours
@@ -119,8 +120,9 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     built = build_retrieval_dataset(root / "mteb" / "scidocs-rr", documents=60, queries=6, candidates=10)
     mteb_results = root / "mteb.results.json"
     evaluate({"queries": write_vectors(root / "q.jsonl", built["queries"]),
-              "corpus": write_vectors(root / "c.jsonl", built["corpus"])}, root / "mteb", tasks=["scidocs-rr"],
-             cache=False, progress=False, output=mteb_results, model="org/model")
+              "corpus": write_vectors(root / "c.jsonl", built["corpus"])},
+             RunConfig(data=root / "mteb", tasks=["scidocs-rr"], cache=False, progress=False, output=mteb_results),
+             model="org/model")
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Bucket)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield World(suite, embeddings, results, papers, citations, root / "built" / "specter", bert, run_dir,

@@ -102,9 +102,13 @@ def test_an_installed_plugin_adds_a_task_an_adapter_and_a_ranker(plugin_path: Pa
     rankers = run(plugin_path, "-c", "from scidocs_eval.evaluators.recomm_rankers import RANKERS; "
                   "print(RANKERS.names())")
     assert "toy-constant" in rankers.stdout, rankers.stderr
-    scored = run(plugin_path, "-m", "scidocs_eval.cli", "baseline", "toy-lengths", "--data", str(demo_suite.root),
-                 "--tasks", "toy-coverage,cite", "--out-dir", str(tmp_path / "runs"), "--quiet")
+    scored = run(plugin_path, "-W", "default::DeprecationWarning", "-m", "scidocs_eval.cli", "baseline", "toy-lengths",
+                 "--data", str(demo_suite.root), "--tasks", "toy-coverage,cite", "--out-dir", str(tmp_path / "runs"),
+                 "--quiet")
     assert scored.returncode == 0, scored.stderr
+    # its task is of the form before TaskData: scored through the adapter, and told so (python -W shows it)
+    assert "task class QueryCoverage defines evaluate(suite, embeddings, split, missing), the form before TaskData" \
+        in scored.stderr, scored.stderr
     result = orjson.loads((tmp_path / "runs" / "toy-lengths.results.json").read_bytes())
     assert result["tasks"]["toy-coverage"]["metrics"] == {"share": 100.0}
     assert result["model_info"]["name"] == "toy-lengths"

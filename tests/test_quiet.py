@@ -13,6 +13,7 @@ import pytest
 
 from scidocs_eval.cli.main import build_parser, leaf_parsers
 from scidocs_eval.data.demo import DemoConfig, build_demo_suite
+from scidocs_eval.evaluation.config import RunConfig
 
 SCRIPT = Path(sys.executable).parent / "scidocs-eval"
 
@@ -78,9 +79,8 @@ def test_progress_false_silences_an_adapters_own_bars(tmp_path: Path, capfd: pyt
     suite = build_demo_suite(tmp_path / "suite", DemoConfig(mag_papers=60, mesh_papers=40, ranking_queries=4,
                                                             recomm_impressions=(40, 10, 10), recomm_papers=80))
     capfd.readouterr()
-    run_baseline("fasttext-sum", suite, out_dir=tmp_path / "results", params={"tune": True, "min_count": 1,
-                                                                              "dim": 8, "epochs": 1},
-                 tasks=["cite"], progress=False)
+    run_baseline("fasttext-sum", RunConfig(data=suite, tasks=["cite"], progress=False), out_dir=tmp_path / "results",
+                 params={"tune": True, "min_count": 1, "dim": 8, "epochs": 1})
     err = capfd.readouterr().err
     assert "tuning fasttext-sum" not in err and "%|" not in err, err
     with silenced():

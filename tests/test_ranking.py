@@ -14,6 +14,7 @@ from scidocs_eval.evaluation.task import get_task
 from scidocs_eval.formats.embeddings import EmbeddingStore
 from scidocs_eval.formats.suite import Suite
 from scidocs_eval.tasks.ranking import build_run
+from tests.builders import score_task
 
 
 def qrel_suite(root: Path, lines: list[str], task: str = "cite", split: str = "test") -> Suite:
@@ -53,7 +54,7 @@ EMBEDDINGS = {
 @pytest.fixture()
 def scored(tmp_path: Path):
     suite = qrel_suite(tmp_path, QRELS)
-    return get_task("cite").evaluate(suite, EmbeddingStore.from_mapping(EMBEDDINGS))
+    return score_task(get_task("cite"), suite, EmbeddingStore.from_mapping(EMBEDDINGS))
 
 
 def test_metrics_by_hand(scored) -> None:
@@ -90,7 +91,7 @@ def test_rounding_ties_are_broken_by_id_descending(tmp_path: Path, relevant: str
     """Distances 1.000001 (relevant) and 1.000004 both score -1.0; the larger id goes first."""
     suite = qrel_suite(tmp_path, [f"q 0 {relevant} 1", "q 0 c2 0"])
     store = EmbeddingStore.from_mapping({"q": [0.0, 0.0], relevant: [1.000001, 0.0], "c2": [0.0, 1.000004]})
-    result = get_task("cite").evaluate(suite, store)
+    result = score_task(get_task("cite"), suite, store)
     assert result.metrics["map"] == expected_map
     assert result.metrics == pytrec_means({"q": {relevant: 1, "c2": 0}}, {"q": {relevant: -1.0, "c2": -1.0}})
 
@@ -99,7 +100,7 @@ def test_unrounded_distances_would_not_tie(tmp_path: Path) -> None:
     """Distances differing in the 5th decimal stay apart: the nearer relevant paper ranks first."""
     suite = qrel_suite(tmp_path, ["q 0 c1 1", "q 0 c2 0"])
     store = EmbeddingStore.from_mapping({"q": [0.0, 0.0], "c1": [1.00001, 0.0], "c2": [0.0, 1.00004]})
-    assert get_task("cite").evaluate(suite, store).metrics == {"map": 100.0, "ndcg": 100.0}
+    assert score_task(get_task("cite"), suite, store).metrics == {"map": 100.0, "ndcg": 100.0}
 
 
 def test_numeric_looking_ids_are_strings(tmp_path: Path) -> None:
@@ -107,7 +108,7 @@ def test_numeric_looking_ids_are_strings(tmp_path: Path) -> None:
     embeddings = tmp_path / "e.jsonl"
     embeddings.write_text('{"paper_id": 100, "embedding": [0, 0]}\n{"paper_id": 200, "embedding": [1, 0]}\n'
                           '{"paper_id": "0300", "embedding": [2, 0]}\n', encoding="utf-8")
-    result = get_task("cite").evaluate(suite, EmbeddingStore.load(embeddings))
+    result = score_task(get_task("cite"), suite, EmbeddingStore.load(embeddings))
     assert result.metrics == {"map": 100.0, "ndcg": 100.0}
     assert result.coverage["queries_missing"] == 0 and result.coverage["candidates_missing"] == 0
 
@@ -115,7 +116,7 @@ def test_numeric_looking_ids_are_strings(tmp_path: Path) -> None:
 def test_missing_error_lists_queries_first(tmp_path: Path) -> None:
     suite = qrel_suite(tmp_path, QRELS)
     with pytest.raises(MissingEmbeddingsError) as caught:
-        get_task("cite").evaluate(suite, EmbeddingStore.from_mapping(EMBEDDINGS), missing="error")
+        score_task(get_task("cite"), suite, EmbeddingStore.from_mapping(EMBEDDINGS), missing="error")
     assert str(caught.value) == "task cite: 1 queries have no embedding: q4"
     assert caught.value.missing_ids == ["q4"]
 
@@ -124,7 +125,7 @@ def test_missing_error_lists_first_ten_candidates(tmp_path: Path) -> None:
     lines = [f"q 0 m{i:02d} 0" for i in range(12)]
     suite = qrel_suite(tmp_path, lines)
     with pytest.raises(MissingEmbeddingsError) as caught:
-        get_task("cite").evaluate(suite, EmbeddingStore.from_mapping({"q": [1.0]}), missing="error")
+        score_task(get_task("cite"), suite, EmbeddingStore.from_mapping({"q": [1.0]}), missing="error")
     listed = ", ".join(f"m{i:02d}" for i in range(10))
     assert str(caught.value) == f"task cite: 12 candidates have no embedding: {listed} (and 2 more)"
 
@@ -132,13 +133,13 @@ def test_missing_error_lists_first_ten_candidates(tmp_path: Path) -> None:
 def test_empty_embeddings_do_not_count_as_missing_under_error(tmp_path: Path) -> None:
     suite = qrel_suite(tmp_path, ["q 0 a 1", "q 0 b 0"])
     store = EmbeddingStore.from_mapping({"q": [0.0], "a": [], "b": [1.0]})
-    result = get_task("cite").evaluate(suite, store, missing="error")
+    result = score_task(get_task("cite"), suite, store, missing="error")
     assert result.metrics["map"] == 50.0
 
 
 def test_no_query_scored_gives_zero(tmp_path: Path) -> None:
     suite = qrel_suite(tmp_path, ["q 0 a 1"], task="cocite")
-    result = get_task("cocite").evaluate(suite, EmbeddingStore.from_mapping({"a": [1.0]}))
+    result = score_task(get_task("cocite"), suite, EmbeddingStore.from_mapping({"a": [1.0]}))
     assert result.metrics == {"map": 0.0, "ndcg": 0.0} and result.coverage["queries_scored"] == 0
 
 
@@ -146,14 +147,14 @@ def test_metrics_are_percent_rounded_to_two_decimals(tmp_path: Path) -> None:
     """One relevant paper at rank 3 of 3: AP = 1/3 -> 33.33; nDCG = 1/log2(4) = 0.5 -> 50.0."""
     suite = qrel_suite(tmp_path, ["q 0 a 1", "q 0 b 0", "q 0 c 0"], task="coview", split="val")
     store = EmbeddingStore.from_mapping({"q": [0.0], "a": [3.0], "b": [1.0], "c": [2.0]})
-    result = get_task("coview").evaluate(suite, store, split="val")
+    result = score_task(get_task("coview"), suite, store, split="val")
     assert result.metrics == {"map": 33.33, "ndcg": 50.0}
 
 
 def test_graded_relevance_uses_grade_as_gain(tmp_path: Path) -> None:
     suite = qrel_suite(tmp_path, ["q 0 a 1", "q 0 b 2", "q 0 c 0"])
     store = EmbeddingStore.from_mapping({"q": [0.0], "a": [1.0], "b": [2.0], "c": [3.0]})
-    result = get_task("cite").evaluate(suite, store)
+    result = score_task(get_task("cite"), suite, store)
     ndcg = (1 / math.log2(2) + 2 / math.log2(3)) / (2 / math.log2(2) + 1 / math.log2(3))
     assert result.metrics["ndcg"] == round(100 * ndcg, 2)
     assert result.metrics == pytrec_means({"q": {"a": 1, "b": 2, "c": 0}}, {"q": {"a": -1.0, "b": -2.0, "c": -3.0}})

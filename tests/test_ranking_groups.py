@@ -1,4 +1,4 @@
-"""Significance groups of a leaderboard (`evaluation/ranking_groups.py`) on constructed results with known
+"""Significance groups of a leaderboard (`statistics/ranking_groups.py`) on constructed results with known
 differences: identical models share a group, a clearly better model is alone, the error rate over random
 relabelings stays at alpha, the letter display is valid on random inputs, only comparable results are tested."""
 
@@ -14,15 +14,15 @@ from sklearn.metrics import f1_score
 
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluation.metrics import macro_f1
-from scidocs_eval.evaluation.ranking_groups import (
+from scidocs_eval.evaluation.results import RunResult
+from scidocs_eval.evaluation.task import TaskResult
+from scidocs_eval.statistics.ranking_groups import (
     check_letters,
     joint_test,
     letter_display,
     rank_results,
 )
-from scidocs_eval.evaluation.results import RunResult
-from scidocs_eval.evaluation.significance import ItemMetric, MacroF1Items, MeanItems, confidence_intervals, holm
-from scidocs_eval.evaluation.task import TaskResult
+from scidocs_eval.statistics.significance import ItemMetric, MacroF1Items, MeanItems, confidence_intervals, holm
 
 AVERAGE = {"Avg": [("mag", "f1"), ("cite", "map"), ("cite", "ndcg"), ("cocite", "map")]}
 
@@ -270,7 +270,7 @@ def test_holm_is_what_the_ranking_applies(three_models) -> None:
 
 
 def test_recommendation_joint_test_agrees_with_compare_s_two_level_bootstrap() -> None:
-    from scidocs_eval.evaluation.significance import PropensityItems
+    from scidocs_eval.statistics.significance import PropensityItems
 
     rng = np.random.default_rng(2)
     ids, weights = [str(i) for i in range(300)], rng.uniform(1, 3, 300)
@@ -288,7 +288,7 @@ def test_swap_test_null_is_each_pair_s_macro_f1_difference_on_the_swapped_predic
     """The swap test's shared computation (each model's counts relative to the papers' most frequent prediction,
     pairs as sums of two models' counts) gives, for every pair and resample, scikit-learn's macro F1 of B minus A
     after swapping exactly the papers the random bits name, a class outside the gold labels included."""
-    from scidocs_eval.evaluation.significance import _coin_bytes, _unpacked
+    from scidocs_eval.statistics.significance import _coin_bytes, _unpacked
 
     rng = np.random.default_rng(3)
     n, models = 120, 5
@@ -314,8 +314,8 @@ def test_swap_test_null_is_each_pair_s_macro_f1_difference_on_the_swapped_predic
 def test_f1_of_every_model_from_sums_is_the_statistic_of_each_resample(statistic: str) -> None:
     """Binary and multi-label F1 of all models at once from per-label sums of the resampled counts: the same numbers
     as `significance`'s statistic of each model on each resample (exact integer sums)."""
-    from scidocs_eval.evaluation.ranking_groups import _f1_sums
-    from scidocs_eval.evaluation.significance import STATISTICS, _resampled_counts
+    from scidocs_eval.statistics.ranking_groups import _f1_sums
+    from scidocs_eval.statistics.significance import STATISTICS, _resampled_counts
 
     rng = np.random.default_rng(4)
     shape = () if statistic == "f1_binary" else (6,)
@@ -329,7 +329,7 @@ def test_f1_of_every_model_from_sums_is_the_statistic_of_each_resample(statistic
 
 
 def test_concordance_of_each_item_counts_ties_as_zero() -> None:
-    from scidocs_eval.evaluation.ranking_groups import _concordance
+    from scidocs_eval.statistics.ranking_groups import _concordance
 
     rng = np.random.default_rng(5)
     for _ in range(40):
@@ -346,7 +346,7 @@ def test_kendall_joint_test_is_scipy_s_tau_observed_and_the_exact_bootstrap_s_sp
     concordance with exact tie terms spreads as the exact resampled τ does (400 items with tied gold values)."""
     from scipy.stats import kendalltau
 
-    from scidocs_eval.evaluation.significance import STATISTICS, StatisticItems, _resampled_counts
+    from scidocs_eval.statistics.significance import STATISTICS, StatisticItems, _resampled_counts
 
     rng = np.random.default_rng(6)
     gold = rng.poisson(3, 400).astype(float)
@@ -369,7 +369,7 @@ def test_kendall_joint_test_is_scipy_s_tau_observed_and_the_exact_bootstrap_s_sp
 def test_bootstrap_statistic_tests_keep_the_family_wise_error_rate_at_alpha() -> None:
     """Kendall's τ and binary F1 under the null (each item's predictions permuted over 5 models: 10 pairs), 200
     seeds each; a true rate of 0.05 exceeds the bound (mean + 2 sd) with < 3% chance."""
-    from scidocs_eval.evaluation.significance import StatisticItems
+    from scidocs_eval.statistics.significance import StatisticItems
 
     trials, alpha, models, n = 200, 0.05, 5, 200
     ids = [str(i) for i in range(n)]
@@ -392,7 +392,7 @@ def test_bootstrap_statistic_tests_keep_the_family_wise_error_rate_at_alpha() ->
 
 def test_the_p_values_do_not_depend_on_the_threads_or_the_chunks(three_models,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    from scidocs_eval.evaluation import ranking_groups
+    from scidocs_eval.statistics import ranking_groups
 
     results, labels = three_models
     monkeypatch.setattr(ranking_groups, "THREADS", 1)

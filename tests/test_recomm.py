@@ -12,12 +12,14 @@ import pytest
 
 from scidocs_eval.cli.main import main
 from scidocs_eval.errors import InputError, MissingEmbeddingsError, ScidocsEvalError
+from scidocs_eval.evaluation.config import RunConfig
 from scidocs_eval.evaluation.runner import evaluate
 from scidocs_eval.evaluation.task import get_task
 from scidocs_eval.evaluators.recomm_rankers import impression_metrics
 from scidocs_eval.formats.embeddings import EmbeddingStore
 from scidocs_eval.formats.suite import Suite
 from scidocs_eval.leaderboard import render_table1
+from tests.builders import score_task
 
 FAST_MLP = {"max_epochs": 3, "dropout_grid": [0.4]}
 FAST_LGBM = {"max_rounds": 20, "num_leaves_grid": [7]}
@@ -45,7 +47,7 @@ def test_required_files_name_every_input():
 
 def test_mean_and_std_over_seeds_and_same_seed_same_bits(demo_suite: Suite, store: EmbeddingStore):
     task = get_task("recomm", seeds=2, ranker_params=FAST_MLP)
-    result = task.evaluate(demo_suite, store)
+    result = score_task(task, demo_suite, store)
     runs = result.details["seeds"]
     assert [r["seed"] for r in runs] == [0, 1]
     for metric in ("adj-NDCG", "adj-P@1"):
@@ -54,9 +56,9 @@ def test_mean_and_std_over_seeds_and_same_seed_same_bits(demo_suite: Suite, stor
         assert result.details["std"][metric] == round(float(values.std(ddof=1)), 2)
         assert 20 < result.metrics[metric] < 100
     assert runs[0]["chosen"]["dropout"] == 0.4 and 1 <= runs[0]["chosen"]["epochs"] <= 3
-    again = get_task("recomm", seeds=1, seed=1, ranker_params=FAST_MLP).evaluate(demo_suite, store)
+    again = score_task(get_task("recomm", seeds=1, seed=1, ranker_params=FAST_MLP), demo_suite, store)
     assert again.details["seeds"][0] == runs[1]
-    shown, _ = task.shown_papers(demo_suite, store, "test")
+    shown, _ = task.shown_papers(task.load(demo_suite, "test"), store)
     first = task.make_ranker(5).fit(shown["train"], shown["val"]).score(shown["test"])
     second = task.make_ranker(5).fit(shown["train"], shown["val"]).score(shown["test"])
     assert first.tobytes() == second.tobytes()
@@ -64,8 +66,8 @@ def test_mean_and_std_over_seeds_and_same_seed_same_bits(demo_suite: Suite, stor
 
 def test_lightgbm_ranker_is_reproducible_and_picks_on_val(demo_suite: Suite, store: EmbeddingStore):
     params = {"seeds": 2, "ranker": "lgbm", "ranker_params": {**FAST_LGBM, "num_leaves_grid": [3, 7]}}
-    first = get_task("recomm", **params).evaluate(demo_suite, store)
-    second = get_task("recomm", **params).evaluate(demo_suite, store)
+    first = score_task(get_task("recomm", **params), demo_suite, store)
+    second = score_task(get_task("recomm", **params), demo_suite, store)
     assert first.details == second.details
     run = first.details["seeds"][0]
     assert set(run["val_adj_ndcg"]) == {"3", "7"}
@@ -76,7 +78,7 @@ def test_lightgbm_ranker_is_reproducible_and_picks_on_val(demo_suite: Suite, sto
 
 def test_query_projection_trains_the_cosine_through_a_linear_map(demo_suite: Suite, store: EmbeddingStore):
     task = get_task("recomm", seeds=1, query_projection=True, ranker_params={**FAST_MLP, "max_epochs": 1})
-    shown, _ = task.shown_papers(demo_suite, store, "test")
+    shown, _ = task.shown_papers(task.load(demo_suite, "test"), store)
     ranker = task.make_ranker(0).fit(shown["train"], shown["val"])
     weight = ranker.network_.projection.weight.detach().numpy()
     assert weight.shape == (16, 16) and not np.allclose(weight, np.eye(16))
@@ -86,7 +88,7 @@ def test_query_projection_trains_the_cosine_through_a_linear_map(demo_suite: Sui
 def test_coverage_counts_missing_embeddings_and_error_policy_lists_them(demo_suite: Suite):
     store = _random_store(demo_suite, drop=50)
     task = get_task("recomm", seeds=1, ranker="lgbm", ranker_params=FAST_LGBM)
-    result = task.evaluate(demo_suite, store)
+    result = score_task(task, demo_suite, store)
     coverage = result.coverage
     dropped = set(sorted(demo_suite.metadata("recomm"))[:50])
     impressions = [i for s in ("train", "val", "test") for i in demo_suite.impressions(s)]
@@ -95,13 +97,14 @@ def test_coverage_counts_missing_embeddings_and_error_policy_lists_them(demo_sui
     assert coverage["candidates_missing"] > 0 and coverage["candidates_without_metadata"] == 0
     assert coverage["impressions_test"] == len(demo_suite.impressions("test"))
     with pytest.raises(MissingEmbeddingsError, match="task recomm: .* have no embedding"):
-        task.evaluate(demo_suite, store, missing="error")
+        score_task(task, demo_suite, store, missing="error")
 
 
 def test_true_relevance_beats_position_and_the_adjustment_moves_the_right_way(demo_suite: Suite,
                                                                              store: EmbeddingStore):
     truth = orjson.loads(demo_suite.path("recomm/SYNTHETIC_true_relevance.json").read_bytes())
-    shown, _ = get_task("recomm").shown_papers(demo_suite, store, "test")
+    recomm = get_task("recomm")
+    shown, _ = recomm.shown_papers(recomm.load(demo_suite, "test"), store)
     for split in ("train", "val", "test"):
         relevance = np.concatenate([np.asarray(r) for r in truth[split]])
         position_only = -shown[split].position.astype(np.float64)
@@ -131,8 +134,8 @@ def test_cli_fills_the_recomm_columns_with_std(demo_suite: Suite, tmp_path: Path
 
 
 def test_evaluate_fills_table1_recomm_columns(demo_suite: Suite, store: EmbeddingStore):
-    result = evaluate(store, demo_suite, tasks=["recomm"], progress=False,
-                      task_params={"recomm": {"seeds": 1, "ranker": "lgbm", "ranker_params": FAST_LGBM}})
+    params = {"recomm": {"seeds": 1, "ranker": "lgbm", "ranker_params": FAST_LGBM}}
+    result = evaluate(store, RunConfig(data=demo_suite, tasks=["recomm"], progress=False, task_params=params))
     table = render_table1([result], include_paper=False)
     assert f"| {result.tasks['recomm'].metrics['adj-NDCG']:.2f} ± 0.00 |" in table
 
@@ -173,4 +176,4 @@ def test_bad_impressions_name_file_and_line(tmp_path: Path, rows: list[list[str]
     suite = _tiny_suite(tmp_path, rows)
     store = EmbeddingStore.from_mapping({"a": [1.0, 0.0], "b": [0.0, 1.0], "c": [1.0, 1.0]})
     with pytest.raises(InputError, match=message):
-        get_task("recomm", seeds=1, ranker="lgbm").evaluate(suite, store)
+        score_task(get_task("recomm", seeds=1, ranker="lgbm"), suite, store)

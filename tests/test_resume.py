@@ -14,6 +14,7 @@ import pytest
 
 from scidocs_eval.baselines.random_vectors import RandomAdapter
 from scidocs_eval.cli.main import main
+from scidocs_eval.evaluation.config import RunConfig
 from scidocs_eval.formats.suite import Paper, Suite
 from scidocs_eval.models.adapter import get_adapter
 from scidocs_eval.run import embedding_plan
@@ -54,17 +55,19 @@ def test_a_killed_baseline_resumes_from_the_cache_with_identical_results(
     monkeypatch.setattr(embedding_plan, "CHECKPOINT_BATCHES", 2)
     monkeypatch.setattr(RandomAdapter, "transform_batches", batched(embedded))
     tasks = ["cite", "mesh"]
-    run_baseline("random", demo_suite, tasks=tasks, out_dir=tmp_path / "whole", cache=False, progress=False)
+    run_baseline("random", RunConfig(data=demo_suite, tasks=tasks, cache=False, progress=False),
+                 out_dir=tmp_path / "whole")
     total = len(embedded)
     assert total > 5 * BATCH
     embedded.clear()
     monkeypatch.setattr(RandomAdapter, "transform_batches", batched(embedded, fail_at=4))
     with pytest.raises(Killed):
-        run_baseline("random", demo_suite, tasks=tasks, out_dir=tmp_path / "resumed", progress=False)
+        run_baseline("random", RunConfig(data=demo_suite, tasks=tasks, progress=False), out_dir=tmp_path / "resumed")
     assert len(embedded) == 3 * BATCH and not (tmp_path / "resumed" / "random.jsonl").exists()
     embedded.clear()
     monkeypatch.setattr(RandomAdapter, "transform_batches", batched(embedded))
-    run_baseline("random", demo_suite, tasks=tasks, out_dir=tmp_path / "resumed", resume=True, progress=False)
+    run_baseline("random", RunConfig(data=demo_suite, tasks=tasks, progress=False), out_dir=tmp_path / "resumed",
+                 resume=True)
     assert len(embedded) == total - 3 * BATCH  # the three batches before the crash came from the cache
     assert _results(tmp_path / "resumed") == _results(tmp_path / "whole")
     for name in ("random.jsonl", "random.jsonl.settings.json"):

@@ -13,6 +13,7 @@ import pytest
 
 from scidocs_eval.cli import main
 from scidocs_eval.errors import InputError
+from scidocs_eval.evaluation.config import RunConfig
 from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.runner import evaluate
 from scidocs_eval.evaluation.verify import verify_suite
@@ -46,8 +47,8 @@ def test_parquet_layout_scores_as_the_beir_layout(tmp_path: Path) -> None:
     to_parquet_layout(tmp_path / "beir" / "scidocs-rr", tmp_path / "hf" / "scidocs-rr")
     embeddings = {"queries": write_vectors(tmp_path / "q.jsonl", built["queries"]),
                   "corpus": write_vectors(tmp_path / "c.jsonl", built["corpus"])}
-    beir = evaluate(embeddings, tmp_path / "beir", tasks=["scidocs-rr"], cache=False, progress=False)
-    hf = evaluate(embeddings, tmp_path / "hf", tasks=["scidocs-rr"], cache=False, progress=False)
+    beir = evaluate(embeddings, RunConfig(data=tmp_path / "beir", tasks=["scidocs-rr"], cache=False, progress=False))
+    hf = evaluate(embeddings, RunConfig(data=tmp_path / "hf", tasks=["scidocs-rr"], cache=False, progress=False))
     assert hf.tasks["scidocs-rr"].details["layout"] == "hf-parquet"
     assert hf.tasks["scidocs-rr"].details["mteb_scores"] == beir.tasks["scidocs-rr"].details["mteb_scores"]
     assert any(name.endswith(".parquet") for name in hf.fingerprints["data"]) or hf.fingerprints["data"]

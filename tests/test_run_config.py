@@ -133,6 +133,27 @@ def test_baseline_and_run_baseline_write_the_same_settings(demo_suite: Suite, tm
     assert cli.tasks["cite"].metrics == api.tasks["cite"].metrics
 
 
+def test_evaluate_and_run_baseline_of_the_keyword_form_warn_and_score_the_same(demo_suite: Suite,
+                                                                               tmp_path: Path) -> None:
+    """The two other shims (evaluate_model's is above): the keyword form of earlier versions builds the same
+    config, with one DeprecationWarning, and gives the same numbers."""
+    embeddings = _embeddings(demo_suite, tmp_path / "e.jsonl")
+    config = RunConfig(data=demo_suite.root, tasks=["cite"], benchmarks="scidocs", split="val", progress=False)
+    by_config = evaluate(embeddings, config)
+    with pytest.warns(DeprecationWarning, match=r"evaluate\(\)'s data, tasks, benchmark, split, progress keyword"):
+        by_keywords = evaluate(embeddings, demo_suite.root, tasks=["cite"], benchmark="scidocs", split="val",
+                               progress=False)
+    assert by_config.settings == by_keywords.settings and by_config.tasks["cite"].metrics == \
+        by_keywords.tasks["cite"].metrics
+    by_config = run_baseline("random", config, out_dir=tmp_path / "config")
+    with pytest.warns(DeprecationWarning, match=r"run_baseline\(\)'s data, tasks, benchmark, split, progress"):
+        by_keywords = run_baseline("random", demo_suite.root, out_dir=tmp_path / "keywords", tasks=["cite"],
+                                   benchmark="scidocs", split="val", progress=False)
+    assert by_config is not None and by_keywords is not None
+    assert by_config.settings == by_keywords.settings and by_config.tasks["cite"].metrics == \
+        by_keywords.tasks["cite"].metrics
+
+
 def test_run_baseline_refuses_a_config_output_it_would_not_write(tmp_path: Path) -> None:
     with pytest.raises(ScidocsEvalError, match="run_baseline writes its results to --out-dir"):
         run_baseline("random", config=RunConfig(data="demo", output=tmp_path / "r.json"), out_dir=tmp_path)

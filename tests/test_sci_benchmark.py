@@ -12,10 +12,11 @@ import numpy as np
 import pytest
 
 from scidocs_eval.cli.main import main
-from scidocs_eval.data.scirepeval import write_synthetic_scirepeval
+from scidocs_eval.evaluation.config import RunConfig
 from scidocs_eval.evaluation.task import TASKS, task_names
 from scidocs_eval.leaderboard.sci_table import HEADERS, mteb_means, render_sci_table
 from scidocs_eval.run.model_object import evaluate_model
+from scidocs_eval.tasks.scirepeval import write_synthetic_scirepeval
 from tests.builders import write_mteb_copies
 
 
@@ -58,8 +59,8 @@ def sci_run(sci_data: Path) -> tuple[Any, CountingEncoder]:
     tasks = [*task_names(benchmark="mteb-scidocs"), *task_names(benchmark="mteb-sci"), *SCIREPEVAL]
     with pytest.MonkeyPatch.context() as patch:  # fewer documents per k-means experiment: seconds, not a minute
         patch.setattr(TASKS["biorxiv-clustering-p2p"].__mro__[1], "cluster_size", 1024)
-        result = evaluate_model(encoder, sci_data, tasks=tasks, benchmark="sci", cache=False, progress=False,
-                                name="org/hash")
+        result = evaluate_model(encoder, RunConfig(data=sci_data, tasks=tasks, benchmarks="sci", cache=False,
+                                                   progress=False), name="org/hash")
     return result, encoder
 
 
@@ -109,7 +110,8 @@ def test_cli_run_benchmark_sci_prints_the_side_by_side_table(sci_data: Path, tmp
     from scidocs_eval.formats.suite import Suite
     from tests.builders import write_vectors
 
-    (papers, _), = get_task("arxiv-classification").role_papers(Suite(sci_data), "test").values()
+    task = get_task("arxiv-classification")
+    (papers, _), = task.role_papers(task.load(Suite(sci_data), "test")).values()
     encoder = CountingEncoder()
     path = write_vectors(tmp_path / "v.jsonl", dict(zip([p.paper_id for p in papers],
                                                         encoder.encode([p.title for p in papers]))))

@@ -18,16 +18,17 @@ from sklearn.model_selection import GridSearchCV, KFold
 from sklearn.svm import LinearSVC, LinearSVR
 
 from scidocs_eval.cli.main import main
-from scidocs_eval.data.scirepeval import write_embeddings_jsonl, write_synthetic_scirepeval
+from scidocs_eval.data.scirepeval import write_embeddings_jsonl
 from scidocs_eval.errors import InputError, MissingEmbeddingsError, ScidocsEvalError
 from scidocs_eval.evaluation.comparison import compare
+from scidocs_eval.evaluation.config import RunConfig
 from scidocs_eval.evaluation.runner import evaluate
 from scidocs_eval.evaluation.task import BENCHMARKS, TASKS, get_task, group_input_formats, task_names
 from scidocs_eval.evaluators import scirepeval as models
 from scidocs_eval.formats.embeddings import EmbeddingStore
-from scidocs_eval.formats.scirepeval import TASK_TABLE, read_labels
+from scidocs_eval.formats.scirepeval import read_labels
 from scidocs_eval.run.model_object import evaluate_model
-from scidocs_eval.tasks.scirepeval import task_name
+from scidocs_eval.tasks.scirepeval import TASK_TABLE, task_name, write_synthetic_scirepeval
 
 REPO = Path(__file__).resolve().parents[1]
 CHECKOUT = Path(os.environ.get("SCIREPEVAL_CHECKOUT", "/work/.mirror/allenai+scirepeval/repo"))
@@ -177,11 +178,11 @@ def test_evaluate_model_embeds_each_config_once_and_compare_works(copy: tuple[Pa
         return np.array([[len(t) % 7, t.count("x1"), t.count("x2"), 1.0] for t in texts])
 
     tasks = ["scirepeval-scidocs-mag", "scirepeval-scidocs-mesh", "scirepeval-scidocs-cite"]
-    run = evaluate_model(model, data, tasks=tasks, progress=False)
+    run = evaluate_model(model, RunConfig(data=data, tasks=tasks, progress=False))
     assert set(run.tasks) == set(tasks)
     papers = {paper_id for paper_id in vectors if paper_id.startswith(("scidocs_mag_mesh-", "scidocs_view_cite"))}
     assert len(texts_seen) == len(papers)  # MAG and MeSH share their config's papers: embedded once
-    reference = evaluate(embeddings, data, tasks=tasks, progress=False, cache=False)
+    reference = evaluate(embeddings, RunConfig(data=data, tasks=tasks, progress=False, cache=False))
     comparison = compare(reference, run, resamples=200, progress=False)
     assert comparison is not None
 
@@ -199,8 +200,8 @@ def test_compare_covers_every_scirepeval_metric_kind(copy: tuple[Path, Path], tm
             handle.write(json.dumps({"doc_id": record["doc_id"], "embedding": vector}) + "\n")
     tasks = ["scirepeval-biomimicry", "scirepeval-drsm-24-shot", "scirepeval-tweet-mentions", "scirepeval-relish"]
     params = {"scirepeval-drsm-24-shot": {"iterations": 4}}
-    a = evaluate(embeddings, data, tasks=tasks, task_params=params, progress=False, cache=False)
-    b = evaluate(noisy, data, tasks=tasks, task_params=params, progress=False, cache=False)
+    a = evaluate(embeddings, RunConfig(data=data, tasks=tasks, task_params=params, progress=False, cache=False))
+    b = evaluate(noisy, RunConfig(data=data, tasks=tasks, task_params=params, progress=False, cache=False))
     comparison = compare(a, b, resamples=300, progress=False)
     compared = {(row.task, row.metric) for row in comparison.pairs[0].rows}
     assert compared == {(task, metric) for task in tasks for metric in a.tasks[task].metrics}
@@ -217,11 +218,12 @@ def test_missing_vectors_are_left_out_as_scirepeval_does_or_stop_the_run(copy: t
     dropped = [line for line in lines if json.loads(line)["doc_id"] not in ("drsm-0", "relish-q0")]
     partial = tmp_path / "partial.jsonl"
     partial.write_text("\n".join(dropped) + "\n")
-    run = evaluate(partial, data, tasks=["scirepeval-drsm", "scirepeval-relish"], progress=False, cache=False)
+    run = evaluate(partial, RunConfig(data=data, tasks=["scirepeval-drsm", "scirepeval-relish"], progress=False,
+                                      cache=False))
     assert run.tasks["scirepeval-drsm"].coverage["train_papers_without_vector"] == 1
     assert run.tasks["scirepeval-relish"].coverage["queries_without_vector"] == 1
     with pytest.raises(MissingEmbeddingsError, match="drsm-0"):
-        evaluate(partial, data, tasks=["scirepeval-drsm"], missing="error", progress=False, cache=False)
+        evaluate(partial, RunConfig(data=data, tasks=["scirepeval-drsm"], missing="error", progress=False, cache=False))
     records = [json.loads(line) for line in lines]
     for record in records:
         if record["doc_id"] == "relish-q1":
@@ -232,9 +234,9 @@ def test_missing_vectors_are_left_out_as_scirepeval_does_or_stop_the_run(copy: t
     unrelated.write_text('{"doc_id": "someone-else", "embedding": [1, 2]}\n')
     for task in ("scirepeval-drsm", "scirepeval-relish", "scirepeval-paper-reviewer-matching"):
         with pytest.raises(ScidocsEvalError, match="wrong embeddings file|wrong file"):
-            evaluate(unrelated, data, tasks=[task], progress=False, cache=False)
+            evaluate(unrelated, RunConfig(data=data, tasks=[task], progress=False, cache=False))
     with pytest.raises(ScidocsEvalError, match="relish-q1.*float16"):
-        evaluate(huge, data, tasks=["scirepeval-relish"], progress=False, cache=False)
+        evaluate(huge, RunConfig(data=data, tasks=["scirepeval-relish"], progress=False, cache=False))
 
 
 def test_bad_files_and_parameters_are_errors_naming_where(copy: tuple[Path, Path], tmp_path: Path,
@@ -304,7 +306,7 @@ def test_recomputed_statistics_equal_the_printed_metric(statistic: str) -> None:
     from scipy.stats import kendalltau, pearsonr
     from sklearn.metrics import f1_score
 
-    from scidocs_eval.evaluation.significance import StatisticItems
+    from scidocs_eval.statistics.significance import StatisticItems
 
     rng = np.random.default_rng(3)
     shape = (60, 4) if statistic == "f1_macro_multilabel" else (60,)
@@ -344,7 +346,7 @@ def test_download_writes_the_hub_configs_in_the_local_layout(copy: tuple[Path, P
 
     monkeypatch.setattr(datasets, "load_dataset", from_copy)
     titles = ["Paper-Reviewer Matching", "SciDocs MAG", "SciDocs MeSH"]
-    target = download_scirepeval(tmp_path / "copy", titles)
+    target = download_scirepeval(tmp_path / "copy", TASK_TABLE, titles)
     written = sorted(p.relative_to(target).as_posix() for p in target.rglob("*.jsonl"))
     assert written == sorted(f"{top}/{config}/{p.name}" for top in ("scirepeval", "scirepeval_test")
                              for config in ("paper_reviewer_matching", "reviewers", "scidocs_mag_mesh",
@@ -354,13 +356,13 @@ def test_download_writes_the_hub_configs_in_the_local_layout(copy: tuple[Path, P
         assert [json.loads(line) for line in (target / relative).read_text().splitlines()] == \
             [json.loads(line) for line in (data / relative).read_text().splitlines()]
     with pytest.raises(ScidocsEvalError, match="not an empty folder"):
-        download_scirepeval(target, titles)
+        download_scirepeval(target, TASK_TABLE, titles)
 
 
 def test_kendall_on_resamples_equals_scipy_on_the_repeated_items() -> None:
     from scipy.stats import kendalltau
 
-    from scidocs_eval.evaluation.significance import STATISTICS
+    from scidocs_eval.statistics.significance import STATISTICS
 
     rng = np.random.default_rng(1)
     gold = np.round(rng.normal(size=40), 1)  # rounding makes ties, which τ-b corrects for

@@ -13,13 +13,15 @@ from pathlib import Path
 import pytest
 
 from scidocs_eval.cli.main import main
-from scidocs_eval.data.scirepeval import write_embeddings_jsonl, write_synthetic_scirepeval
+from scidocs_eval.data.scirepeval import write_embeddings_jsonl
 from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.evaluation.config import RunConfig
 from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.runner import evaluate
 from scidocs_eval.evaluation.task import TASKS, task_names
 from scidocs_eval.leaderboard import scirepeval_table
 from scidocs_eval.leaderboard.scirepeval_table import COLUMNS, GROUPS, S2AND, our_row, render_scirepeval_table
+from scidocs_eval.tasks.scirepeval import write_synthetic_scirepeval
 
 REPO = Path(__file__).resolve().parents[1]
 CHECKOUT = Path(os.environ.get("SCIREPEVAL_CHECKOUT", "/work/.mirror/allenai+scirepeval/repo"))
@@ -48,8 +50,8 @@ def scored(tmp_path_factory: pytest.TempPathFactory) -> tuple[RunResult, Path]:
     embeddings = write_embeddings_jsonl(folder / "embeddings.jsonl", vectors)
     params = {name: {"iterations": 1} for name in task_names(benchmark="scirepeval") if name.endswith("-shot")}
     path = folder / "results" / "topicvec.results.json"
-    result = evaluate(embeddings, folder / "data", benchmark="scirepeval", task_params=params, model="topicvec",
-                      output=path, progress=False, cache=False)
+    result = evaluate(embeddings, RunConfig(data=folder / "data", benchmarks="scirepeval", task_params=params,
+                                            output=path, progress=False, cache=False), model="topicvec")
     assert not result.failed and not result.skipped
     return result, path
 

@@ -16,9 +16,16 @@ from sklearn.metrics import f1_score
 from scidocs_eval import compare
 from scidocs_eval.cli import main
 from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.evaluation.config import RunConfig
 from scidocs_eval.evaluation.results import RunResult
 from scidocs_eval.evaluation.runner import evaluate
-from scidocs_eval.evaluation.significance import (
+from scidocs_eval.evaluation.task import task_names
+from scidocs_eval.formats.suite import Suite
+from scidocs_eval.leaderboard.compare_table import format_comparison
+from scidocs_eval.models.adapter import get_adapter
+from scidocs_eval.run.baseline import run_baseline
+from scidocs_eval.run.embedding import write_embeddings
+from scidocs_eval.statistics.significance import (
     MacroF1Items,
     MeanItems,
     PropensityItems,
@@ -27,12 +34,6 @@ from scidocs_eval.evaluation.significance import (
     holm,
     task_metrics,
 )
-from scidocs_eval.evaluation.task import task_names
-from scidocs_eval.formats.suite import Suite
-from scidocs_eval.leaderboard.compare_table import format_comparison
-from scidocs_eval.models.adapter import get_adapter
-from scidocs_eval.run.baseline import run_baseline
-from scidocs_eval.run.embedding import write_embeddings
 
 FAST_RECOMM = {"seeds": 2, "ranker_params": {"max_epochs": 3, "dropout_grid": [0.0]}}
 
@@ -51,7 +52,7 @@ def random_embeddings(demo_suite: Suite, tmp_path_factory: pytest.TempPathFactor
 @pytest.fixture(scope="module")
 def random_run(demo_suite: Suite, random_embeddings: Path) -> RunResult:
     """Every task of the demo suite on random embeddings (recomm: 2 quick seeds)."""
-    return evaluate(random_embeddings, demo_suite, task_params={"recomm": FAST_RECOMM}, progress=False)
+    return evaluate(random_embeddings, RunConfig(data=demo_suite, task_params={"recomm": FAST_RECOMM}, progress=False))
 
 
 # --- the statistics on exact cases -------------------------------------------------------------------------
@@ -198,8 +199,8 @@ def test_identical_results_give_delta_zero_and_p_one(random_run: RunResult) -> N
 
 def test_sif_is_significantly_better_than_random_on_every_ranking_metric(demo_suite: Suite, tmp_path: Path,
                                                                         demo_vectors: Path) -> None:
-    runs = [run_baseline(name, demo_suite, out_dir=tmp_path, tasks=task_names("ranking"), progress=False,
-                         params={"vectors": str(demo_vectors)} if name == "sif" else {})
+    runs = [run_baseline(name, RunConfig(data=demo_suite, tasks=task_names("ranking"), progress=False),
+                         out_dir=tmp_path, params={"vectors": str(demo_vectors)} if name == "sif" else {})
             for name in ("random", "sif")]
     rows = compare(*runs, progress=False).pairs[0].rows
     assert len(rows) == 8
@@ -210,8 +211,8 @@ def test_sif_is_significantly_better_than_random_on_every_ranking_metric(demo_su
 
 def test_a_run_against_itself_with_another_recomm_seed_count_is_not_significant(
         random_run: RunResult, random_embeddings: Path, demo_suite: Suite) -> None:
-    more_seeds = evaluate(random_embeddings, demo_suite, tasks=["recomm"], progress=False,
-                          task_params={"recomm": {**FAST_RECOMM, "seeds": 4}})
+    more_seeds = evaluate(random_embeddings, RunConfig(data=demo_suite, tasks=["recomm"], progress=False,
+                                                       task_params={"recomm": {**FAST_RECOMM, "seeds": 4}}))
     assert more_seeds.tasks["recomm"].metrics != random_run.tasks["recomm"].metrics
     comparison = compare(random_run, more_seeds, progress=False)
     assert {row.verdict for row in comparison.pairs[0].rows} == {"no significant difference"}

@@ -111,9 +111,9 @@ def test_by_group_embeds_each_group_with_its_own_adapter(base_and_adapter: tuple
 def test_by_format_embeds_each_format_with_its_adapter_in_one_run(tmp_path: Path) -> None:
     """SciRepEval's recipe: [CLF] classification, [RGN] regression, [PRX] proximity and search candidates, [QRY]
     search queries, each paper once per format; here with local adapters in place of the authors' hub ones."""
-    from scidocs_eval.data.scirepeval import write_synthetic_scirepeval
     from scidocs_eval.formats.scirepeval import meta_file, read_meta
     from scidocs_eval.formats.suite import paper_of_record
+    from scidocs_eval.tasks.scirepeval import write_synthetic_scirepeval
 
     data = tmp_path / "scirepeval"
     write_synthetic_scirepeval(data, seed=2)

@@ -9,6 +9,7 @@ import pytest
 
 from scidocs_eval.data.resolve import resolve_suite
 from scidocs_eval.errors import InputError, SuiteNotFoundError
+from scidocs_eval.evaluation.config import RunConfig
 from scidocs_eval.evaluation.runner import evaluate
 from scidocs_eval.formats.embeddings import EmbeddingStore
 from scidocs_eval.formats.suite import Suite
@@ -135,7 +136,7 @@ def test_resolve_suite_default_uses_environment(tmp_path: Path, monkeypatch: pyt
 def test_tasks_with_absent_files_are_skipped_with_a_note(tmp_path: Path) -> None:
     write(tmp_path / "cite" / "test.qrel", "q 0 a 1\nq 0 b 0\n")
     store = EmbeddingStore.from_mapping({"q": [0.0], "a": [1.0], "b": [2.0]})
-    result = evaluate(store, tmp_path, tasks=["mag", "cite", "cocite"], progress=False)
+    result = evaluate(store, RunConfig(data=tmp_path, tasks=["mag", "cite", "cocite"], progress=False))
     assert list(result.tasks) == ["cite"]
     assert result.tasks["cite"].metrics == {"map": 100.0, "ndcg": 100.0}
     assert result.skipped == {"mag": f"missing mag/train.csv, mag/test.csv in {tmp_path}",

@@ -17,6 +17,7 @@ import pytest
 
 from scidocs_eval.cli.main import main
 from scidocs_eval.errors import InputError
+from scidocs_eval.evaluation.config import RunConfig
 from scidocs_eval.evaluation.runner import evaluate
 from scidocs_eval.evaluation.verify import verify_suite
 from scidocs_eval.formats.embeddings import EmbeddingStore
@@ -77,7 +78,8 @@ def test_verify_and_run_reject_the_same_files(suite_copy: Path, embeddings: Embe
     assert message in report.errors[0].message
     assert task not in report.complete and not report.usable()
     with pytest.raises(InputError) as raised:
-        evaluate(embeddings, suite_copy, tasks=[task], task_params={"recomm": {"seeds": 1}}, progress=False)
+        evaluate(embeddings, RunConfig(data=suite_copy, tasks=[task], task_params={"recomm": {"seeds": 1}},
+                                       progress=False))
     assert raised.value.path == str(suite_copy / relative) and raised.value.line == line
     assert message in str(raised.value)
 
@@ -108,7 +110,7 @@ def test_verify_and_run_both_accept_a_broken_metadata_file_that_run_does_not_rea
     (warning,) = [p for p in report.problems if p.where == relative]
     assert message in warning.message and "`run` does not read it" in warning.message
     if task != "mesh":  # the SVM grid takes long; mesh is covered by the cite/coview cases' mechanism
-        assert task in evaluate(embeddings, suite_copy, tasks=[task], progress=False).tasks
+        assert task in evaluate(embeddings, RunConfig(data=suite_copy, tasks=[task], progress=False)).tasks
 
 
 def test_run_without_a_header_exits_2_and_verify_exits_1(suite_copy: Path, tmp_path: Path,
@@ -134,4 +136,4 @@ def test_a_suite_without_metadata_files_still_runs_and_verifies_the_same(suite_c
         (suite_copy / name).unlink()
     report = verify_suite(suite_copy)
     assert report.errors == [] and {"mag", "cite"} <= set(report.complete)
-    assert set(evaluate(embeddings, suite_copy, tasks=["cite"], progress=False).tasks) == {"cite"}
+    assert set(evaluate(embeddings, RunConfig(data=suite_copy, tasks=["cite"], progress=False)).tasks) == {"cite"}

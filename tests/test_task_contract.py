@@ -15,7 +15,6 @@ import pytest
 from builders import build_every_format_suite, build_retrieval_dataset, write_one_vector
 
 from scidocs_eval.cli.main import main
-from scidocs_eval.data.scirepeval import write_synthetic_scirepeval
 from scidocs_eval.evaluation.integrity import (
     ClusteredSplit,
     DataShape,
@@ -25,13 +24,33 @@ from scidocs_eval.evaluation.integrity import (
     Problem,
     SampledEvaluation,
 )
-from scidocs_eval.evaluation.task import TASKS, Task, TaskResult, TaskSpec, get_task, register_task, task_names
+from scidocs_eval.evaluation.task import (
+    TASKS,
+    Task,
+    TaskData,
+    TaskResult,
+    TaskSpec,
+    get_task,
+    register_task,
+    task_names,
+)
 from scidocs_eval.evaluation.verify import verify_suite
-from scidocs_eval.formats.suite import Impression, Suite
+from scidocs_eval.formats.embeddings import EmbeddingStore
+from scidocs_eval.formats.suite import Impression, LabelledPapers, Suite
+from scidocs_eval.tasks.scirepeval import write_synthetic_scirepeval
 
 
-class TinyLabelTask(Task):
-    """A task no other module knows: the contract must cover it through its declarations alone."""
+@dataclasses.dataclass(frozen=True)
+class TinyLabels(TaskData):
+    """The tiny task's data: its train and scored labels."""
+
+    train: LabelledPapers
+    scored: LabelledPapers
+
+
+class TinyLabelTask(Task[TinyLabels]):
+    """A task no other module knows: the contract must cover it through its declarations alone (its reader, and
+    its questions asked of the data a command loads once)."""
 
     spec = TaskSpec("contract-tiny", "a tiny labelled task registered by the contract test", "classification",
                     ("f1",), "f1", "contract-tiny", "", benchmark="contract-test")
@@ -39,13 +58,15 @@ class TinyLabelTask(Task):
     def required_files(self, split: str) -> list[str]:
         return ["mag/train.csv", f"mag/{split}.csv"]
 
-    def data_shapes(self, suite: Suite, split: str) -> list[DataShape]:
-        train, scored = suite.labels("mag", "train"), suite.labels("mag", split)
-        return [LabelledSplit(self.name, "mag/train.csv", f"mag/{split}.csv", train.ids, train.labels, scored.ids,
-                              scored.labels, "classes", 3)]
+    def read(self, suite: Suite, split: str, texts: bool = True) -> TinyLabels:
+        return TinyLabels(split, texts, suite.labels("mag", "train"), suite.labels("mag", split))
 
-    def evaluate(self, suite, embeddings, split="test", missing="official") -> TaskResult:  # noqa: ANN001
-        return TaskResult(self.name, {"f1": 0.0}, {})
+    def data_shapes(self, data: TinyLabels) -> list[DataShape]:
+        return [LabelledSplit(self.name, "mag/train.csv", f"mag/{data.split}.csv", data.train.ids, data.train.labels,
+                              data.scored.ids, data.scored.labels, "classes", 3)]
+
+    def evaluate(self, data: TinyLabels, embeddings: EmbeddingStore, missing: str = "official") -> TaskResult:
+        return TaskResult(self.name, {"f1": 0.0}, {"papers": len(data.scored.ids)})
 
 
 register_task(TinyLabelTask)
@@ -196,12 +217,13 @@ def test_declared_inputs_are_there_and_clean(world: Path, name: str) -> None:
     task, suite = get_task(name), Suite(world)
     files = task.input_files(suite, "test")
     assert files and all(suite.has(f) for f in files), f"{name}: no example data of its declared files {files}"
-    assert [f for f in task.findings(suite, "test") if f.severity == "error"] == []
+    assert [f for f in task.findings(task.load(suite, "test")) if f.severity == "error"] == []
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_every_rule_of_its_shapes_fires(world: Path, name: str) -> None:
-    shapes = get_task(name).data_shapes(Suite(world), "test")
+    task = get_task(name)
+    shapes = task.data_shapes(task.load(Suite(world), "test"))
     assert shapes, f"{name}: declares no data shape, so no integrity rule applies to it"
     for shape in shapes:
         assert type(shape) in HOSTILE, f"{name}: shape {type(shape).__name__} has no hostile variants"
@@ -247,7 +269,8 @@ def test_data_verify_lists_what_run_refuses(world: Path, tmp_path: Path) -> None
     assert report.errors == []
     suite = Suite(world)
     for name in NAMES:
-        for finding in get_task(name).findings(suite, "test"):
+        task = get_task(name)
+        for finding in task.findings(task.load(suite, "test")):
             assert finding in report.problems, (name, finding)
 
 
@@ -403,7 +426,8 @@ def test_the_audit_covers_every_registered_task(world: Path, tmp_path: Path) -> 
     suite = Suite(world)
     seen = {}
     for name in NAMES:
-        items = get_task(name).evaluation_items(suite, "test")
+        task = get_task(name)
+        items = task.evaluation_items(task.load(suite, "test"))
         assert items is not None and items.items, name
         seen[name] = next(iter(items.items.values()))
     ids = tmp_path / "seen.txt"
@@ -589,3 +613,40 @@ def test_scirepeval_test_papers_partly_in_train_are_a_named_warning_with_the_cle
     report = verify_suite(data)
     assert any(p.rule == "test-in-train" and p.severity == "warning" for p in report.problems)
     assert "scirepeval-biomimicry" in report.complete
+
+
+def test_a_task_written_before_taskdata_scores_the_same_with_a_warning(world: Path) -> None:
+    """A plugin's task of the form before TaskData (`data_shapes(suite, split)`, `evaluate(suite, embeddings, split,
+    missing)`) works for a release: a DeprecationWarning when its class is defined, then the runner's calls with the
+    loaded data reach it with the data's suite and split; a caller of the old form gets the same numbers, warned."""
+    with pytest.warns(DeprecationWarning, match="the form before TaskData") as warned:
+        class OldFormTask(Task):
+            spec = TinyLabelTask.spec
+
+            def required_files(self, split: str) -> list[str]:
+                return ["mag/train.csv", f"mag/{split}.csv"]
+
+            def data_shapes(self, suite: Suite, split: str) -> list[DataShape]:
+                train, scored = suite.labels("mag", "train"), suite.labels("mag", split)
+                return [LabelledSplit(self.name, "mag/train.csv", f"mag/{split}.csv", train.ids, train.labels,
+                                      scored.ids, scored.labels, "classes", 3)]
+
+            def evaluate(self, suite, embeddings, split="test", missing="official") -> TaskResult:  # noqa: ANN001
+                return TaskResult(self.name, {"f1": 0.0}, {"papers": len(suite.labels("mag", split).ids)})
+
+    assert sorted(str(w.message).split(" defines ")[1].split(",")[0] for w in warned) == [
+        "data_shapes(suite", "evaluate(suite"]
+    suite, store = Suite(world), EmbeddingStore.from_mapping({"nobody": [1.0]})
+    old, new = OldFormTask(), TinyLabelTask()
+    def counts(shapes: list[DataShape]) -> list[dict[str, int]]:
+        return [shape.counts() for shape in shapes]
+
+    for split in ("val", "test"):
+        assert counts(old.data_shapes(old.load(suite, split))) == counts(new.data_shapes(new.load(suite, split)))
+        assert old.findings(old.load(suite, split)) == new.findings(new.load(suite, split))
+        assert old.evaluation_items(old.load(suite, split)) == new.evaluation_items(new.load(suite, split))
+        assert old.evaluate(old.load(suite, split), store) == new.evaluate(new.load(suite, split), store)
+        with pytest.warns(DeprecationWarning, match=r"TinyLabelTask\.evaluate\(suite, embeddings, split, missing\) is"):
+            assert new.evaluate(suite, store, split) == new.evaluate(new.load(suite, split), store)
+        with pytest.warns(DeprecationWarning, match=r"TinyLabelTask\.data_shapes\(suite, split\) is deprecated"):
+            assert counts(new.data_shapes(suite, split)) == counts(new.data_shapes(new.load(suite, split)))

@@ -22,6 +22,7 @@ from builders import build_every_format_suite, build_retrieval_dataset, write_mt
 
 from scidocs_eval.cli.main import main
 from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.evaluation.config import RunConfig
 from scidocs_eval.evaluation.task import TASKS, get_task, run_inputs, task_names
 from scidocs_eval.formats.suite import Suite
 from scidocs_eval.models.adapter import ADAPTERS
@@ -155,8 +156,10 @@ def test_evaluate_model_and_audit_refuse_an_output_where_a_task_reads(tmp_path: 
     for option in ("output", "save_embeddings"):
         with pytest.raises(ScidocsEvalError, match=f"{option} .*is also an input of this command .*read by task mag: "
                                                    "its 'folder' parameter's data file"):
-            evaluate_model(lambda texts: [[1.0, 0.0]] * len(texts), suite, tasks=["mag"],
-                           task_params={"mag": {"folder": str(folder)}}, **{option: target})
+            config = RunConfig(data=suite, tasks=["mag"], task_params={"mag": {"folder": str(folder)}},
+                               output=target if option == "output" else None)
+            evaluate_model(lambda texts: [[1.0, 0.0]] * len(texts), config,
+                           save_embeddings=target if option == "save_embeddings" else None)
     assert target.read_bytes() == USER_BYTES
     train = tmp_path / "train.jsonl"
     train.write_text('{"paper_id": "t", "title": "a title", "abstract": "an abstract"}\n')
@@ -214,9 +217,9 @@ def test_every_file_a_task_opens_is_a_declared_input(task: str, every_task_suite
     assert all(suite.has(f) for f in instance.input_files(suite, "test")), f"no data for {task}"
     declared = instance.inputs(suite, "test")
     with _opened() as files:
-        instance.data_shapes(suite, "test")
-        instance.role_papers(suite, "test")
-        instance.paper_ids(suite, "test")
+        instance.data_shapes(instance.load(suite, "test"))
+        instance.role_papers(instance.load(suite, "test"))
+        instance.paper_ids(instance.load(suite, "test"))
     read = {Path(os.path.realpath(path)) for path in files}
     root = Path(os.path.realpath(suite.root))
     allowed = {Path(os.path.realpath(path)) for path in declared.files}
@@ -336,6 +339,8 @@ def test_evaluate_model_refuses_an_output_in_the_folder_its_model_was_loaded_fro
     for option in ("output", "save_embeddings"):
         with pytest.raises(ScidocsEvalError,
                            match=f"{option} .*read whole by evaluate_model as the folder its model was loaded from"):
-            evaluate_model(model, "demo", tasks=["cite"], **{option: checkpoint / "scores.json"})
+            target = checkpoint / "scores.json"
+            evaluate_model(model, RunConfig(data="demo", tasks=["cite"], output=target if option == "output" else None),
+                           save_embeddings=target if option == "save_embeddings" else None)
     assert sorted(path.name for path in checkpoint.iterdir()) == before
     assert loaded_from(lambda texts: texts) == []

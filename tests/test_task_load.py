@@ -18,6 +18,7 @@ from builders import build_retrieval_dataset, write_clustering_copy, write_vecto
 import scidocs_eval.formats.lines as lines
 import scidocs_eval.formats.retrieval as retrieval
 from scidocs_eval.data.demo import DemoConfig, build_demo_suite
+from scidocs_eval.evaluation.config import RunConfig
 from scidocs_eval.evaluation.runner import evaluate
 from scidocs_eval.evaluation.task import TASKS, get_task
 from scidocs_eval.formats.hf_rows import text_id
@@ -84,7 +85,7 @@ def test_a_run_with_vectors_parses_each_file_once_and_reads_no_corpus_text(
         suite_and_vectors: tuple[Path, Path], parses: tuple[Counter, Counter]) -> None:
     root, vectors = suite_and_vectors
     counts, with_texts = parses
-    result = evaluate(vectors, root, tasks=TASK_NAMES, task_params=PARAMS, cache=False, progress=False)
+    result = evaluate(vectors, RunConfig(data=root, tasks=TASK_NAMES, task_params=PARAMS, cache=False, progress=False))
     assert set(result.tasks) == set(TASK_NAMES)
     read = {path: n for path, n in counts.items() if root.resolve() in path.parents}
     assert set(read) >= _dataset_files(root)
@@ -100,7 +101,8 @@ def test_a_models_run_parses_each_file_once(suite_and_vectors: tuple[Path, Path]
     def model(texts: list[str]) -> np.ndarray:
         return np.random.default_rng(len(texts)).standard_normal((len(texts), DIM)).astype(np.float32)
 
-    result = evaluate_model(model, root, tasks=TASK_NAMES, task_params=PARAMS, cache=False, progress=False)
+    result = evaluate_model(model, RunConfig(data=root, tasks=TASK_NAMES, task_params=PARAMS, cache=False,
+                                             progress=False))
     assert set(result.tasks) == set(TASK_NAMES)
     read = {path: n for path, n in counts.items() if root.resolve() in path.parents}
     assert set(read) >= _dataset_files(root)
@@ -114,12 +116,30 @@ def test_load_is_kept_per_suite_and_parameters(suite_and_vectors: tuple[Path, Pa
     suite = Suite(root)
     task = get_task("scidocs-retrieval")
     first = task.load(suite, "test", texts=False)
-    assert first.data.corpus is None and len(first.data.document_ids) == 150
-    assert task.load(suite, "test", texts=False) is first
+    assert first.data.corpus is None and len(first.data.document_ids) == 150 and first.suite is suite
+    assert task.load(suite, "test", texts=False).data is first.data  # what was parsed, not parsed again
     with_texts = get_task("scidocs-retrieval", similarity="dot").load(suite, "test", texts=True)
-    assert with_texts.data.corpus is not None and with_texts is not first
-    assert get_task("scidocs-retrieval").load(suite, "test") is not first  # a suite that scores no given vectors
-    assert task.load(Suite(root), "test", texts=False) is not first  # another run's suite reads again
+    assert with_texts.data.corpus is not None and with_texts.data is not first.data
+    assert get_task("scidocs-retrieval").load(suite, "test").data is not first.data  # a suite that scores no vectors
+    other = Suite(root)
+    assert task.load(other, "test", texts=False).data is not first.data  # another run's suite reads again
+
+
+def test_a_load_keeps_no_suite_alive(suite_and_vectors: tuple[Path, Path]) -> None:
+    """What a run loaded goes with its suite: the memo holds its data without the suite (the data a command is
+    handed carries it), so a suite nobody holds is collected, with its entry."""
+    import gc
+    import weakref
+
+    from scidocs_eval.evaluation.task import _LOADED
+
+    root, _ = suite_and_vectors
+    suite = Suite(root)
+    assert get_task("cite").load(suite, "test").suite is suite
+    gone = weakref.ref(suite)
+    del suite
+    gc.collect()
+    assert gone() is None and all(data.suite is None for entry in _LOADED.values() for data in entry.values())
 
 
 def test_recomms_questions_parse_each_impressions_file_once(suite_and_vectors: tuple[Path, Path],
@@ -128,8 +148,8 @@ def test_recomms_questions_parse_each_impressions_file_once(suite_and_vectors: t
     root, _ = suite_and_vectors
     counts, _ = parses
     suite, task = Suite(root), get_task("recomm")
-    task.data_shapes(suite, "test")
-    task.paper_ids(suite, "test")
+    task.data_shapes(task.load(suite, "test"))
+    task.paper_ids(task.load(suite, "test"))
     task.load(suite, "test").impressions("test")
     assert {path.name: n for path, n in counts.items() if path.parent.name == "recomm"} == \
         {"train.csv": 1, "val.csv": 1, "test.csv": 1}

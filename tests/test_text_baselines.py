@@ -11,6 +11,7 @@ import pytest
 from sklearn.feature_extraction.text import TfidfVectorizer
 
 from scidocs_eval.errors import InputError, ScidocsEvalError
+from scidocs_eval.evaluation.config import RunConfig
 from scidocs_eval.evaluation.task import task_names
 from scidocs_eval.formats.corpus import read_citations
 from scidocs_eval.formats.suite import Paper, Suite
@@ -44,8 +45,8 @@ def assert_as_before_the_wrapper(name: str, tuned: TunedAdapter) -> None:
 
 
 def ranking_maps(name: str, suite: Suite, out_dir: Path, **params: object) -> dict[str, float]:
-    result = run_baseline(name, suite, out_dir=out_dir, params=params, tasks=task_names("ranking"),
-                          progress=False)
+    result = run_baseline(name, RunConfig(data=suite, tasks=task_names("ranking"), progress=False), out_dir=out_dir,
+                          params=params)
     return {task: result.tasks[task].metrics["map"] for task in task_names("ranking")}
 
 

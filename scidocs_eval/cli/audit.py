@@ -17,8 +17,8 @@ from scidocs_eval.evaluation.contamination import (
     clean_scores,
     format_clean_scores,
 )
-from scidocs_eval.evaluation.significance import RESAMPLES
 from scidocs_eval.params import argument_type
+from scidocs_eval.statistics.significance import RESAMPLES
 
 
 def _strengths(text: str) -> list[str]:

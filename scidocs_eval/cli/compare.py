@@ -7,9 +7,9 @@ import sys
 
 from scidocs_eval.cli.options import COMMANDS, CommandGroup, add_hidden_alias, add_output, seed_type
 from scidocs_eval.evaluation.comparison import ALPHA, compare, write_json
-from scidocs_eval.evaluation.significance import RESAMPLES
 from scidocs_eval.formats.safe_output import claim_inputs_are_not_outputs, claim_output, given_as
 from scidocs_eval.params import Interval, argument_type
+from scidocs_eval.statistics.significance import RESAMPLES
 
 MIN_RESAMPLES = 40
 """Fewer resamples leave less than one in each 2.5% tail: no 95% interval at all."""

@@ -1,12 +1,17 @@
 """SciRepEval's data in a local folder: from the Hugging Face hub (`download_scirepeval`) or synthetic
-(`write_synthetic_scirepeval`, what the tests and the demo use). Layout: `scidocs_eval.formats.scirepeval`."""
+(`write_synthetic_scirepeval`, what the tests and the demo use). Layout: `scidocs_eval.formats.scirepeval`.
+
+Which configs there are comes from SciRepEval's task table, which the benchmark owns (`scidocs_eval.tasks.scirepeval`
+`TASK_TABLE`, the rows of its `scirepeval_tasks.jsonl`): the benchmark hands it to its download source
+(`SciRepEvalHub(TASK_TABLE)`), and every function here takes it, so this layer never names a task."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -14,7 +19,7 @@ from scidocs_eval.data.sources import DownloadOptions, DownloadSource, TaskDatas
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.extras import require
 from scidocs_eval.formats.safe_output import atomic_write
-from scidocs_eval.formats.scirepeval import META_DATASET, META_SPLIT, TASK_TABLE, TEST_DATASET, meta_file, test_file
+from scidocs_eval.formats.scirepeval import META_DATASET, META_SPLIT, TEST_DATASET, meta_file, test_file
 from scidocs_eval.formats.suite import SYNTHETIC_MARKER
 from scidocs_eval.lazy_modules import lazy_module
 
@@ -22,6 +27,25 @@ np = lazy_module("numpy", __name__)
 
 REVIEWERS_CONFIG = "reviewers"
 REVIEWER_MATCHING = "reviewer_matching"
+
+
+class TableRow(NamedTuple):
+    """One task of SciRepEval's task table (its scirepeval_tasks.jsonl)."""
+
+    title: str
+    """its name there ("Fields of study")."""
+    kind: str
+    """classification, multi_label, regression, proximity, adhoc_search or reviewer_matching."""
+    meta_config: str
+    """its papers: a config of allenai/scirepeval."""
+    test_config: str
+    """its labels or qrels: a config of allenai/scirepeval_test."""
+    metrics: tuple[str, ...]
+    few_shot: tuple[tuple[int, int], ...] = ()
+    """its few-shot runs: (sample size, iterations)."""
+
+
+TaskTable = Sequence[TableRow]
 
 
 def _write_lines(path: Path, records: Iterable[dict[str, Any]]) -> None:
@@ -39,24 +63,24 @@ def _empty_destination(dest: str | os.PathLike[str]) -> Path:
     return dest
 
 
-def configs(titles: Sequence[str] | None = None) -> tuple[list[str], list[str]]:
-    """(metadata configs, test configs) of the tasks named (SciRepEval names; default all), each once."""
-    rows = [row for row in TASK_TABLE if titles is None or row[0] in titles]
-    meta = list(dict.fromkeys(row[2] for row in rows))
-    test = list(dict.fromkeys(row[3] for row in rows))
-    if any(row[1] == REVIEWER_MATCHING for row in rows):
+def configs(table: TaskTable, titles: Sequence[str] | None = None) -> tuple[list[str], list[str]]:
+    """(metadata configs, test configs) of the tasks of `table` named (SciRepEval names; default all), each once."""
+    rows = [row for row in table if titles is None or row.title in titles]
+    meta = list(dict.fromkeys(row.meta_config for row in rows))
+    test = list(dict.fromkeys(row.test_config for row in rows))
+    if any(row.kind == REVIEWER_MATCHING for row in rows):
         test.append(REVIEWERS_CONFIG)
     return meta, test
 
 
-def download_scirepeval(dest: str | os.PathLike[str], titles: Sequence[str] | None = None) -> Path:
-    """Copy the configs of the named tasks (default all) from the hub into `dest`, in the local layout.
+def download_scirepeval(dest: str | os.PathLike[str], table: TaskTable, titles: Sequence[str] | None = None) -> Path:
+    """Copy the configs of the tasks of `table` named (default all) from the hub into `dest`, in the local layout.
 
     Needs the `datasets` package and the network; every split of every config is written as JSON lines.
     """
     datasets = require("datasets", "downloading SciRepEval")
     dest = _empty_destination(dest)
-    meta, test = configs(titles)
+    meta, test = configs(table, titles)
     for config in meta:
         _write_lines(dest / meta_file(config), datasets.load_dataset(META_DATASET, config, split=META_SPLIT))
     for config in test:
@@ -65,11 +89,20 @@ def download_scirepeval(dest: str | os.PathLike[str], titles: Sequence[str] | No
     return dest
 
 
+@dataclass(frozen=True)
 class SciRepEvalHub(DownloadSource):
-    """SciRepEval's two hub datasets, every task's configs (`download_scirepeval`), into a new folder."""
+    """SciRepEval's two hub datasets, the configs of every task of `table` (`download_scirepeval`), into a new
+    folder; `write_synthetic` writes a synthetic copy of the same configs."""
+
+    table: tuple[TableRow, ...]
 
     def fetch(self, dest: Path, datasets: Sequence[TaskDataset], options: DownloadOptions) -> list[str]:
-        return [f"{META_DATASET}, {TEST_DATASET} -> {download_scirepeval(dest)}"]
+        return [f"{META_DATASET}, {TEST_DATASET} -> {download_scirepeval(dest, self.table)}"]
+
+    def write_synthetic(self, dest: str | os.PathLike[str], seed: int = 0, dim: int = 24,
+                        size: int = 1) -> dict[str, np.ndarray]:
+        """`write_synthetic_scirepeval` of this source's table."""
+        return write_synthetic_scirepeval(dest, self.table, seed, dim, size)
 
 
 class _Papers:
@@ -93,10 +126,11 @@ class _Papers:
         return [self.paper(f"{prefix}{i}", int(self.rng.integers(topics))) for i in range(count)]
 
 
-def write_synthetic_scirepeval(dest: str | os.PathLike[str], seed: int = 0, dim: int = 24,
+def write_synthetic_scirepeval(dest: str | os.PathLike[str], table: TaskTable, seed: int = 0, dim: int = 24,
                                size: int = 1) -> dict[str, np.ndarray]:
-    """A synthetic copy of every config SciRepEval's tasks read, in the local layout; returns the vectors of a
-    "model" that sees each paper's topic through noise (doc_id -> float16 vector), for tests and demos.
+    """A synthetic copy of every config the tasks of `table` read, in the local layout; returns the vectors of a
+    "model" that sees each paper's topic through noise (doc_id -> float16 vector), for tests and demos
+    (`scidocs_eval.tasks.scirepeval.write_synthetic_scirepeval`: SciRepEval's own table).
 
     `size` scales the number of papers (1: about 2,000 papers in all, seconds to score).
     """
@@ -105,7 +139,7 @@ def write_synthetic_scirepeval(dest: str | os.PathLike[str], seed: int = 0, dim:
     topics = 6
     papers = _Papers(rng, dim, topics)
     meta_written: set[str] = set()
-    for title, kind, meta_config, test_config, _, few_shot in TASK_TABLE:
+    for title, kind, meta_config, test_config, _, few_shot in table:
         prefix = f"{meta_config}-"
         if kind in ("classification", "multi_label", "regression"):
             train_size = 130 * size if few_shot else 60 * size

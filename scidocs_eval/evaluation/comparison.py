@@ -4,7 +4,7 @@ For every task and metric both results scored, on the items both share (queries,
 they must be the same items): the difference B − A of the printed metrics, its 95% paired-bootstrap interval,
 the p-value of a paired randomization test (recommendation: a two-level bootstrap test over impressions and
 seeds), the p-value after Holm's correction over all the metrics of the
-comparison, and a verdict. The statistics are `scidocs_eval.evaluation.significance`'s; docs/significance.md says which
+comparison, and a verdict. The statistics are `scidocs_eval.statistics.significance`'s; docs/significance.md says which
 test and resampling unit each metric uses.
 """
 
@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from scidocs_eval.errors import ScidocsEvalError
-from scidocs_eval.evaluation.significance import CONFIDENCE, RESAMPLES, ItemMetric, holm, task_metrics
 from scidocs_eval.formats.safe_output import write_bytes_atomically
 from scidocs_eval.lazy_modules import lazy_module
 from scidocs_eval.progress import progress_bar
+from scidocs_eval.statistics.significance import CONFIDENCE, RESAMPLES, ItemMetric, holm, task_metrics
 
 if TYPE_CHECKING:
     from scidocs_eval.evaluation.results import RunResult

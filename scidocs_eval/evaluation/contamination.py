@@ -15,7 +15,7 @@ recommendation: query, clicked paper) whose two papers match a training (query, 
 training are counted and listed but do not make their query leaked (in a large training corpus most are).
 
 `clean_scores(report, result)` scores a results file's per-item results over all, clean and leaked items, with
-bootstrap intervals and the clean-vs-all paired bootstrap test (`scidocs_eval.evaluation.significance`);
+bootstrap intervals and the clean-vs-all paired bootstrap test (`scidocs_eval.statistics.significance`);
 `excluded_items(report, ...)` is what `run --exclude` leaves out.
 """
 
@@ -43,13 +43,13 @@ from scidocs_eval.data.near_duplicates import (
 )
 from scidocs_eval.errors import InputError, ScidocsEvalError
 from scidocs_eval.evaluation.integrity import EvaluationItems, Problem
-from scidocs_eval.evaluation.significance import RESAMPLES, subset_items, task_metrics
 from scidocs_eval.evaluation.task import TaskResult, get_task, selected_tasks
 from scidocs_eval.formats.safe_output import Rows, write_bytes_atomically
 from scidocs_eval.formats.suite import Suite
 from scidocs_eval.formats.training_data import TrainingData, role_names
 from scidocs_eval.lazy_modules import lazy_module
 from scidocs_eval.params import SEED, Interval, Options, validate_params
+from scidocs_eval.statistics.significance import RESAMPLES, subset_items, task_metrics
 
 if TYPE_CHECKING:
     from scidocs_eval.evaluation.results import RunResult
@@ -124,11 +124,12 @@ def task_papers(suite: Suite, task: str, split: str) -> TaskPapers | str:
     absent = [f for f in files if not suite.has(f)]
     if absent:
         return f"no {', '.join(absent)} in {suite.root}"
-    evaluated = instance.evaluation_items(suite, split)
+    data = instance.load(suite, split)
+    evaluated = instance.evaluation_items(data)
     if evaluated is None:
         return "it declares no evaluation items (Task.evaluation_items)"
     metadata = [instance.spec.metadata_file] if instance.spec.metadata_file else []
-    return TaskPapers(task, evaluated, instance.paper_texts(suite, split),
+    return TaskPapers(task, evaluated, instance.paper_texts(data),
                       [*files, *(f for f in metadata if suite.has(f) and f not in files)])
 
 

@@ -24,6 +24,7 @@ from scidocs_eval.evaluation.task import (
     INPUT_FORMATS,
     TASKS,
     Task,
+    TaskData,
     build_tasks,
     group_input_formats,
     selected_tasks,
@@ -85,6 +86,7 @@ def embedding_needs(suite: Suite, tasks: Sequence[str] | Mapping[str, Task], spl
     `TaskSpec.input_format`, the query group's prompt type) that every run plans its embedding from. An id a second
     task gives another text of its own is an error naming both."""
     runnable = _runnable(suite, _built(tasks), split)
+    loaded = {name: task.load(suite, split) for name, task in runnable.items()}  # each task's data, once
     wanted: dict[str, set[str] | None] = {}
     files: dict[str, str] = {}
     for name in runnable:
@@ -92,13 +94,13 @@ def embedding_needs(suite: Suite, tasks: Sequence[str] | Mapping[str, Task], spl
         if not spec.metadata_file or not suite.has(spec.metadata_file):
             continue
         files[spec.embedding_group] = spec.metadata_file
-        ids = runnable[name].paper_ids(suite, split)
+        ids = runnable[name].paper_ids(loaded[name])
         known = wanted.setdefault(spec.embedding_group, set())
         wanted[spec.embedding_group] = None if ids is None or known is None else known | set(ids)
     names = list(runnable)
     needs = {group: GroupNeed(group_role(group, names), files[group], None if ids is None else frozenset(ids))
              for group, ids in wanted.items()}
-    for group, (papers, prompt_type) in _own_texts(suite, runnable, split).items():
+    for group, (papers, prompt_type) in _own_texts(runnable, loaded).items():
         needs[group] = GroupNeed(group_role(group, names, prompt_type), papers=tuple(papers))
     return needs
 
@@ -116,12 +118,12 @@ def papers_to_embed(suite: Suite, tasks: Sequence[str] | None = None, split: str
             if paper.paper_id in wanted]
 
 
-def _own_texts(suite: Suite, runnable: Mapping[str, Task], split: str) -> dict[str, tuple[list[Paper], str]]:
+def _own_texts(runnable: Mapping[str, Task], loaded: Mapping[str, TaskData]) -> dict[str, tuple[list[Paper], str]]:
     """group -> (papers, MTEB prompt type) of the texts tasks give of their own (`Task.role_papers`)."""
     roles: dict[str, tuple[dict[str, Paper], str]] = {}
     origin: dict[tuple[str, str], str] = {}
     for name, task in runnable.items():
-        for group, (given, prompt_type) in task.role_papers(suite, split).items():
+        for group, (given, prompt_type) in task.role_papers(loaded[name]).items():
             papers, _ = roles.setdefault(group, ({}, prompt_type))
             for paper in given:
                 known = papers.get(paper.paper_id)

@@ -22,7 +22,6 @@ from scidocs_eval.evaluation.contamination import (
 )
 from scidocs_eval.evaluation.integrity import apply_findings
 from scidocs_eval.evaluation.results import LeakExclusion, RunResult
-from scidocs_eval.evaluation.significance import confidence_intervals
 from scidocs_eval.evaluation.task import (
     TASKS,
     CoverageError,
@@ -43,6 +42,7 @@ from scidocs_eval.formats.provenance import other_papers_cause
 from scidocs_eval.formats.safe_output import claim_output, given_as
 from scidocs_eval.formats.suite import Suite
 from scidocs_eval.lazy_modules import lazy_module
+from scidocs_eval.statistics.significance import confidence_intervals
 
 np = lazy_module("numpy", __name__)
 
@@ -131,14 +131,15 @@ def score_tasks(stores: _Stores | Mapping[str, EmbeddingStore], suite: Suite, na
                 raise
             failed[name] = str(error)  # the CLI reports it (exit status 2); format_run shows it
             continue
-        warnings = apply_findings(suite.root, task.findings(suite, split))  # before its embeddings are read
+        data = task.load(suite, split)
+        warnings = apply_findings(suite.root, task.findings(data))  # before its embeddings are read
         files += required
         task_stores = {group: stores.get(group) if isinstance(stores, _Stores) else stores[group]
                        for group in task.groups()}
         log.info("running %s", name)
         task_started = time.perf_counter()
         try:
-            result = task.evaluate_groups(suite, task_stores, split=split, missing=missing)
+            result = task.evaluate_groups(data, task_stores, missing=missing)
             check_defined(name, result.metrics)
         except UndefinedMetricError as error:
             if failed is None:

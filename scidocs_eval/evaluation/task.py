@@ -8,12 +8,15 @@ The runner (`scidocs_eval.evaluation.runner`) times every task; tasks only compu
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import inspect
 import logging
 import re
+import warnings
 import weakref
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -141,7 +144,7 @@ class TaskResult:
     """What one task reports: metrics (×100, rounded to 2 decimals), coverage counts and extra details.
 
     `items` holds what the metrics average, per query, test paper or impression (compact: ids once, values as
-    arrays; `scidocs_eval.evaluation.significance` reads it); `ci` maps each metric to its 95% bootstrap interval
+    arrays; `scidocs_eval.statistics.significance` reads it); `ci` maps each metric to its 95% bootstrap interval
     [low, high] (×100, 2 decimals), set by the runner. Both are empty in results written before they existed.
     """
 
@@ -158,16 +161,18 @@ class TaskResult:
 @dataclass(frozen=True)
 class TaskData:
     """One split of a task's data as its loader read it (`Task.load`): each task family subclasses it with the
-    typed fields its questions (`data_shapes`, `role_papers`, `paper_ids`, `evaluate`) read, so a run parses each
-    dataset file once.
+    typed fields its questions (`data_shapes`, `role_papers`, `paper_ids`, `evaluation_items`, `evaluate`) read;
+    a command loads it once and passes it to each, so a run parses each dataset file once.
 
     Attributes:
         split: the split read.
         with_texts: whether the texts a model embeds were read (False: ids only, where the vectors are given).
+        suite: the suite it was read from (set by `load`; a reader need not give it).
     """
 
     split: str
     with_texts: bool
+    suite: Suite = field(default=None, kw_only=True, compare=False, repr=False)  # type: ignore[assignment]
 
 
 @dataclass(frozen=True)
@@ -204,7 +209,7 @@ class TaskInputs:
 
 
 _LOADED: weakref.WeakKeyDictionary[Suite, dict[tuple, TaskData]] = weakref.WeakKeyDictionary()
-"""{suite: {(task, split, parameters): its TaskData}}: what `Task.load` read in a run (a run resolves its suite
+"""{suite: {(task class, split, parameters): its TaskData}}: what `Task.load` read in a run (a run resolves its suite
 once; the entry goes with it)."""
 _VECTORS_GIVEN: weakref.WeakSet[Suite] = weakref.WeakSet()
 """Suites a run scores given vectors on (`vectors_given`): their tasks' loads need no texts."""
@@ -245,6 +250,7 @@ class Task(ABC, Generic[DataT]):
                 raise TypeError(f"{cls.__name__}.spec must be a TaskSpec, got {spec!r}")
             cls.name, cls.description = spec.name, spec.description
             cls.embedding_group, cls.metrics = spec.embedding_group, spec.metrics
+        _adapt_contract(cls)
 
     def requirements(self) -> list[Requirement]:
         """The optional packages this task, as configured, needs (checked before it runs; `scidocs-eval tasks`
@@ -294,23 +300,26 @@ class Task(ABC, Generic[DataT]):
 
     def read(self, suite: Suite, split: str, texts: bool = True) -> DataT:
         """Parse its files of `split` (`input_files`) into its `TaskData`; `texts=False` may leave out the texts a
-        model embeds (a task that has none to leave out reads the same). Call `load`, which reads once a run."""
-        raise NotImplementedError(f"task {self.name!r} has no reader (Task.read)")
+        model embeds (a task that has none to leave out reads the same). Call `load`, which reads once a run. The
+        default reads nothing: a task without a reader gets its split and suite (`data.suite`, `data.split`)."""
+        return TaskData(split, texts)  # type: ignore[return-value]  # a task without a reader has no data type
 
     def load(self, suite: Suite, split: str, texts: bool | None = None) -> DataT:
-        """Its data of `split`, read once per run (per suite object) and parameters: every question a command asks
-        of the task reads this. `texts`: whether the texts a model embeds are needed (None: unless the run scores
-        given vectors, `vectors_given`); a load with texts serves a question that needs none."""
+        """Its data of `split`, read once per run (per suite object) and parameters: a command loads it and passes it
+        to every question it asks of the task (`data_shapes(data)`, `evaluate(data, embeddings)`, ...). `texts`:
+        whether the texts a model embeds are needed (None: unless the run scores given vectors, `vectors_given`); a
+        load with texts serves a question that needs none."""
         if texts is None:
             texts = suite not in _VECTORS_GIVEN
         loaded = _LOADED.setdefault(suite, {})
-        key = (self.name, split, repr(sorted(self.params().items())))
+        key = (type(self), split, repr(sorted(self.params().items())))
         data = loaded.get(key)
         if data is None or (texts and not data.with_texts):
-            data = loaded[key] = self.read(suite, split, texts)
-        return data  # type: ignore[return-value]  # what `read` returned for this key
+            # kept without its suite: a value of the weak mapping that held its key would keep it alive
+            data = loaded[key] = dataclasses.replace(self.read(suite, split, texts), suite=None)
+        return dataclasses.replace(data, suite=suite)  # type: ignore[return-value]  # what `read` returned
 
-    def role_papers(self, suite: Suite, split: str) -> dict[str, tuple[list[Paper], str]]:
+    def role_papers(self, data: DataT) -> dict[str, tuple[list[Paper], str]]:
         """group -> (papers, MTEB prompt type "query" or "document") of what a model embeds apart from the papers
         of the metadata file: the texts of a retrieval task (each in `Paper.title`, so that `paper_text` gives it
         back whatever separator a model uses), a search task's queries; {} for a task that reads only the papers
@@ -318,53 +327,125 @@ class Task(ABC, Generic[DataT]):
         return {}
 
     @abstractmethod
-    def evaluate(self, suite: Suite, embeddings: EmbeddingStore, split: str = "test",
-                 missing: MissingPolicy = "official") -> TaskResult:
-        """Score `embeddings` on `split` ("val" or "test")."""
+    def evaluate(self, data: DataT, embeddings: EmbeddingStore, missing: MissingPolicy = "official") -> TaskResult:
+        """Score `embeddings` on its loaded data (`load(suite, split)`: the split "val" or "test")."""
 
     @classmethod
     def groups(cls) -> tuple[str, ...]:
         """The embeddings groups it reads: its documents' group, then its queries' when they have their own."""
         return (cls.spec.embedding_group,) + ((cls.spec.query_group,) if cls.spec.query_group else ())
 
-    def evaluate_groups(self, suite: Suite, stores: Mapping[str, EmbeddingStore], split: str = "test",
+    def evaluate_groups(self, data: DataT, stores: Mapping[str, EmbeddingStore],
                         missing: MissingPolicy = "official") -> TaskResult:
         """Score the stores of its `groups()` (what the runner calls); a task with one group reads that one."""
-        return self.evaluate(suite, stores[self.embedding_group], split, missing)
+        return self.evaluate(data, stores[self.embedding_group], missing)
 
-    def paper_ids(self, suite: Suite, split: str) -> list[str] | None:
-        """The ids whose embeddings `evaluate(suite, ..., split)` reads (a model embeds only these); None, the
-        default for a task that does not say: every paper of its spec's metadata file."""
+    def paper_ids(self, data: DataT) -> list[str] | None:
+        """The ids whose embeddings `evaluate(data, ...)` reads (a model embeds only these); None, the default for a
+        task that does not say: every paper of its spec's metadata file."""
         return None
 
-    def data_shapes(self, suite: Suite, split: str) -> list[DataShape]:
+    def data_shapes(self, data: DataT) -> list[DataShape]:
         """Its data of `split` by shape (`evaluation.integrity`: `LabelledSplit`, `JudgedSplit`,
         `SampledEvaluation`, or a shape of its own), read with the readers `evaluate` uses: the integrity rules of
         each shape apply to it in `run` and `data verify`. [] (the default): no rule by shape applies."""
         return []
 
-    def evaluation_items(self, suite: Suite, split: str) -> EvaluationItems | None:
-        """What `split` scores (the audit, `run --exclude`: the ids of its TaskResult's per-item results are these
+    def evaluation_items(self, data: DataT) -> EvaluationItems | None:
+        """What its split scores (the audit, `run --exclude`: the ids of its TaskResult's per-item results are these
         items); by default the items of its data shapes; None: it declares none."""
-        parts = [items for shape in self.data_shapes(suite, split) if (items := shape.evaluation_items())]
+        parts = [items for shape in self.data_shapes(data) if (items := shape.evaluation_items())]
         return functools.reduce(EvaluationItems.merged, parts) if parts else None
 
-    def paper_texts(self, suite: Suite, split: str) -> dict[str, tuple[str, str]]:
-        """(title, abstract) of the papers of `split` by id (the audit matches them by title and text): those of
+    def paper_texts(self, data: DataT) -> dict[str, tuple[str, str]]:
+        """(title, abstract) of the papers of its split by id (the audit matches them by title and text): those of
         its metadata file, then the texts it embeds apart (`role_papers`)."""
         texts: dict[str, tuple[str, str]] = {}
+        suite = data.suite
         if self.spec.metadata_file and suite.has(self.spec.metadata_file):
             texts = {paper_id: (record.get("title") or "", record.get("abstract") or "")
                      for paper_id, record in suite.metadata(self.spec.metadata_file).items()}
-        for papers, _ in self.role_papers(suite, split).values():
+        for papers, _ in self.role_papers(data).values():
             for paper in papers:
                 texts.setdefault(paper.paper_id, (paper.title, paper.abstract))
         return texts
 
-    def findings(self, suite: Suite, split: str) -> list[Problem]:
-        """The integrity findings of its data of `split` (what `run` stops on or warns about before scoring, and
-        `data verify` lists); a file that does not parse raises its InputError."""
-        return shape_findings(self.data_shapes(suite, split))
+    def findings(self, data: DataT) -> list[Problem]:
+        """The integrity findings of its loaded data (what `run` stops on or warns about before scoring, and
+        `data verify` lists); a file that does not parse raises its InputError when loaded."""
+        return shape_findings(self.data_shapes(data))
+
+
+_ASKS = ("data_shapes", "role_papers", "paper_ids", "evaluation_items", "paper_texts", "findings")
+"""The questions a command asks of a task's loaded data: `(data)`; before TaskData, `(suite, split)`."""
+_SCORES = ("evaluate", "evaluate_groups")
+"""Scoring: `(data, embeddings, missing)`; before TaskData, `(suite, embeddings, split, missing)`."""
+
+
+def _old_form(name: str) -> str:
+    return f"{name}(suite, embeddings, split, missing)" if name in _SCORES else f"{name}(suite, split)"
+
+
+def _new_form(name: str) -> str:
+    return f"{name}(data, embeddings, missing)" if name in _SCORES else f"{name}(data)"
+
+
+def _old_call(task: Task, name: str, suite: Suite, args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, dict]:
+    """The arguments of the TaskData form for a call in the form before it: the data loaded (`Task.load`)."""
+    if name in _ASKS:
+        split = args[0] if args else kwargs.pop("split")
+        return (task.load(suite, split),), {}
+    store, *rest = args
+    split = rest[0] if rest else kwargs.pop("split", "test")
+    return (task.load(suite, split), store, *rest[1:]), kwargs
+
+
+def _adapt_contract(cls: type) -> None:
+    """Keep tasks and callers of the form before TaskData working for a release, each with a DeprecationWarning:
+    a method a class defines as `(self, suite, split, ...)` is called with the data's suite and split; a call
+    `task.method(suite, split, ...)` of a method of the TaskData form loads the data first."""
+    for name in (*_ASKS, *_SCORES):
+        method = cls.__dict__.get(name)
+        if method is None or getattr(method, "_task_contract", False):
+            continue
+        if list(inspect.signature(method).parameters)[1:2] == ["suite"]:
+            warnings.warn(f"task class {cls.__qualname__} defines {_old_form(name)}, the form before TaskData: "
+                          f"define {_new_form(name)}, where data is what Task.load(suite, split) returns (data.suite, "
+                          "data.split); the old form is called through an adapter for one release "
+                          "(docs/architecture.md, the task contract)", DeprecationWarning, stacklevel=4)
+            wrapper = _old_definition(name, method)
+        else:
+            wrapper = _new_definition(name, method)
+        wrapper._task_contract = True  # type: ignore[attr-defined]
+        setattr(cls, name, wrapper)
+
+
+def _old_definition(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def called_with_data(self: Task, first: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(first, Suite):  # its own calls, in its own form
+            return method(self, first, *args, **kwargs)
+        if name in _ASKS:
+            return method(self, first.suite, first.split)
+        store, *rest = args
+        return method(self, first.suite, store, first.split, *rest, **kwargs)
+    return called_with_data
+
+
+def _new_definition(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def also_called_the_old_way(self: Task, first: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(first, Suite):
+            warnings.warn(f"{type(self).__name__}.{_old_form(name)} is deprecated and goes in the next release: "
+                          f"pass the task's data, {_new_form(name)} with data = task.load(suite, split)",
+                          DeprecationWarning, stacklevel=2)
+            args, kwargs = _old_call(self, name, first, args, kwargs)
+            return method(self, *args, **kwargs)
+        return method(self, first, *args, **kwargs)
+    return also_called_the_old_way
+
+
+_adapt_contract(Task)
 
 
 class FolderTask(Task[DataT]):

@@ -142,7 +142,7 @@ class _Verifier:
             if not all(self.suite.has(f) for f in split_files):
                 continue
             try:
-                shapes = task.data_shapes(self.suite, split)
+                shapes = task.data_shapes(task.load(self.suite, split))
             except InputError as error:
                 self.error(error)
                 failed = True
@@ -172,7 +172,7 @@ class _Verifier:
         refused = []
         for *_, task in sorted(readers, key=lambda reader: reader[:2]):
             try:
-                task.data_shapes(self.suite, task.splits[-1])
+                task.data_shapes(task.load(self.suite, task.splits[-1]))
             except InputError as error:
                 refused.append(f"as {task.name} reads it, {suite_relative(self.suite, error.path)}"
                                f"{'' if error.line is None else f':{error.line}'}: {_message(error)}")

@@ -33,35 +33,6 @@ META_DATASET = "allenai/scirepeval"
 TEST_DATASET = "allenai/scirepeval_test"
 META_SPLIT = "evaluation"
 
-# SciRepEval's tasks (its scirepeval_tasks.jsonl): name, kind (classification, multi_label, regression, proximity,
-# adhoc_search, reviewer_matching), metadata config, test config, metrics, few-shot runs (sample size, iterations).
-# Regression tasks add Pearson's r to SciRepEval's Kendall's tau; reviewer matching names its hard and soft P@k.
-TASK_TABLE: list[tuple[str, str, str, str, tuple[str, ...], tuple[tuple[int, int], ...]]] = [
-    ("Biomimicry", "classification", "biomimicry", "biomimicry", ("f1",), ((64, 50), (16, 100))),
-    ("DRSM", "classification", "drsm", "drsm", ("f1_macro",), ((64, 50), (24, 100))),
-    ("RELISH", "proximity", "relish", "relish", ("ndcg",), ()),
-    ("NFCorpus", "adhoc_search", "nfcorpus", "nfcorpus", ("ndcg",), ()),
-    ("TREC-CoVID", "adhoc_search", "trec_covid", "trec_covid", ("ndcg",), ()),
-    ("Paper-Reviewer Matching", "reviewer_matching", "paper_reviewer_matching", "paper_reviewer_matching",
-     ("hard_P_5", "hard_P_10", "soft_P_5", "soft_P_10"), ()),
-    ("Peer Review Score", "regression", "peer_review_score_hIndex", "peer_review_score", ("kendalltau", "pearsonr"),
-     ()),
-    ("Max hIndex", "regression", "peer_review_score_hIndex", "hIndex", ("kendalltau", "pearsonr"), ()),
-    ("Tweet Mentions", "regression", "tweet_mentions", "tweet_mentions", ("kendalltau", "pearsonr"), ()),
-    ("SciDocs MAG", "classification", "scidocs_mag_mesh", "scidocs_mag", ("f1_macro",), ()),
-    ("SciDocs MeSH", "classification", "scidocs_mag_mesh", "scidocs_mesh", ("f1_macro",), ()),
-    ("SciDocs Cite", "proximity", "scidocs_view_cite_read", "scidocs_cite", ("map", "ndcg"), ()),
-    ("SciDocs CoView", "proximity", "scidocs_view_cite_read", "scidocs_view", ("map", "ndcg"), ()),
-    ("SciDocs CoCite", "proximity", "scidocs_view_cite_read", "scidocs_cocite", ("map", "ndcg"), ()),
-    ("SciDocs CoRead", "proximity", "scidocs_view_cite_read", "scidocs_read", ("map", "ndcg"), ()),
-    ("Same Author Detection", "proximity", "same_author", "same_author", ("map",), ()),
-    ("Highly Influential Citations", "proximity", "high_influence_cite", "high_influence_cite", ("map",), ()),
-    ("Search", "adhoc_search", "search", "search", ("ndcg",), ()),
-    ("Citation Count", "regression", "cite_count", "cite_count", ("kendalltau", "pearsonr"), ()),
-    ("Publication Year", "regression", "pub_year", "pub_year", ("kendalltau", "pearsonr"), ()),
-    ("Fields of study", "multi_label", "fos", "fos", ("f1_macro",), ((10, 50), (5, 100))),
-    ("MeSH", "classification", "mesh_descriptors", "mesh_descriptors", ("f1_macro",), ()),
-]
 EXTRA_TEXT_FIELDS = {"search": ("venue", "year")}
 """The fields a task of a metadata config embeds after title and abstract (the "fields" of scirepeval_tasks.jsonl:
 Search's are title, abstract, venue, year)."""

@@ -78,7 +78,7 @@ def guard_edges(edges: Iterable[Edge], suite: Suite) -> list[Edge]:
     pairs: set[frozenset[str]] = set()
     queries: set[str] = set()
     for task, split in guarded_splits(suite):
-        for shape in task.data_shapes(suite, split):
+        for shape in task.data_shapes(task.load(suite, split)):
             judged, shown = shape.held_out()
             queries |= judged
             pairs |= shown

@@ -39,7 +39,9 @@ from threadpoolctl import threadpool_limits
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluation.comparison import ALPHA, MIN_SHARED, UNIT_NAMES, checked_estimators
 from scidocs_eval.evaluation.results import RunResult
-from scidocs_eval.evaluation.significance import (
+from scidocs_eval.evaluation.task import TASKS
+from scidocs_eval.progress import progress_bar
+from scidocs_eval.statistics.significance import (
     RESAMPLES,
     ItemMetric,
     MacroF1Items,
@@ -51,8 +53,6 @@ from scidocs_eval.evaluation.significance import (
     _unpacked,
     holm,
 )
-from scidocs_eval.evaluation.task import TASKS
-from scidocs_eval.progress import progress_bar
 
 LEADERBOARD_FORMAT = "scidocs-eval-leaderboard/1"
 RESOLUTION = 2
