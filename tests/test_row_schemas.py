@@ -243,8 +243,6 @@ PARSING = re.compile(r"\b((or)?json\.loads?|csv\.reader|csv\.DictReader|utf8_lin
 PARSES_NO_DATASET = {
     "scidocs_eval/cli/options.py": "a JSON option value (-p, --task-param), checked by the parameter's declaration",
     "scidocs_eval/data/download.py": "its own download state file (.scidocs-download.json)",
-    "scidocs_eval/data/graph/badrows.py": "OpenAlex/S2 snapshot parts, typed by the recipe's Spark DDL schemas "
-                                         "(data/graph): it counts the rows they refuse",
     "scidocs_eval/data/graph/recipe.py": "an abstract's inverted index inside a typed snapshot row, and the qrels "
                                          "it has just written",
     "scidocs_eval/evaluation/contamination.py": "an audit file the tool wrote (AuditReport.load checks its format)",

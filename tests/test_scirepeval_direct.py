@@ -117,8 +117,9 @@ def test_where_scipy_must_decide_it_is_asked() -> None:
 def test_a_scirepeval_run_imports_neither_scikit_learn_nor_scipy_stats(tmp_path: Path) -> None:
     """The whole benchmark on a small synthetic copy, in the lightning environment's problem (the one SciRepEval's
     README installs), in a fresh interpreter."""
-    from scidocs_eval.data.scirepeval import write_embeddings_jsonl, write_synthetic_scirepeval
+    from scidocs_eval.data.scirepeval import write_embeddings_jsonl
     from scidocs_eval.evaluation.task import TASKS, task_names
+    from scidocs_eval.tasks.scirepeval import write_synthetic_scirepeval
 
     vectors = write_synthetic_scirepeval(tmp_path / "data", seed=0, dim=8)
     embeddings = write_embeddings_jsonl(tmp_path / "embeddings.jsonl", vectors)
