@@ -132,3 +132,16 @@ def test_a_scirepeval_run_imports_neither_scikit_learn_nor_scipy_stats(tmp_path:
                            str(tmp_path / "data"), "--embeddings", str(embeddings), "--no-cache", "--quiet", "-o",
                            str(tmp_path / "results.json"), *params], capture_output=True, text=True, check=True)
     assert done.stdout.splitlines()[-1] == "0 [] False"
+
+
+def test_kendall_tau_leaves_large_inputs_to_scipy_with_the_same_number() -> None:
+    """The pair count is n²: above KENDALL_DIRECT_MOST items scipy counts, and the metric is scipy's τ-b."""
+    from scipy import stats
+
+    rng = np.random.default_rng(5)
+    gold = rng.integers(0, 50, models.KENDALL_DIRECT_MOST + 1).astype(np.float64)
+    predicted = gold + rng.normal(size=len(gold))
+    assert models._kendall_tau(gold, predicted) is None
+    assert models.regression_metrics(gold, predicted)["kendalltau"] == models.rounded(
+        stats.kendalltau(gold, predicted)[0])
+    assert models._kendall_tau(gold[:-1], predicted[:-1]) == stats.kendalltau(gold[:-1], predicted[:-1])[0]

@@ -432,11 +432,16 @@ def _float_pair(gold: np.ndarray, predicted: np.ndarray) -> bool:
             and len(gold) == len(predicted) >= 3 and bool(np.isfinite(gold).all() and np.isfinite(predicted).all()))
 
 
+KENDALL_DIRECT_MOST = 4096
+"""`_kendall_tau` counts every pair (n² work and blocks of 512 × n temporaries); above this many items scipy's
+O(n log n) count is cheaper than its import."""
+
+
 def _kendall_tau(gold: np.ndarray, predicted: np.ndarray) -> float | None:
     """scipy's `kendalltau(gold, predicted)[0]` (τ-b): its integer pair counts, found here as the sum of the pairs'
     sign products, then its arithmetic; None where scipy decides (no pair untied on one side, or not
-    `_float_pair`)."""
-    if not _float_pair(gold, predicted):
+    `_float_pair`) and above `KENDALL_DIRECT_MOST` items."""
+    if not _float_pair(gold, predicted) or len(gold) > KENDALL_DIRECT_MOST:
         return None
     n = len(gold)
     pairs = n * (n - 1) // 2
