@@ -244,17 +244,23 @@ def _tell_lost_rows(path: Path, rows: Rows | None, session: OutputSession) -> No
                 len(before.keys), before.kind, named, len(rows.keys))
 
 
+def _ledger_entry(real: Path) -> dict[str, Any] | None:
+    """The ledger's record of the file at the resolved path `real` (what the tool wrote there), or None."""
+    try:
+        entry = orjson.loads(_ledger_file(real).read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    return entry if isinstance(entry, dict) and entry.get("path") == str(real) else None
+
+
 def is_ours(path: str | os.PathLike[str]) -> bool:
     """Whether the tool wrote `path` as it is now (its sha256 is the one the ledger recorded; for a file a
     command was appending to when it stopped, its first bytes are those recorded when the appending began)."""
     path = Path(path)
     if path.is_symlink() or not path.is_file():
         return False
-    try:
-        entry = orjson.loads(_ledger_file(_real(path)).read_bytes())
-    except (OSError, orjson.JSONDecodeError):
-        return False
-    if entry.get("path") != str(_real(path)):
+    entry = _ledger_entry(_real(path))
+    if entry is None:
         return False
     if "sha256" in entry:
         return sha256_of(path) == entry["sha256"]
@@ -311,11 +317,7 @@ def _not_ours_because(path: Path) -> str:
             if digest is not None:
                 return f"was not written by scidocs-eval as it is now (it was changed since it was written in {built})"
             break
-    try:
-        recorded = orjson.loads(_ledger_file(real).read_bytes()).get("path") == str(real)
-    except (OSError, orjson.JSONDecodeError):
-        recorded = False
-    if recorded:
+    if _ledger_entry(real) is not None:
         return "was not written by scidocs-eval as it is now (it was changed since)"
     return (f"was not written by scidocs-eval (no record of it in this cache's ledger, "
             f"{cache_dir('outputs', 'ledger')}: if scidocs-eval wrote it, it was with another $SCIDOCS_EVAL_CACHE or "
