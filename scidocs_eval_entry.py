@@ -5,7 +5,9 @@ command's modules takes a moment (every plugin module; numpy and the heavy libra
 used), and an interrupt during that start-up must end the command with one line and exit status 130, like an
 interrupt later on, not with a traceback. An interrupt that
 lands inside a C extension's initialisation comes out as some other exception (numpy: an ImportError), so the
-signal itself is noted and decides.
+signal itself is noted and decides. Once the command has returned, an interrupt changes nothing: it is
+ignored, so that one landing while the interpreter shuts down (where Python restores the default handler)
+does not kill a finished command by signal.
 """
 
 from __future__ import annotations
@@ -28,12 +30,14 @@ def main() -> int:
     try:
         from scidocs_eval.cli.main import main as run_command
 
-        return run_command()
+        status = run_command()
     except BaseException:
         if not _interrupts:
             raise
         print("scidocs-eval: interrupted", file=sys.stderr)
-        return INTERRUPTED
+        status = INTERRUPTED
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    return status
 
 
 if __name__ == "__main__":

@@ -328,8 +328,23 @@ def test_ctrl_c_during_start_up_exits_130_without_a_traceback(tmp_path: Path, af
     if process.poll() is not None:
         pytest.skip("the command finished before the interrupt")
     process.send_signal(signal.SIGINT)
-    _, err = process.communicate(timeout=120)
-    assert (process.returncode, err) == (130, "scidocs-eval: interrupted\n")
+    out, err = process.communicate(timeout=120)
+    if process.returncode == 0:  # the command had done its work (it was shutting down): the interrupt is ignored
+        assert err == "" and out == subprocess.run([str(SCRIPT), "tasks"], capture_output=True, text=True,
+                                                   cwd=tmp_path).stdout
+    else:
+        assert (process.returncode, err) == (130, "scidocs-eval: interrupted\n")
+
+
+def test_an_interrupt_after_the_command_returned_leaves_its_exit_status(tmp_path: Path) -> None:
+    """The window the test above cannot aim at: the command has returned and the interpreter shuts down (Python
+    restores the default handler there, which would kill the finished command by the signal, status -2)."""
+    done = subprocess.run(
+        [sys.executable, "-c", "import os, signal, sys, scidocs_eval_entry as entry; sys.argv[1:] = ['tasks']; "
+                               "status = entry.main(); os.kill(os.getpid(), signal.SIGINT); sys.exit(status)"],
+        capture_output=True, text=True, cwd=tmp_path)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert "cite" in done.stdout
 
 
 def test_an_error_raised_under_a_progress_bar_is_a_line_of_its_own(
