@@ -5,6 +5,8 @@ Python. One Spark session serves the module (the engine leaves a session it did 
 from __future__ import annotations
 
 import gzip
+import os
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -85,3 +87,23 @@ def test_spark_refuses_a_wrong_type_as_duckdb_does(spark: object, tmp_path: Path
         assert not (tmp_path / engine).exists()
     assert errors[0] == errors[1] and errors[0].startswith(f"{snapshot}:1: no 'id' (and {bad - 1} more bad rows: ")
     assert f"{snapshot}:3: publication_date: wrong type" in errors[0]
+
+
+@pytest.mark.slow
+def test_the_command_on_spark_runs_from_a_virtual_environment_that_is_not_activated(tmp_path: Path) -> None:
+    """PySpark starts its local workers with $PYSPARK_PYTHON, else whatever `python3` PATH finds: the engine
+    names its own interpreter, so `.venv/bin/scidocs-eval` works with no `activate` (workers without the package
+    failed with a traceback)."""
+    script = Path(sys.executable).parent / "scidocs-eval"
+    if not script.exists():
+        pytest.skip("no scidocs-eval command beside this Python (an installed package)")
+    write_synthetic_snapshot(tmp_path / "snapshot", 200, seed=5)
+    environment = {key: value for key, value in os.environ.items()
+                   if key not in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "VIRTUAL_ENV")}
+    environment["PATH"] = os.pathsep.join(part for part in environment.get("PATH", "").split(os.pathsep)
+                                          if Path(part).resolve() != Path(sys.executable).parent.resolve())
+    done = subprocess.run([str(script), "data", "build", "--from", "openalex", str(tmp_path / "snapshot"),
+                           "--engine", "spark", "--out-dir", str(tmp_path / "suite"), "--quiet"],
+                          capture_output=True, text=True, env=environment, cwd=tmp_path)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert (tmp_path / "suite" / "build.json").is_file()

@@ -5,6 +5,7 @@ member is read into memory, and a damaged one is the reader's one-line error."""
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +13,7 @@ import pytest
 
 from scidocs_eval.errors import InputError
 from scidocs_eval.formats.embeddings import EmbeddingStore
+from scidocs_eval.formats.embeddings_tables import start_file_pass
 
 IDS = np.array([f"p{i}" for i in range(6)])
 MATRIX = np.arange(6 * 4, dtype=np.float32).reshape(6, 4) / 7
@@ -41,6 +43,40 @@ def test_a_damaged_mapped_member_is_refused_by_its_crc(tmp_path: Path) -> None:
     path.write_bytes(bytes(data))
     with pytest.raises(InputError, match=r"e\.npz.*CRC"):
         EmbeddingStore.load(path)
+
+
+@pytest.mark.parametrize("damaged", [False, True])
+def test_the_file_pass_started_early_checks_the_crc_across_its_blocks(tmp_path: Path, damaged: bool) -> None:
+    """The pass a run starts before it reads its data (`start_file_pass`) hashes the whole file and takes each
+    stored member's CRC over several read blocks: its digest is the file's sha256, and a byte flipped in a later
+    block is refused by the CRC, as `np.load` would refuse it."""
+    rows = 3 * (1 << 22) // (4 * 64)  # the matrix spans three of the pass's read blocks
+    matrix = np.random.default_rng(0).standard_normal((rows, 64)).astype(np.float32)
+    path = tmp_path / "e.npz"
+    np.savez(path, ids=np.array([f"p{i}" for i in range(rows)]), embeddings=matrix)
+    if damaged:
+        data = bytearray(path.read_bytes())
+        data[data.find(matrix[:4].tobytes()) + matrix.nbytes - 5] ^= 1
+        path.write_bytes(bytes(data))
+    file_pass = start_file_pass(path)
+    assert file_pass is not None and file_pass.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+    if damaged:
+        with pytest.raises(InputError, match=r"e\.npz.*CRC"):
+            EmbeddingStore.load(path, file_pass=file_pass)
+    else:
+        store = EmbeddingStore.load(path, file_pass=file_pass)
+        assert store.sha256 == file_pass.sha256 and np.array_equal(store.matrix, matrix)
+
+
+def test_no_file_pass_for_a_pipe_or_a_json_lines_file(tmp_path: Path) -> None:
+    """A pipe is never opened ahead of its read (what the pass read, the read could not); JSON lines are hashed
+    by their own parser."""
+    lines = tmp_path / "e.jsonl"
+    lines.write_text('{"paper_id": "p1", "embedding": [1.0]}\n')
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    assert start_file_pass(lines) is None and start_file_pass(fifo) is None
+    assert start_file_pass(tmp_path / "absent.npz") is None
 
 
 def test_consecutive_rows_are_a_read_only_view_and_others_a_copy(tmp_path: Path) -> None:

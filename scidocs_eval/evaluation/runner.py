@@ -37,7 +37,7 @@ from scidocs_eval.evaluation.task import (
 from scidocs_eval.extras import MissingExtraError
 from scidocs_eval.formats.embeddings import EmbeddingStore
 from scidocs_eval.formats.embeddings_files import STDIN
-from scidocs_eval.formats.embeddings_tables import ReadOptions
+from scidocs_eval.formats.embeddings_tables import FilePass, ReadOptions, start_file_pass
 from scidocs_eval.formats.provenance import other_papers_cause
 from scidocs_eval.formats.safe_output import claim_output, given_as
 from scidocs_eval.formats.suite import Suite
@@ -60,6 +60,13 @@ class _Stores:
         self.cache, self.dtype, self.progress, self.read_options = cache, dtype, progress, read_options
         self.loaded: dict[str, EmbeddingStore] = {}
         self.seconds = 0.0
+        self.file_passes: dict[str, FilePass | None] = {}
+        """each array file hashed (and its CRCs checked) from the start, while the tasks read their data."""
+        for source in sources.values():
+            if isinstance(source, (str, os.PathLike)) and str(source) != STDIN:
+                key = str(Path(source).resolve())
+                if key not in self.file_passes:
+                    self.file_passes[key] = start_file_pass(source)
 
     def get(self, group: str) -> EmbeddingStore:
         source = self.sources.get(group)
@@ -71,7 +78,8 @@ class _Stores:
         if key not in self.loaded:
             start = time.perf_counter()
             self.loaded[key] = EmbeddingStore.load(source, cache=self.cache, dtype=self.dtype,
-                                                   progress=self.progress, options=self.read_options)
+                                                   progress=self.progress, options=self.read_options,
+                                                   file_pass=self.file_passes.pop(key, None))
             self.seconds += time.perf_counter() - start
         return self.loaded[key]
 

@@ -44,7 +44,7 @@ import orjson
 from scidocs_eval.errors import InputError
 from scidocs_eval.formats.embeddings_cache import CacheEntry, ParsedEmbeddings, wait_for_cache_writes
 from scidocs_eval.formats.embeddings_files import JSON_LINES, EmbeddingsInput
-from scidocs_eval.formats.embeddings_tables import Columns, ReadOptions, iter_columns, read_columns
+from scidocs_eval.formats.embeddings_tables import Columns, FilePass, ReadOptions, iter_columns, read_columns
 from scidocs_eval.lazy_modules import lazy_module
 from scidocs_eval.progress import progress_bar
 
@@ -159,16 +159,18 @@ class EmbeddingStore:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], *, cache: bool = True, dtype: np.dtype | type | str = "float32",
-             progress: bool = True, options: ReadOptions | None = None) -> EmbeddingStore:
+             progress: bool = True, options: ReadOptions | None = None,
+             file_pass: FilePass | None = None) -> EmbeddingStore:
         """Read an embeddings file of any accepted kind (see the module docstring); ``"-"`` is standard input.
 
         JSON lines use the parse cache if `cache` (a regular file only); `options` say where the ids and vectors
-        of a table or array are (`ReadOptions`).
+        of a table or array are (`ReadOptions`); `file_pass`, the hashing read `start_file_pass` began earlier
+        on the same file, if any.
         """
         dtype = np.dtype(dtype)
         with EmbeddingsInput(path) as source:
             if source.kind != JSON_LINES:
-                store = _read_table(source, dtype, options or ReadOptions())
+                store = _read_table(source, dtype, options or ReadOptions(), file_pass)
             else:
                 _refuse_options(source, options)
                 store = _load_json_lines(source, dtype, cache and source.regular, progress)
@@ -642,8 +644,9 @@ def iter_embeddings(path: str | os.PathLike[str], options: ReadOptions | None = 
             yield batch
 
 
-def _read_table(source: EmbeddingsInput, dtype: np.dtype, options: ReadOptions) -> EmbeddingStore:
-    columns = read_columns(source, options)
+def _read_table(source: EmbeddingsInput, dtype: np.dtype, options: ReadOptions,
+                file_pass: FilePass | None) -> EmbeddingStore:
+    columns = read_columns(source, options, file_pass)
     builder = _StoreBuilder(source.name, dtype, unit="row")
     builder.add_columns(columns)
     return builder.finish(sha256=columns.sha256, source=source.name)

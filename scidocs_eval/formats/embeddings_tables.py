@@ -13,6 +13,8 @@ import contextlib
 import hashlib
 import io
 import json
+import os
+import stat
 import threading
 import zipfile
 import zlib
@@ -73,36 +75,116 @@ class Columns:
         ids: the id of each row as the file holds it (str, int, or anything the builder then refuses).
         values: every row's values, end to end (numeric; an object array when some value is not a number).
         lengths: (n_rows,) number of values per row; 0 means "no embedding".
-        digest: hex sha256 of the file's bytes (of the data files in order, for a saved HF dataset), or its
-            future while a thread still reads the file (`sha256` waits for it).
+        digest: hex sha256 of the file's bytes (of the data files in order, for a saved HF dataset), or the
+            `FilePass` whose thread still reads the file (`sha256` waits for it).
     """
 
     ids: list[Any]
     values: np.ndarray
     lengths: np.ndarray
-    digest: str | Future[str]
+    digest: str | FilePass
 
     @property
     def sha256(self) -> str:
-        return self.digest if isinstance(self.digest, str) else self.digest.result()
+        return self.digest if isinstance(self.digest, str) else self.digest.sha256
 
 
-def read_columns(source: EmbeddingsInput, options: ReadOptions) -> Columns:
-    """The ids and vectors of a table or array `source` (any kind in `TABLE_KINDS`)."""
+class FilePass:
+    """One read of an array file by a thread of its own (file reads, hashlib and zlib release the GIL): the
+    sha256 of its bytes and, for an .npz, the CRC-32 of each stored member, the check `np.load` makes. A run
+    starts it before it reads its data files (`start_file_pass`), so the file is hashed while the corpus is read;
+    a daemon, so an error in the file is not held back until the pass is done."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._done: Future[tuple[str, dict[int, int]]] = Future()
+        threading.Thread(target=self._run, name="embeddings-file-pass", daemon=True).start()
+
+    def _run(self) -> None:
+        try:
+            self._done.set_result(self._read())
+        except BaseException as error:  # raised again where the digest or a CRC is asked for
+            self._done.set_exception(error)
+
+    def _read(self) -> tuple[str, dict[int, int]]:
+        members = _stored_members(self.path)
+        crcs = dict.fromkeys(members, 0)
+        digest = hashlib.sha256()
+        position = 0
+        with open(self.path, "rb") as handle:
+            while block := handle.read(_HASH_BLOCK):
+                digest.update(block)
+                end = position + len(block)
+                for start, stop in members.items():
+                    low, high = max(start, position), min(stop, end)
+                    if low < high:
+                        crcs[start] = zlib.crc32(memoryview(block)[low - position:high - position], crcs[start])
+                position = end
+        return digest.hexdigest(), crcs
+
+    @property
+    def sha256(self) -> str:
+        return self._done.result()[0]
+
+    def crc(self, start: int) -> int | None:
+        """The CRC-32 of the stored member whose bytes start at offset `start` (None: no such member)."""
+        return self._done.result()[1].get(start)
+
+
+def start_file_pass(spec: str | os.PathLike[str]) -> FilePass | None:
+    """A `FilePass` of `spec` when `read_columns` would hash it (a regular .npy, .npz or safetensors file); None
+    otherwise, or when the file cannot be opened: its read then reports that, in its turn. A pipe or a device
+    is never opened here: what this would read from it, the read could not."""
+    try:
+        if not stat.S_ISREG(os.stat(spec).st_mode):
+            return None
+        with EmbeddingsInput(spec) as source:
+            if not source.regular or source.kind not in (NPY, NPZ, SAFETENSORS):
+                return None
+    except (InputError, OSError):
+        return None
+    assert source.path is not None
+    return FilePass(source.path)
+
+
+def _stored_members(path: Path) -> dict[int, int]:
+    """{offset of its first byte: offset past its last} of each uncompressed member of the zip file `path` ({}
+    for a file that is not a zip, or a damaged one: its reader then says so)."""
+    members = {}
+    try:
+        with zipfile.ZipFile(path) as archive, open(path, "rb") as handle:
+            for member in archive.infolist():
+                if member.compress_type != zipfile.ZIP_STORED:
+                    continue
+                handle.seek(member.header_offset)
+                local = handle.read(30)
+                if len(local) < 30 or local[:4] != b"PK\x03\x04":
+                    continue
+                start = member.header_offset + 30 + int.from_bytes(local[26:28], "little") + \
+                    int.from_bytes(local[28:30], "little")
+                members[start] = start + member.compress_size
+    except (zipfile.BadZipFile, OSError, ValueError):
+        return {}
+    return members
+
+
+def read_columns(source: EmbeddingsInput, options: ReadOptions, file_pass: FilePass | None = None) -> Columns:
+    """The ids and vectors of a table or array `source` (any kind in `TABLE_KINDS`); `file_pass`, the one
+    `start_file_pass` started on its file, if any (else a regular array file gets one here)."""
     if options.ids_file is not None and source.kind not in (NPY, SAFETENSORS):
         raise ScidocsEvalError(f"--ids is for a .npy matrix or a safetensors file without ids; {source.name} is "
                                f"{source.kind} and holds its own ids")
     if source.kind in (NPY, NPZ, SAFETENSORS):
-        digest: str | Future[str]
+        digest: str | FilePass
         if source.regular:  # read from the file (a .npy memory-mapped), not from a copy of its bytes
             assert source.path is not None
             data: bytes | Path = source.path
-            digest = _digest_in_background([source.path])
+            digest = file_pass if file_pass is not None and file_pass.path == source.path else FilePass(source.path)
         else:
             data = source.read_all()
             digest = hashlib.sha256(data).hexdigest()
         reader = {NPY: _npy, NPZ: _npz, SAFETENSORS: _safetensors}[source.kind]
-        ids, matrix, empty = reader(source.name, data, options)
+        ids, matrix, empty = reader(source.name, data, options, digest if isinstance(digest, FilePass) else None)
         return _matrix_columns(source.name, ids, matrix, empty, digest)
     table, digest = _arrow_table(source)
     return _table_columns(source.name, table, options, digest)
@@ -165,21 +247,6 @@ def _dataset_files(folder: Path) -> list[Path]:
     if not files or absent:
         raise InputError(folder, f"the dataset's data files are missing: {', '.join(absent) or 'none listed'}")
     return files
-
-
-def _digest_in_background(files: Sequence[Path]) -> Future[str]:
-    """`_files_digest` read by a thread of its own (hashlib and file reads release the GIL), so the vectors are
-    read and checked meanwhile; a daemon, so an error in the file is not held back until the digest is done."""
-    future: Future[str] = Future()
-
-    def digest() -> None:
-        try:
-            future.set_result(_files_digest(files))
-        except BaseException as error:  # raised again where the digest is asked for
-            future.set_exception(error)
-
-    threading.Thread(target=digest, name="embeddings-digest", daemon=True).start()
-    return future
 
 
 def _files_digest(files: Sequence[Path]) -> str:
@@ -293,14 +360,14 @@ MatrixWithIds = tuple[list[Any], "np.ndarray", "np.ndarray | None"]
 """ids, (n, dim) matrix, and (n,) bool "no embedding" mask (None: every row has one)."""
 
 
-def _npy(name: str, data: bytes | Path, options: ReadOptions) -> MatrixWithIds:
+def _npy(name: str, data: bytes | Path, options: ReadOptions, file_pass: FilePass | None) -> MatrixWithIds:
     if options.ids_file is None:
         raise InputError(name, "is a NumPy .npy array, which holds no paper ids; give them with --ids FILE (one "
                          "id per line, in row order), or save an .npz with 'ids' and 'embeddings'")
     return _sidecar_ids(options.ids_file), _load_npy(name, data, "a NumPy .npy array"), None
 
 
-def _npz(name: str, data: bytes | Path, options: ReadOptions) -> MatrixWithIds:
+def _npz(name: str, data: bytes | Path, options: ReadOptions, file_pass: FilePass | None) -> MatrixWithIds:
     # the file is opened here, not by np.load, which leaves its own handle open when the archive is damaged
     with contextlib.ExitStack() as files:
         source: bytes | BinaryIO = data if isinstance(data, bytes) else _open_binary(name, data, files)
@@ -312,17 +379,17 @@ def _npz(name: str, data: bytes | Path, options: ReadOptions) -> MatrixWithIds:
             raise InputError(name, f"an .npz needs arrays 'ids' and 'embeddings'; it holds {keys}")
         try:
             empty = archive[EMPTY_ARRAY] if EMPTY_ARRAY in keys else None
-            matrix = _mapped_member(data, archive.zip.getinfo(f"{matrix_key}.npy")) \
+            matrix = _mapped_member(data, archive.zip.getinfo(f"{matrix_key}.npy"), file_pass) \
                 if isinstance(data, Path) else None
             return _array_ids(name, archive[ids_key]), archive[matrix_key] if matrix is None else matrix, empty
         except _UNREADABLE as error:  # a damaged member, or an object array (which needs pickle)
             raise InputError(name, f"cannot be read as a NumPy .npz archive ({error})") from None
 
 
-def _mapped_member(path: Path, member: zipfile.ZipInfo) -> np.ndarray | None:
+def _mapped_member(path: Path, member: zipfile.ZipInfo, file_pass: FilePass | None) -> np.ndarray | None:
     """An uncompressed (``np.savez``) .npz member memory-mapped where it lies in the file, its CRC checked as
-    `np.load` checks it; None for a member that cannot be mapped (compressed, an object or version-3 array):
-    `np.load` then reads it into memory."""
+    `np.load` checks it (the one `file_pass` took on its read, when it has it); None for a member that cannot be
+    mapped (compressed, an object or version-3 array): `np.load` then reads it into memory."""
     if member.compress_type != zipfile.ZIP_STORED:
         return None
     with path.open("rb") as handle:
@@ -349,7 +416,8 @@ def _mapped_member(path: Path, member: zipfile.ZipInfo) -> np.ndarray | None:
         raise ValueError(f"member {member.filename} holds {member.file_size - offset + start} bytes of data for an "
                          f"array of {size}")
     raw = np.memmap(path, dtype=np.uint8, mode="r", offset=offset, shape=(size,))
-    if zlib.crc32(raw, zlib.crc32(header)) != member.CRC:
+    crc = file_pass.crc(start) if file_pass is not None else None
+    if (crc if crc is not None else zlib.crc32(raw, zlib.crc32(header))) != member.CRC:
         raise zipfile.BadZipFile(f"Bad CRC-32 for file {member.filename!r}")
     return raw.view(dtype).reshape(shape[::-1]).T if fortran_order else raw.view(dtype).reshape(shape)
 
@@ -384,7 +452,7 @@ def _bfloat16_tensors(name: str, data: bytes, header: dict) -> dict[str, np.ndar
     return tensors
 
 
-def _safetensors(name: str, data: bytes | Path, options: ReadOptions) -> MatrixWithIds:
+def _safetensors(name: str, data: bytes | Path, options: ReadOptions, file_pass: FilePass | None) -> MatrixWithIds:
     needed_by = f"reading {name} (a safetensors file)"
     SafetensorError = require("safetensors", needed_by).SafetensorError  # noqa: N806 (a class)
     load = require("safetensors.numpy", needed_by).load

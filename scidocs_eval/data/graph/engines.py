@@ -144,6 +144,10 @@ class SparkEngine(_Timed):
         if master.startswith("local"):  # Spark's 200 shuffle partitions are for clusters: one per core here
             builder = (builder.config("spark.sql.shuffle.partitions", str(os.cpu_count() or 1))
                        .config("spark.pyspark.python", sys.executable))
+            # PySpark starts its local workers with $PYSPARK_PYTHON, else `python3` from PATH (it does not read
+            # spark.pyspark.python): from a virtual environment that is not activated, a Python without this
+            # package, whose workers failed with a traceback
+            os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         if memory:
             builder = builder.config("spark.driver.memory", memory)
         if temp_directory:
