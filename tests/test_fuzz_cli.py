@@ -261,6 +261,10 @@ HEALTH = [HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck
 
 EXAMPLES = {"demo": 1}
 """examples per command in the default suite where the default (4) would cost too long (demo builds a suite)."""
+LONG_EXAMPLES = {"demo": 12}
+"""examples per command in the long run where the default (60) would repeat itself at a cost: demo has four options
+(two of them flags, --scale two values), so 12 examples cover their combinations; each builds a suite, at the
+official sizes for --scale scidocs (60 examples were 4 to 6 minutes, the longest test of CI)."""
 
 
 def _run_fuzzer(command: str, inputs: Path, examples: int, derandomize: bool) -> None:
@@ -281,4 +285,4 @@ def test_every_command_fails_cleanly_or_succeeds(command: str, inputs: Path) -> 
 @pytest.mark.slow
 @pytest.mark.parametrize("command", sorted(LEAVES))
 def test_every_command_fails_cleanly_or_succeeds_long(command: str, inputs: Path) -> None:
-    _run_fuzzer(command, inputs, 60, derandomize=False)
+    _run_fuzzer(command, inputs, LONG_EXAMPLES.get(command, 60), derandomize=False)
