@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
 import re
 from pathlib import Path
@@ -23,7 +24,7 @@ from typing import Any
 import pytest
 
 from scidocs_eval.errors import InputError
-from scidocs_eval.formats.row_schema import FILE_KINDS, READERS, Field, RowSchema, import_readers
+from scidocs_eval.formats.row_schema import FILE_KINDS, READERS, Field, RowSchema, _Where, import_readers
 
 import_readers()
 
@@ -309,3 +310,35 @@ def test_a_hostile_row_of_the_later_kinds_is_one_line_and_exit_2_from_the_cli(
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "Traceback" not in err and line in err, err
     assert kind in FILE_KINDS
+
+
+VALUES = (None, "", " ", "d1", "d2", 7, 1.5, True, ["d1"], {"x": 1})
+
+
+@pytest.mark.parametrize("kind", sorted(FILE_KINDS))
+def test_the_plain_row_path_checks_as_the_full_check_does(kind: str) -> None:
+    """`RowChecker.row` takes most rows by a short path (every field a string its kind takes as it is); for rows
+    of every kind of value in every field, after a first row of each kind's example, the short path gives what
+    the full check gives, or leaves the row to it (which then returns the same or names what is wrong)."""
+    schema = FILE_KINDS[kind]
+    names = [spec.name for spec in schema.fields] + [alias for spec in schema.fields for alias in spec.aliases]
+    checker, reference = schema.checker("f"), schema.checker("f")
+    if checker._plain is None:
+        pytest.skip(f"{kind}: no plain path (a list, a nested object or parallel fields)")
+    first = dict(schema.example[0]) if schema.example else {}
+    assert checker.row(first, 1) == reference._object(schema, first, "", "", _where(1))
+    for field, value in itertools.product(names, VALUES):
+        record = {**first, field: value}
+        plain = checker._plain_row(record, checker._plain)
+        try:
+            expected = reference._object(schema, record, "", "", _where(2))
+        except InputError:
+            assert plain is None, (field, value)
+            continue
+        assert plain is None or plain == expected, (field, value, plain, expected)
+    absent = {key: value for key, value in first.items() if key != schema.fields[0].name}
+    assert checker._plain_row(absent, checker._plain) is None or not schema.fields[0].required
+
+
+def _where(line: int) -> _Where:
+    return _Where(line, None, "")

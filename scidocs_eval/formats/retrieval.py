@@ -243,8 +243,14 @@ def _read_beir_corpus(path: Path) -> dict[str, Document]:
 
 
 def _read_beir_corpus_ids(path: Path) -> tuple[str, ...]:
-    """The corpus' ids alone, in file order (its texts are neither kept nor checked)."""
-    return _document_ids(path, _json_rows(path, _BEIR_CORPUS_IDS))
+    """The corpus' ids alone, in file order (its texts are neither kept nor checked). The ids of a large corpus
+    are all a run with its vectors given reads of it: they are taken in one pass and checked for repeats at once,
+    and only a corpus with a repeat is read again, by `_document_ids`, to name the line."""
+    checker = _BEIR_CORPUS_IDS.checker(path)
+    ids = [checker.row(record, line)["_id"] for line, record in json_lines(path)]
+    if len(set(ids)) != len(ids) or not ids:
+        return _document_ids(path, _json_rows(path, _BEIR_CORPUS_IDS))
+    return tuple(ids)
 
 
 @reads(BEIR_QUERIES)
