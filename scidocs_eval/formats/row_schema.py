@@ -155,15 +155,17 @@ class RowChecker:
         `keep_other`, the record's other fields too), or an InputError naming the file, the line (or row, or
         `where`: "paper 'p1'") and the field."""
         if self._plain is not None and type(record) is dict:
-            checked = self._plain_row(record, self._plain)
+            checked = self._plain_row(record, self._plain, line, row, where)
             if checked is not None:
                 return checked
         return self._object(self.schema, record, "", "", _Where(line, row, where))
 
-    def _plain_row(self, record: dict, fields: tuple[_PlainField, ...]) -> dict[str, Any] | None:
-        """The row as `_object` would check it, where every field is a string its kind takes as it is (or an
-        allowed null or absence) and each tracked column already holds strings: most rows of most files, at a
-        fraction of the cost; None for any other row, which `_object` then checks (and names what is wrong)."""
+    def _plain_row(self, record: dict, fields: tuple[_PlainField, ...], line: int | None, row: int | None,
+                   where: str) -> dict[str, Any] | None:
+        """The row as `_object` checks it, for a schema of single values (no list, no nested object): a string
+        its kind takes as it is, in a column of strings, is taken at once (most rows of most files), any other
+        value goes through `_value` (the same check, the same error); None for a row `_object` must check (an
+        alias, a missing or null field, which it then names)."""
         checked: dict[str, Any] = dict(record) if self.schema.keep_other else {}
         cells, column_types = self.schema.cells, self.column_types
         for field in fields:
@@ -176,11 +178,11 @@ class RowChecker:
                 if field.required and not field.null:
                     return None
                 checked[field.name] = None
-            elif type(value) is not str or (field.id and not value.strip()) or \
-                    (field.tracked and column_types.get(field.name, _UNSEEN)[0] != "string"):
-                return None
-            else:
+            elif type(value) is str and field.string and not (field.id and not value.strip()) and \
+                    not (field.tracked and column_types.get(field.name, _UNSEEN)[0] != "string"):
                 checked[field.name] = value
+            else:
+                checked[field.name] = self._value(field.spec, value, field.name, field.name, _Where(line, row, where))
         return checked
 
     def _object(self, schema: RowSchema, record: object, prefix: str, column_prefix: str, at: _Where
@@ -276,8 +278,11 @@ class _PlainField(NamedTuple):
     aliases: tuple[str, ...]
     required: bool
     null: bool
+    string: bool
+    """a string is a value of its kind as it is (a text, an id, a label)"""
     id: bool
     tracked: bool
+    spec: Field
 
 
 _ABSENT = object()
@@ -285,13 +290,13 @@ _UNSEEN = ("", "")
 
 
 def _plain_fields(schema: RowSchema) -> tuple[_PlainField, ...] | None:
-    """The fields of `schema` for `RowChecker._plain_row`, when each takes a string as it is (a text, an id, a
-    label: no list, no nested object) and no two lists must match in length; None otherwise."""
-    if schema.parallel or any(spec.many or spec.of is not None or "object" in spec.kinds or spec.string_kind is None
-                              for spec in schema.fields):
+    """The fields of `schema` for `RowChecker._plain_row`, when each holds a single value (no list, no nested
+    object) and no two lists must match in length; None otherwise."""
+    if schema.parallel or any(spec.many or spec.of is not None or "object" in spec.kinds for spec in schema.fields):
         return None
-    return tuple(_PlainField(spec.name, spec.aliases, spec.required, spec.null, spec.string_kind == "id",
-                             spec.tracked and not schema.cells) for spec in schema.fields)
+    return tuple(_PlainField(spec.name, spec.aliases, spec.required, spec.null, spec.string_kind is not None,
+                             spec.string_kind == "id", spec.tracked and not schema.cells, spec)
+                 for spec in schema.fields)
 
 
 def _type_name(value: object) -> str:
