@@ -13,12 +13,13 @@ import contextlib
 import hashlib
 import io
 import json
+import mmap
 import os
 import stat
 import threading
 import zipfile
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -90,45 +91,50 @@ class Columns:
 
 
 class FilePass:
-    """One read of an array file by a thread of its own (file reads, hashlib and zlib release the GIL): the
-    sha256 of its bytes and, for an .npz, the CRC-32 of each stored member, the check `np.load` makes. A run
-    starts it before it reads its data files (`start_file_pass`), so the file is hashed while the corpus is read;
-    a daemon, so an error in the file is not held back until the pass is done."""
+    """The checks of an array file that read all of it, each by a thread of its own over the file's memory map
+    (hashlib and zlib release the GIL): the sha256 of its bytes and, for an .npz, the CRC-32 of each stored
+    member, the check `np.load` makes. A run starts it before it reads its data files (`start_file_pass`), so the
+    file is checked while the corpus is read; daemons, so an error in the file is not held back until they are
+    done."""
 
     def __init__(self, path: Path):
         self.path = path
-        self._done: Future[tuple[str, dict[int, int]]] = Future()
-        threading.Thread(target=self._run, name="embeddings-file-pass", daemon=True).start()
-
-    def _run(self) -> None:
-        try:
-            self._done.set_result(self._read())
-        except BaseException as error:  # raised again where the digest or a CRC is asked for
-            self._done.set_exception(error)
-
-    def _read(self) -> tuple[str, dict[int, int]]:
-        members = _stored_members(self.path)
-        crcs = dict.fromkeys(members, 0)
-        digest = hashlib.sha256()
-        position = 0
-        with open(self.path, "rb") as handle:
-            while block := handle.read(_HASH_BLOCK):
-                digest.update(block)
-                end = position + len(block)
-                for start, stop in members.items():
-                    low, high = max(start, position), min(stop, end)
-                    if low < high:
-                        crcs[start] = zlib.crc32(memoryview(block)[low - position:high - position], crcs[start])
-                position = end
-        return digest.hexdigest(), crcs
+        self._digest = _in_thread(lambda: _files_digest([path]), "embeddings-digest")
+        self._crcs = _in_thread(lambda: _member_crcs(path), "embeddings-crc")
 
     @property
     def sha256(self) -> str:
-        return self._done.result()[0]
+        return self._digest.result()
 
     def crc(self, start: int) -> int | None:
         """The CRC-32 of the stored member whose bytes start at offset `start` (None: no such member)."""
-        return self._done.result()[1].get(start)
+        return self._crcs.result().get(start)
+
+
+def _in_thread(work: Callable[[], Any], name: str) -> Future[Any]:
+    future: Future[Any] = Future()
+
+    def run() -> None:
+        try:
+            future.set_result(work())
+        except BaseException as error:  # raised again where the result is asked for
+            future.set_exception(error)
+
+    threading.Thread(target=run, name=name, daemon=True).start()
+    return future
+
+
+def _member_crcs(path: Path) -> dict[int, int]:
+    """{offset of its first byte: CRC-32} of each uncompressed member of the zip file `path`."""
+    members = _stored_members(path)
+    if not members:
+        return {}
+    with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+        view = memoryview(mapped)
+        try:
+            return {start: zlib.crc32(view[start:stop]) for start, stop in members.items()}
+        finally:
+            view.release()
 
 
 def start_file_pass(spec: str | os.PathLike[str]) -> FilePass | None:
@@ -253,8 +259,15 @@ def _files_digest(files: Sequence[Path]) -> str:
     digest = hashlib.sha256()
     for file in files:
         with open(file, "rb") as handle:
-            while block := handle.read(_HASH_BLOCK):
-                digest.update(block)
+            if os.fstat(handle.fileno()).st_size == 0:
+                continue
+            with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+                view = memoryview(mapped)
+                try:
+                    for start in range(0, len(view), _HASH_BLOCK):
+                        digest.update(view[start:start + _HASH_BLOCK])
+                finally:
+                    view.release()
     return digest.hexdigest()
 
 
