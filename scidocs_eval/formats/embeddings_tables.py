@@ -129,12 +129,8 @@ def _member_crcs(path: Path) -> dict[int, int]:
     members = _stored_members(path)
     if not members:
         return {}
-    with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
-        view = memoryview(mapped)
-        try:
-            return {start: zlib.crc32(view[start:stop]) for start, stop in members.items()}
-        finally:
-            view.release()
+    with open(path, "rb") as handle, _mapped(handle) as view:
+        return {start: zlib.crc32(view[start:stop]) for start, stop in members.items()}
 
 
 def start_file_pass(spec: str | os.PathLike[str]) -> FilePass | None:
@@ -258,17 +254,27 @@ def _dataset_files(folder: Path) -> list[Path]:
 def _files_digest(files: Sequence[Path]) -> str:
     digest = hashlib.sha256()
     for file in files:
-        with open(file, "rb") as handle:
-            if os.fstat(handle.fileno()).st_size == 0:
-                continue
-            with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
-                view = memoryview(mapped)
-                try:
-                    for start in range(0, len(view), _HASH_BLOCK):
-                        digest.update(view[start:start + _HASH_BLOCK])
-                finally:
-                    view.release()
+        with open(file, "rb") as handle, _mapped(handle) as view:
+            for start in range(0, len(view), _HASH_BLOCK):
+                digest.update(view[start:start + _HASH_BLOCK])
     return digest.hexdigest()
+
+
+@contextlib.contextmanager
+def _mapped(handle: BinaryIO) -> Iterator[memoryview | bytes]:
+    """The bytes of an open file without a copy (its memory map); read whole where it cannot be mapped (an
+    empty file, a file system without mmap)."""
+    try:
+        mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):
+        yield handle.read()
+        return
+    view = memoryview(mapped)
+    try:
+        yield view
+    finally:
+        view.release()
+        mapped.close()
 
 
 def _table_columns(name: str, table: Any, options: ReadOptions, digest: str) -> Columns:
