@@ -19,8 +19,9 @@ The read rate is the parts' compressed and decompressed bytes over the time of t
 texts), per thread. With two sizes or more measured (this run's and earlier runs' rows, kept in
 WORK/results.jsonl), the wall time and each stage's time are fitted as a + b * N through the two largest and
 projected to the --project sizes (printed as projected, never as measured). Last, the full OpenAlex works
-snapshot's build time on C cores is projected from the read's rate per core (the snapshot's size is the one
-developers.openalex.org/download gives: about 1.6 TB decompressed).
+snapshot's build time on C cores is projected (printed as projected): the read stages from the read's rate per
+core (the snapshot's size is the one developers.openalex.org/download gives: about 1.6 TB decompressed), the
+other stages from their fit per work (the snapshot's works at about 6.7 KB each), the time divided by the cores.
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 FULL_SNAPSHOT_DECOMPRESSED_TB = 1.6
+REAL_WORK_BYTES = 6700
+"""A real OpenAlex work's decompressed JSON, about (the synthetic one is about 2,300 bytes)."""
 CUTOFF = "2020"
 
 
@@ -189,11 +192,14 @@ def main() -> None:
     results = args.work / "results.jsonl"  # every run's row, kept: a later run projects from earlier sizes too
     build_name = f"duckdb ({args.memory_limit}, {args.threads} threads)"
     stages_by_size: dict[int, dict[str, float]] = {}
+    rates_by_size: dict[int, float] = {}
     if results.exists():
         for line in results.read_text().splitlines():
             row = json.loads(line)
             if row.get("build") == build_name and "stages" in row:
                 stages_by_size[row["works"]] = {**row["stages"], "wall": row["seconds"]}
+                if row.get("mb_per_s_per_core"):
+                    rates_by_size[row["works"]] = row["mb_per_s_per_core"]
     for size in map(int, args.sizes.split(",")):
         snapshot = snapshot_of(size, args.work)
         parts = sorted(snapshot.rglob("*.gz"))
@@ -225,6 +231,8 @@ def main() -> None:
                          "load_after": [round(x, 1) for x in os.getloadavg()],
                          "stages": {k: round(v, 1) for k, v in stages.items()}})
             print(json.dumps(rows[-1]), flush=True)
+            if engine == "duckdb" and rows[-1]["mb_per_s_per_core"]:
+                rates_by_size[size] = rows[-1]["mb_per_s_per_core"]
             with open(results, "a") as handle:
                 handle.write(json.dumps(rows[-1]) + "\n")
         if size <= args.in_memory_max:
@@ -248,15 +256,35 @@ def main() -> None:
             print(json.dumps({"works": size, "projected_not_measured": True, "from_sizes": sorted(stages_by_size)[-2:],
                               "seconds": round(wall), "stages": {k: round(v, 1) for k, v in stages.items()}}),
                   flush=True)
-    duckdb_rates = [r["mb_per_s_per_core"] for r in rows if r.get("mb_per_s_per_core") and "duckdb" in r["build"]]
-    if duckdb_rates:
-        rate = duckdb_rates[-1]
+    if rates_by_size:  # the rate at the largest size measured (this run's or an earlier one's)
+        rate = rates_by_size[max(rates_by_size)]
+        other = other_stages_fit(stages_by_size)
+        works = FULL_SNAPSHOT_DECOMPRESSED_TB * 1e12 / REAL_WORK_BYTES
         for cores in (2, 24, 64):
-            hours = FULL_SNAPSHOT_DECOMPRESSED_TB * 1e6 / (rate * cores) / 3600
-            print(f"projection: full OpenAlex snapshot ({FULL_SNAPSHOT_DECOMPRESSED_TB} TB decompressed) "
-                  f"at {rate} MB/s per core on {cores} cores: {hours:.1f} h (published one-pass reduction: ~2 h on "
-                  "24 workers)")
+            read = FULL_SNAPSHOT_DECOMPRESSED_TB * 1e6 / (rate * cores)
+            line = (f"projected, not measured: the full OpenAlex snapshot ({FULL_SNAPSHOT_DECOMPRESSED_TB} TB "
+                    f"decompressed) on {cores} cores: the read stages {read / 3600:.2f} h at {rate} MB/s per core")
+            if other:
+                per_work, constant = other
+                rest = per_work * works * args.threads / cores
+                line += (f", the other stages {rest / 3600:.2f} h ({per_work * 1e6:.0f} s per million works on "
+                         f"{args.threads} threads, {works / 1e6:.0f}M works at {REAL_WORK_BYTES} bytes), the fit's "
+                         f"constant {constant:.0f} s: {(read + rest + constant) / 3600:.1f} h in all")
+            print(line + ", the time divided by the cores (published one-pass reduction: ~2 h on 24 workers)")
 
+
+def other_stages_fit(stages_by_size: dict[int, dict[str, float]]) -> tuple[float, float] | None:
+    """The stages other than READ_STAGES (the wall time less the read stages) as seconds per work, and the wall
+    time's constant, fitted through the two largest measured sizes; None with fewer than two."""
+    if len(stages_by_size) < 2:
+        return None
+    small, large = sorted(stages_by_size)[-2:]
+
+    def rest(size: int) -> float:
+        return stages_by_size[size]["wall"] - sum(stages_by_size[size].get(s, 0.0) for s in READ_STAGES)
+    per_work = max(0.0, (rest(large) - rest(small)) / (large - small))
+    wall = (stages_by_size[large]["wall"] - stages_by_size[small]["wall"]) / (large - small)
+    return per_work, stages_by_size[large]["wall"] - wall * large
 
 if __name__ == "__main__":
     main()
