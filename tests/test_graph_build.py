@@ -7,6 +7,7 @@ import csv
 import gzip
 import hashlib
 import sys
+import zlib
 from pathlib import Path
 
 import orjson
@@ -18,6 +19,7 @@ pytest.importorskip("sqlglot", reason="the [graph] extra (duckdb, sqlglot, msgsp
 pytest.importorskip("msgspec", reason="the [graph] extra (duckdb, sqlglot, msgspec) is not installed")
 
 from scidocs_eval.cli.main import main  # noqa: E402
+from scidocs_eval.data.graph.badrows import scan_part  # noqa: E402
 from scidocs_eval.data.graph.recipe import BUILD_FILE, Filters, Recipe, build_graph_suite  # noqa: E402
 from scidocs_eval.data.graph.snapshot import (  # noqa: E402
     OPENALEX_WORK,
@@ -26,6 +28,7 @@ from scidocs_eval.data.graph.snapshot import (  # noqa: E402
     S2_PAPER,
     abstract_from_inverted_index,
     open_snapshot,
+    record_decoder,
 )
 from scidocs_eval.data.graph.synthetic import write_synthetic_snapshot  # noqa: E402
 from scidocs_eval.errors import ScidocsEvalError  # noqa: E402
@@ -419,3 +422,53 @@ def test_a_missing_engine_names_its_extra(openalex: Path, tmp_path: Path, monkey
     error = capsys.readouterr().err.strip()
     assert f"(the [{extra}] extra)" in error and len(error.splitlines()) == 1, error
     assert not (tmp_path / "suite").exists()
+
+
+# -- the check reads a part as Python's gzip module reads it, line by line -------------------------------------------
+
+def _scanned_line_by_line(part: Path) -> tuple[int, tuple[tuple[int, str], ...]]:
+    """The check's answer for every line of `part` read by Python's gzip module, one line at a time."""
+    check = record_decoder(OPENALEX_WORK, "id")
+    records, bad = 0, []
+    with gzip.open(part, "rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            if raw.strip():
+                why = check(raw)
+                records += why is None
+                bad += [] if why is None else [(number, why)]
+    return records, tuple(bad)
+
+
+def test_the_block_scan_finds_what_a_line_by_line_read_finds(openalex: Path, tmp_path: Path) -> None:
+    """Lines across block boundaries, blank and whitespace lines, CRLF, a last line without a newline, bad rows of
+    each kind, parts of several gzip members with zero padding between them: the same records and the same bad
+    rows (line, why) at every block size."""
+    good = gzip.decompress(sorted(openalex.rglob("*.gz"))[0].read_bytes()).splitlines(keepends=True)[:40]
+    lines = [*good[:10], b"\n", b"   \r\n", good[10].replace(b"\n", b"\r\n"), b'[1, 2, 3]\n',
+             b'{"title": "a work without its id"}\n', b'{"id": "https://openalex.org/W9", "title": 5}\n',
+             b'{"id": "https://openalex.org/W9", "title": "broken\n', *good[11:], b'{"id": "W1"}']
+    text = b"".join(lines)
+    single, members = tmp_path / "single.gz", tmp_path / "members.gz"
+    single.write_bytes(gzip.compress(text, mtime=0))
+    members.write_bytes(gzip.compress(text[:777], mtime=0) + b"\x00" * 5 + gzip.compress(text[777:], mtime=0))
+    for part in (single, members):
+        expected = _scanned_line_by_line(part)
+        assert len(expected[1]) == 4 and expected[0] == len(good) + 1
+        for block in (1, 7, 100, 4096, 1 << 20):
+            scan = scan_part(part, OPENALEX_WORK, "id", block=block)
+            assert (scan.records, scan.bad, scan.damaged) == (*expected, None), (part.name, block)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "corrupt", "trailing garbage", "not gzip"])
+def test_a_damaged_part_is_found_by_the_block_scan_as_by_gzip(tmp_path: Path, damage: str) -> None:
+    text = GOOD * 2000
+    data = gzip.compress(text, mtime=0)
+    data = {"truncated": data[:-12], "corrupt": data[:-8] + bytes([data[-8] ^ 0xFF]) + data[-7:],
+            "trailing garbage": data + b"garbage", "not gzip": text}[damage]
+    part = tmp_path / "part.gz"
+    part.write_bytes(data)
+    with pytest.raises((EOFError, OSError, zlib.error)):
+        _scanned_line_by_line(part)
+    for block in (5, 1 << 20):
+        scan = scan_part(part, OPENALEX_WORK, "id", block=block)
+        assert scan.damaged is not None and scan.damaged.startswith("damaged gzip part after line ")

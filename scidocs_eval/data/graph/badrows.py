@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import gzip
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from scidocs_eval.data.graph.snapshot import Dataset, record_decoder
+from scidocs_eval.data.graph.snapshot import Dataset, record_checks
 from scidocs_eval.errors import ScidocsEvalError
 
 SHOWN = 100
@@ -31,23 +31,73 @@ class PartScan:
     damaged: str | None = None
 
 
-def scan_part(part: Path, fields: tuple[tuple[str, str], ...], key: str) -> PartScan:
+COMPRESSED_BLOCK = 1 << 20
+"""Compressed bytes read at a time by `scan_part`."""
+DECOMPRESSED_BLOCK = 1 << 24
+"""The most decompressed bytes one step of `scan_part` holds (a highly compressed part is not inflated at once)."""
+
+
+def decompressed_blocks(part: Path, compressed: int = COMPRESSED_BLOCK,
+                        decompressed: int = DECOMPRESSED_BLOCK) -> Iterator[bytes]:
+    """A gzip part's decompressed bytes, in blocks, read as Python's gzip module reads it: members one after the
+    other (zero bytes between them skipped), each member's CRC and length checked (zlib.error), a part that ends
+    inside a member an EOFError."""
+    member = None
+    seen = False  # a member was read: zero padding may follow it
+    with open(part, "rb") as handle:
+        while block := handle.read(compressed):
+            while block:
+                if member is None:
+                    if seen:
+                        block = block.lstrip(b"\x00")
+                        if not block:
+                            break
+                    member = zlib.decompressobj(16 + zlib.MAX_WBITS)
+                out = member.decompress(block, decompressed)
+                if out:
+                    yield out
+                if member.eof:
+                    block, member, seen = member.unused_data, None, True
+                else:
+                    block = member.unconsumed_tail
+    if member is not None:
+        raise EOFError("Compressed file ended before the end-of-stream marker was reached")
+
+
+def scan_part(part: Path, fields: tuple[tuple[str, str], ...], key: str, *, block: int = COMPRESSED_BLOCK) -> PartScan:
     """Every line of `part` checked against the schema `fields` (blank lines are skipped, as the engines skip
-    them)."""
-    check = record_decoder(fields, key)
+    them). The part is decompressed in blocks and each block's lines decoded in one loop (msgspec's typed decoder
+    in C, the object it builds dropped at once); `why` is asked only of a line the decoder refused."""
+    decode, errors, why = record_checks(fields, key)
     bad: list[tuple[int, str]] = []
     records = number = 0
+    tail = b""
+
+    def refused(line: bytes) -> None:
+        if line.strip():
+            reason = why(line)
+            if reason is None:  # the decoder refused what the check accepts: never silently a good record
+                raise RuntimeError(f"{part}:{number}: the schema check's decoder and its reason disagree")
+            bad.append((number, reason))
     try:
-        with gzip.open(part, "rb") as handle:
-            for number, raw in enumerate(handle, start=1):
-                if not raw.strip():
-                    continue
-                why = check(raw)
-                if why is None:
+        for data in decompressed_blocks(part, block):
+            lines = (tail + data).split(b"\n")
+            tail = lines.pop()  # the part of a line that continues in the next block (b"" after a newline)
+            for raw in lines:
+                number += 1
+                try:
+                    decode(raw)
                     records += 1
-                else:
-                    bad.append((number, why))
-    except (EOFError, gzip.BadGzipFile, zlib.error, OSError) as error:
+                except errors:
+                    refused(raw + b"\n")  # as read line by line: the reason may name the newline's byte
+        if tail:  # the last line, without a newline
+            number += 1
+            try:
+                decode(tail)
+                records += 1
+            except errors:
+                refused(tail)
+    except (EOFError, zlib.error, OSError) as error:
         return PartScan(part, records, tuple(bad), f"damaged gzip part after line {number} "
                                                    f"({error or type(error).__name__})")
     return PartScan(part, records, tuple(bad))

@@ -12,6 +12,7 @@ with the same types and a record whose field has another type is a bad row, neve
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 from collections.abc import Callable
@@ -80,6 +81,14 @@ def record_decoder(fields: tuple[tuple[str, str], ...], key: str) -> Callable[[b
     record, else why it is bad (malformed JSON, not an object, without `key` or with a key that is not a
     `PLAIN_ID`, or the first field whose JSON type
     is not the schema's, named by its path: "title: wrong type (Expected `str | null`, got `array`)")."""
+    return record_checks(fields, key)[2]
+
+
+@functools.lru_cache(maxsize=16)
+def record_checks(fields: tuple[tuple[str, str], ...], key: str) \
+        -> tuple[Callable[[bytes], object], tuple[type[Exception], ...], Callable[[bytes], str | None]]:
+    """`record_decoder`'s check in its two halves, for a loop over many lines: `decode(line)` returns for a good
+    record and raises one of `errors` for a bad one, whose reason `why(line)` gives (the check's answer)."""
     exp = require("sqlglot.expressions", "data build --from", extra="graph")
     msgspec = require("msgspec", "data build --from", extra="graph")
     members = []
@@ -110,7 +119,7 @@ def record_decoder(fields: tuple[tuple[str, str], ...], key: str) -> Callable[[b
         except msgspec.DecodeError as error:
             return f"malformed JSON ({error})"
         return None
-    return check
+    return decoder.decode, (msgspec.ValidationError, msgspec.DecodeError), check
 
 
 OPENALEX_WORK = (

@@ -9,6 +9,8 @@ from __future__ import annotations
 import datetime
 import gzip
 import os
+import tempfile
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -78,86 +80,123 @@ def write_synthetic_snapshot(folder: str | os.PathLike[str], works: int = 300, *
     pubmed = (rng.random(n) < 0.4) | (field == FIELDS.index("Medicine"))
     language = np.where(rng.random(n) < 0.95, "en", "de")
     kind = rng.choice(np.array(["article", "article", "article", "book-chapter", "preprint", "dataset"]), n)
-    outside = 0
-    records = []
-    for i in range(n):
-        refs: set[int] = set()
-        if i:
-            wanted = min(i, int(rng.poisson(references)))
-            picks = np.searchsorted(cumulative[:i], rng.random(wanted * 2) * cumulative[i - 1], side="right")
-            refs = {int(p) for p in picks[:wanted]}
-        outside_refs = [n + 1 + int(k) for k in rng.integers(0, n, int(rng.random() < 0.3))]
-        outside += len(outside_refs)
-        mesh = []
-        if pubmed[i]:
-            for j, k in enumerate(rng.choice(len(MESH), 1 + int(rng.integers(0, 3)), replace=False)):
-                ui, name = MESH[int(k)]
-                mesh.append({"descriptor_ui": ui, "descriptor_name": name, "qualifier_ui": None,
-                             "qualifier_name": None, "is_major_topic": j == 0 or bool(rng.random() < 0.3)})
-        records.append({"i": i, "refs": sorted(refs) + outside_refs, "mesh": mesh,
-                        "title": " ".join(_words(rng, int(field[i]), 8)).capitalize(),
-                        "abstract": _words(rng, int(field[i]), 60) if has_abstract[i] else None})
-    parts = (_write_openalex if source == "openalex" else _write_s2)(
-        folder, records, dates, field, retracted, paratext, pubmed, language, kind, rng, works_per_part)
+    outside = [0]
+
+    def drawn() -> Iterator[dict]:
+        for i in range(n):
+            refs: set[int] = set()
+            if i:
+                wanted = min(i, int(rng.poisson(references)))
+                picks = np.searchsorted(cumulative[:i], rng.random(wanted * 2) * cumulative[i - 1], side="right")
+                refs = {int(p) for p in picks[:wanted]}
+            outside_refs = [n + 1 + int(k) for k in rng.integers(0, n, int(rng.random() < 0.3))]
+            outside[0] += len(outside_refs)
+            mesh = []
+            if pubmed[i]:
+                for j, k in enumerate(rng.choice(len(MESH), 1 + int(rng.integers(0, 3)), replace=False)):
+                    ui, name = MESH[int(k)]
+                    mesh.append({"descriptor_ui": ui, "descriptor_name": name, "qualifier_ui": None,
+                                 "qualifier_name": None, "is_major_topic": j == 0 or bool(rng.random() < 0.3)})
+            yield {"i": i, "refs": sorted(refs) + outside_refs, "mesh": mesh,
+                   "title": " ".join(_words(rng, int(field[i]), 8)).capitalize(),
+                   "abstract": _words(rng, int(field[i]), 60) if has_abstract[i] else None}
+
+    if source == "openalex":  # streamed: a real-sized snapshot does not fit in memory as Python objects
+        parts = _write_openalex(folder, drawn(), dates, field, retracted, paratext, pubmed, language, kind, rng,
+                                works_per_part)
+    else:
+        parts = _write_s2(folder, list(drawn()), dates, field, retracted, paratext, pubmed, language, kind, rng,
+                          works_per_part)
     duplicated = f"W{1 + n // 2}" if source == "openalex" else str(1 + n // 2)
-    return SyntheticGraph(n, parts, outside, duplicated)
+    return SyntheticGraph(n, parts, outside[0], duplicated)
 
 
 def _work_id(i: int) -> str:
     return f"W{i + 1}"
 
 
+class _Parts:
+    """One partition's parts, written as its lines come: `works_per_part` lines a part (part_000.gz, ...)."""
+
+    def __init__(self, folder: Path, works_per_part: int):
+        self.folder, self.works_per_part = folder, works_per_part
+        self.written: list[tuple[Path, int]] = []
+        self.handle: gzip.GzipFile | None = None
+
+    def write(self, line: bytes) -> None:
+        if self.handle is None or self.written[-1][1] == self.works_per_part:
+            self.close()
+            self.folder.mkdir(parents=True, exist_ok=True)
+            path = self.folder / f"part_{len(self.written):03d}.gz"
+            self.handle = gzip.GzipFile(path, "wb", compresslevel=6, mtime=0)
+            self.written.append((path, 0))
+        self.handle.write(line)
+        path, count = self.written[-1]
+        self.written[-1] = (path, count + 1)
+
+    def close(self) -> None:
+        if self.handle is not None:
+            self.handle.close()
+            self.handle = None
+
+
 def _write_parts(folder: Path, lines: list[bytes], works_per_part: int) -> list[tuple[Path, int]]:
-    folder.mkdir(parents=True, exist_ok=True)
-    written = []
-    for number, start in enumerate(range(0, len(lines), works_per_part)):
-        path = folder / f"part_{number:03d}.gz"
-        chunk = lines[start:start + works_per_part]
-        with gzip.GzipFile(path, "wb", compresslevel=6, mtime=0) as handle:
-            handle.write(b"".join(chunk))
-        written.append((path, len(chunk)))
-    return written
+    parts = _Parts(folder, works_per_part)
+    for line in lines:
+        parts.write(line)
+    parts.close()
+    return parts.written
 
 
-def _write_openalex(folder: Path, records: list[dict], dates: list[datetime.date], field: np.ndarray,
+def _write_openalex(folder: Path, records: Iterable[dict], dates: list[datetime.date], field: np.ndarray,
                     retracted: np.ndarray, paratext: np.ndarray, pubmed: np.ndarray, language: np.ndarray,
                     kind: np.ndarray, rng: np.random.Generator, works_per_part: int) -> int:
-    partition_of = rng.integers(0, len(PARTITIONS), len(records))
-    duplicated = len(records) // 2
-    by_partition: dict[str, list[bytes]] = {p: [] for p in PARTITIONS}
-    for record in records:
-        i = record["i"]
-        f = int(field[i])
-        concepts = [{"id": f"https://openalex.org/C{f}", "display_name": FIELDS[f], "level": 0, "score": 0.9},
-                    {"id": f"https://openalex.org/C{100 + f}", "display_name": f"{FIELDS[f]} topic", "level": 1,
-                     "score": 0.5}]
-        work = {
-            "id": f"https://openalex.org/{_work_id(i)}", "title": record["title"], "display_name": record["title"],
-            "abstract_inverted_index": _inverted_index(record["abstract"]) if record["abstract"] else None,
-            "publication_date": dates[i].isoformat(), "publication_year": dates[i].year, "type": str(kind[i]),
-            "language": str(language[i]),
-            "referenced_works": [f"https://openalex.org/{_work_id(r)}" for r in record["refs"]],
-            "primary_topic": {"id": f"https://openalex.org/T{f}", "display_name": f"{FIELDS[f]} topic",
-                              "score": 0.99, "subfield": {"id": f"S{f}", "display_name": f"{FIELDS[f]} (sub)"},
-                              "field": {"id": f"F{f}", "display_name": FIELDS[f]},
-                              "domain": {"id": "D1", "display_name": "Domain"}},
-            "concepts": concepts, "mesh": record["mesh"] if pubmed[i] else [],
-            "is_retracted": bool(retracted[i]), "is_paratext": bool(paratext[i]),
-            "ids": {"openalex": f"https://openalex.org/{_work_id(i)}",
-                    "pmid": f"https://pubmed.ncbi.nlm.nih.gov/{1000 + i}" if pubmed[i] else None},
-        }
-        partition = PARTITIONS[int(partition_of[i])]
-        if i == duplicated:  # an older version in the first partition: the later one must win
-            old = {**work, "title": "Superseded title", "updated_date": f"{PARTITIONS[0]}T00:00:00",
-                   "is_retracted": True}
-            by_partition[PARTITIONS[0]].append(orjson.dumps(old) + b"\n")
-            partition = PARTITIONS[-1]
-        work["updated_date"] = f"{partition}T00:00:00"
-        by_partition[partition].append(orjson.dumps(work) + b"\n")
-    works = folder / "data" / "works"
+    """Each work's JSON without its updated_date (the last key) to a scratch file first, as `records` come; then,
+    once the partitions are drawn (after every record, as the seed's sequence has them), each line with its
+    updated_date to its partition's parts."""
+    duplicated = len(dates) // 2
+    old = b""
+    folder.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryFile(dir=folder) as scratch:
+        for record in records:
+            i = record["i"]
+            f = int(field[i])
+            concepts = [{"id": f"https://openalex.org/C{f}", "display_name": FIELDS[f], "level": 0, "score": 0.9},
+                        {"id": f"https://openalex.org/C{100 + f}", "display_name": f"{FIELDS[f]} topic", "level": 1,
+                         "score": 0.5}]
+            work = {
+                "id": f"https://openalex.org/{_work_id(i)}", "title": record["title"],
+                "display_name": record["title"],
+                "abstract_inverted_index": _inverted_index(record["abstract"]) if record["abstract"] else None,
+                "publication_date": dates[i].isoformat(), "publication_year": dates[i].year, "type": str(kind[i]),
+                "language": str(language[i]),
+                "referenced_works": [f"https://openalex.org/{_work_id(r)}" for r in record["refs"]],
+                "primary_topic": {"id": f"https://openalex.org/T{f}", "display_name": f"{FIELDS[f]} topic",
+                                  "score": 0.99, "subfield": {"id": f"S{f}", "display_name": f"{FIELDS[f]} (sub)"},
+                                  "field": {"id": f"F{f}", "display_name": FIELDS[f]},
+                                  "domain": {"id": "D1", "display_name": "Domain"}},
+                "concepts": concepts, "mesh": record["mesh"] if pubmed[i] else [],
+                "is_retracted": bool(retracted[i]), "is_paratext": bool(paratext[i]),
+                "ids": {"openalex": f"https://openalex.org/{_work_id(i)}",
+                        "pmid": f"https://pubmed.ncbi.nlm.nih.gov/{1000 + i}" if pubmed[i] else None},
+            }
+            if i == duplicated:  # an older version in the first partition: the later one must win
+                old = orjson.dumps({**work, "title": "Superseded title", "is_retracted": True})[:-1]
+            scratch.write(orjson.dumps(work)[:-1] + b"\n")  # orjson escapes a newline in a string: one a line
+        partition_of = rng.integers(0, len(PARTITIONS), len(dates))
+        works = folder / "data" / "works"
+        writers = {p: _Parts(works / f"updated_date={p}", works_per_part) for p in PARTITIONS}
+        scratch.seek(0)
+        for i, body in enumerate(scratch):
+            partition = PARTITIONS[int(partition_of[i])]
+            if i == duplicated:
+                writers[PARTITIONS[0]].write(old + f',"updated_date":"{PARTITIONS[0]}T00:00:00"}}\n'.encode())
+                partition = PARTITIONS[-1]
+            writers[partition].write(body[:-1] + f',"updated_date":"{partition}T00:00:00"}}\n'.encode())
     entries = []
-    for partition, lines in by_partition.items():
-        for path, count in _write_parts(works / f"updated_date={partition}", lines, works_per_part):
+    for parts in writers.values():
+        parts.close()
+        for path, count in parts.written:
             entries.append({"url": f"s3://openalex/data/works/{path.parent.name}/{path.name}",
                             "meta": {"content_length": path.stat().st_size, "record_count": count}})
     (works / "manifest").write_bytes(orjson.dumps({"entries": entries, "meta": {
