@@ -39,6 +39,7 @@ BAD = {  # per source: a part of bad rows (malformed, without the key, fields of
 @pytest.fixture(scope="module")
 def spark() -> Iterator[object]:
     sql = pytest.importorskip("pyspark.sql")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # as the engine does: workers run this Python
     session = (sql.SparkSession.builder.master("local[2]").appName("scidocs-eval tests")
                .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
                .config("spark.pyspark.python", sys.executable).config("spark.sql.shuffle.partitions", "2")
