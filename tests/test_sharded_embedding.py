@@ -73,6 +73,7 @@ def one_process(cora: Path, tiny_bert: Path, tmp_path_factory: pytest.TempPathFa
     return out
 
 
+@pytest.mark.slow  # two torchrun processes and a one-process reference: 40 to 70 s on 2 cores
 def test_two_processes_write_what_one_process_writes_and_a_rerun_reads_the_cache(
         cora: Path, tiny_bert: Path, one_process: Path, tmp_path: Path) -> None:
     out, cache = tmp_path / "cora.jsonl", tmp_path / "cache"

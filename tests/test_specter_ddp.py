@@ -60,6 +60,7 @@ def two_process_run(sample_dir: Path, dropout_free_bert: Path,
     return out, _torchrun(sample_dir, dropout_free_bert, out)
 
 
+@pytest.mark.slow  # the module's two-process training run (20 to 45 s on 2 cores)
 def test_two_processes_train_what_one_process_trains(two_process_run: tuple[Path, subprocess.CompletedProcess],
                                                      sample_dir: Path, dropout_free_bert: Path,
                                                      tmp_path: Path) -> None:
@@ -94,6 +95,7 @@ def test_two_process_resume_gives_the_same_weights(two_process_run: tuple[Path, 
     assert all(torch.equal(expected[name], got[name]) for name in expected)
 
 
+@pytest.mark.slow  # the module's two-process training run (20 to 45 s on 2 cores)
 def test_resume_with_another_process_count_is_an_error(two_process_run: tuple[Path, subprocess.CompletedProcess],
                                                        sample_dir: Path, dropout_free_bert: Path,
                                                        tmp_path: Path) -> None:
@@ -104,6 +106,7 @@ def test_resume_with_another_process_count_is_an_error(two_process_run: tuple[Pa
                       progress=False, **SETTINGS)
 
 
+@pytest.mark.slow  # a training run in a gloo process group (15 to 20 s on 2 cores)
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads thread names from /proc")
 def test_training_joins_the_gloo_threads_before_it_returns(sample_dir: Path, dropout_free_bert: Path,
                                                            tmp_path: Path) -> None:
