@@ -10,6 +10,7 @@ Parquet file and the same vectors as JSON lines give the same store or the same 
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import io
 import json
@@ -156,18 +157,21 @@ def _stored_members(path: Path) -> dict[int, int]:
     try:
         with zipfile.ZipFile(path) as archive, open(path, "rb") as handle:
             for member in archive.infolist():
-                if member.compress_type != zipfile.ZIP_STORED:
-                    continue
-                handle.seek(member.header_offset)
-                local = handle.read(30)
-                if len(local) < 30 or local[:4] != b"PK\x03\x04":
-                    continue
-                start = member.header_offset + 30 + int.from_bytes(local[26:28], "little") + \
-                    int.from_bytes(local[28:30], "little")
-                members[start] = start + member.compress_size
+                if member.compress_type == zipfile.ZIP_STORED:
+                    start = _member_data_start(handle, member)
+                    members[start] = start + member.compress_size
     except (zipfile.BadZipFile, OSError, ValueError):
         return {}
     return members
+
+
+def _member_data_start(handle: BinaryIO, member: zipfile.ZipInfo) -> int:
+    """The offset in the zip file open as `handle` where `member`'s bytes start (past its local header)."""
+    handle.seek(member.header_offset)
+    local = handle.read(30)
+    if len(local) < 30 or local[:4] != b"PK\x03\x04":
+        raise zipfile.BadZipFile(f"bad local header of member {member.filename}")
+    return member.header_offset + 30 + int.from_bytes(local[26:28], "little") + int.from_bytes(local[28:30], "little")
 
 
 def read_columns(source: EmbeddingsInput, options: ReadOptions, file_pass: FilePass | None = None) -> Columns:
@@ -185,8 +189,9 @@ def read_columns(source: EmbeddingsInput, options: ReadOptions, file_pass: FileP
         else:
             data = source.read_all()
             digest = hashlib.sha256(data).hexdigest()
-        reader = {NPY: _npy, NPZ: _npz, SAFETENSORS: _safetensors}[source.kind]
-        ids, matrix, empty = reader(source.name, data, options, digest if isinstance(digest, FilePass) else None)
+        npz = functools.partial(_npz, file_pass=digest if isinstance(digest, FilePass) else None)
+        reader = {NPY: _npy, NPZ: npz, SAFETENSORS: _safetensors}[source.kind]
+        ids, matrix, empty = reader(source.name, data, options)
         return _matrix_columns(source.name, ids, matrix, empty, digest)
     table, digest = _arrow_table(source)
     return _table_columns(source.name, table, options, digest)
@@ -379,7 +384,7 @@ MatrixWithIds = tuple[list[Any], "np.ndarray", "np.ndarray | None"]
 """ids, (n, dim) matrix, and (n,) bool "no embedding" mask (None: every row has one)."""
 
 
-def _npy(name: str, data: bytes | Path, options: ReadOptions, file_pass: FilePass | None) -> MatrixWithIds:
+def _npy(name: str, data: bytes | Path, options: ReadOptions) -> MatrixWithIds:
     if options.ids_file is None:
         raise InputError(name, "is a NumPy .npy array, which holds no paper ids; give them with --ids FILE (one "
                          "id per line, in row order), or save an .npz with 'ids' and 'embeddings'")
@@ -412,12 +417,7 @@ def _mapped_member(path: Path, member: zipfile.ZipInfo, file_pass: FilePass | No
     if member.compress_type != zipfile.ZIP_STORED:
         return None
     with path.open("rb") as handle:
-        handle.seek(member.header_offset)
-        local = handle.read(30)
-        if len(local) < 30 or local[:4] != b"PK\x03\x04":
-            raise zipfile.BadZipFile(f"bad local header of member {member.filename}")
-        start = member.header_offset + 30 + int.from_bytes(local[26:28], "little") + \
-            int.from_bytes(local[28:30], "little")
+        start = _member_data_start(handle, member)
         handle.seek(start)
         version = np.lib.format.read_magic(handle)
         if version not in ((1, 0), (2, 0)):
@@ -471,7 +471,7 @@ def _bfloat16_tensors(name: str, data: bytes, header: dict) -> dict[str, np.ndar
     return tensors
 
 
-def _safetensors(name: str, data: bytes | Path, options: ReadOptions, file_pass: FilePass | None) -> MatrixWithIds:
+def _safetensors(name: str, data: bytes | Path, options: ReadOptions) -> MatrixWithIds:
     needed_by = f"reading {name} (a safetensors file)"
     SafetensorError = require("safetensors", needed_by).SafetensorError  # noqa: N806 (a class)
     load = require("safetensors.numpy", needed_by).load
