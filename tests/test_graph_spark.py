@@ -42,7 +42,7 @@ def spark() -> Iterator[object]:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # as the engine does: workers run this Python
     session = (sql.SparkSession.builder.master("local[2]").appName("scidocs-eval tests")
                .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-               .config("spark.pyspark.python", sys.executable).config("spark.sql.shuffle.partitions", "2")
+               .config("spark.sql.shuffle.partitions", "2")
                .config("spark.default.parallelism", "2")
                # a short run on small tables: the JIT's first tier and no generated code (the results are the same)
                .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")

@@ -142,8 +142,7 @@ class SparkEngine(_Timed):
                    .config("spark.sql.session.timeZone", "UTC").config("spark.sql.caseSensitive", "true")
                    .config("spark.ui.showConsoleProgress", "false"))
         if master.startswith("local"):  # Spark's 200 shuffle partitions are for clusters: one per core here
-            builder = (builder.config("spark.sql.shuffle.partitions", str(os.cpu_count() or 1))
-                       .config("spark.pyspark.python", sys.executable))
+            builder = builder.config("spark.sql.shuffle.partitions", str(os.cpu_count() or 1))
             # PySpark starts its local workers with $PYSPARK_PYTHON, else `python3` from PATH (it does not read
             # spark.pyspark.python): from a virtual environment that is not activated, a Python without this
             # package, whose workers failed with a traceback
