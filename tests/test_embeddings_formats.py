@@ -493,3 +493,33 @@ def test_a_number_json_does_not_allow_is_malformed_in_every_path(tmp_path: Path,
     for dtype in (np.float32, np.float64):
         with pytest.raises(InputError, match=r"e.jsonl:1: malformed JSON"):
             EmbeddingStore.load(path, cache=False, progress=False, dtype=dtype)
+
+
+@pytest.mark.parametrize("kind", sorted(set(WRITERS) - {"hf_dataset"}))
+def test_a_file_rewritten_while_the_run_scores_it_is_refused_and_no_result_is_kept(
+        cite_suite: tuple[Path, Path], tmp_path: Path, kind: str, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A matrix may map the file and its digest is a read of its own: a file written during the run (here the
+    same vectors written again, as a script that rewrites it would) could give scores of other vectors than
+    the digest names, so the run refuses at its end."""
+    from scidocs_eval.evaluation import runner
+
+    suite, _ = cite_suite
+    path = WRITERS[kind](tmp_path / f"e.{kind}", ["q", "a", "b"], [[0.0, 0.0], [2.0, 0.0], [0.0, 1.0]])
+    out = tmp_path / "r.json"
+    args = ["run", "--embeddings", str(path), "--data", str(suite), "--output", str(out), "--quiet",
+            *options_for(kind, path)]
+    assert main(args) == 0 and json.loads(out.read_text())["tasks"]["cite"]["metrics"]["map"] == 50.0
+    out.unlink()
+    score_tasks = runner.score_tasks
+
+    def scored_while_rewritten(*pargs: object, **kwargs: object) -> object:
+        scored = score_tasks(*pargs, **kwargs)
+        WRITERS[kind](tmp_path / f"e.{kind}", ["q", "a", "b"], [[0.0, 0.0], [2.0, 0.0], [0.0, 1.0]])
+        return scored
+
+    monkeypatch.setattr(runner, "score_tasks", scored_while_rewritten)
+    assert main(args) == 2
+    assert capsys.readouterr().err.startswith(f"scidocs-eval: error: {path}: was changed, replaced or removed "
+                                              "while this run used it")
+    assert not out.exists()

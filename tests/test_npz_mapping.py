@@ -106,3 +106,27 @@ def test_the_digest_read_beside_the_vectors_is_the_file_s(tmp_path: Path) -> Non
     path = tmp_path / "e.npz"
     np.savez(path, ids=IDS, embeddings=MATRIX)
     assert EmbeddingStore.load(path).sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_a_file_cut_short_while_its_pass_reads_it_does_not_kill_the_process(tmp_path: Path) -> None:
+    """CI lost a test worker to SIGBUS: a refused file's pass was still reading it through a memory map when the
+    test rewrote the file shorter. The pass reads with `read` now; a file cut under it ends the read early (and
+    a stopped pass ends at its next block). Run in a child, as SIGBUS would kill this worker."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "e.npz"
+    np.savez(path, ids=np.array(["a"]), embeddings=np.ones((1 << 22, 16), dtype=np.float32))  # 256 MiB stored
+    script = (
+        "import sys, pathlib\n"
+        "from scidocs_eval.formats.embeddings_tables import FilePass\n"
+        "path = pathlib.Path(sys.argv[1])\n"
+        "for _ in range(3):\n"
+        "    file_pass = FilePass(path)\n"
+        "    path.write_bytes(b'')\n"
+        "    print(file_pass.sha256, file_pass.crc(0))\n"
+        "    file_pass.stop()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert len(done.stdout.splitlines()) == 3

@@ -68,6 +68,12 @@ class _Stores:
                 if key not in self.file_passes:
                     self.file_passes[key] = start_file_pass(source)
 
+    def close(self) -> None:
+        """Stops the file passes of files never loaded (a run that ended before it needed them)."""
+        for file_pass in self.file_passes.values():
+            if file_pass is not None:
+                file_pass.stop()
+
     def get(self, group: str) -> EmbeddingStore:
         source = self.sources.get(group)
         if source is None:
@@ -250,14 +256,19 @@ def evaluate(
     audit = AuditReport.load(exclude) if exclude is not None else None
     sources = _as_sources(embeddings, names)
     stores = _Stores(sources, config.cache, np.dtype(config.dtype), config.progress, read_options)
-    if audit is not None:  # a mismatched audit is refused before any task is scored
-        for name in names:
-            inputs = checked[name].input_files(suite, config.split)
-            if all(suite.has(f) for f in inputs):
-                check_same_suite(audit, str(exclude), config.split, suite.fingerprint(inputs), [name])
     failed: dict[str, str] = {}
-    results, skipped, files = score_tasks(stores, suite, names, config.split, config.missing, checked,
-                                          config.min_coverage, failed)
+    try:
+        if audit is not None:  # a mismatched audit is refused before any task is scored
+            for name in names:
+                inputs = checked[name].input_files(suite, config.split)
+                if all(suite.has(f) for f in inputs):
+                    check_same_suite(audit, str(exclude), config.split, suite.fingerprint(inputs), [name])
+        results, skipped, files = score_tasks(stores, suite, names, config.split, config.missing, checked,
+                                              config.min_coverage, failed)
+        for store in stores.loaded.values():
+            store.check_unchanged()
+    finally:
+        stores.close()
     for name, result in list(results.items()):
         if audit is not None:
             result = results[name] = without_leaked(result, excluded_items(audit, name, result))

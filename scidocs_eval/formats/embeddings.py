@@ -44,7 +44,14 @@ import orjson
 from scidocs_eval.errors import InputError
 from scidocs_eval.formats.embeddings_cache import CacheEntry, ParsedEmbeddings, wait_for_cache_writes
 from scidocs_eval.formats.embeddings_files import JSON_LINES, EmbeddingsInput
-from scidocs_eval.formats.embeddings_tables import Columns, FilePass, ReadOptions, iter_columns, read_columns
+from scidocs_eval.formats.embeddings_tables import (
+    Columns,
+    FilePass,
+    ReadOptions,
+    file_identity,
+    iter_columns,
+    read_columns,
+)
 from scidocs_eval.lazy_modules import lazy_module
 from scidocs_eval.progress import progress_bar
 
@@ -79,6 +86,8 @@ class EmbeddingStore:
         sha256: hex digest of the file's bytes, or None when built in memory.
         repeated: the ids that more than one line gave.
         unit: what the file is made of, "line" (JSON lines) or "row" (tables and arrays), for messages.
+        file_identity: the `file_identity` of a table or array file when its read began (its matrix may map the
+            file, and its digest is a read of its own): `check_unchanged` compares it with the file's now.
     """
 
     ids: list[str]
@@ -89,6 +98,7 @@ class EmbeddingStore:
     sha256: str | None = None
     repeated: list[str] = field(default_factory=list)
     unit: str = "line"
+    file_identity: tuple[int, ...] | None = None
     index: dict[str, int] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -117,6 +127,20 @@ class EmbeddingStore:
         if padded:
             log.warning("%s: %d id(s) have leading or trailing whitespace and match no suite id: %s", where,
                         len(padded), _examples(padded))
+
+    def check_unchanged(self) -> None:
+        """An error when the table or array file read is no longer the file that was read: written, replaced or
+        cut while the run used it, its scores and digest could each be of other bytes."""
+        if self.file_identity is None or self.source is None:
+            return
+        try:
+            now: tuple[int, ...] | None = file_identity(Path(self.source))
+        except OSError:
+            now = None
+        if now != self.file_identity:
+            raise InputError(self.source, "was changed, replaced or removed while this run used it, so its scores "
+                             "could be of other vectors than its digest; no result was kept. Run again once "
+                             "nothing writes the file (or score a copy of it)")
 
     def __contains__(self, paper_id: object) -> bool:
         return paper_id in self.index
@@ -646,10 +670,22 @@ def iter_embeddings(path: str | os.PathLike[str], options: ReadOptions | None = 
 
 def _read_table(source: EmbeddingsInput, dtype: np.dtype, options: ReadOptions,
                 file_pass: FilePass | None) -> EmbeddingStore:
+    identity = None
+    if source.regular:
+        assert source.path is not None
+        identity = file_pass.identity if file_pass is not None and file_pass.path == source.path else \
+            file_identity(source.path)
     columns = read_columns(source, options, file_pass)
-    builder = _StoreBuilder(source.name, dtype, unit="row")
-    builder.add_columns(columns)
-    return builder.finish(sha256=columns.sha256, source=source.name)
+    try:
+        builder = _StoreBuilder(source.name, dtype, unit="row")
+        builder.add_columns(columns)
+        store = builder.finish(sha256=columns.sha256, source=source.name)
+        store.file_identity = identity
+        return store
+    except BaseException:  # a refused file: its reads stop here
+        if isinstance(columns.digest, FilePass):
+            columns.digest.stop()
+        raise
 
 
 def format_embedding_line(paper_id: str, vector: np.ndarray | Sequence[float] | None) -> bytes:

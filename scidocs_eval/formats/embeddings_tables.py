@@ -14,7 +14,6 @@ import functools
 import hashlib
 import io
 import json
-import mmap
 import os
 import stat
 import threading
@@ -92,16 +91,21 @@ class Columns:
 
 
 class FilePass:
-    """The checks of an array file that read all of it, each by a thread of its own over the file's memory map
-    (hashlib and zlib release the GIL): the sha256 of its bytes and, for an .npz, the CRC-32 of each stored
-    member, the check `np.load` makes. A run starts it before it reads its data files (`start_file_pass`), so the
-    file is checked while the corpus is read; daemons, so an error in the file is not held back until they are
-    done."""
+    """The checks of an array file that read all of it, each by a thread of its own (file reads, hashlib and
+    zlib release the GIL): the sha256 of its bytes and, for an .npz, the CRC-32 of each stored member, the check
+    `np.load` makes. A run starts it before it reads its data files (`start_file_pass`), so the file is checked
+    while the corpus is read; daemons, so an error in the file is not held back until they are done, and
+    `stop` ends them when the file will not be used. The threads read with `read`, not through a memory map:
+    a file cut short while they read it (by another program, or a test rewriting it) ends a read early
+    instead of killing the process with SIGBUS."""
 
     def __init__(self, path: Path):
         self.path = path
-        self._digest = _in_thread(lambda: _files_digest([path]), "embeddings-digest")
-        self._crcs = _in_thread(lambda: _member_crcs(path), "embeddings-crc")
+        self.identity = file_identity(path)
+        """the file's `file_identity` when its reads began."""
+        self._stopped = threading.Event()
+        self._digest = _in_thread(lambda: _files_digest([path], self._stopped), "embeddings-digest")
+        self._crcs = _in_thread(lambda: _member_crcs(path, self._stopped), "embeddings-crc")
 
     @property
     def sha256(self) -> str:
@@ -110,6 +114,17 @@ class FilePass:
     def crc(self, start: int) -> int | None:
         """The CRC-32 of the stored member whose bytes start at offset `start` (None: no such member)."""
         return self._crcs.result().get(start)
+
+    def stop(self) -> None:
+        """Ends both reads at their next block (their results are then never asked for)."""
+        self._stopped.set()
+
+
+def file_identity(path: Path) -> tuple[int, ...]:
+    """What changes when a file is written or replaced: its device, inode, size, mtime and ctime (ctime cannot be
+    set back, as `cp -p` or `touch -d` set back mtime)."""
+    info = os.stat(path)
+    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns
 
 
 def _in_thread(work: Callable[[], Any], name: str) -> Future[Any]:
@@ -125,13 +140,16 @@ def _in_thread(work: Callable[[], Any], name: str) -> Future[Any]:
     return future
 
 
-def _member_crcs(path: Path) -> dict[int, int]:
+def _member_crcs(path: Path, stopped: threading.Event) -> dict[int, int]:
     """{offset of its first byte: CRC-32} of each uncompressed member of the zip file `path`."""
-    members = _stored_members(path)
-    if not members:
-        return {}
-    with open(path, "rb") as handle, _mapped(handle) as view:
-        return {start: zlib.crc32(view[start:stop]) for start, stop in members.items()}
+    crcs = {}
+    with open(path, "rb", buffering=0) as handle:
+        for start, stop in _stored_members(path).items():
+            crc = 0
+            for block in _blocks(handle, start, stop, stopped):
+                crc = zlib.crc32(block, crc)
+            crcs[start] = crc
+    return crcs
 
 
 def start_file_pass(spec: str | os.PathLike[str]) -> FilePass | None:
@@ -191,7 +209,12 @@ def read_columns(source: EmbeddingsInput, options: ReadOptions, file_pass: FileP
             digest = hashlib.sha256(data).hexdigest()
         npz = functools.partial(_npz, file_pass=digest if isinstance(digest, FilePass) else None)
         reader = {NPY: _npy, NPZ: npz, SAFETENSORS: _safetensors}[source.kind]
-        ids, matrix, empty = reader(source.name, data, options)
+        try:
+            ids, matrix, empty = reader(source.name, data, options)
+        except BaseException:
+            if isinstance(digest, FilePass):
+                digest.stop()
+            raise
         return _matrix_columns(source.name, ids, matrix, empty, digest)
     table, digest = _arrow_table(source)
     return _table_columns(source.name, table, options, digest)
@@ -256,30 +279,28 @@ def _dataset_files(folder: Path) -> list[Path]:
     return files
 
 
-def _files_digest(files: Sequence[Path]) -> str:
+def _files_digest(files: Sequence[Path], stopped: threading.Event | None = None) -> str:
     digest = hashlib.sha256()
     for file in files:
-        with open(file, "rb") as handle, _mapped(handle) as view:
-            for start in range(0, len(view), _HASH_BLOCK):
-                digest.update(view[start:start + _HASH_BLOCK])
+        with open(file, "rb", buffering=0) as handle:
+            for block in _blocks(handle, 0, None, stopped):
+                digest.update(block)
     return digest.hexdigest()
 
 
-@contextlib.contextmanager
-def _mapped(handle: BinaryIO) -> Iterator[memoryview | bytes]:
-    """The bytes of an open file without a copy (its memory map); read whole where it cannot be mapped (an
-    empty file, a file system without mmap)."""
-    try:
-        mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
-    except (OSError, ValueError):
-        yield handle.read()
-        return
-    view = memoryview(mapped)
-    try:
-        yield view
-    finally:
-        view.release()
-        mapped.close()
+def _blocks(handle: BinaryIO, start: int, stop: int | None, stopped: threading.Event | None) -> Iterator[memoryview]:
+    """The bytes of `handle` from offset `start` to `stop` (None: its end), a block at a time in one reused
+    buffer; the reads end early at the end of the file, or once `stopped` is set."""
+    buffer = memoryview(bytearray(_HASH_BLOCK))
+    handle.seek(start)
+    left = None if stop is None else stop - start
+    while (left is None or left > 0) and not (stopped is not None and stopped.is_set()):
+        size = handle.readinto(buffer if left is None or left >= _HASH_BLOCK else buffer[:left])
+        if not size:
+            return
+        yield buffer[:size]
+        if left is not None:
+            left -= size
 
 
 def _table_columns(name: str, table: Any, options: ReadOptions, digest: str) -> Columns:
