@@ -171,6 +171,27 @@ def _covered_by_a_slow_variant(items: list[pytest.Item]) -> list[pytest.Item]:
     return [item for item in items if runs(item, "test_page_examples_run") in slow_pages]
 
 
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Under pytest-xdist, each worker's BLAS and OpenMP (torch) threads get their share of the CPUs, the commands
+    the tests start inheriting it: with every worker's libraries using every core, OpenMP's threads spin waiting
+    for each other (two concurrent runs of the offline sent-bert test: 101 s at 2 threads each, 82 s at 1 on 2
+    cores). A run in one process, and a variable the user set, are left as they are."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if workers < 2 or any(name in os.environ for name in THREAD_VARIABLES):
+        return
+    threads = max(1, len(os.sched_getaffinity(0)) // workers)
+    for name in THREAD_VARIABLES:
+        os.environ[name] = str(threads)
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(threads)  # numpy's OpenBLAS read its variable when it was imported, before this
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(threads)
+
+
 @pytest.hookimpl(trylast=True)  # after `-m` and `-k` deselected theirs
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Tests marked `gpu` skip, with the reason, where torch sees no CUDA device. Where slow tests are selected
