@@ -273,6 +273,8 @@ def figure2(embeddings: Sequence[str | os.PathLike[str]], suite: Suite, task: st
             coords = clusters.project(store.vectors(ids))
             panels.append(Panel(name, store.source, coords, clusters.score(coords, labels)))
             bar.update(1)
+    for store in stores.values():
+        store.check_unchanged()
     settings = {"sample": sample, "seed": seed, "tsne": {"perplexity": clusters.perplexity,
                                                          "metric": clusters.metric, "seed": clusters.seed},
                 "dbscan": {"eps_scale": clusters.eps_scale, "min_samples": clusters.min_samples}}

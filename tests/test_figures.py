@@ -255,3 +255,26 @@ def test_min_samples_above_the_class_sizes_is_a_loud_warning(
     with caplog.at_level(logging.WARNING, logger="scidocs_eval"):
         figure2([baseline_runs / "sif.jsonl"], figure_suite, "mag", sample=60, progress=False)
     assert "min_samples=10 is above the median class size" in caplog.text
+
+
+def test_figure2_refuses_a_file_rewritten_while_it_projects(figure_suite: Suite, baseline_runs: Path, tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """The panels' scores are numbers too: an array file written while figure 2 used it is refused, as in `run`."""
+    import sys
+
+    from scidocs_eval.errors import InputError
+    from scidocs_eval.formats.embeddings import EmbeddingStore
+
+    store = EmbeddingStore.load(baseline_runs / "random.jsonl", progress=False)
+    path = tmp_path / "random.npz"
+    np.savez(path, ids=np.array(store.ids), embeddings=store.matrix)
+    figures = sys.modules[figure2.__module__]
+    usable_rows = figures.usable_rows
+
+    def rewritten(*args: object) -> np.ndarray:
+        np.savez(path, ids=np.array(store.ids), embeddings=store.matrix)
+        return usable_rows(*args)
+
+    monkeypatch.setattr(figures, "usable_rows", rewritten)
+    with pytest.raises(InputError, match=r"random\.npz: was changed, replaced or removed while this run used it"):
+        figure2([path], figure_suite, "mag", split=FIGURE_SPLIT, sample=60, progress=False)
