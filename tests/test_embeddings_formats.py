@@ -500,7 +500,8 @@ def test_a_file_rewritten_while_the_run_scores_it_is_refused_and_no_result_is_ke
         cite_suite: tuple[Path, Path], tmp_path: Path, kind: str, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
     """A matrix may map the file and its digest is a read of its own: a file written during the run (here the
-    same vectors written again, as a script that rewrites it would) could give scores of other vectors than
+    same vectors and one more paper, as a script that rewrites it would; a size of its own, so the test does not
+    hang on the file system's clock ticking between the two writes) could give scores of other vectors than
     the digest names, so the run refuses at its end."""
     from scidocs_eval.evaluation import runner
 
@@ -515,7 +516,7 @@ def test_a_file_rewritten_while_the_run_scores_it_is_refused_and_no_result_is_ke
 
     def scored_while_rewritten(*pargs: object, **kwargs: object) -> object:
         scored = score_tasks(*pargs, **kwargs)
-        WRITERS[kind](tmp_path / f"e.{kind}", ["q", "a", "b"], [[0.0, 0.0], [2.0, 0.0], [0.0, 1.0]])
+        WRITERS[kind](tmp_path / f"e.{kind}", ["q", "a", "b", "c"], [[0.0, 0.0], [2.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
         return scored
 
     monkeypatch.setattr(runner, "score_tasks", scored_while_rewritten)

@@ -271,8 +271,8 @@ def test_figure2_refuses_a_file_rewritten_while_it_projects(figure_suite: Suite,
     figures = sys.modules[figure2.__module__]
     usable_rows = figures.usable_rows
 
-    def rewritten(*args: object) -> np.ndarray:
-        np.savez(path, ids=np.array(store.ids), embeddings=store.matrix)
+    def rewritten(*args: object) -> np.ndarray:  # one more paper: a size of its own, whatever the clock's tick
+        np.savez(path, ids=np.array([*store.ids, "extra"]), embeddings=np.vstack([store.matrix, store.matrix[:1]]))
         return usable_rows(*args)
 
     monkeypatch.setattr(figures, "usable_rows", rewritten)
