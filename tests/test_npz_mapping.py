@@ -130,3 +130,18 @@ def test_a_file_cut_short_while_its_pass_reads_it_does_not_kill_the_process(tmp_
     done = subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert len(done.stdout.splitlines()) == 3
+
+
+def test_a_stopped_pass_has_no_digest_to_give(tmp_path: Path) -> None:
+    from scidocs_eval.formats.embeddings_tables import FilePass
+
+    path = tmp_path / "e.npz"
+    np.savez(path, ids=np.array(["a"]), embeddings=np.ones((1 << 21, 16), dtype=np.float32))  # 128 MiB
+    file_pass = FilePass(path)
+    file_pass.stop()
+    try:
+        digest = file_pass.sha256
+    except RuntimeError as error:
+        assert "was stopped" in str(error)
+    else:  # the read won the race: then it is the whole file's
+        assert digest == hashlib.sha256(path.read_bytes()).hexdigest()

@@ -116,7 +116,7 @@ class FilePass:
         return self._crcs.result().get(start)
 
     def stop(self) -> None:
-        """Ends both reads at their next block (their results are then never asked for)."""
+        """Ends both reads at their next block; asking for their results then raises."""
         self._stopped.set()
 
 
@@ -290,11 +290,14 @@ def _files_digest(files: Sequence[Path], stopped: threading.Event | None = None)
 
 def _blocks(handle: BinaryIO, start: int, stop: int | None, stopped: threading.Event | None) -> Iterator[memoryview]:
     """The bytes of `handle` from offset `start` to `stop` (None: its end), a block at a time in one reused
-    buffer; the reads end early at the end of the file, or once `stopped` is set."""
+    buffer; the reads end early at the end of the file. Once `stopped` is set they raise instead, so a stopped
+    pass has no result that could be taken for the file's."""
     buffer = memoryview(bytearray(_HASH_BLOCK))
     handle.seek(start)
     left = None if stop is None else stop - start
-    while (left is None or left > 0) and not (stopped is not None and stopped.is_set()):
+    while left is None or left > 0:
+        if stopped is not None and stopped.is_set():
+            raise RuntimeError(f"the read of {handle.name} was stopped")
         size = handle.readinto(buffer if left is None or left >= _HASH_BLOCK else buffer[:left])
         if not size:
             return
