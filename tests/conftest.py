@@ -161,14 +161,23 @@ def _cuda_available() -> bool:
     return torch.cuda.is_available()
 
 
-def _covered_by_a_slow_variant(items: list[pytest.Item]) -> list[pytest.Item]:
-    """The docs pages' default runs whose page also runs with its slow blocks in this session: that run executes
-    every block the default one does and checks every output it checks, and more."""
-    def runs(item: pytest.Item, test: str) -> str | None:
-        return item.callspec.id if getattr(item, "originalname", None) == test else None  # the page
+PAGE_VARIANTS = ("test_page_examples_run", "test_page_examples_run_with_slow_blocks",
+                 "test_page_examples_run_with_long_blocks")
+"""a docs page's runs, each executing every block the one before it does (and checking every output it checks)."""
 
-    slow_pages = {runs(item, "test_page_examples_run_with_slow_blocks") for item in items} - {None}
-    return [item for item in items if runs(item, "test_page_examples_run") in slow_pages]
+
+def _covered_by_a_longer_variant(items: list[pytest.Item]) -> list[pytest.Item]:
+    """The docs pages' runs whose page also runs in this session with more of its blocks (`PAGE_VARIANTS`)."""
+    def variant(item: pytest.Item) -> int | None:
+        name = getattr(item, "originalname", None)
+        return PAGE_VARIANTS.index(name) if name in PAGE_VARIANTS else None
+
+    longest: dict[str, int] = {}
+    for item in items:
+        if (rank := variant(item)) is not None:
+            longest[item.callspec.id] = max(rank, longest.get(item.callspec.id, rank))
+    return [item for item in items
+            if (rank := variant(item)) is not None and rank < longest[item.callspec.id]]
 
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
@@ -201,7 +210,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if gpu_tests and not _cuda_available():
         for item in gpu_tests:
             item.add_marker(pytest.mark.skip(reason="needs a CUDA GPU (torch.cuda.is_available() is False)"))
-    if repeated := _covered_by_a_slow_variant(items):
+    if repeated := _covered_by_a_longer_variant(items):
         config.hook.pytest_deselected(items=repeated)
         items[:] = [item for item in items if item not in repeated]
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable: each kind keeps its order

@@ -7,6 +7,9 @@ a block changes that:
 - `<!-- test: output -->` on a `text` block: it must equal what the previous block printed (a line `...` stands
   for any lines), so printed outputs shown in the docs cannot go stale.
 - `<!-- test: slow, 3 min -->`: runs with `-m slow` only; the marker states how long the block takes.
+- `<!-- test: long, 7 min -->`: runs with `-m long` only (also slow; CI leaves these out): a documented command at
+  the full size of a suite that takes minutes of the CPU's arithmetic, each of whose steps a cheaper test proves
+  on a small suite; the marker states how long it takes.
 - `<!-- test: online -->`: needs the network, a hub id or a GPU; the next block must be its offline equivalent.
 - `<!-- test: ci -->`: install commands, which `.ci/run` runs in fresh environments.
 - `<!-- test: synopsis -->`: a usage summary; every `--option` of each `scidocs-eval ...` line must exist, and a
@@ -34,7 +37,7 @@ from scidocs_eval.cli.main import build_parser
 
 REPO = Path(__file__).resolve().parents[1]
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
-MARKERS = ("output", "slow", "online", "ci", "synopsis", "diagram")
+MARKERS = ("output", "slow", "long", "online", "ci", "synopsis", "diagram")
 RUNNABLE = ("bash", "python", "json")
 FENCE = re.compile(r"^( *)```(\S*)\s*$")
 MARKER = re.compile(r"^ *<!-- test: (\w+)")
@@ -86,10 +89,11 @@ def test_every_block_is_runnable_or_marked() -> None:
                 problems.append(f"{block.where}: ```{block.language} is not runnable: mark it (see this file)")
             elif block.marker == "output" and (position == 0 or blocks[position - 1].language not in RUNNABLE):
                 problems.append(f"{block.where}: an output block follows no runnable block")
-            elif block.marker == "slow" and not DURATION.search(block.marker_line):
-                problems.append(f"{block.where}: a slow block states how long it takes (<!-- test: slow, 3 min -->)")
+            elif block.marker in ("slow", "long") and not DURATION.search(block.marker_line):
+                problems.append(f"{block.where}: a {block.marker} block states how long it takes "
+                                f"(<!-- test: {block.marker}, 3 min -->)")
             elif block.marker == "online" and (position + 1 == len(blocks)
-                                               or blocks[position + 1].marker not in (None, "slow")):
+                                               or blocks[position + 1].marker not in (None, "slow", "long")):
                 problems.append(f"{block.where}: an online block needs its offline equivalent as the next block")
     assert not problems, "\n".join(problems)
 
@@ -182,10 +186,11 @@ def _run(block: Block, folder: Path) -> str:
     return process.stdout
 
 
-def run_page(page: Path, folder: Path, slow: bool) -> None:
+def run_page(page: Path, folder: Path, slow: bool, long: bool = False) -> None:
     printed: str | None = None  # None: the previous block did not run here, so its output is not checked
     for block in blocks_of(page):
-        if block.marker in ("online", "ci", "synopsis", "diagram") or (block.marker == "slow" and not slow):
+        if block.marker in ("online", "ci", "synopsis", "diagram") or (block.marker == "slow" and not slow) \
+                or (block.marker == "long" and not long):
             printed = None
             continue
         if block.marker == "output":
@@ -209,3 +214,11 @@ def test_page_examples_run(page: Path, tmp_path: Path) -> None:
                          ids=lambda page: str(page.relative_to(REPO)))
 def test_page_examples_run_with_slow_blocks(page: Path, tmp_path: Path) -> None:
     run_page(page, tmp_path, slow=True)
+
+
+@pytest.mark.slow
+@pytest.mark.long
+@pytest.mark.parametrize("page", [page for page in PAGES if _has(page, "long")],
+                         ids=lambda page: str(page.relative_to(REPO)))
+def test_page_examples_run_with_long_blocks(page: Path, tmp_path: Path) -> None:
+    run_page(page, tmp_path, slow=True, long=True)
