@@ -43,15 +43,8 @@ import orjson
 
 from scidocs_eval.errors import InputError
 from scidocs_eval.formats.embeddings_cache import CacheEntry, ParsedEmbeddings, wait_for_cache_writes
-from scidocs_eval.formats.embeddings_files import JSON_LINES, EmbeddingsInput
-from scidocs_eval.formats.embeddings_tables import (
-    Columns,
-    FilePass,
-    ReadOptions,
-    file_identity,
-    iter_columns,
-    read_columns,
-)
+from scidocs_eval.formats.embeddings_files import JSON_LINES, EmbeddingsInput, file_identity
+from scidocs_eval.formats.embeddings_tables import Columns, FilePass, ReadOptions, iter_columns, read_columns
 from scidocs_eval.lazy_modules import lazy_module
 from scidocs_eval.progress import progress_bar
 

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import orjson
 
+from scidocs_eval.formats.embeddings_files import file_identity
 from scidocs_eval.lazy_modules import lazy_module
 from scidocs_eval.paths import cache_dir
 
@@ -53,9 +54,7 @@ class UnusableEntry(Exception):
 
 
 def _file_key(path: Path) -> str:
-    stat = path.stat()
-    return (f"{path.resolve()}|{stat.st_dev}|{stat.st_ino}|{stat.st_size}|{stat.st_mtime_ns}|"
-            f"{stat.st_ctime_ns}")
+    return "|".join([str(path.resolve()), *map(str, file_identity(path))])
 
 
 def edge_digest(path: Path) -> str:

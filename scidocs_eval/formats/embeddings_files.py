@@ -48,6 +48,13 @@ _PEEK_BYTES = 4096
 _SAFETENSORS_HEADER_LIMIT = 100 << 20
 
 
+def file_identity(path: Path) -> tuple[int, ...]:
+    """What changes when a file is written or replaced: its device, inode, size, mtime and ctime (ctime cannot be
+    set back, as `cp -p` or `touch -d` set back mtime)."""
+    info = os.stat(path)
+    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns
+
+
 class _Prepended(io.RawIOBase):
     """`head` followed by the rest of `handle`: the bytes already read to sniff the kind are not read again."""
 

@@ -36,6 +36,7 @@ from scidocs_eval.formats.embeddings_files import (
     PARQUET,
     SAFETENSORS,
     EmbeddingsInput,
+    file_identity,
 )
 from scidocs_eval.lazy_modules import lazy_module
 
@@ -118,13 +119,6 @@ class FilePass:
     def stop(self) -> None:
         """Ends both reads at their next block; asking for their results then raises."""
         self._stopped.set()
-
-
-def file_identity(path: Path) -> tuple[int, ...]:
-    """What changes when a file is written or replaced: its device, inode, size, mtime and ctime (ctime cannot be
-    set back, as `cp -p` or `touch -d` set back mtime)."""
-    info = os.stat(path)
-    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns
 
 
 def _in_thread(work: Callable[[], Any], name: str) -> Future[Any]:
