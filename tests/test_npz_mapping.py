@@ -145,3 +145,14 @@ def test_a_stopped_pass_has_no_digest_to_give(tmp_path: Path) -> None:
         assert "was stopped" in str(error)
     else:  # the read won the race: then it is the whole file's
         assert digest == hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_a_refused_file_stops_the_pass_it_was_given(tmp_path: Path) -> None:
+    """A load that refuses the file ends the pass's reads (they would only read a file no run uses)."""
+    path = tmp_path / "e.npz"
+    np.savez(path, embeddings=MATRIX)  # no ids: the reader refuses it
+    file_pass = start_file_pass(path)
+    assert file_pass is not None
+    with pytest.raises(InputError, match="an .npz needs arrays 'ids' and 'embeddings'"):
+        EmbeddingStore.load(path, file_pass=file_pass)
+    assert file_pass._stopped.is_set()
