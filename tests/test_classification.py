@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import csv
+import subprocess
+import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +15,7 @@ from sklearn.model_selection import GridSearchCV
 from sklearn.svm import LinearSVC
 
 from scidocs_eval.errors import InputError, MissingEmbeddingsError
+from scidocs_eval.evaluation import metrics
 from scidocs_eval.evaluation.task import get_task
 from scidocs_eval.evaluators.linear_svm import LinearSVMGrid
 from scidocs_eval.formats.embeddings import EmbeddingStore
@@ -151,3 +155,34 @@ def test_csv_without_rows(tmp_path: Path) -> None:
     (tmp_path / "mesh" / "test.csv").write_text("", encoding="utf-8")
     with pytest.raises(InputError, match=r"test\.csv: file is empty \(expected a header row\)"):
         Suite(tmp_path).labels("mesh", "test")
+
+
+def test_f1_score_without_scikit_learn_is_scikit_learns_bit_for_bit() -> None:
+    """The macro F1 the classification tasks print, computed without importing scikit-learn, equals f1_score's
+    before rounding: integer and string labels, classes only one side has, and the cases it hands to f1_score."""
+    rng = np.random.default_rng(4)
+    for _ in range(300):
+        n, classes = int(rng.integers(1, 60)), int(rng.integers(1, 20))
+        gold, predicted = rng.integers(0, classes, n), rng.integers(0, classes + 2, n)
+        for pair in ((gold, predicted), (gold.astype(str), predicted.astype(str))):
+            assert metrics.f1_score(*pair, "macro") == f1_score(*pair, average="macro")
+        binary_gold, binary_predicted = gold % 2, predicted % 2
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # f1_score's zero division, which it decides
+            assert metrics.f1_score(binary_gold, binary_predicted, "binary") == \
+                f1_score(binary_gold, binary_predicted, average="binary")
+    assert metrics.label_indicators(np.array([0.5, 1.0]), np.array([0.5, 1.0])) is None  # f1_score decides
+    assert metrics.macro_f1(np.array([2, 0, 2, 1]), np.array([2, 1, 2, 1])) == round(100 * f1_score(
+        [2, 0, 2, 1], [2, 1, 2, 1], average="macro"), 2)
+
+
+def test_a_scidocs_run_imports_neither_scikit_learn_nor_scipy_stats(tiny_suite: Suite, tmp_path: Path) -> None:
+    """MAG and MeSH (the SVM grid's stratified folds, macro F1) and the ranking tasks, in a fresh interpreter:
+    importing scikit-learn was about two seconds of such a run."""
+    probe = ("import sys\nfrom scidocs_eval.cli.main import main\nstatus = main(sys.argv[1:])\n"
+             "print(status, sorted({m.split('.')[0] for m in sys.modules} & {'sklearn', 'pandas'}), "
+             "'scipy.stats' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", probe, "baseline", "random", "--data", str(tiny_suite.root),
+                           "--tasks", "mag,mesh,coview,coread,cite,cocite", "--no-cache", "--quiet", "--out-dir",
+                           str(tmp_path)], capture_output=True, text=True, check=True)
+    assert done.stdout.splitlines()[-1] == "0 [] False"

@@ -15,6 +15,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from scidocs_eval.evaluation import metrics
+from scidocs_eval.evaluators import folds as folds_module
 from scidocs_eval.evaluators import scirepeval as models
 
 sklearn_metrics = pytest.importorskip("sklearn.metrics")
@@ -54,10 +56,10 @@ def test_folds_and_few_shot_draws_are_scikit_learns(seed: int) -> None:
         if rng.random() < 0.3:
             labels = np.array([f"class {value}" for value in labels])
         if folds <= n:
-            ours = models._kfold_splits(n, folds)
+            ours = folds_module.kfold_splits(n, folds)
             theirs = list(model_selection.KFold(folds).split(np.zeros((n, 1))))
             assert all(np.array_equal(a, b) and a.dtype == b.dtype for x, y in zip(ours, theirs) for a, b in zip(x, y))
-        test_folds = models._stratified_test_folds(labels, folds)
+        test_folds = folds_module.stratified_test_folds(labels, folds)
         if test_folds is not None:
             stratified += 1
             with warnings.catch_warnings():
@@ -96,7 +98,7 @@ def test_scores_are_scipys_and_scikit_learns_to_the_last_bit(seed: int) -> None:
             warnings.simplefilter("ignore")
             assert models.classification_metric(true, guessed, "f1_macro") == \
                 models.rounded(sklearn_metrics.f1_score(true, guessed, average="macro"))
-        direct = models._f1_of_indicators(*models._class_indicators(true, guessed), "macro")
+        direct = metrics.f1_of_indicators(*metrics.label_indicators(true, guessed), "macro")
         assert direct is None or direct == sklearn_metrics.f1_score(true, guessed, average="macro")
         x, y = rng.standard_normal((int(rng.integers(1, 50)), 16)), rng.standard_normal((1, 16))
         x[0] = 0 if rng.random() < 0.2 else x[0]

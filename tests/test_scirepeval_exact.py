@@ -17,6 +17,8 @@ from sklearn.model_selection import GridSearchCV, KFold
 from sklearn.multiclass import OneVsRestClassifier
 from sklearn.svm import LinearSVC, LinearSVR
 
+from scidocs_eval.evaluation import metrics
+from scidocs_eval.evaluators import folds as folds_module
 from scidocs_eval.evaluators import scirepeval as models
 from scidocs_eval.evaluators.exact_svm import (
     GAP_TOLERANCE,
@@ -254,10 +256,10 @@ def test_f1_without_scikit_learns_checks_is_scikit_learns_f1_bit_for_bit() -> No
             binary = f1_score(gold[:, 0], predicted[:, 0], average="binary")
             assert models.classification_metric(gold, predicted, "f1_macro") == models.rounded(macro)
             assert models.classification_metric(gold[:, 0], predicted[:, 0], "f1") == models.rounded(binary)
-        direct = models._f1_of_indicators(gold, predicted, "macro")
+        direct = metrics.f1_of_indicators(gold, predicted, "macro")
         assert direct is None or direct == macro  # bit for bit, not only after rounding
     classes = np.array([0, 1, 2, 2, 1])
-    assert models._f1_of_indicators(classes, classes, "binary") is None
+    assert metrics.f1_of_indicators(classes, classes, "binary") is None
 
 
 @pytest.mark.parametrize("loss", ["hinge", "absolute"])
@@ -309,9 +311,9 @@ def test_stratified_folds_are_scikit_learns() -> None:
         assert len(ours) == len(theirs)
         for (train, test), (their_train, their_test) in zip(ours, theirs):
             assert np.array_equal(train, their_train) and np.array_equal(test, their_test)
-    assert models._stratified_test_folds(np.array([0, 1, 1, 1, 1, 0]), 3) is None  # class 0 below 3 rows
+    assert folds_module.stratified_test_folds(np.array([0, 1, 1, 1, 1, 0]), 3) is None  # class 0 below 3 rows
     three_classes = np.array([0, 2, 1, 2, 1, 0])  # any class labels now (tests/test_scirepeval_direct.py)
-    folds = models._stratified_test_folds(three_classes, 2)
+    folds = folds_module.stratified_test_folds(three_classes, 2)
     assert [list(np.flatnonzero(folds == fold)) for fold in range(2)] == \
         [list(test) for _, test in StratifiedKFold(n_splits=2).split(np.zeros((6, 1)), three_classes)]
 

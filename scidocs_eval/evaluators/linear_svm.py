@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+from scidocs_eval.evaluators.folds import stratified_splits
 from scidocs_eval.lazy_modules import lazy_module
 
 if TYPE_CHECKING:
@@ -453,11 +454,9 @@ class LinearSVMGrid:
     def fit(self, x: np.ndarray, y: np.ndarray) -> LinearSVMGrid:
         """x: (n, dim) features; y: (n,) integer labels."""
         from joblib import Parallel, delayed
-        from sklearn.model_selection import StratifiedKFold
-
         self.classes_ = np.unique(y)
         targets = _one_vs_rest_targets(y, self.classes_)
-        splits = list(StratifiedKFold(n_splits=self.folds).split(x, y))
+        splits = stratified_splits(y, self.folds)
         cores = self.n_jobs if self.n_jobs > 0 else os.cpu_count() or 1
         # one task per fold with every class: splitting the classes costs each part its own passes over the
         # data, which outweighs an idle core, so the classes are split only where cores outnumber folds; on

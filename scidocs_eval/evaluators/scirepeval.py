@@ -35,6 +35,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from scidocs_eval.errors import ScidocsEvalError
+from scidocs_eval.evaluation.metrics import f1_score
 from scidocs_eval.evaluators.exact_svm import (
     absolute_error_columns,
     hinge_columns,
@@ -42,6 +43,7 @@ from scidocs_eval.evaluators.exact_svm import (
     solve_path,
     solve_path_at,
 )
+from scidocs_eval.evaluators.folds import Splits, kfold_splits, stratified_splits, stratified_test_folds
 from scidocs_eval.evaluators.linear_svm import LinearSVMGrid, fit_linear_svm, predict_linear_svm
 from scidocs_eval.lazy_modules import lazy_module
 
@@ -126,7 +128,7 @@ def _single_label_kfold(train: np.ndarray, y: np.ndarray, test: np.ndarray, c_gr
     """The C grid over unstratified KFold folds (GridSearchCV on an estimator it does not see as a classifier):
     a fold trained on one class predicts that class."""
     means = []
-    splits = _kfold_splits(len(train), folds)
+    splits = kfold_splits(len(train), folds)
     for c in c_grid:
         accuracy = []
         for fitted, held_out in splits:
@@ -152,55 +154,9 @@ def fixed_c_problem(environment: str, c: float = 1.0) -> str:
     return f"squared hinge, one-vs-rest, C = {c:g} without CV; {intercept} ({environment})"
 
 
-def _fold_splits(n: int, labels: np.ndarray | None, folds: int) -> list[tuple[np.ndarray, np.ndarray]]:
+def _fold_splits(n: int, labels: np.ndarray | None, folds: int) -> Splits:
     """GridSearchCV's folds: StratifiedKFold by `labels` when given, else KFold; neither shuffles."""
-    if labels is None:
-        return _kfold_splits(n, folds)
-    test_folds = _stratified_test_folds(np.asarray(labels), folds)
-    if test_folds is None:
-        from sklearn.model_selection import StratifiedKFold
-
-        return list(StratifiedKFold(n_splits=folds).split(np.zeros((n, 1)), labels))
-    return [(np.flatnonzero(test_folds != fold), np.flatnonzero(test_folds == fold)) for fold in range(folds)]
-
-
-def _kfold_splits(n: int, folds: int) -> list[tuple[np.ndarray, np.ndarray]]:
-    """scikit-learn's KFold(n_splits=folds) without shuffling, as (train, test) row indices: contiguous test folds
-    in order, the first n % folds of them one row longer (scikit-learn itself where it raises: fewer rows than
-    folds). A test checks them against KFold's."""
-    if not 2 <= folds <= n:
-        from sklearn.model_selection import KFold
-
-        return list(KFold(n_splits=folds).split(np.zeros((n, 1))))
-    sizes = np.full(folds, n // folds, dtype=int)
-    sizes[: n % folds] += 1
-    indices = np.arange(n)
-    stops = np.cumsum(sizes)
-    return [(np.concatenate([indices[:stop - size], indices[stop:]]), indices[stop - size:stop])
-            for size, stop in zip(sizes, stops)]
-
-
-def _stratified_test_folds(labels: np.ndarray, folds: int) -> np.ndarray | None:
-    """The test fold of each row as scikit-learn's StratifiedKFold (no shuffle) assigns it, in its own steps, for
-    integer, boolean or string class labels with at least `folds` rows of each class: the classes in order of first
-    appearance, the rows sorted by class dealt to the folds in turn (that many of each class a fold), each class's
-    rows then filling its folds in order. None where scikit-learn must decide (other labels; a class below `folds`
-    rows: its warning or error); a test checks the folds against StratifiedKFold's. Asking scikit-learn each time
-    was most of a few-shot task's time (its input checks, 2 ms a split), and importing it a second of a run's."""
-    if labels.ndim != 1 or labels.dtype.kind not in "biuU" or not 2 <= folds <= len(labels):
-        return None
-    _, first_index, inverse = np.unique(labels, return_index=True, return_inverse=True)
-    _, class_order = np.unique(first_index, return_inverse=True)
-    encoded = class_order[inverse.reshape(-1)]
-    counts = np.bincount(encoded)
-    if counts.min() < folds:
-        return None
-    ordered = np.sort(encoded)
-    allocation = np.asarray([np.bincount(ordered[fold::folds], minlength=len(counts)) for fold in range(folds)])
-    test_folds = np.empty(len(labels), dtype=np.int64)
-    for klass in range(len(counts)):
-        test_folds[encoded == klass] = np.arange(folds).repeat(allocation[:, klass])
-    return test_folds
+    return kfold_splits(n, folds) if labels is None else stratified_splits(labels, folds)
 
 
 def _choose(scores: np.ndarray) -> int:
@@ -327,7 +283,7 @@ def few_shot_single_label_draws(y_train: np.ndarray, sample_size: int, iteration
     """SciRepEval's few-shot training sets: the first `iterations` held-out folds of
     StratifiedKFold(n_splits=ceil(n / sample_size)) without shuffling."""
     n_splits = math.ceil(len(y_train) / sample_size)
-    test_folds = _stratified_test_folds(np.asarray(y_train), n_splits)
+    test_folds = stratified_test_folds(np.asarray(y_train), n_splits)
     if test_folds is not None:
         return [np.flatnonzero(test_folds == fold) for fold in range(min(n_splits, iterations))]
     from sklearn.model_selection import StratifiedKFold
@@ -367,46 +323,7 @@ def rounded(value: float) -> float:
 def classification_metric(gold: np.ndarray, predicted: np.ndarray, metric: str) -> float:
     """SciRepEval's "f1" (binary, positive class 1) or "f1_macro" (multi-class or multi-label: macro over the
     classes or labels), ×100."""
-    average = {"f1": "binary", "f1_macro": "macro"}[metric]
-    gold, predicted = np.asarray(gold), np.asarray(predicted)
-    direct = _f1_of_indicators(gold, predicted, average)
-    if direct is None and average == "macro" and (indicators := _class_indicators(gold, predicted)) is not None:
-        direct = _f1_of_indicators(*indicators, average)
-    if direct is None:
-        from sklearn.metrics import f1_score
-
-        return rounded(f1_score(gold, predicted, average=average))
-    return rounded(direct)
-
-
-def _class_indicators(gold: np.ndarray, predicted: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """(n, classes) 0/1 indicators of one class a row, over the classes of either (sorted, as scikit-learn's
-    `unique_labels`): its multi-class F1 is the multi-label F1 of these. None for other than integer or string
-    labels of one dimension."""
-    if gold.ndim != 1 or gold.shape != predicted.shape or gold.dtype.kind not in "iuU" \
-            or predicted.dtype.kind != gold.dtype.kind:
-        return None
-    classes = np.unique(np.concatenate([gold, predicted]))
-    return ((gold[:, None] == classes).astype(np.int64), (predicted[:, None] == classes).astype(np.int64))
-
-
-def _f1_of_indicators(gold: np.ndarray, predicted: np.ndarray, average: str) -> float | None:
-    """scikit-learn's F1 of 0/1 indicators (binary: one column; macro: the mean over the columns of a multi-label
-    matrix of at least two columns) in its own arithmetic, 2·tp / (true + predicted) per column then numpy's
-    nanmean, without its input checks (most of the few-shot tasks' time); None where scikit-learn must decide
-    (other labels, or a column with neither true nor predicted positives, its zero-division case)."""
-    if (gold.ndim, average) not in ((1, "binary"), (2, "macro")) or gold.shape != predicted.shape or not gold.size:
-        return None
-    if gold.ndim == 2 and gold.shape[1] < 2:  # scikit-learn reads one column as a vector of classes
-        return None
-    if not (np.isin(gold, (0, 1)).all() and np.isin(predicted, (0, 1)).all()):
-        return None
-    gold, predicted = gold.reshape(len(gold), -1).astype(bool), predicted.reshape(len(predicted), -1).astype(bool)
-    true_positives = np.sum(gold & predicted, axis=0).astype(np.float64)
-    denominator = 1.0 * gold.sum(axis=0).astype(np.float64) + predicted.sum(axis=0).astype(np.float64)
-    if not denominator.all():
-        return None
-    return float(np.nanmean((1 + 1.0) * true_positives / denominator))
+    return rounded(f1_score(gold, predicted, {"f1": "binary", "f1_macro": "macro"}[metric]))
 
 
 def regression_metrics(gold: np.ndarray, predicted: np.ndarray) -> dict[str, float]:
