@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from scidocs_eval.data.demo import DemoConfig, build_demo_suite, propensity_curve
+from scidocs_eval.data.demo import _FILLER, DemoConfig, _Generator, build_demo_suite, propensity_curve
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.evaluation.task import task_names
 from scidocs_eval.formats.suite import SPLITS, Suite
@@ -98,3 +98,29 @@ def test_recomm_shape(demo_suite: Suite) -> None:
     cited = {(citing, cited) for citing, r in metadata.items() for cited in r["references"]}
     cited_by = {(citing, cited) for cited, r in metadata.items() for citing in r["cited_by"]}
     assert cited == cited_by and cited
+
+
+def _text_word_by_word(gen: _Generator, topic: int, subtopic: int, length: int, mix: tuple[float, float, float]
+                       ) -> str:
+    """The demo's texts as first written (every demo suite so far): one bounded draw per word, from its pool."""
+    draws = gen.rng.random(length)
+    sub, top, noise = np.cumsum(mix)
+    words = []
+    for u in draws:
+        pool = gen.subtopic_words[topic][subtopic] if u < sub else gen.topic_words[topic] if u < top else \
+            gen.all_words if u < noise else _FILLER
+        words.append(pool[gen.rng.integers(len(pool))])
+    return " ".join(words)
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_texts_drawn_in_one_call_are_the_texts_drawn_word_by_word(seed: int) -> None:
+    """The generator draws a text's words in one call; the words, and every draw after them, are those of a
+    draw per word, so a seed's suite keeps its bytes (and its published demo numbers)."""
+    fast, reference = _Generator(DemoConfig(seed=seed)), _Generator(DemoConfig(seed=seed))
+    rng = np.random.default_rng(seed)
+    for _ in range(300):
+        topic, subtopic, length = int(rng.integers(30)), int(rng.integers(4)), int(rng.integers(0, 120))
+        mix = tuple(rng.dirichlet(np.ones(4))[:3])
+        assert fast._text(topic, subtopic, length, mix) == _text_word_by_word(reference, topic, subtopic, length, mix)
+    assert fast.rng.random() == reference.rng.random()

@@ -106,18 +106,12 @@ class _Generator:
         """`length` words: shares `mix` (subtopic, topic, noise) of topical words, the rest filler."""
         draws = self.rng.random(length)
         sub, top, noise = np.cumsum(mix)
-        words = []
-        for u in draws:
-            if u < sub:
-                pool = self.subtopic_words[topic][subtopic]
-            elif u < top:
-                pool = self.topic_words[topic]
-            elif u < noise:
-                pool = self.all_words
-            else:
-                pool = _FILLER
-            words.append(pool[self.rng.integers(len(pool))])
-        return " ".join(words)
+        pools = (self.subtopic_words[topic][subtopic], self.topic_words[topic], self.all_words, _FILLER)
+        which = (draws >= sub).astype(np.int64) + (draws >= top) + (draws >= noise)
+        # one call for the words' draws: numpy's bounded integers draw the same numbers, in the same order, as one
+        # call per word with its pool's size (tests/test_demo.py holds the texts to that reference)
+        picks = self.rng.integers(0, np.array([len(pool) for pool in pools])[which])
+        return " ".join([pools[pool][pick] for pool, pick in zip(which.tolist(), picks.tolist())])
 
     def paper(self, topic: int, subtopic: int | None = None) -> dict:
         subtopic = int(self.rng.integers(self.config.subtopics)) if subtopic is None else subtopic
