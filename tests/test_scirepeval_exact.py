@@ -348,23 +348,24 @@ def test_solutions_at_a_models_width_are_optimal_against_an_independent_qp(loss:
                               right[used, column]) <= 1e-9
 
 
-def test_kink_systems_are_solved_for_their_least_norm_solution_full_rank_or_not() -> None:
+@pytest.mark.parametrize("dim", [10, 4], ids=["rows-below-features", "rows-above-features"])
+def test_kink_systems_are_solved_for_their_least_norm_solution_full_rank_or_not(dim: int) -> None:
     """The finish's kink systems G v = r: full-rank ones solved directly, rank-deficient ones (duplicate rows, as
-    float16 vectors give) through the pseudo-inverse; either way the least-norm solution (numpy's lstsq), zero on
-    the padding."""
+    float16 vectors give) through the pseudo-inverse (over the features where the rows outnumber them: G is then
+    singular); either way the least-norm solution (numpy's lstsq), zero on the padding."""
     from scidocs_eval.evaluators.exact_svm import _least_norm
 
     rng = np.random.default_rng(0)
-    rows = rng.normal(size=(4, 6, 10))
+    rows = rng.normal(size=(4, 6, dim))
     rows[1, 3] = rows[1, 0]  # a duplicate row: singular
-    rows[2, :, 4:] = 0.0
-    rows[2, :, :3] = rows[2, :, 3:4]  # rank 1
+    rows[2, :, 3:] = 0.0
+    rows[2, :, :2] = rows[2, :, 2:3]  # rank 1
     present = np.ones((4, 6), dtype=bool)
-    present[3, 4:] = False  # padding
-    rows[3, 4:] = 0.0
-    gram = rows @ rows.transpose(0, 2, 1)
+    present[3, 4:] = False  # padding (the column's 4 rows: at most as many as the features)
+    rows[3, 4:] = rng.normal(size=(2, dim))  # padding is masked out, whatever it holds
+    gram = (rows * present[:, :, None]) @ (rows * present[:, :, None]).transpose(0, 2, 1)
     rhs = rng.normal(size=(4, 6)) * present
-    solved = _least_norm(gram, present)(rhs)
+    solved = _least_norm(gram, present, rows)(rhs)
     for column in range(4):
         kept = present[column]
         expected = np.linalg.lstsq(gram[column][np.ix_(kept, kept)], rhs[column, kept], rcond=None)[0]

@@ -428,7 +428,7 @@ class _Batch:
                 return _rows_times(x_kink, _weights_of(x, beta))
 
             gram = x_kink @ x_kink.transpose(0, 2, 1)
-        solve = _least_norm(gram * (present[:, :, None] & present[:, None, :]), present)
+        solve = _least_norm(gram * (present[:, :, None] & present[:, None, :]), present, x[take, index])
         for _ in range(3):
             residual = (kinks[take, index] - kink_times(beta)) * present
             beta[take, index] += solve(residual)
@@ -495,25 +495,34 @@ def _weights_of(x: np.ndarray, beta: np.ndarray) -> np.ndarray:
     return np.matmul(beta[:, None, :], x)[:, 0, :]
 
 
-def _least_norm(gram: np.ndarray, present: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
-    """r -> the least-norm solution v of G v = r per column, for the Gram matrices G (B, w, w) of the `present`
-    rows (the others padding, zero in G, r and v).
+def _least_norm(gram: np.ndarray, present: np.ndarray, features: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+    """r -> the least-norm solution v of G v = r per column, for the Gram matrices G = X Xᵀ (B, w, w) of the
+    `present` rows with their `features` X (B, w, dim) (the other rows padding, zero in G, r and v).
 
     Where G's Cholesky factorisation has no pivot below `_PIVOT_TOLERANCE` of its largest (full rank, well
     conditioned: the least-norm solution is the solution), an LU solve (a fraction of an eigendecomposition's
     cost); elsewhere the pseudo-inverse from G's eigendecomposition, eigenvalues below `_RANK_TOLERANCE` of the
-    largest dropped (X_M's rank)."""
+    largest dropped (X's rank). A column with more rows than features (G singular: rank at most dim) takes that
+    pseudo-inverse through the eigendecomposition of XᵀX = V Λ Vᵀ instead, v = X V Λ⁻² Vᵀ Xᵀ r (the same
+    eigenvalues): dim × dim, not w × w (hundreds of kink rows at 96 dimensions were most of a multi-label fit)."""
     size = gram.shape[1]
     diagonal = gram[:, np.arange(size), np.arange(size)]
     scale = np.where(diagonal.max(axis=1) > 0, diagonal.max(axis=1), 1.0)
     padded = gram.copy()
     padded[:, np.arange(size), np.arange(size)] += np.where(present, 0.0, scale[:, None])
-    direct = _well_conditioned(padded)
-    deficient = np.flatnonzero(~direct)
+    wide = np.flatnonzero(present.sum(axis=1) > features.shape[2])
+    direct = np.zeros(len(gram), dtype=bool)
+    narrow = np.setdiff1d(np.arange(len(gram)), wide)
+    if narrow.size:
+        direct[narrow] = _well_conditioned(padded[narrow])
+    deficient = np.setdiff1d(np.flatnonzero(~direct), wide)
     if deficient.size:
         values, vectors = np.linalg.eigh(gram[deficient])
-        kept = values > np.maximum(values[:, -1:], 0) * _RANK_TOLERANCE
-        pseudo = np.where(kept, 1.0 / np.where(kept, values, 1.0), 0.0)
+        pseudo = _pseudo_inverse_values(values)
+    if wide.size:
+        rows = features[wide] * present[wide][:, :, None]
+        feature_values, feature_vectors = np.linalg.eigh(np.matmul(rows.transpose(0, 2, 1), rows))
+        inverse_square = _pseudo_inverse_values(feature_values) ** 2
     solved = np.flatnonzero(direct)
     factors = padded[solved]
 
@@ -522,11 +531,24 @@ def _least_norm(gram: np.ndarray, present: np.ndarray) -> Callable[[np.ndarray],
         if solved.size:
             out[solved] = np.linalg.solve(factors, rhs[solved][:, :, None])[:, :, 0]
         if deficient.size:
-            rotated = np.matmul(rhs[deficient][:, None, :], vectors)[:, 0, :]
-            out[deficient] = np.matmul(vectors, (pseudo * rotated)[:, :, None])[:, :, 0]
+            out[deficient] = _rotated_back(vectors, pseudo, rhs[deficient])
+        if wide.size:
+            out[wide] = _rows_times(rows, _rotated_back(feature_vectors, inverse_square, _weights_of(rows, rhs[wide])))
         return out * present
 
     return solve
+
+
+def _pseudo_inverse_values(values: np.ndarray) -> np.ndarray:
+    """1 / λ for the eigenvalues of each row kept (at least `_RANK_TOLERANCE` of the row's largest), 0 for the rest."""
+    kept = values > np.maximum(values[:, -1:], 0) * _RANK_TOLERANCE
+    return np.where(kept, 1.0 / np.where(kept, values, 1.0), 0.0)
+
+
+def _rotated_back(vectors: np.ndarray, scale: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """V diag(scale) Vᵀ r per column: vectors (B, n, n), scale (B, n), rhs (B, n) -> (B, n)."""
+    rotated = np.matmul(rhs[:, None, :], vectors)[:, 0, :]
+    return np.matmul(vectors, (scale * rotated)[:, :, None])[:, :, 0]
 
 
 def _well_conditioned(matrix: np.ndarray) -> np.ndarray:
