@@ -454,6 +454,7 @@ class LinearSVMGrid:
     def fit(self, x: np.ndarray, y: np.ndarray) -> LinearSVMGrid:
         """x: (n, dim) features; y: (n,) integer labels."""
         from joblib import Parallel, delayed
+
         self.classes_ = np.unique(y)
         targets = _one_vs_rest_targets(y, self.classes_)
         splits = stratified_splits(y, self.folds)
