@@ -156,3 +156,20 @@ def test_a_refused_file_stops_the_pass_it_was_given(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="an .npz needs arrays 'ids' and 'embeddings'"):
         EmbeddingStore.load(path, file_pass=file_pass)
     assert file_pass._stopped.is_set()
+
+
+def test_a_run_stops_the_passes_of_the_files_it_never_loaded(tmp_path: Path) -> None:
+    """The run starts each array file's pass before it reads any data; one that ends before it loads the file (a
+    refused input, an error in an earlier task) stops the pass instead of leaving it reading."""
+    from scidocs_eval.evaluation.runner import _Stores
+
+    used, unused = tmp_path / "used.npz", tmp_path / "unused.npz"
+    for path in (used, unused):
+        np.savez(path, ids=IDS, embeddings=MATRIX)
+    stores = _Stores({"classification": str(used), "ranking": str(unused)}, cache=False, dtype=np.float32,
+                     progress=False, read_options=None)
+    passes = dict(stores.file_passes)
+    assert stores.get("classification").sha256 == hashlib.sha256(used.read_bytes()).hexdigest()
+    stores.close()
+    assert passes[str(unused.resolve())]._stopped.is_set()
+    assert not passes[str(used.resolve())]._stopped.is_set()  # its digest was taken whole
