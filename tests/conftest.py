@@ -180,19 +180,6 @@ def _covered_by_a_longer_variant(items: list[pytest.Item]) -> list[pytest.Item]:
             if (rank := variant(item)) is not None and rank < longest[item.callspec.id]]
 
 
-SLOW_SECONDS = {
-    "test_baseline_schedule.py": 241, "test_fuzz_cli.py": 96, "test_graph_spark.py": 93,
-    "test_sharded_embedding.py": 85, "test_docs_examples.py": 73, "test_text_baselines.py": 56,
-    "test_scirepeval_exact.py": 45, "test_specter_ddp.py": 40, "test_encoder.py": 36, "test_ranking_groups.py": 32,
-    "test_report_browser.py": 23, "test_hub_download.py": 22, "test_quiet.py": 20, "test_scirepeval.py": 14,
-    "test_hints.py": 7, "test_specter_training.py": 5, "test_corpus_builder.py": 4,
-}
-"""Seconds of each module's slow tests (summed `--durations=0` of one whole run, 2026-11-29, two workers on two
-cores), only to order them: the heaviest modules first, so that a run ends on short tests (one worker idling
-behind a long one at the end was up to a minute); a module not listed counts as `DEFAULT_SLOW_SECONDS`. A
-module's tests stay together, in their order: their module-scoped fixtures are built once."""
-DEFAULT_SLOW_SECONDS = 30
-
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
@@ -217,9 +204,8 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.hookimpl(trylast=True)  # after `-m` and `-k` deselected theirs
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Tests marked `gpu` skip, with the reason, where torch sees no CUDA device. Where slow tests are selected
-    (CI runs the whole suite in one `pytest -n auto --dist worksteal`), they run first, the heaviest modules' first,
-    so the longest start while the many short ones are left to balance the workers; a test that a selected slow one
-    repeats is deselected."""
+    (CI runs the whole suite in one `pytest -n auto --dist worksteal`), they run first, so the longest start while
+    the many short ones are left to balance the workers; a test that a selected slow one repeats is deselected."""
     gpu_tests = [item for item in items if "gpu" in item.keywords]
     if gpu_tests and not _cuda_available():
         for item in gpu_tests:
@@ -227,14 +213,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if repeated := _covered_by_a_longer_variant(items):
         config.hook.pytest_deselected(items=repeated)
         items[:] = [item for item in items if item not in repeated]
-    items.sort(key=_run_order)  # stable: the default tests, and each module's slow ones, keep their order
-
-
-def _run_order(item: pytest.Item) -> tuple[bool, int]:
-    """The slow tests first, the heaviest modules' first (`SLOW_SECONDS`), then the default tests."""
-    if item.get_closest_marker("slow") is None:
-        return True, 0
-    return False, -SLOW_SECONDS.get(item.path.name, DEFAULT_SLOW_SECONDS)
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable: each kind keeps its order
 
 
 def _not_installed(module: str) -> bool:
