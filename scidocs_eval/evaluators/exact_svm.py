@@ -402,8 +402,8 @@ class _Batch:
                        ) -> tuple[np.ndarray, np.ndarray]:
         """(β, k − x·w for w = Xᵀβ) per column: rows at a bound keep β there; the others (on the kink,
         x_i·w = k_i) get the least-norm β_M of X_M X_Mᵀ β_M = k_M − X_M X_Bᵀ β_B (`_least_norm`, two rounds of
-        refinement). Over the rows, X_M X_Mᵀ and X_M Xᵀ β are read from the column's K: no pass over the features
-        until w itself."""
+        refinement). Over the rows, X_M X_Mᵀ and X_M Xᵀ β are read from the column's K; X_M itself serves the
+        least-norm solve of a column with more kink rows than features."""
         valid = self.valid[columns]
         lower, upper, kinks, x = self.lower[columns], self.upper[columns], self.kinks[columns], self.x[columns]
         on_kink = valid & ~at_lower & ~at_upper
@@ -414,6 +414,7 @@ class _Batch:
         index = np.argsort(~on_kink, axis=1, kind="stable")[:, :width]
         present = np.arange(width)[None, :] < counts[:, None]
         take = np.arange(len(columns))[:, None]
+        x_kink = x[take, index]
         if self.by_rows:
             kink_rows = self.kernel[columns[:, None], index]  # X_M Xᵀ
 
@@ -422,13 +423,11 @@ class _Batch:
 
             gram = kink_rows[take[:, :, None], np.arange(width)[None, :, None], index[:, None, :]]
         else:
-            x_kink = x[take, index]
-
             def kink_times(beta: np.ndarray) -> np.ndarray:
                 return _rows_times(x_kink, _weights_of(x, beta))
 
             gram = x_kink @ x_kink.transpose(0, 2, 1)
-        solve = _least_norm(gram * (present[:, :, None] & present[:, None, :]), present, x[take, index])
+        solve = _least_norm(gram * (present[:, :, None] & present[:, None, :]), present, x_kink)
         for _ in range(3):
             residual = (kinks[take, index] - kink_times(beta)) * present
             beta[take, index] += solve(residual)
@@ -510,12 +509,12 @@ def _least_norm(gram: np.ndarray, present: np.ndarray, features: np.ndarray) -> 
     scale = np.where(diagonal.max(axis=1) > 0, diagonal.max(axis=1), 1.0)
     padded = gram.copy()
     padded[:, np.arange(size), np.arange(size)] += np.where(present, 0.0, scale[:, None])
-    wide = np.flatnonzero(present.sum(axis=1) > features.shape[2])
+    over_features = present.sum(axis=1) > features.shape[2]
     direct = np.zeros(len(gram), dtype=bool)
-    narrow = np.setdiff1d(np.arange(len(gram)), wide)
-    if narrow.size:
-        direct[narrow] = _well_conditioned(padded[narrow])
-    deficient = np.setdiff1d(np.flatnonzero(~direct), wide)
+    if not over_features.all():
+        direct[~over_features] = _well_conditioned(padded[~over_features])
+    deficient = np.flatnonzero(~direct & ~over_features)
+    wide = np.flatnonzero(over_features)
     if deficient.size:
         values, vectors = np.linalg.eigh(gram[deficient])
         pseudo = _pseudo_inverse_values(values)
