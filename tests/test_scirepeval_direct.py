@@ -46,6 +46,10 @@ def _their_draws(labels: np.ndarray, size: int, iterations: int) -> list[np.ndar
     return draws
 
 
+def _their_splits(labels: np.ndarray, folds: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    return list(model_selection.StratifiedKFold(folds).split(np.zeros((len(labels), 1)), labels))
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_folds_and_few_shot_draws_are_scikit_learns(seed: int) -> None:
     rng = np.random.default_rng(seed)
@@ -67,6 +71,10 @@ def test_folds_and_few_shot_draws_are_scikit_learns(seed: int) -> None:
                 theirs = list(model_selection.StratifiedKFold(folds).split(np.zeros((n, 1)), labels))
             assert all(np.array_equal(np.flatnonzero(test_folds == fold), held_out)
                        for fold, (_, held_out) in enumerate(theirs))
+        ours = _quietly(folds_module.stratified_splits, labels, folds)  # scikit-learn's own where it decides
+        theirs = _quietly(_their_splits, labels, folds)
+        assert (ours == theirs) if "error" in (ours, theirs) else len(ours) == len(theirs) and all(
+            np.array_equal(a, b) and a.dtype == b.dtype for x, y in zip(ours, theirs) for a, b in zip(x, y))
         size, iterations = int(rng.integers(1, 40)), int(rng.integers(1, 20))
         ours = _quietly(models.few_shot_single_label_draws, labels, size, iterations)
         theirs = _quietly(_their_draws, labels, size, iterations)

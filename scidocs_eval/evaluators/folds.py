@@ -8,6 +8,8 @@ errors. tests/test_scirepeval_direct.py and tests/test_scirepeval_exact.py check
 
 from __future__ import annotations
 
+import itertools
+
 from scidocs_eval.lazy_modules import lazy_module
 
 np = lazy_module("numpy", __name__)
@@ -52,12 +54,26 @@ def stratified_test_folds(labels: np.ndarray, folds: int) -> np.ndarray | None:
     return test_folds
 
 
-def stratified_splits(labels: np.ndarray, folds: int) -> Splits:
-    """StratifiedKFold(n_splits=folds) without shuffling, by `labels` (n,)."""
+def stratified_held_out(labels: np.ndarray, folds: int, count: int | None = None) -> list[np.ndarray]:
+    """The test rows of the first `count` folds (all by default) of StratifiedKFold(n_splits=folds) without
+    shuffling, by `labels` (n,)."""
     labels = np.asarray(labels)
+    count = folds if count is None else min(count, folds)
     test_folds = stratified_test_folds(labels, folds)
-    if test_folds is None:
-        from sklearn.model_selection import StratifiedKFold
+    if test_folds is not None:
+        return [np.flatnonzero(test_folds == fold) for fold in range(count)]
+    from sklearn.model_selection import StratifiedKFold
 
-        return list(StratifiedKFold(n_splits=folds).split(np.zeros((len(labels), 1)), labels))
-    return [(np.flatnonzero(test_folds != fold), np.flatnonzero(test_folds == fold)) for fold in range(folds)]
+    splits = StratifiedKFold(n_splits=folds).split(np.zeros((len(labels), 1)), labels)
+    return [held_out for _, held_out in itertools.islice(splits, count)]
+
+
+def stratified_splits(labels: np.ndarray, folds: int) -> Splits:
+    """StratifiedKFold(n_splits=folds) without shuffling, by `labels` (n,): each fold's train rows are the others,
+    in order, as scikit-learn gives them."""
+    splits = []
+    for held_out in stratified_held_out(labels, folds):
+        train = np.ones(len(labels), dtype=bool)
+        train[held_out] = False
+        splits.append((np.flatnonzero(train), held_out))
+    return splits

@@ -43,7 +43,7 @@ from scidocs_eval.evaluators.exact_svm import (
     solve_path,
     solve_path_at,
 )
-from scidocs_eval.evaluators.folds import Splits, kfold_splits, stratified_splits, stratified_test_folds
+from scidocs_eval.evaluators.folds import Splits, kfold_splits, stratified_held_out, stratified_splits
 from scidocs_eval.evaluators.linear_svm import LinearSVMGrid, fit_linear_svm, predict_linear_svm
 from scidocs_eval.lazy_modules import lazy_module
 
@@ -282,18 +282,7 @@ def regression(x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, env
 def few_shot_single_label_draws(y_train: np.ndarray, sample_size: int, iterations: int) -> list[np.ndarray]:
     """SciRepEval's few-shot training sets: the first `iterations` held-out folds of
     StratifiedKFold(n_splits=ceil(n / sample_size)) without shuffling."""
-    n_splits = math.ceil(len(y_train) / sample_size)
-    test_folds = stratified_test_folds(np.asarray(y_train), n_splits)
-    if test_folds is not None:
-        return [np.flatnonzero(test_folds == fold) for fold in range(min(n_splits, iterations))]
-    from sklearn.model_selection import StratifiedKFold
-
-    draws = []
-    for _, held_out in StratifiedKFold(n_splits=n_splits).split(np.zeros((len(y_train), 1)), y_train):
-        draws.append(held_out)
-        if len(draws) == iterations:
-            break
-    return draws
+    return stratified_held_out(y_train, math.ceil(len(y_train) / sample_size), iterations)
 
 
 def few_shot_multi_label_draws(y_train: np.ndarray, sample_size: int, iterations: int, seed: int = RANDOM_STATE
