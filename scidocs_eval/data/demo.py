@@ -78,16 +78,24 @@ class _Generator:
         n_words = config.topics * (config.words_per_topic + config.subtopics * config.words_per_subtopic)
         words = self._words(n_words)
         self.topic_words, self.subtopic_words = [], []
+        self._topic_start: list[int] = []
+        self._subtopic_start: list[list[int]] = []
         cursor = 0
         for _ in range(config.topics):
             self.topic_words.append(words[cursor:cursor + config.words_per_topic])
+            self._topic_start.append(cursor)
             cursor += config.words_per_topic
-            subs = []
+            subs, starts = [], []
             for _ in range(config.subtopics):
                 subs.append(words[cursor:cursor + config.words_per_subtopic])
+                starts.append(cursor)
                 cursor += config.words_per_subtopic
             self.subtopic_words.append(subs)
+            self._subtopic_start.append(starts)
         self.all_words = words
+        # every pool is a slice of this array: the topic words, then the filler words
+        self._pool_words = np.array([*words, *_FILLER], dtype=object)
+        self._pool_sizes = np.array([config.words_per_subtopic, config.words_per_topic, len(words), len(_FILLER)])
         self.counter = 0
 
     def _words(self, count: int) -> list[str]:
@@ -105,13 +113,15 @@ class _Generator:
     def _text(self, topic: int, subtopic: int, length: int, mix: tuple[float, float, float]) -> str:
         """`length` words: shares `mix` (subtopic, topic, noise) of topical words, the rest filler."""
         draws = self.rng.random(length)
-        sub, top, noise = np.cumsum(mix)
-        pools = (self.subtopic_words[topic][subtopic], self.topic_words[topic], self.all_words, _FILLER)
-        which = (draws >= sub).astype(np.int64) + (draws >= top) + (draws >= noise)
+        sub = mix[0]
+        top = sub + mix[1]
+        noise = top + mix[2]  # np.cumsum(mix)'s sums, in its order
+        which = np.searchsorted(np.array([sub, top, noise]), draws, side="right")  # how many of them each draw passes
         # one call for the words' draws: numpy's bounded integers draw the same numbers, in the same order, as one
         # call per word with its pool's size (tests/test_demo.py holds the texts to that reference)
-        picks = self.rng.integers(0, np.array([len(pool) for pool in pools])[which])
-        return " ".join([pools[pool][pick] for pool, pick in zip(which.tolist(), picks.tolist())])
+        picks = self.rng.integers(0, self._pool_sizes[which])
+        starts = np.array([self._subtopic_start[topic][subtopic], self._topic_start[topic], 0, len(self.all_words)])
+        return " ".join(self._pool_words[starts[which] + picks].tolist())
 
     def paper(self, topic: int, subtopic: int | None = None) -> dict:
         subtopic = int(self.rng.integers(self.config.subtopics)) if subtopic is None else subtopic
