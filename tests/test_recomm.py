@@ -177,3 +177,26 @@ def test_bad_impressions_name_file_and_line(tmp_path: Path, rows: list[list[str]
     store = EmbeddingStore.from_mapping({"a": [1.0, 0.0], "b": [0.0, 1.0], "c": [1.0, 1.0]})
     with pytest.raises(InputError, match=message):
         score_task(get_task("recomm", seeds=1, ranker="lgbm"), suite, store)
+
+
+def test_the_rankers_torch_settings_are_the_callers_again_after_a_fit() -> None:
+    """The MLP ranker seeds torch, turns on deterministic kernels and sets its threads for its fit only: a caller's
+    deterministic mode, warn-only included, thread count and random stream are as they were."""
+    torch = pytest.importorskip("torch")
+    from scidocs_eval.evaluators.recomm_rankers import _reproducible_torch
+
+    threads = torch.get_num_threads()
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    try:
+        torch.manual_seed(5)
+        expected = torch.rand(3)
+        torch.manual_seed(5)
+        with _reproducible_torch(seed=0, threads=1):
+            assert torch.are_deterministic_algorithms_enabled()
+            assert not torch.is_deterministic_algorithms_warn_only_enabled()
+            assert torch.get_num_threads() == 1
+        assert torch.is_deterministic_algorithms_warn_only_enabled() and torch.are_deterministic_algorithms_enabled()
+        assert torch.get_num_threads() == threads
+        assert torch.equal(torch.rand(3), expected)
+    finally:
+        torch.use_deterministic_algorithms(False)

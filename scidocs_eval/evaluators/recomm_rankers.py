@@ -58,6 +58,7 @@ def _reproducible_torch(seed: int, threads: int) -> Iterator[None]:
 
     previous_threads = torch.get_num_threads()
     previous_deterministic = torch.are_deterministic_algorithms_enabled()
+    previous_warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         torch.set_num_threads(threads)
@@ -66,7 +67,7 @@ def _reproducible_torch(seed: int, threads: int) -> Iterator[None]:
             yield
         finally:
             torch.set_num_threads(previous_threads)
-            torch.use_deterministic_algorithms(previous_deterministic)
+            torch.use_deterministic_algorithms(previous_deterministic, warn_only=previous_warn_only)
 
 
 def _build_network(n_features: int, hidden: int, dropout: float, embedding_dim: int | None) -> Any:
