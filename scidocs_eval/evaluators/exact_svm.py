@@ -505,15 +505,16 @@ def _least_norm(gram: np.ndarray, present: np.ndarray, features: np.ndarray) -> 
     pseudo-inverse through the eigendecomposition of XᵀX = V Λ Vᵀ instead, v = X V Λ⁻² Vᵀ Xᵀ r (the same
     eigenvalues): dim × dim, not w × w (hundreds of kink rows at 96 dimensions were most of a multi-label fit)."""
     size = gram.shape[1]
-    diagonal = gram[:, np.arange(size), np.arange(size)]
-    scale = np.where(diagonal.max(axis=1) > 0, diagonal.max(axis=1), 1.0)
-    padded = gram.copy()
-    padded[:, np.arange(size), np.arange(size)] += np.where(present, 0.0, scale[:, None])
     over_features = present.sum(axis=1) > features.shape[2]
+    narrow = ~over_features
+    padded = gram[narrow]  # a copy, of the columns that may take the direct solve only
+    diagonal = padded[:, np.arange(size), np.arange(size)]
+    scale = np.where(diagonal.max(axis=1) > 0, diagonal.max(axis=1), 1.0)
+    padded[:, np.arange(size), np.arange(size)] += np.where(present[narrow], 0.0, scale[:, None])
     direct = np.zeros(len(gram), dtype=bool)
-    if not over_features.all():
-        direct[~over_features] = _well_conditioned(padded[~over_features])
-    deficient = np.flatnonzero(~direct & ~over_features)
+    if narrow.any():
+        direct[narrow] = _well_conditioned(padded)
+    deficient = np.flatnonzero(~direct & narrow)
     wide = np.flatnonzero(over_features)
     if deficient.size:
         values, vectors = np.linalg.eigh(gram[deficient])
@@ -523,7 +524,7 @@ def _least_norm(gram: np.ndarray, present: np.ndarray, features: np.ndarray) -> 
         feature_values, feature_vectors = np.linalg.eigh(np.matmul(rows.transpose(0, 2, 1), rows))
         inverse_square = _pseudo_inverse_values(feature_values) ** 2
     solved = np.flatnonzero(direct)
-    factors = padded[solved]
+    factors = padded[direct[narrow]]
 
     def solve(rhs: np.ndarray) -> np.ndarray:
         out = np.zeros_like(rhs)
