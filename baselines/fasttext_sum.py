@@ -10,11 +10,10 @@ from collections.abc import Sequence
 from itertools import product
 from typing import Any
 
-from scidocs_eval.formats.corpus import paper_text
 from scidocs_eval.formats.suite import Paper
 from scidocs_eval.lazy_modules import lazy_module
 from scidocs_eval.models.adapter import register_adapter
-from scidocs_eval.models.text import TFIDF_SWITCHES, TfidfWeighting, count_vectorizer
+from scidocs_eval.models.text import TFIDF_SWITCHES, TfidfWeighting, tfidf_count_settings, word_counts
 from scidocs_eval.models.tuning import parameter_grid
 from scidocs_eval.models.word_vectors import MAX_TRAINED_TOKENS, TUNE_MAX_TOKENS, WordVectorAdapter, WordVectors
 
@@ -48,9 +47,8 @@ class FasttextSumAdapter(WordVectorAdapter):
         self.sublinear_tf, self.binary, self.use_idf, self.smooth_idf = sublinear_tf, binary, use_idf, smooth_idf
 
     def fit_vectors(self, papers: Sequence[Paper], word_vectors: WordVectors) -> None:
-        self.counter_ = count_vectorizer(len(papers))
-        corpus_counts = self.counter_.fit_transform([paper_text(p) for p in papers])
-        self.word_matrix_ = word_vectors.lookup(self.counter_.get_feature_names_out())
+        self.vocabulary_, corpus_counts = word_counts(papers, tfidf_count_settings(len(papers)))
+        self.word_matrix_ = word_vectors.lookup(self.vocabulary_.vectorizer.get_feature_names_out())
         self.weightings_ = {switches: TfidfWeighting(*switches).fit(corpus_counts)
                             for switches in product((False, True), repeat=len(TFIDF_SWITCHES))}
 
@@ -61,7 +59,7 @@ class FasttextSumAdapter(WordVectorAdapter):
                 if setting["use_idf"] or setting["smooth_idf"]]
 
     def transform(self, papers: Sequence[Paper]) -> np.ndarray:
-        counts = self.counter_.transform([paper_text(p) for p in papers])
+        counts = self.vocabulary_.counts_of(papers)
         switches = tuple(getattr(self, switch) for switch in TFIDF_SWITCHES)
         weights = TfidfWeighting(*switches).weigh(self.weightings_[switches], counts)
         return np.asarray(weights @ self.word_matrix_, dtype=np.float32)

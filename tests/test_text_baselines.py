@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from sklearn.feature_extraction.text import TfidfVectorizer
+from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
 
 from scidocs_eval.errors import InputError, ScidocsEvalError
 from scidocs_eval.evaluation.config import RunConfig
@@ -18,7 +18,7 @@ from scidocs_eval.formats.suite import Paper, Suite
 from scidocs_eval.models.adapter import get_adapter
 from scidocs_eval.models.gensim_training import epochs_within_budget
 from scidocs_eval.models.model_cache import cached_model
-from scidocs_eval.models.text import TFIDF_SETTINGS, TfidfWeighting, analyzer, count_vectorizer, tokenize_papers
+from scidocs_eval.models.text import TFIDF_SETTINGS, TfidfWeighting, analyzer, tfidf_count_settings, tokenize_papers
 from scidocs_eval.models.tuning import TunedAdapter, ValScorer
 from scidocs_eval.models.word_vectors import FasttextSettings, check_converged, load_word_vectors, train_fasttext
 from scidocs_eval.run.baseline import run_baseline
@@ -58,7 +58,7 @@ def test_shared_tokeniser_lowercases_and_folds_accents() -> None:
 def test_tfidf_weighting_equals_the_papers_tfidf_vectorizer() -> None:
     texts = ["graph neural networks for citation graphs", "neural networks", "citation graphs of papers",
              "graph papers and graph networks", "networks of networks", "papers papers papers graph"] * 2
-    counter = count_vectorizer(len(texts))
+    counter = CountVectorizer(**tfidf_count_settings(len(texts)))
     counts = counter.fit_transform(texts)
     for switches in ({}, {"sublinear_tf": True}, {"binary": True, "smooth_idf": False}, {"use_idf": False}):
         weighting = TfidfWeighting(**switches)
@@ -185,6 +185,33 @@ def test_sif_tunes_a_on_val_and_removes_the_first_component(demo_suite: Suite, d
     embedded = tuned.transform(papers[:200]).astype(np.float64)
     assert embedded.shape == (200, 20)
     np.testing.assert_allclose(embedded @ sif.component_, 0, atol=1e-4)
+
+
+@pytest.mark.parametrize("name", ["sif", "fasttext-sum"])
+def test_a_tuning_grid_counts_the_corpus_and_the_val_papers_once(
+        name: str, demo_suite: Suite, demo_vectors: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every setting of a `--tune` grid fits the same corpus and embeds the same val papers: their words are
+    counted once for the whole grid (`model_cache.shared_fits`), and again by the next grid."""
+    calls: list[str] = []
+    for method in ("fit_transform", "transform"):
+        real = getattr(CountVectorizer, method)
+
+        def counted(self: CountVectorizer, *args: object, _real: object = real, _method: str = method,
+                    **kwargs: object) -> object:
+            calls.append(_method)
+            return _real(self, *args, **kwargs)  # type: ignore[operator]
+
+        monkeypatch.setattr(CountVectorizer, method, counted)
+    papers = demo_suite.papers()
+    grid = [{"a": a} for a in (1e-5, 1e-3)] if name == "sif" else [{"use_idf": u} for u in (True, False)]
+    grid = [{**setting, "lr": lr} for setting in grid for lr in (0.05, 0.1)]  # fits apart: two of them per count
+    for _ in range(2):
+        tuned = TunedAdapter(get_adapter(name, vectors=str(demo_vectors)), grid=grid)
+        tuned.fit(papers, val=ValScorer(demo_suite))
+        assert len(tuned.scores_) == 4
+    assert calls == ["fit_transform", "transform"] * 2
+    again = get_adapter(name, vectors=str(demo_vectors), **tuned.best_params_).fit(papers)  # outside a grid
+    np.testing.assert_array_equal(again.transform(papers[:50]), tuned.transform(papers[:50]))
 
 
 def test_fasttext_sum_tunes_tfidf_switches(demo_suite: Suite, demo_vectors: Path) -> None:

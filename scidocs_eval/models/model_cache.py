@@ -3,6 +3,9 @@
 Entries live under `scidocs_eval.paths.cache_dir("models")` as `{kind}-{key}.joblib`, where `key` hashes the
 corpus fingerprint and the parameters that change the model; a JSON sidecar records both for humans.
 Writes are atomic (temporary file, then rename), so an interrupted run never leaves a torn entry.
+
+Within one `--tune` grid (`shared_fits`), what a fit computes from the corpus alone (its word counts) is also
+kept in memory by the same key (`shared_in_fits`): every setting fits the same corpus.
 """
 
 from __future__ import annotations
@@ -10,7 +13,9 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -30,6 +35,37 @@ def corpus_fingerprint(papers: Sequence[Paper]) -> str:
         extra = "".join(f"\0{field}" for field in paper.extra)  # none: the digest of papers before `extra`
         digest.update(f"{paper.paper_id}\0{paper.title}\0{paper.abstract}{extra}\1".encode())
     return digest.hexdigest()
+
+
+def _key(kind: str, fingerprint: str, params: Mapping[str, Any]) -> bytes:
+    return orjson.dumps({"kind": kind, "corpus": fingerprint, "params": dict(params)}, option=orjson.OPT_SORT_KEYS)
+
+
+_SHARED: ContextVar[dict[bytes, Any] | None] = ContextVar("shared_fits", default=None)
+
+
+@contextmanager
+def shared_fits() -> Iterator[None]:
+    """Within the block, `shared_in_fits` computes each (kind, corpus, parameters) once; what it kept is let go at
+    the block's end. `TunedAdapter.fit` runs its grid in one (a nested block shares the outer one's)."""
+    token = _SHARED.set(_SHARED.get() if _SHARED.get() is not None else {})
+    try:
+        yield
+    finally:
+        _SHARED.reset(token)
+
+
+def shared_in_fits(kind: str, fingerprint: str, params: Mapping[str, Any], compute: Callable[[], Model]) -> Model:
+    """`compute()`, once per (`kind`, corpus `fingerprint`, `params`) within `shared_fits` (every call outside it).
+
+    `params` must be JSON-serialisable and hold everything, besides the corpus, that changes the result."""
+    shared = _SHARED.get()
+    if shared is None:
+        return compute()
+    key = _key(kind, fingerprint, params)
+    if key not in shared:
+        shared[key] = compute()
+    return shared[key]
 
 
 def cache_path(kind: str, fingerprint: str, params: Mapping[str, Any]) -> Path:

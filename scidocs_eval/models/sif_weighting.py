@@ -11,10 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from scidocs_eval.formats.corpus import paper_text
 from scidocs_eval.formats.suite import Paper
 from scidocs_eval.lazy_modules import lazy_module
-from scidocs_eval.models.text import analyzer
+from scidocs_eval.models.text import word_counts
 from scidocs_eval.models.word_vectors import MAX_TRAINED_TOKENS, TUNE_MAX_TOKENS, WordVectorAdapter, WordVectors
 from scidocs_eval.params import POSITIVE
 
@@ -59,13 +58,10 @@ class SifWeightedAdapter(WordVectorAdapter):
 
     def fit_sif(self, papers: Sequence[Paper], word_vectors: WordVectors) -> None:
         """Word frequencies and the first principal component of the corpus's weighted averages."""
-        from sklearn.feature_extraction.text import CountVectorizer
-
-        self.counter_ = CountVectorizer(analyzer=analyzer())
-        corpus_counts = self.counter_.fit_transform([paper_text(p) for p in papers])
+        self.vocabulary_, corpus_counts = word_counts(papers)
         totals = np.asarray(corpus_counts.sum(axis=0)).ravel()
         self.word_probability_ = totals / max(totals.sum(), 1)
-        self.word_matrix_ = word_vectors.lookup(self.counter_.get_feature_names_out())
+        self.word_matrix_ = word_vectors.lookup(self.vocabulary_.vectorizer.get_feature_names_out())
         self.component_ = first_component(self._average(corpus_counts, self.a), self.seed)
 
     def _average(self, counts: sparse.csr_matrix, a: float) -> np.ndarray:
@@ -79,5 +75,4 @@ class SifWeightedAdapter(WordVectorAdapter):
 
     def sif_vectors(self, papers: Sequence[Paper]) -> np.ndarray:
         """(n, dim) float64 SIF vectors of `papers`."""
-        counts = self.counter_.transform([paper_text(p) for p in papers])
-        return remove_component(self._average(counts, self.a), self.component_)
+        return remove_component(self._average(self.vocabulary_.counts_of(papers), self.a), self.component_)

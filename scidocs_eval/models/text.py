@@ -46,18 +46,55 @@ def tokenize_papers(papers: Sequence[Paper], progress: bool = True) -> list[list
     return tokens
 
 
-def count_vectorizer(n_documents: int) -> CountVectorizer:
-    """The counting half of the paper's TfidfVectorizer (min_df 3, max_df 0.75, English stop words dropped).
+def tfidf_count_settings(n_documents: int) -> dict[str, Any]:
+    """The counting half of the paper's TfidfVectorizer (min_df 3, max_df 0.75, English stop words dropped), as
+    `CountVectorizer` options.
 
     `min_df` drops to 1 for corpora too small for min_df 3 and max_df 0.75 to leave any word (< 4 papers).
     """
-    from sklearn.feature_extraction.text import CountVectorizer
-
     settings = dict(TFIDF_SETTINGS)
     settings.pop("norm")
     if settings["min_df"] > settings["max_df"] * n_documents:
         settings["min_df"] = 1
-    return CountVectorizer(**settings)
+    return settings
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """The words a corpus was counted with (`word_counts`): `vectorizer`, a fitted `CountVectorizer`, and `key`,
+    the corpus fingerprint and the options it was counted with."""
+
+    vectorizer: CountVectorizer
+    key: str
+
+    def counts_of(self, papers: Sequence[Paper]) -> sparse.csr_matrix:
+        """The papers' counts (papers × this vocabulary), once per papers within `model_cache.shared_fits` (a
+        `--tune` grid embeds the same val papers at every setting)."""
+        from scidocs_eval.models.model_cache import corpus_fingerprint, shared_in_fits
+
+        return shared_in_fits("word-counts-of", corpus_fingerprint(papers), {"vocabulary": self.key},
+                              lambda: self.vectorizer.transform([paper_text(p) for p in papers]))
+
+
+def word_counts(papers: Sequence[Paper], settings: dict[str, Any] | None = None
+                ) -> tuple[Vocabulary, sparse.csr_matrix]:
+    """The papers' `Vocabulary` under `CountVectorizer(**settings)` (None: the shared tokeniser, stop words
+    kept) and their counts (papers × vocabulary), counted once per corpus and settings within
+    `model_cache.shared_fits` (every setting of a `--tune` grid fits the same corpus; counting it was most of a
+    SIF fit's time)."""
+    from sklearn.feature_extraction.text import CountVectorizer
+
+    from scidocs_eval.models.model_cache import corpus_fingerprint, shared_in_fits
+
+    options = {"analyzer": "shared tokeniser", **TOKENIZER_SETTINGS} if settings is None else dict(settings)
+    fingerprint = corpus_fingerprint(papers)
+
+    def count() -> tuple[Vocabulary, sparse.csr_matrix]:
+        vectorizer = CountVectorizer(analyzer=analyzer()) if settings is None else CountVectorizer(**settings)
+        counts = vectorizer.fit_transform([paper_text(p) for p in papers])
+        return Vocabulary(vectorizer, f"{fingerprint} {sorted(options.items())}"), counts
+
+    return shared_in_fits("word-counts", fingerprint, options, count)
 
 
 @dataclass(frozen=True)

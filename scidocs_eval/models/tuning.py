@@ -29,6 +29,7 @@ from scidocs_eval.formats.embeddings import EmbeddingStore
 from scidocs_eval.formats.suite import Paper, Suite
 from scidocs_eval.lazy_modules import lazy_module
 from scidocs_eval.models.adapter import ADAPTERS, Adapter, Edge, get_adapter
+from scidocs_eval.models.model_cache import shared_fits
 from scidocs_eval.progress import progress_bar
 from scidocs_eval.registry import check_params
 
@@ -190,7 +191,7 @@ class TunedAdapter(Adapter):
         unusable: list[UnusableSetting] = []
         fitted: tuple[dict[str, Any], Adapter] | None = None  # the last fit, reused where only transform changes
         warnings_of_fit: dict[int, list[logging.LogRecord]] = {}  # id of a fitted candidate -> its fit's warnings
-        with progress_bar(total=len(grid), unit="setting", desc=desc) as bar:
+        with progress_bar(total=len(grid), unit="setting", desc=desc) as bar, shared_fits():
             for setting in grid:
                 if fitted is not None and self._same_fit(fitted[0], setting):
                     candidate = copy.copy(fitted[1])  # its fitted state shared, its transform's parameters set
