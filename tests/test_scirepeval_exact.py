@@ -365,7 +365,15 @@ def test_kink_systems_are_solved_for_their_least_norm_solution_full_rank_or_not(
     rows[3, 4:] = rng.normal(size=(2, dim))  # padding is masked out, whatever it holds
     gram = (rows * present[:, :, None]) @ (rows * present[:, :, None]).transpose(0, 2, 1)
     rhs = rng.normal(size=(4, 6)) * present
-    solved = _least_norm(gram, present, rows)(rhs)
+    asked = []
+
+    def gram_of(columns: np.ndarray, size: int) -> np.ndarray:
+        asked.append((list(columns), size))
+        return gram[columns][:, :size, :size]
+
+    solved = _least_norm(present, rows, gram_of)(rhs)
+    # only the columns with at most as many rows as features, cut to the most rows one of them has
+    assert asked == ([([0, 1, 2, 3], 6)] if dim == 10 else [([3], 4)])
     for column in range(4):
         kept = present[column]
         expected = np.linalg.lstsq(gram[column][np.ix_(kept, kept)], rhs[column, kept], rcond=None)[0]

@@ -421,13 +421,16 @@ class _Batch:
             def kink_times(beta: np.ndarray) -> np.ndarray:
                 return np.matmul(kink_rows, beta[:, :, None])[:, :, 0]
 
-            gram = kink_rows[take[:, :, None], np.arange(width)[None, :, None], index[:, None, :]]
+            def gram_of(some: np.ndarray, rows: int) -> np.ndarray:
+                return kink_rows[some[:, None, None], np.arange(rows)[None, :, None], index[some, None, :rows]]
         else:
             def kink_times(beta: np.ndarray) -> np.ndarray:
                 return _rows_times(x_kink, _weights_of(x, beta))
 
-            gram = x_kink @ x_kink.transpose(0, 2, 1)
-        solve = _least_norm(gram * (present[:, :, None] & present[:, None, :]), present, x_kink)
+            def gram_of(some: np.ndarray, rows: int) -> np.ndarray:
+                first = x_kink[some, :rows]
+                return first @ first.transpose(0, 2, 1)
+        solve = _least_norm(present, x_kink, gram_of)
         for _ in range(3):
             residual = (kinks[take, index] - kink_times(beta)) * present
             beta[take, index] += solve(residual)
@@ -494,44 +497,47 @@ def _weights_of(x: np.ndarray, beta: np.ndarray) -> np.ndarray:
     return np.matmul(beta[:, None, :], x)[:, 0, :]
 
 
-def _least_norm(gram: np.ndarray, present: np.ndarray, features: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
-    """r -> the least-norm solution v of G v = r per column, for the Gram matrices G = X Xᵀ (B, w, w) of the
-    `present` rows with their `features` X (B, w, dim) (the other rows padding, zero in G, r and v).
+def _least_norm(present: np.ndarray, features: np.ndarray, gram_of: Callable[[np.ndarray, int], np.ndarray]
+                ) -> Callable[[np.ndarray], np.ndarray]:
+    """r -> the least-norm solution v of G v = r per column, for the Gram matrices G = X Xᵀ of the `present` rows
+    (first in each column, then padding: zero in r and v) with their `features` X (B, w, dim); `gram_of(columns,
+    m)` gives those columns' (len(columns), m, m) Gram matrices of their first m rows (padding masked here).
 
-    Where G's Cholesky factorisation has no pivot below `_PIVOT_TOLERANCE` of its largest (full rank, well
+    A column with at most as many rows as features is solved over its own rows: its Gram matrix cut to the most
+    rows such a column has (at most dim), not the batch's width (which a column with hundreds of kink rows sets).
+    Where its Cholesky factorisation has no pivot below `_PIVOT_TOLERANCE` of its largest (full rank, well
     conditioned: the least-norm solution is the solution), an LU solve (a fraction of an eigendecomposition's
-    cost); elsewhere the pseudo-inverse from G's eigendecomposition, eigenvalues below `_RANK_TOLERANCE` of the
+    cost); elsewhere the pseudo-inverse from its eigendecomposition, eigenvalues below `_RANK_TOLERANCE` of the
     largest dropped (X's rank). A column with more rows than features (G singular: rank at most dim) takes that
     pseudo-inverse through the eigendecomposition of XᵀX = V Λ Vᵀ instead, v = X V Λ⁻² Vᵀ Xᵀ r (the same
     eigenvalues): dim × dim, not w × w (hundreds of kink rows at 96 dimensions were most of a multi-label fit)."""
-    size = gram.shape[1]
-    over_features = present.sum(axis=1) > features.shape[2]
-    narrow = ~over_features
-    padded = gram[narrow]  # a copy, of the columns that may take the direct solve only
+    counts = present.sum(axis=1)
+    over_features = counts > features.shape[2]
+    narrow, wide = np.flatnonzero(~over_features), np.flatnonzero(over_features)
+    size = max(int(counts[narrow].max()), 1) if narrow.size else 1
+    kept = present[narrow, :size]
+    gram = gram_of(narrow, size) * (kept[:, :, None] & kept[:, None, :])
+    padded = gram.copy()
     diagonal = padded[:, np.arange(size), np.arange(size)]
     scale = np.where(diagonal.max(axis=1) > 0, diagonal.max(axis=1), 1.0)
-    padded[:, np.arange(size), np.arange(size)] += np.where(present[narrow], 0.0, scale[:, None])
-    direct = np.zeros(len(gram), dtype=bool)
-    if narrow.any():
-        direct[narrow] = _well_conditioned(padded)
-    deficient = np.flatnonzero(~direct & narrow)
-    wide = np.flatnonzero(over_features)
+    padded[:, np.arange(size), np.arange(size)] += np.where(kept, 0.0, scale[:, None])
+    direct = _well_conditioned(padded) if narrow.size else np.zeros(0, dtype=bool)
+    solved, factors = narrow[direct], padded[direct]
+    deficient = narrow[~direct]
     if deficient.size:
-        values, vectors = np.linalg.eigh(gram[deficient])
+        values, vectors = np.linalg.eigh(gram[~direct])
         pseudo = _pseudo_inverse_values(values)
     if wide.size:
         rows = features[wide] * present[wide][:, :, None]
         feature_values, feature_vectors = np.linalg.eigh(np.matmul(rows.transpose(0, 2, 1), rows))
         inverse_square = _pseudo_inverse_values(feature_values) ** 2
-    solved = np.flatnonzero(direct)
-    factors = padded[direct[narrow]]
 
     def solve(rhs: np.ndarray) -> np.ndarray:
         out = np.zeros_like(rhs)
         if solved.size:
-            out[solved] = np.linalg.solve(factors, rhs[solved][:, :, None])[:, :, 0]
+            out[solved, :size] = np.linalg.solve(factors, rhs[solved, :size, None])[:, :, 0]
         if deficient.size:
-            out[deficient] = _rotated_back(vectors, pseudo, rhs[deficient])
+            out[deficient, :size] = _rotated_back(vectors, pseudo, rhs[deficient, :size])
         if wide.size:
             out[wide] = _rows_times(rows, _rotated_back(feature_vectors, inverse_square, _weights_of(rows, rhs[wide])))
         return out * present
