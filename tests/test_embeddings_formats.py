@@ -25,7 +25,7 @@ from scidocs_eval.cli.main import main
 from scidocs_eval.errors import InputError
 from scidocs_eval.evaluation.config import RunConfig
 from scidocs_eval.formats.embeddings import EmbeddingStore, format_embedding_line
-from scidocs_eval.formats.embeddings_tables import ReadOptions
+from scidocs_eval.formats.embeddings_tables import ReadOptions, start_file_pass
 from scidocs_eval.formats.embeddings_writers import convert_embeddings
 from scidocs_eval.formats.suite import Suite
 
@@ -151,6 +151,33 @@ def test_the_recorded_sha256_is_the_file_s(tmp_path: Path) -> None:
 
     path = write_parquet(tmp_path / "e.parquet", ["a", "b"], [[1.0, 2.0], [3.0, 4.0]])
     assert EmbeddingStore.load(path).sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.mark.parametrize("kind", ["parquet", "feather", "arrow_stream"])
+def test_a_table_file_is_hashed_by_the_pass_a_run_starts_and_a_refused_one_stops_it(tmp_path: Path,
+                                                                                      kind: str) -> None:
+    """Parquet and Arrow files take the road array files take: the pass a run starts before it reads its data
+    (`start_file_pass`) hashes the file while pyarrow reads it, and a file the reader refuses (unreadable, or no
+    id column) ends that pass's reads."""
+    import hashlib
+
+    path = WRITERS[kind](tmp_path / f"e.{kind}", ["a", "b"], [[1.0, 2.0], [3.0, 4.0]])
+    file_pass = start_file_pass(path)
+    assert file_pass is not None
+    assert EmbeddingStore.load(path, file_pass=file_pass).sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert not file_pass._stopped.is_set()
+    refused = start_file_pass(path)
+    assert refused is not None
+    with pytest.raises(InputError, match="missing id column 'nope'"):
+        EmbeddingStore.load(path, file_pass=refused, options=ReadOptions(id_column="nope"))
+    assert refused._stopped.is_set()
+    garbage = tmp_path / f"garbage.{kind}"
+    garbage.write_bytes(b"PAR1 not a table" * 64)
+    unreadable = start_file_pass(garbage)
+    assert unreadable is not None
+    with pytest.raises(InputError, match="garbage"):
+        EmbeddingStore.load(garbage, file_pass=unreadable)
+    assert unreadable._stopped.is_set()
 
 
 MALFORMED: dict[str, tuple[list[object], list[list[float] | None], str, int]] = {

@@ -92,9 +92,9 @@ class Columns:
 
 
 class FilePass:
-    """The checks of an array file that read all of it, each by a thread of its own (file reads, hashlib and
-    zlib release the GIL): the sha256 of its bytes and, for an .npz, the CRC-32 of each stored member, the check
-    `np.load` makes. A run starts it before it reads its data files (`start_file_pass`), so the file is checked
+    """The checks of an array or table file that read all of it, each by a thread of its own (file reads, hashlib
+    and zlib release the GIL): the sha256 of its bytes and, for an .npz, the CRC-32 of each stored member, the
+    check `np.load` makes. A run starts it before it reads its data files (`start_file_pass`), so the file is checked
     while the corpus is read; daemons, so an error in the file is not held back until they are done, and
     `stop` ends them when the file will not be used. The threads read with `read`, not through a memory map:
     a file cut short while they read it (by another program, or a test rewriting it) ends a read early
@@ -147,14 +147,14 @@ def _member_crcs(path: Path, stopped: threading.Event) -> dict[int, int]:
 
 
 def start_file_pass(spec: str | os.PathLike[str]) -> FilePass | None:
-    """A `FilePass` of `spec` when `read_columns` would hash it (a regular .npy, .npz or safetensors file); None
-    otherwise, or when the file cannot be opened: its read then reports that, in its turn. A pipe or a device
-    is never opened here: what this would read from it, the read could not."""
+    """A `FilePass` of `spec` when `read_columns` would hash it (a regular .npy, .npz, safetensors, Parquet or
+    Arrow file); None otherwise, or when the file cannot be opened: its read then reports that, in its turn. A
+    pipe or a device is never opened here: what this would read from it, the read could not."""
     try:
         if not stat.S_ISREG(os.stat(spec).st_mode):
             return None
         with EmbeddingsInput(spec) as source:
-            if not source.regular or source.kind not in (NPY, NPZ, SAFETENSORS):
+            if not source.regular or source.kind not in (NPY, NPZ, SAFETENSORS, PARQUET, ARROW_FILE, ARROW_STREAM):
                 return None
     except (InputError, OSError):
         return None
@@ -197,7 +197,7 @@ def read_columns(source: EmbeddingsInput, options: ReadOptions, file_pass: FileP
         if source.regular:  # read from the file (a .npy memory-mapped), not from a copy of its bytes
             assert source.path is not None
             data: bytes | Path = source.path
-            digest = file_pass if file_pass is not None and file_pass.path == source.path else FilePass(source.path)
+            digest = _file_pass_of(source.path, file_pass)
         else:
             data = source.read_all()
             digest = hashlib.sha256(data).hexdigest()
@@ -210,8 +210,18 @@ def read_columns(source: EmbeddingsInput, options: ReadOptions, file_pass: FileP
                 digest.stop()
             raise
         return _matrix_columns(source.name, ids, matrix, empty, digest)
-    table, digest = _arrow_table(source)
-    return _table_columns(source.name, table, options, digest)
+    table, digest = _arrow_table(source, file_pass)
+    try:
+        return _table_columns(source.name, table, options, digest)
+    except BaseException:
+        if isinstance(digest, FilePass):
+            digest.stop()
+        raise
+
+
+def _file_pass_of(path: Path, file_pass: FilePass | None) -> FilePass:
+    """`file_pass` when it reads `path`, else a new one on it."""
+    return file_pass if file_pass is not None and file_pass.path == path else FilePass(path)
 
 
 def iter_columns(source: EmbeddingsInput, options: ReadOptions) -> Iterator[Columns]:
@@ -229,10 +239,13 @@ def iter_columns(source: EmbeddingsInput, options: ReadOptions) -> Iterator[Colu
         raise InputError(source.name, f"cannot be read as Parquet ({error})") from None
 
 
-def _arrow_table(source: EmbeddingsInput) -> tuple[Any, str]:
+def _arrow_table(source: EmbeddingsInput, file_pass: FilePass | None) -> tuple[Any, str | FilePass]:
+    """The file's table and its digest: a regular file is hashed by a `FilePass` (`file_pass` when it reads this
+    file) while pyarrow reads it."""
     pa, pq = _pyarrow(source.name)
     what = {PARQUET: "Parquet", ARROW_FILE: "an Arrow IPC file", ARROW_STREAM: "an Arrow IPC stream",
             HF_DATASET: "a saved HF dataset"}[source.kind]
+    digest: str | FilePass = ""
     try:
         if source.kind == HF_DATASET:
             assert source.path is not None
@@ -241,7 +254,7 @@ def _arrow_table(source: EmbeddingsInput) -> tuple[Any, str]:
             return pa.concat_tables(tables), _files_digest(files)
         if source.regular:
             assert source.path is not None
-            digest = _files_digest([source.path])
+            digest = _file_pass_of(source.path, file_pass)
             data = pa.memory_map(str(source.path))
         else:
             raw = source.read_all()
@@ -251,8 +264,12 @@ def _arrow_table(source: EmbeddingsInput) -> tuple[Any, str]:
             return pq.read_table(data), digest
         opener = pa.ipc.open_file if source.kind == ARROW_FILE else pa.ipc.open_stream
         return opener(data).read_all(), digest
-    except (pa.ArrowException, OSError, ValueError) as error:
-        raise InputError(source.name, f"cannot be read as {what} ({error})") from None
+    except BaseException as error:
+        if isinstance(digest, FilePass):
+            digest.stop()
+        if isinstance(error, (pa.ArrowException, OSError, ValueError)):
+            raise InputError(source.name, f"cannot be read as {what} ({error})") from None
+        raise
 
 
 def _pyarrow(name: str) -> tuple[Any, Any]:
@@ -300,7 +317,7 @@ def _blocks(handle: BinaryIO, start: int, stop: int | None, stopped: threading.E
             left -= size
 
 
-def _table_columns(name: str, table: Any, options: ReadOptions, digest: str) -> Columns:
+def _table_columns(name: str, table: Any, options: ReadOptions, digest: str | FilePass) -> Columns:
     pa, _ = _pyarrow(name)
     columns = list(table.column_names)
     id_column = options.id_column or next((c for c in ID_COLUMNS if c in columns), None)
@@ -327,7 +344,8 @@ def _is_number_type(pa: Any, kind: Any) -> bool:
     return pa.types.is_integer(kind) or pa.types.is_floating(kind)
 
 
-def _list_column(name: str, pa: Any, column_name: str, column: Any, ids: list[Any], digest: str) -> Columns:
+def _list_column(name: str, pa: Any, column_name: str, column: Any, ids: list[Any], digest: str | FilePass
+                 ) -> Columns:
     kind = column.type
     if not (pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind)):
         raise InputError(name, f"column {column_name!r} holds {kind}, not lists of numbers")
@@ -346,7 +364,7 @@ def _list_column(name: str, pa: Any, column_name: str, column: Any, ids: list[An
 
 
 def _number_columns(name: str, pa: Any, columns: list[Any], names: list[str], ids: list[Any],
-                    digest: str) -> Columns:
+                    digest: str | FilePass) -> Columns:
     for column_name, column in zip(names, columns):
         if not _is_number_type(pa, column.type):
             raise InputError(name, f"column {column_name!r} holds {column.type}, not numbers")
