@@ -18,7 +18,14 @@ from scidocs_eval.formats.suite import Paper, Suite
 from scidocs_eval.models.adapter import get_adapter
 from scidocs_eval.models.gensim_training import epochs_within_budget
 from scidocs_eval.models.model_cache import cached_model
-from scidocs_eval.models.text import TFIDF_SETTINGS, TfidfWeighting, analyzer, tfidf_count_settings, tokenize_papers
+from scidocs_eval.models.text import (
+    TFIDF_SETTINGS,
+    TfidfWeighting,
+    analyzer,
+    tfidf_count_settings,
+    tokenize_papers,
+    word_counts,
+)
 from scidocs_eval.models.tuning import TunedAdapter, ValScorer
 from scidocs_eval.models.word_vectors import FasttextSettings, check_converged, load_word_vectors, train_fasttext
 from scidocs_eval.run.baseline import run_baseline
@@ -212,6 +219,9 @@ def test_a_tuning_grid_counts_the_corpus_and_the_val_papers_once(
     assert calls == ["fit_transform", "transform"] * 2
     again = get_adapter(name, vectors=str(demo_vectors), **tuned.best_params_).fit(papers)  # outside a grid
     np.testing.assert_array_equal(again.transform(papers[:50]), tuned.transform(papers[:50]))
+    shared = word_counts(papers[:20])[1]  # what the settings share cannot be changed by one of them
+    with pytest.raises(ValueError, match="read-only"):
+        shared.data[0] = 0
 
 
 def test_fasttext_sum_tunes_tfidf_switches(demo_suite: Suite, demo_vectors: Path) -> None:

@@ -73,7 +73,14 @@ class Vocabulary:
         from scidocs_eval.models.model_cache import corpus_fingerprint, shared_in_fits
 
         return shared_in_fits("word-counts-of", corpus_fingerprint(papers), {"vocabulary": self.key},
-                              lambda: self.vectorizer.transform([paper_text(p) for p in papers]))
+                              lambda: _read_only(self.vectorizer.transform([paper_text(p) for p in papers])))
+
+
+def _read_only(counts: sparse.csr_matrix) -> sparse.csr_matrix:
+    """`counts` with its values read-only: the settings of a grid share them, so one that changed them in place
+    would change the others' (it raises instead)."""
+    counts.data.flags.writeable = False
+    return counts
 
 
 def word_counts(papers: Sequence[Paper], settings: dict[str, Any] | None = None
@@ -91,7 +98,7 @@ def word_counts(papers: Sequence[Paper], settings: dict[str, Any] | None = None
 
     def count() -> tuple[Vocabulary, sparse.csr_matrix]:
         vectorizer = CountVectorizer(analyzer=analyzer()) if settings is None else CountVectorizer(**settings)
-        counts = vectorizer.fit_transform([paper_text(p) for p in papers])
+        counts = _read_only(vectorizer.fit_transform([paper_text(p) for p in papers]))
         return Vocabulary(vectorizer, f"{fingerprint} {sorted(options.items())}"), counts
 
     return shared_in_fits("word-counts", fingerprint, options, count)
