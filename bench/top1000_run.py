@@ -15,8 +15,10 @@ search), then the command itself, with each stage timed by wrapping the function
 - other: the rest of the run's wall time (argument checks, the run of dicts the older code builds, writing).
 
 It prints each stage and the ratio of the run's wall time to the product's, the figure that carries across loads,
-and beside them the CPU times (`time.process_time`: every thread of the process) of the run, the product and the
-stages: on a shared machine wall times swing with the other jobs, CPU times much less.
+the stages around the search (everything but the search: they come before it or consume its output) against the
+product (a run is ≤ 2× the product only if they fit in one product's time), and beside them the CPU times
+(`time.process_time`: every thread of the process) of the run, the product and the stages: on a shared machine
+wall times swing with the other jobs, CPU times much less.
 
     python bench/top1000_run.py                                    # 1,000 x 200,000 x 768: the size
     python bench/top1000_run.py --documents 50000 --before /work/main
@@ -159,6 +161,10 @@ def report(label: str, figures: dict) -> None:
           f"({figures['product']:.1f} s); CPU {figures['run_cpu']:.1f} s = "
           f"{figures['run_cpu'] / figures['product_cpu']:.2f} x the product's ({figures['product_cpu']:.1f} s)  "
           f"[stages, wall (CPU): {stages}]")
+    around = figures["run"] - figures["stages"]["search"]
+    print(f"{label}: the stages before and after the search, which cannot overlap it (its input, its output's "
+          f"consumers), took {around:.1f} s = {around / figures['product']:.2f} x the product: a search that cost "
+          f"exactly one product would leave the run at {1 + around / figures['product']:.2f} x")
 
 
 def main() -> None:
