@@ -25,6 +25,7 @@ import orjson
 
 from scidocs_eval.errors import ScidocsEvalError
 from scidocs_eval.extras import require
+from scidocs_eval.formats.embeddings_files import file_identity
 from scidocs_eval.models.encoder import resolve_model
 from scidocs_eval.paths import cache_dir
 
@@ -50,10 +51,10 @@ def checkpoint_files(folder: Path) -> list[Path]:
 
 
 def _file_digest(path: Path) -> str:
-    """sha256 of `path`'s bytes, remembered by (resolved path, inode, size, mtime, ctime) under the cache folder."""
-    stat = path.stat()
-    key = hashlib.sha256(f"{path.resolve()}\0{stat.st_ino}\0{stat.st_size}\0{stat.st_mtime_ns}\0"
-                         f"{stat.st_ctime_ns}".encode()).hexdigest()[:32]
+    """sha256 of `path`'s bytes, remembered under the cache folder by its resolved path and `file_identity`
+    (device, inode, size, mtime, ctime: the identity every cache of a file's contents keys on)."""
+    identity = file_identity(path)
+    key = hashlib.sha256(f"{path.resolve()}\0{identity}".encode()).hexdigest()[:32]
     memo = cache_dir("weights") / f"{key}.json"
     if memo.is_file():
         try:
@@ -64,7 +65,8 @@ def _file_digest(path: Path) -> str:
     with open(path, "rb") as handle:
         while chunk := handle.read(_CHUNK):
             digest.update(chunk)
-    if time.time() - max(stat.st_mtime, stat.st_ctime) > _RACY_SECONDS:
+    *_, modified_ns, changed_ns = identity
+    if time.time() - max(modified_ns, changed_ns) / 1e9 > _RACY_SECONDS:
         temporary = memo.with_name(f"{memo.name}.{os.getpid()}.tmp")
         temporary.write_bytes(orjson.dumps({"path": str(path.resolve()), "sha256": digest.hexdigest()}))
         os.replace(temporary, memo)
