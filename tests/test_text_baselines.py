@@ -15,6 +15,7 @@ from scidocs_eval.evaluation.config import RunConfig
 from scidocs_eval.evaluation.task import task_names
 from scidocs_eval.formats.corpus import read_citations
 from scidocs_eval.formats.suite import Paper, Suite
+from scidocs_eval.models import model_cache
 from scidocs_eval.models.adapter import get_adapter
 from scidocs_eval.models.gensim_training import epochs_within_budget
 from scidocs_eval.models.model_cache import cached_model
@@ -217,8 +218,12 @@ def test_a_tuning_grid_counts_the_corpus_and_the_val_papers_once(
         tuned.fit(papers, val=ValScorer(demo_suite))
         assert len(tuned.scores_) == 4
     assert calls == ["fit_transform", "transform"] * 2
+    hashed: list[int] = []
+    fingerprint = model_cache.corpus_fingerprint
+    monkeypatch.setattr(model_cache, "corpus_fingerprint", lambda some: hashed.append(len(some)) or fingerprint(some))
     again = get_adapter(name, vectors=str(demo_vectors), **tuned.best_params_).fit(papers)  # outside a grid
     np.testing.assert_array_equal(again.transform(papers[:50]), tuned.transform(papers[:50]))
+    assert hashed == []  # outside a grid nothing is shared, so nothing is hashed to share it
     shared = word_counts(papers[:20])[1]  # what the settings share cannot be changed by one of them
     with pytest.raises(ValueError, match="read-only"):
         shared.data[0] = 0

@@ -37,11 +37,11 @@ def corpus_fingerprint(papers: Sequence[Paper]) -> str:
     return digest.hexdigest()
 
 
-def _key(kind: str, fingerprint: str, params: Mapping[str, Any]) -> bytes:
-    return orjson.dumps({"kind": kind, "corpus": fingerprint, "params": dict(params)}, option=orjson.OPT_SORT_KEYS)
+def _key(fingerprint: str, params: Mapping[str, Any]) -> bytes:
+    return orjson.dumps({"corpus": fingerprint, "params": dict(params)}, option=orjson.OPT_SORT_KEYS)
 
 
-_SHARED: ContextVar[dict[bytes, Any] | None] = ContextVar("shared_fits", default=None)
+_SHARED: ContextVar[dict[tuple[str, bytes], Any] | None] = ContextVar("shared_fits", default=None)
 
 
 @contextmanager
@@ -55,14 +55,16 @@ def shared_fits() -> Iterator[None]:
         _SHARED.reset(token)
 
 
-def shared_in_fits(kind: str, fingerprint: str, params: Mapping[str, Any], compute: Callable[[], Model]) -> Model:
-    """`compute()`, once per (`kind`, corpus `fingerprint`, `params`) within `shared_fits` (every call outside it).
+def shared_in_fits(kind: str, papers: Sequence[Paper], params: Mapping[str, Any], compute: Callable[[], Model]
+                   ) -> Model:
+    """`compute()`, once per (`kind`, the papers' `corpus_fingerprint`, `params`) within `shared_fits`; outside it,
+    at every call, and nothing is hashed.
 
-    `params` must be JSON-serialisable and hold everything, besides the corpus, that changes the result."""
+    `params` must be JSON-serialisable and hold everything, besides the papers, that changes the result."""
     shared = _SHARED.get()
     if shared is None:
         return compute()
-    key = _key(kind, fingerprint, params)
+    key = kind, _key(corpus_fingerprint(papers), params)
     if key not in shared:
         shared[key] = compute()
     return shared[key]
@@ -70,8 +72,7 @@ def shared_in_fits(kind: str, fingerprint: str, params: Mapping[str, Any], compu
 
 def cache_path(kind: str, fingerprint: str, params: Mapping[str, Any]) -> Path:
     """Where the model `kind` trained on the corpus `fingerprint` with `params` is (or would be) cached."""
-    key = orjson.dumps({"corpus": fingerprint, "params": dict(params)}, option=orjson.OPT_SORT_KEYS)
-    return cache_dir("models") / f"{kind}-{hashlib.sha256(key).hexdigest()[:20]}.joblib"
+    return cache_dir("models") / f"{kind}-{hashlib.sha256(_key(fingerprint, params)).hexdigest()[:20]}.joblib"
 
 
 def cached_model(kind: str, fingerprint: str, params: Mapping[str, Any], train: Callable[[], Model]) -> Model:

@@ -8,8 +8,9 @@ fasttext-sum additionally drop English stop words, as the paper's TfidfVectorize
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from scidocs_eval.formats.corpus import paper_text
@@ -61,18 +62,18 @@ def tfidf_count_settings(n_documents: int) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Vocabulary:
-    """The words a corpus was counted with (`word_counts`): `vectorizer`, a fitted `CountVectorizer`, and `key`,
-    the corpus fingerprint and the options it was counted with."""
+    """The words a corpus was counted with (`word_counts`): `vectorizer`, a fitted `CountVectorizer`, and
+    `identity`, a name no other vocabulary has (in any process), which keys the counts of other papers over it."""
 
     vectorizer: CountVectorizer
-    key: str
+    identity: str = field(default_factory=lambda: uuid.uuid4().hex)
 
     def counts_of(self, papers: Sequence[Paper]) -> sparse.csr_matrix:
         """The papers' counts (papers × this vocabulary), once per papers within `model_cache.shared_fits` (a
-        `--tune` grid embeds the same val papers at every setting)."""
-        from scidocs_eval.models.model_cache import corpus_fingerprint, shared_in_fits
+        `--tune` grid embeds the same val papers at every setting, with the one vocabulary its fits share)."""
+        from scidocs_eval.models.model_cache import shared_in_fits
 
-        return shared_in_fits("word-counts-of", corpus_fingerprint(papers), {"vocabulary": self.key},
+        return shared_in_fits("word-counts-of", papers, {"vocabulary": self.identity},
                               lambda: _read_only(self.vectorizer.transform([paper_text(p) for p in papers])))
 
 
@@ -91,17 +92,14 @@ def word_counts(papers: Sequence[Paper], settings: dict[str, Any] | None = None
     SIF fit's time)."""
     from sklearn.feature_extraction.text import CountVectorizer
 
-    from scidocs_eval.models.model_cache import corpus_fingerprint, shared_in_fits
-
-    options = {"analyzer": "shared tokeniser", **TOKENIZER_SETTINGS} if settings is None else dict(settings)
-    fingerprint = corpus_fingerprint(papers)
+    from scidocs_eval.models.model_cache import shared_in_fits
 
     def count() -> tuple[Vocabulary, sparse.csr_matrix]:
         vectorizer = CountVectorizer(analyzer=analyzer()) if settings is None else CountVectorizer(**settings)
-        counts = _read_only(vectorizer.fit_transform([paper_text(p) for p in papers]))
-        return Vocabulary(vectorizer, f"{fingerprint} {sorted(options.items())}"), counts
+        return Vocabulary(vectorizer), _read_only(vectorizer.fit_transform([paper_text(p) for p in papers]))
 
-    return shared_in_fits("word-counts", fingerprint, options, count)
+    options = {"analyzer": "shared tokeniser", **TOKENIZER_SETTINGS} if settings is None else settings
+    return shared_in_fits("word-counts", papers, options, count)
 
 
 @dataclass(frozen=True)
