@@ -44,7 +44,14 @@ import orjson
 from scidocs_eval.errors import InputError
 from scidocs_eval.formats.embeddings_cache import CacheEntry, ParsedEmbeddings, wait_for_cache_writes
 from scidocs_eval.formats.embeddings_files import JSON_LINES, EmbeddingsInput, file_identity
-from scidocs_eval.formats.embeddings_tables import Columns, FilePass, ReadOptions, iter_columns, read_columns
+from scidocs_eval.formats.embeddings_tables import (
+    Columns,
+    FilePass,
+    ReadOptions,
+    iter_columns,
+    read_columns,
+    stopped_on_error,
+)
 from scidocs_eval.lazy_modules import lazy_module
 from scidocs_eval.progress import progress_bar
 
@@ -669,16 +676,12 @@ def _read_table(source: EmbeddingsInput, dtype: np.dtype, options: ReadOptions,
         identity = file_pass.identity if file_pass is not None and file_pass.path == source.path else \
             file_identity(source.path)
     columns = read_columns(source, options, file_pass)
-    try:
+    with stopped_on_error(columns.digest):
         builder = _StoreBuilder(source.name, dtype, unit="row")
         builder.add_columns(columns)
         store = builder.finish(sha256=columns.sha256, source=source.name)
-        store.file_identity = identity
-        return store
-    except BaseException:  # a refused file: its reads stop here
-        if isinstance(columns.digest, FilePass):
-            columns.digest.stop()
-        raise
+    store.file_identity = identity
+    return store
 
 
 def format_embedding_line(paper_id: str, vector: np.ndarray | Sequence[float] | None) -> bytes:

@@ -203,16 +203,20 @@ def read_columns(source: EmbeddingsInput, options: ReadOptions, file_pass: FileP
             digest = hashlib.sha256(data).hexdigest()
         npz = functools.partial(_npz, file_pass=digest if isinstance(digest, FilePass) else None)
         reader = {NPY: _npy, NPZ: npz, SAFETENSORS: _safetensors}[source.kind]
-        try:
+        with stopped_on_error(digest):
             ids, matrix, empty = reader(source.name, data, options)
-        except BaseException:
-            if isinstance(digest, FilePass):
-                digest.stop()
-            raise
         return _matrix_columns(source.name, ids, matrix, empty, digest)
     table, digest = _arrow_table(source, file_pass)
-    try:
+    with stopped_on_error(digest):
         return _table_columns(source.name, table, options, digest)
+
+
+@contextlib.contextmanager
+def stopped_on_error(digest: str | FilePass) -> Iterator[None]:
+    """An error within the block (the file refused) stops `digest`'s reads, when it is a `FilePass` still reading:
+    they would only read a file no run uses."""
+    try:
+        yield
     except BaseException:
         if isinstance(digest, FilePass):
             digest.stop()
@@ -245,13 +249,13 @@ def _arrow_table(source: EmbeddingsInput, file_pass: FilePass | None) -> tuple[A
     pa, pq = _pyarrow(source.name)
     what = {PARQUET: "Parquet", ARROW_FILE: "an Arrow IPC file", ARROW_STREAM: "an Arrow IPC stream",
             HF_DATASET: "a saved HF dataset"}[source.kind]
-    digest: str | FilePass = ""
     try:
         if source.kind == HF_DATASET:
             assert source.path is not None
             files = _dataset_files(source.path)
             tables = [pa.ipc.open_stream(pa.memory_map(str(file))).read_all() for file in files]
             return pa.concat_tables(tables), _files_digest(files)
+        digest: str | FilePass
         if source.regular:
             assert source.path is not None
             digest = _file_pass_of(source.path, file_pass)
@@ -260,16 +264,13 @@ def _arrow_table(source: EmbeddingsInput, file_pass: FilePass | None) -> tuple[A
             raw = source.read_all()
             digest = hashlib.sha256(raw).hexdigest()
             data = pa.BufferReader(raw)
-        if source.kind == PARQUET:
-            return pq.read_table(data), digest
-        opener = pa.ipc.open_file if source.kind == ARROW_FILE else pa.ipc.open_stream
-        return opener(data).read_all(), digest
-    except BaseException as error:
-        if isinstance(digest, FilePass):
-            digest.stop()
-        if isinstance(error, (pa.ArrowException, OSError, ValueError)):
-            raise InputError(source.name, f"cannot be read as {what} ({error})") from None
-        raise
+        with stopped_on_error(digest):
+            if source.kind == PARQUET:
+                return pq.read_table(data), digest
+            opener = pa.ipc.open_file if source.kind == ARROW_FILE else pa.ipc.open_stream
+            return opener(data).read_all(), digest
+    except (pa.ArrowException, OSError, ValueError) as error:
+        raise InputError(source.name, f"cannot be read as {what} ({error})") from None
 
 
 def _pyarrow(name: str) -> tuple[Any, Any]:
